@@ -1,0 +1,106 @@
+//! Errors a user can see. Each names where the bad input came from (file or origin), the key
+//! path inside it, the value, and what was expected — with units.
+
+use std::fmt;
+
+/// Separates value and expectation inside a deserializer message, so that the key path
+/// (known only to the caller) can be put between origin and value.
+pub(crate) const VALUE_SEP: char = '\u{1f}';
+
+/// A rejected scenario, cost profile or command-line value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    /// File name, or a description such as `"<python dict>"` or `"--set"`.
+    pub origin: String,
+    /// Dotted key path, e.g. `traffic.rate`; empty for whole-file problems.
+    pub path: String,
+    /// The offending value as written, if there is one.
+    pub value: Option<String>,
+    /// What would have been accepted (or what is wrong).
+    pub expected: String,
+    /// Line and column for syntax errors.
+    pub position: Option<(usize, usize)>,
+}
+
+impl ConfigError {
+    pub fn new(origin: impl Into<String>, path: impl Into<String>, value: Option<String>, expected: impl Into<String>) -> Self {
+        ConfigError { origin: origin.into(), path: path.into(), value, expected: expected.into(), position: None }
+    }
+
+    /// Build from a serde message and a key path, splitting value from expectation where the
+    /// message came from one of pktsim's own deserializers.
+    pub(crate) fn from_serde(origin: &str, path: String, message: &str) -> Self {
+        if let Some((value, expected)) = message.split_once(VALUE_SEP) {
+            return ConfigError::new(origin, path, Some(value.to_string()), expected.to_string());
+        }
+        // serde's own messages: rephrase the common ones so they point at the exact key.
+        if let Some(rest) = message.strip_prefix("unknown field `") {
+            if let Some((field, tail)) = rest.split_once('`') {
+                let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
+                let full = join_path(&path, field);
+                return ConfigError::new(origin, full, None, format!("no such key here (known keys: {known})"));
+            }
+        }
+        if let Some(rest) = message.strip_prefix("missing field `") {
+            if let Some((field, _)) = rest.split_once('`') {
+                return ConfigError::new(origin, join_path(&path, field), None, "this key is required but missing");
+            }
+        }
+        if let Some(rest) = message.strip_prefix("unknown variant `") {
+            if let Some((variant, tail)) = rest.split_once('`') {
+                let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
+                return ConfigError::new(origin, path, Some(format!("{variant:?}")), format!("one of {known}"));
+            }
+        }
+        if let Some(rest) = message.strip_prefix("invalid type: ") {
+            if let Some((found, expected)) = rest.split_once(", expected ") {
+                return ConfigError::new(origin, path, Some(found.to_string()), expected.to_string());
+            }
+        }
+        if let Some(rest) = message.strip_prefix("invalid value: ") {
+            if let Some((found, expected)) = rest.split_once(", expected ") {
+                return ConfigError::new(origin, path, Some(found.to_string()), expected.to_string());
+            }
+        }
+        ConfigError::new(origin, path, None, message.to_string())
+    }
+}
+
+pub(crate) fn join_path(parent: &str, key: &str) -> String {
+    if parent.is_empty() || parent == "." {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.origin)?;
+        if let Some((line, col)) = self.position {
+            write!(f, ":{line}:{col}")?;
+        }
+        write!(f, ": ")?;
+        match (&self.path.is_empty(), &self.value) {
+            (false, Some(v)) => write!(f, "{} = {}: expected {}", self.path, v, self.expected),
+            (false, None) => write!(f, "{}: {}", self.path, self.expected),
+            (true, Some(v)) => write!(f, "{}: expected {}", v, self.expected),
+            (true, None) => write!(f, "{}", self.expected),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Every error pktsim-core returns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,21 @@
+//! pktsim-core: the engine of pktsim, with no Python in it.
+//!
+//! Modules, in the order a scenario flows through them:
+//! - [`units`]: quantities with units (`"3.3GHz"`, `"479ns"`, `"64B"`, ...).
+//! - [`scenario`]: the scenario format (defined once, here) and its validation.
+//! - [`cost`]: cycles per packet by processing group (000), bundled profiles.
+//! - [`fib`]: routing cost as a function of FIB size and caches.
+//! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores).
+
+pub mod cost;
+pub mod error;
+pub mod fib;
+pub mod model;
+pub mod scenario;
+pub mod units;
+
+pub use error::{ConfigError, Error, Result};
+pub use scenario::{Node, Scenario};
+
+/// pktsim's version, as recorded in every output file.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

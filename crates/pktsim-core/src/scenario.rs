@@ -1,0 +1,654 @@
+//! The scenario format, defined once.
+//!
+//! A scenario describes one node (CPU, link, traffic, costs, FIB) in TOML, or the same
+//! structure as JSON from Python. These serde types are the only definition of the format:
+//! the JSON Schema (`pktsim schema`) is generated from them, and Python passes its dicts
+//! through them.
+//!
+//! ```toml
+//! name = "Linux router, 64 B"
+//! seed = 1
+//!
+//! [cpu]
+//! frequency = "3.3GHz"
+//! cores = 1
+//!
+//! [link]
+//! rate = "10Gbit/s"
+//!
+//! [traffic]
+//! rate = "1.5Mpps"
+//! size = "64B"
+//! flows = 1
+//!
+//! [cost]
+//! profile = "raumer2015-64B"
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::cost::{self, CostProfile, Groups};
+use crate::error::{join_path, ConfigError, Error, Result, VALUE_SEP};
+use crate::fib::{Caches, FibParams};
+use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Frequency, OfferedRate, Percent};
+
+/// Smallest and largest Ethernet frame pktsim accepts (FCS included).
+pub const MIN_FRAME_BYTES: u64 = 64;
+pub const MAX_FRAME_BYTES: u64 = 9216;
+
+/// A whole scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name for tables and plots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Seed of every random stream (same scenario + same seed = identical results).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub cpu: Cpu,
+    pub link: Link,
+    pub traffic: Traffic,
+    pub cost: CostSpec,
+    /// FIB size and lookup-cost model (000 V-C, V-D).
+    #[serde(default)]
+    pub fib: FibParams,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// The processor of the node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cpu {
+    /// Core clock (turbo and power saving off, as in 000 V-A).
+    pub frequency: Frequency,
+    /// Cores forwarding packets, each with its own rx and tx rings.
+    #[serde(default = "one_u32")]
+    pub cores: u32,
+    /// Extra cycles per packet for each additional core contending for shared state (a
+    /// shared tx-queue lock, the allocator). 0 gives 000's linear scaling.
+    #[serde(default)]
+    pub contention: Cycles,
+    #[serde(default)]
+    pub caches: Caches,
+}
+
+fn one_u32() -> u32 {
+    1
+}
+fn one_u64() -> u64 {
+    1
+}
+
+/// The link packets arrive on (and leave by).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// Line rate.
+    pub rate: BitRate,
+    /// Per-frame overhead on the wire: preamble + SFD (8 B) and inter-frame gap (12 B).
+    #[serde(default = "default_overhead")]
+    pub overhead: Bytes,
+}
+
+fn default_overhead() -> Bytes {
+    Bytes::new(20)
+}
+
+/// Arrival process of a traffic source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Constant bit rate: evenly spaced packets.
+    #[default]
+    Cbr,
+    /// Poisson arrivals (exponential gaps).
+    Poisson,
+}
+
+/// Frame sizes: one size, or a weighted mix (`[["64B", 7], ["576B", 4], ["1500B", 1]]`),
+/// or `"imix"` (that 7:4:1 mix).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PacketSize {
+    Fixed(Bytes),
+    Mix(Vec<(Bytes, f64)>),
+}
+
+impl Default for PacketSize {
+    fn default() -> Self {
+        PacketSize::Fixed(Bytes::new(64))
+    }
+}
+
+impl PacketSize {
+    pub fn imix() -> Self {
+        PacketSize::Mix(vec![(Bytes::new(64), 7.0), (Bytes::new(576), 4.0), (Bytes::new(1500), 1.0)])
+    }
+    /// `(size, probability)` pairs.
+    pub fn distribution(&self) -> Vec<(u64, f64)> {
+        match self {
+            PacketSize::Fixed(b) => vec![(b.bytes, 1.0)],
+            PacketSize::Mix(m) => {
+                let total: f64 = m.iter().map(|(_, w)| w).sum();
+                m.iter().map(|(b, w)| (b.bytes, w / total)).collect()
+            }
+        }
+    }
+    pub fn mean_bytes(&self) -> f64 {
+        self.distribution().iter().map(|(b, p)| *b as f64 * p).sum()
+    }
+}
+
+impl Serialize for PacketSize {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            PacketSize::Fixed(b) => b.serialize(s),
+            PacketSize::Mix(m) => {
+                let v: Vec<(String, f64)> = m.iter().map(|(b, w)| (b.to_string(), *w)).collect();
+                v.serialize(s)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PacketSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        const EXPECTED: &str = "a frame size (\"64B\"), \"imix\", or a list of [size, weight] pairs ([[\"64B\", 7], [\"1500B\", 1]])";
+        impl<'de> Visitor<'de> for V {
+            type Value = PacketSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PacketSize, E> {
+                if v.trim().eq_ignore_ascii_case("imix") {
+                    return Ok(PacketSize::imix());
+                }
+                Bytes::parse(v).map(PacketSize::Fixed).map_err(|e| E::custom(format!("{:?}{VALUE_SEP}{EXPECTED}", e.value)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<PacketSize, E> {
+                Err(E::custom(format!("{v}{VALUE_SEP}{EXPECTED}, with its unit (a bare number has no unit)")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<PacketSize, E> {
+                self.visit_i64(v as i64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<PacketSize, E> {
+                Err(E::custom(format!("{v}{VALUE_SEP}{EXPECTED}, with its unit (a bare number has no unit)")))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<PacketSize, A::Error> {
+                let mut out = Vec::new();
+                while let Some((size, weight)) = seq.next_element::<(Bytes, f64)>()? {
+                    if !(weight.is_finite() && weight > 0.0) {
+                        return Err(de::Error::custom(format!("{weight}{VALUE_SEP}a positive, finite weight for {size}")));
+                    }
+                    out.push((size, weight));
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(format!("[]{VALUE_SEP}{EXPECTED} (the list is empty)")));
+                }
+                Ok(PacketSize::Mix(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for PacketSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PacketSize".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let bytes = g.subschema_for::<Bytes>();
+        schemars::json_schema!({
+            "description": "Frame size (FCS included): one size, \"imix\", or [[size, weight], ...]",
+            "anyOf": [
+                bytes,
+                {"const": "imix"},
+                {"type": "array", "minItems": 1, "items": {"type": "array", "prefixItems": [bytes, {"type": "number", "exclusiveMinimum": 0}], "minItems": 2, "maxItems": 2}}
+            ]
+        })
+    }
+}
+
+/// The offered traffic. `rate` is the total of all sources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// Total offered rate (default: the line rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<OfferedRate>,
+    /// Arrival process (default for sources that do not say).
+    #[serde(default)]
+    pub pattern: Pattern,
+    /// Frame size (FCS included).
+    #[serde(default)]
+    pub size: PacketSize,
+    /// Distinct flows (5-tuples; each with its own destination).
+    #[serde(default = "one_u64")]
+    pub flows: u64,
+    /// Several sources sharing the total rate; each inherits what it does not set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+}
+
+/// One traffic source, receiving `share` of `traffic.rate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Share of the total offered rate (the shares of all sources add up to 100%).
+    pub share: Percent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<Pattern>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<PacketSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u64>,
+}
+
+/// Where per-packet costs come from: a profile (bundled name or file), optionally with
+/// some groups overridden.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CostSpec {
+    /// Bundled profile name (e.g. "raumer2015-64B") or a profile file, relative to the scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Cycles per packet per group (override the profile's, or give all without a profile).
+    #[serde(default)]
+    pub cycles: Groups<Cycles>,
+    /// Cycles per byte per group.
+    #[serde(default)]
+    pub per_byte: Groups<CyclesPerByte>,
+}
+
+/// One traffic source after inheritance: what the models use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedSource {
+    pub name: String,
+    pub share: f64,
+    pub pattern: Pattern,
+    pub size: PacketSize,
+    pub flows: u64,
+}
+
+/// A validated scenario with its cost profile loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub scenario: Scenario,
+    pub origin: String,
+    pub cost: CostProfile,
+    pub sources: Vec<ResolvedSource>,
+}
+
+// ---------------------------------------------------------------------------------------
+// Deserialization with key paths
+
+fn path_string(path: &serde_path_to_error::Path) -> String {
+    let s = path.to_string();
+    if s == "." {
+        String::new()
+    } else {
+        s
+    }
+}
+
+/// Deserialize any serde value tree, reporting errors by key path.
+pub fn deserialize_value<'de, T: DeserializeOwned, D>(deserializer: D, origin: &str) -> Result<T>
+where
+    D: Deserializer<'de>,
+    D::Error: std::fmt::Display,
+{
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = path_string(e.path());
+        Error::Config(ConfigError::from_serde(origin, path, &e.inner().to_string()))
+    })
+}
+
+/// Parse TOML text into a table, with line and column on syntax errors.
+pub fn parse_toml_table(text: &str, origin: &str) -> Result<toml::Table> {
+    text.parse::<toml::Table>().map_err(|e| {
+        let position = e.span().map(|span| line_col(text, span.start));
+        Error::Config(ConfigError {
+            origin: origin.to_string(),
+            path: String::new(),
+            value: None,
+            expected: format!("valid TOML ({})", e.message().trim()),
+            position,
+        })
+    })
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Parse and deserialize TOML text.
+pub fn deserialize_toml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
+    let table = parse_toml_table(text, origin)?;
+    deserialize_value(toml::Value::Table(table), origin)
+}
+
+// ---------------------------------------------------------------------------------------
+// --set overrides
+
+/// Parse the value of a `--set key=value`: a TOML value if it is one (`5`, `true`,
+/// `"x"`, `[1, 2]`), otherwise the text itself as a string (`1.2Mpps`).
+pub fn parse_set_value(text: &str) -> toml::Value {
+    let snippet = format!("v = {text}");
+    if let Ok(t) = snippet.parse::<toml::Table>() {
+        if let Some(v) = t.get("v") {
+            return v.clone();
+        }
+    }
+    toml::Value::String(text.to_string())
+}
+
+/// Apply `key.path=value` overrides to a TOML table, creating tables as needed.
+pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<()> {
+    for (key, value) in sets {
+        let parts: Vec<&str> = key.split('.').collect();
+        if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
+            return Err(ConfigError::new("--set", key.clone(), Some(value.clone()), "a dotted key path such as traffic.rate").into());
+        }
+        let mut cur = &mut *table;
+        for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
+            let entry = cur.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            match entry {
+                toml::Value::Table(t) => cur = t,
+                _ => {
+                    return Err(ConfigError::new(
+                        "--set",
+                        parts[..=i].join("."),
+                        Some(value.clone()),
+                        format!("a table to hold {key}, but it is a plain value"),
+                    )
+                    .into())
+                }
+            }
+        }
+        cur.insert(parts[parts.len() - 1].to_string(), parse_set_value(value));
+    }
+    Ok(())
+}
+
+/// Split `key=value` strings.
+pub fn split_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
+    sets.iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => Err(ConfigError::new("--set", s.clone(), None, "key=value, e.g. traffic.rate=1.2Mpps").into()),
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading and validation
+
+impl Scenario {
+    /// Load from TOML text. `origin` names the file in errors, `base_dir` resolves relative
+    /// profile paths.
+    pub fn load_toml(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<Node> {
+        let mut table = parse_toml_table(text, origin)?;
+        apply_sets(&mut table, sets)?;
+        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
+        scenario.into_node(origin, base_dir)
+    }
+
+    /// Load from JSON text (what Python sends).
+    pub fn load_json(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<Node> {
+        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+            Error::Config(ConfigError {
+                origin: origin.into(),
+                path: String::new(),
+                value: None,
+                expected: format!("valid JSON ({e})"),
+                position: Some((e.line(), e.column())),
+            })
+        })?;
+        // Round-trip through TOML so that --set and the TOML path share one code path; JSON
+        // null has no TOML form and is rejected with its key.
+        let mut table = match json_to_toml(&value, origin, "")? {
+            toml::Value::Table(t) => t,
+            _ => return Err(ConfigError::new(origin, "", None, "a table (a dict) at the top level").into()),
+        };
+        apply_sets(&mut table, sets)?;
+        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
+        scenario.into_node(origin, base_dir)
+    }
+
+    /// Load a scenario file.
+    pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<Node> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        Self::load_toml(&text, &path.display().to_string(), &base, sets)
+    }
+
+    /// Validate and resolve the cost profile.
+    pub fn into_node(self, origin: &str, base_dir: &Path) -> Result<Node> {
+        let err = |path: &str, value: String, expected: String| -> Error { ConfigError::new(origin, path, Some(value), expected).into() };
+
+        if !(self.cpu.frequency.hz > 0.0) {
+            return Err(err("cpu.frequency", format!("{:?}", self.cpu.frequency.to_string()), "a frequency above 0 Hz".into()));
+        }
+        if self.cpu.cores == 0 || self.cpu.cores > 4096 {
+            return Err(err("cpu.cores", self.cpu.cores.to_string(), "a number of cores from 1 to 4096".into()));
+        }
+        let c = &self.cpu.caches;
+        if c.l1d.bytes == 0 || c.l2.bytes < c.l1d.bytes || c.l3.bytes < c.l2.bytes {
+            return Err(err(
+                "cpu.caches",
+                format!("l1d {}, l2 {}, l3 {}", c.l1d, c.l2, c.l3),
+                "cache sizes above 0 B with l1d <= l2 <= l3".into(),
+            ));
+        }
+        if !(self.link.rate.bps > 0.0) {
+            return Err(err("link.rate", format!("{:?}", self.link.rate.to_string()), "a line rate above 0 bit/s".into()));
+        }
+        if self.fib.entry_size.bytes == 0 {
+            return Err(err("fib.entry_size", format!("{:?}", self.fib.entry_size.to_string()), "a size above 0 B".into()));
+        }
+        if !(self.fib.misses_per_lookup.is_finite() && self.fib.misses_per_lookup >= 0.0) {
+            return Err(err("fib.misses_per_lookup", self.fib.misses_per_lookup.to_string(), "a finite number >= 0".into()));
+        }
+        if self.fib.routes == Some(0) {
+            return Err(err("fib.routes", "0".into(), "at least 1 route".into()));
+        }
+
+        let sources = self.resolve_sources(origin)?;
+
+        // Line rate for the traffic's mean frame, and the offered rate against it.
+        let mean_frame = mean_frame_bytes(&sources);
+        let line_rate_pps = line_rate_pps(self.link.rate.bps, mean_frame, self.link.overhead.bytes as f64);
+        if let Some(rate) = self.traffic.rate {
+            let offered = rate.to_pps(mean_frame, line_rate_pps);
+            if !(offered > 0.0) {
+                return Err(err("traffic.rate", format!("{:?}", rate.to_string()), "an offered rate above 0".into()));
+            }
+            if offered > line_rate_pps * (1.0 + 1e-9) {
+                return Err(err(
+                    "traffic.rate",
+                    format!("{:?}", rate.to_string()),
+                    format!(
+                        "at most the link's line rate of {:.6} Mpps ({} frames + {} framing on {}); an offered load above line rate cannot reach the node",
+                        line_rate_pps / 1e6,
+                        fmt_mean_frame(mean_frame),
+                        self.link.overhead,
+                        self.link.rate
+                    ),
+                ));
+            }
+        }
+
+        // Cost profile: bundled or file, then overrides.
+        let profile = match &self.cost.profile {
+            Some(p) => cost::load_profile(p, base_dir, origin, "cost.profile")?,
+            None => CostProfile::from_file(cost::CostProfileFile::default(), "inline"),
+        };
+        let cost = profile.with_overrides(&self.cost.cycles, &self.cost.per_byte);
+        if !(cost.fixed.total() > 0.0) {
+            return Err(ConfigError::new(
+                origin,
+                "cost",
+                None,
+                "a cost profile (cost.profile) or cycles per group ([cost.cycles]) adding up to more than 0 cycles per packet",
+            )
+            .into());
+        }
+        Ok(Node { scenario: self, origin: origin.to_string(), cost, sources })
+    }
+
+    fn resolve_sources(&self, origin: &str) -> Result<Vec<ResolvedSource>> {
+        let t = &self.traffic;
+        let check_size = |path: String, size: &PacketSize| -> Result<()> {
+            for (b, _) in size.distribution() {
+                if !(MIN_FRAME_BYTES..=MAX_FRAME_BYTES).contains(&b) {
+                    return Err(ConfigError::new(
+                        origin,
+                        path,
+                        Some(format!("\"{b}B\"")),
+                        format!("an Ethernet frame size from {MIN_FRAME_BYTES}B to {MAX_FRAME_BYTES}B (FCS included)"),
+                    )
+                    .into());
+                }
+            }
+            Ok(())
+        };
+        let check_flows = |path: String, flows: u64| -> Result<()> {
+            if flows == 0 {
+                return Err(ConfigError::new(origin, path, Some("0".into()), "at least 1 flow").into());
+            }
+            Ok(())
+        };
+        check_size("traffic.size".into(), &t.size)?;
+        check_flows("traffic.flows".into(), t.flows)?;
+        if t.sources.is_empty() {
+            return Ok(vec![ResolvedSource { name: "traffic".into(), share: 1.0, pattern: t.pattern, size: t.size.clone(), flows: t.flows }]);
+        }
+        let mut out = Vec::new();
+        let mut total = 0.0;
+        for (i, s) in t.sources.iter().enumerate() {
+            let p = format!("traffic.sources[{i}]");
+            if !(s.share.fraction > 0.0) {
+                return Err(ConfigError::new(origin, join_path(&p, "share"), Some(format!("{:?}", s.share.to_string())), "a share above 0%").into());
+            }
+            total += s.share.fraction;
+            let size = s.size.clone().unwrap_or_else(|| t.size.clone());
+            check_size(join_path(&p, "size"), &size)?;
+            let flows = s.flows.unwrap_or(t.flows);
+            check_flows(join_path(&p, "flows"), flows)?;
+            out.push(ResolvedSource {
+                name: s.name.clone().unwrap_or_else(|| format!("source{i}")),
+                share: s.share.fraction,
+                pattern: s.pattern.unwrap_or(t.pattern),
+                size,
+                flows,
+            });
+        }
+        if (total - 1.0).abs() > 1e-6 {
+            return Err(ConfigError::new(
+                origin,
+                "traffic.sources",
+                Some(format!("shares adding up to {}%", total * 100.0)),
+                "shares adding up to 100%".to_string(),
+            )
+            .into());
+        }
+        Ok(out)
+    }
+}
+
+fn fmt_mean_frame(mean: f64) -> String {
+    if mean.fract() == 0.0 {
+        format!("{mean}B")
+    } else {
+        format!("{mean:.1}B (mean)")
+    }
+}
+
+/// Mean frame size over all sources, weighted by their packet-rate shares.
+pub fn mean_frame_bytes(sources: &[ResolvedSource]) -> f64 {
+    sources.iter().map(|s| s.share * s.size.mean_bytes()).sum()
+}
+
+/// Packets per second a link carries at line rate: `rate / (8 * (frame + overhead))`.
+/// 64 B frames at 10 Gbit/s with 20 B overhead: 14.880952 Mpps.
+pub fn line_rate_pps(link_bps: f64, mean_frame_bytes: f64, overhead_bytes: f64) -> f64 {
+    link_bps / (8.0 * (mean_frame_bytes + overhead_bytes))
+}
+
+impl Node {
+    /// The offered rate in packets per second (the line rate when none is given).
+    pub fn offered_pps(&self) -> f64 {
+        let line = self.line_rate_pps();
+        match self.scenario.traffic.rate {
+            Some(r) => r.to_pps(self.mean_frame_bytes(), line),
+            None => line,
+        }
+    }
+    pub fn mean_frame_bytes(&self) -> f64 {
+        mean_frame_bytes(&self.sources)
+    }
+    pub fn line_rate_pps(&self) -> f64 {
+        line_rate_pps(self.scenario.link.rate.bps, self.mean_frame_bytes(), self.scenario.link.overhead.bytes as f64)
+    }
+    /// Distinct flows over all sources.
+    pub fn total_flows(&self) -> u64 {
+        self.sources.iter().map(|s| s.flows).sum()
+    }
+}
+
+fn json_to_toml(v: &serde_json::Value, origin: &str, path: &str) -> Result<toml::Value> {
+    use serde_json::Value as J;
+    Ok(match v {
+        J::Null => return Err(ConfigError::new(origin, path, Some("null".into()), "a value (leave the key out instead of null)").into()),
+        J::Bool(b) => toml::Value::Boolean(*b),
+        J::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                toml::Value::Integer(i)
+            } else if let Some(u) = n.as_u64() {
+                // Larger than i64: keep as float so it is rejected with a key path later.
+                toml::Value::Float(u as f64)
+            } else {
+                toml::Value::Float(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        J::String(s) => toml::Value::String(s.clone()),
+        J::Array(a) => toml::Value::Array(
+            a.iter().enumerate().map(|(i, x)| json_to_toml(x, origin, &format!("{path}[{i}]"))).collect::<Result<_>>()?,
+        ),
+        J::Object(m) => {
+            let mut t = toml::Table::new();
+            for (k, x) in m {
+                t.insert(k.clone(), json_to_toml(x, origin, &join_path(path, k))?);
+            }
+            toml::Value::Table(t)
+        }
+    })
+}
+
+/// JSON Schema of the scenario format (for editors and for Python-side validation).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(Scenario);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+/// JSON Schema of the cost-profile file format.
+pub fn profile_json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(cost::CostProfileFile);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}

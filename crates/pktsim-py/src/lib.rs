@@ -1,0 +1,134 @@
+//! Thin PyO3 layer over pktsim-core. Values cross as JSON text; errors become
+//! `pktsim.errors.ScenarioError` (a `ValueError`) with `origin`, `path`, `value`, `expected`.
+
+use std::path::Path;
+
+use pktsim_core::{model, scenario, ConfigError, Error, Node, Scenario};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+fn to_pyerr(py: Python<'_>, e: Error) -> PyErr {
+    let (origin, path, value, expected) = match &e {
+        Error::Config(ConfigError { origin, path, value, expected, .. }) => (origin.clone(), path.clone(), value.clone(), expected.clone()),
+        Error::Io { path, source } => (path.clone(), String::new(), None, source.to_string()),
+        Error::Invalid(m) => (String::new(), String::new(), None, m.clone()),
+    };
+    let message = e.to_string();
+    let build = || -> PyResult<PyErr> {
+        let cls = py.import("pktsim.errors")?.getattr("ScenarioError")?;
+        let exc = cls.call1((message.clone(),))?;
+        exc.setattr("origin", origin)?;
+        exc.setattr("path", path)?;
+        exc.setattr("value", value)?;
+        exc.setattr("expected", expected)?;
+        Ok(PyErr::from_value(exc))
+    };
+    build().unwrap_or_else(|_| PyValueError::new_err(message))
+}
+
+fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
+    serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+fn load(text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> Result<Node, Error> {
+    let base = Path::new(base_dir);
+    match format {
+        "toml" => Scenario::load_toml(text, origin, base, &sets),
+        "json" => Scenario::load_json(text, origin, base, &sets),
+        other => Err(Error::Invalid(format!("unknown scenario format {other:?} (toml or json)"))),
+    }
+}
+
+/// Validate a scenario; return it, normalised, as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format, origin, base_dir, sets))]
+fn load_scenario(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
+    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    json(&node.scenario)
+}
+
+/// The analytical prediction (000) for a scenario, as JSON.
+#[pyfunction]
+#[pyo3(signature = (text, format, origin, base_dir, sets))]
+fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
+    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    json(&model::predict(&node))
+}
+
+/// 000 Eq. 3: cycles per packet from a measured rate and CPU load (or active cycles).
+#[pyfunction]
+#[pyo3(signature = (rate_pps, frequency_hz, cpu_load=None, active_cycles_per_s=None))]
+fn from_measurement(rate_pps: f64, frequency_hz: f64, cpu_load: Option<f64>, active_cycles_per_s: Option<f64>) -> PyResult<String> {
+    let m = model::from_measurement(rate_pps, frequency_hz, cpu_load, active_cycles_per_s).map_err(PyValueError::new_err)?;
+    json(&m)
+}
+
+/// Parse a quantity with its unit; returns the value in base units (ps, Hz, bit/s, pps, B,
+/// cycles, cycles/B, fraction). `kind` is one of duration, frequency, bitrate, packetrate,
+/// bytes, cycles, cycles_per_byte, percent.
+#[pyfunction]
+fn parse_quantity(kind: &str, text: &str) -> PyResult<f64> {
+    use pktsim_core::units::*;
+    let r = match kind {
+        "duration" => Duration::parse(text).map(|d| d.ps as f64),
+        "frequency" => Frequency::parse(text).map(|f| f.hz),
+        "bitrate" => BitRate::parse(text).map(|b| b.bps),
+        "packetrate" => PacketRate::parse(text).map(|p| p.pps),
+        "bytes" => Bytes::parse(text).map(|b| b.bytes as f64),
+        "cycles" => Cycles::parse(text).map(|c| c.cycles),
+        "cycles_per_byte" => CyclesPerByte::parse(text).map(|c| c.cycles_per_byte),
+        "percent" => Percent::parse(text).map(|p| p.fraction),
+        other => return Err(PyValueError::new_err(format!("unknown quantity kind {other:?}"))),
+    };
+    r.map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// JSON Schema of the scenario (`"scenario"`) or cost-profile (`"profile"`) format.
+#[pyfunction]
+fn schema(which: &str) -> PyResult<String> {
+    match which {
+        "scenario" => json(&scenario::json_schema()),
+        "profile" => json(&scenario::profile_json_schema()),
+        other => Err(PyValueError::new_err(format!("unknown schema {other:?} (scenario or profile)"))),
+    }
+}
+
+/// Names of the bundled cost profiles.
+#[pyfunction]
+fn bundled_profiles() -> Vec<&'static str> {
+    pktsim_core::cost::bundled_names()
+}
+
+/// Text of a bundled cost profile.
+#[pyfunction]
+fn bundled_profile_text(name: &str) -> PyResult<&'static str> {
+    pktsim_core::cost::BUNDLED
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| PyValueError::new_err(format!("no bundled profile {name:?}")))
+}
+
+/// The FIB model fitted to 000 Table IV, and the model's routing cycles at given sizes.
+#[pyfunction]
+fn fib_table_iv_fit() -> PyResult<String> {
+    use pktsim_core::fib::*;
+    use pktsim_core::units::Bytes;
+    let caches = Caches::default();
+    let fit = fit_000_table_iv(TABLE_IV_ROUTING, Bytes::new(64), &caches, 3.3e9).map_err(PyValueError::new_err)?;
+    json(&fit)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("VERSION", pktsim_core::VERSION)?;
+    m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
+    m.add_function(wrap_pyfunction!(predict, m)?)?;
+    m.add_function(wrap_pyfunction!(from_measurement, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
+    m.add_function(wrap_pyfunction!(schema, m)?)?;
+    m.add_function(wrap_pyfunction!(bundled_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(bundled_profile_text, m)?)?;
+    m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
+    Ok(())
+}
