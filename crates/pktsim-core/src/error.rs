@@ -37,7 +37,8 @@ impl ConfigError {
         if let Some(rest) = message.strip_prefix("unknown field `") {
             if let Some((field, tail)) = rest.split_once('`') {
                 let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
-                let full = join_path(&path, field);
+                // serde_path_to_error may or may not have pushed the unknown key already.
+                let full = if path == field || path.ends_with(&format!(".{field}")) { path.clone() } else { join_path(&path, field) };
                 return ConfigError::new(origin, full, None, format!("no such key here (known keys: {known})"));
             }
         }

@@ -176,6 +176,8 @@ pub struct FibReport {
     pub resides_in: &'static str,
     pub stall_cycles_per_miss: f64,
     pub extra_cycles: f64,
+    /// Flows whose lookups fit in L3: the knee of the routing cost.
+    pub flows_fitting_l3: f64,
 }
 
 fn miss_ratio(working_set: f64, cache: f64) -> f64 {
@@ -238,6 +240,7 @@ impl FibModel {
             resides_in: residence(w, caches),
             stall_cycles_per_miss: self.stall_cycles(w),
             extra_cycles: self.extra_cycles(routes, flows),
+            flows_fitting_l3: self.l3_bytes / self.entry_bytes,
         }
     }
 }

@@ -174,7 +174,10 @@ impl<'de> Deserialize<'de> for PacketSize {
                 if v.trim().eq_ignore_ascii_case("imix") {
                     return Ok(PacketSize::imix());
                 }
-                Bytes::parse(v).map(PacketSize::Fixed).map_err(|e| E::custom(format!("{:?}{VALUE_SEP}{EXPECTED}", e.value)))
+                Bytes::parse(v).map(PacketSize::Fixed).map_err(|e| {
+                    let negative = if e.expected.contains("negative") { " (must not be negative)" } else { "" };
+                    E::custom(format!("{:?}{VALUE_SEP}{EXPECTED}{negative}", e.value))
+                })
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<PacketSize, E> {
                 Err(E::custom(format!("{v}{VALUE_SEP}{EXPECTED}, with its unit (a bare number has no unit)")))
@@ -312,7 +315,10 @@ where
 {
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = path_string(e.path());
-        Error::Config(ConfigError::from_serde(origin, path, &e.inner().to_string()))
+        // toml's messages end with its own "in `key`" context; the path already says it.
+        let message = e.inner().to_string();
+        let message = message.split("\nin `").next().unwrap_or_default().trim().to_string();
+        Error::Config(ConfigError::from_serde(origin, path, &message))
     })
 }
 
@@ -563,7 +569,7 @@ impl Scenario {
             return Err(ConfigError::new(
                 origin,
                 "traffic.sources",
-                Some(format!("shares adding up to {}%", total * 100.0)),
+                Some(format!("shares adding up to {}%", (total * 1e8).round() / 1e6)),
                 "shares adding up to 100%".to_string(),
             )
             .into());

@@ -1,0 +1,37 @@
+# pktsim: `make run` installs everything into .venv and runs the bundled example;
+# `make test` runs every test. Both work on a fresh machine with Python 3.10+ and a Rust
+# toolchain (cargo).
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
+
+.PHONY: run install test test-rust test-python bench clean
+
+run: install
+	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: $(SOURCES)
+	@command -v cargo >/dev/null || { echo "pktsim needs a Rust toolchain (cargo); install it with rustup" >&2; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "maturin>=1.5,<2"
+	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "pytest>=7" "jsonschema>=4"
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
+	@touch $@
+
+test: install test-rust test-python
+
+test-rust:
+	cargo test -p pktsim-core --release
+
+test-python: install
+	$(VENV)/bin/pytest -q
+
+clean:
+	rm -rf $(VENV) target

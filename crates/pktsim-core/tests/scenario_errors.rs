@@ -1,0 +1,166 @@
+//! Every class of bad input is rejected with a message that names the origin, the key path,
+//! the value and what was expected.
+
+use std::path::Path;
+
+use pktsim_core::{Error, Scenario};
+
+const BASE: &str = r#"
+name = "t"
+[cpu]
+frequency = "3.3GHz"
+[link]
+rate = "10Gbit/s"
+[traffic]
+rate = "1Mpps"
+size = "64B"
+[cost]
+profile = "raumer2015-64B"
+"#;
+
+fn load_with(sets: &[(&str, &str)]) -> Result<pktsim_core::Node, Error> {
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Scenario::load_toml(BASE, "node.toml", Path::new("."), &sets)
+}
+
+fn message(sets: &[(&str, &str)]) -> String {
+    match load_with(sets) {
+        Ok(_) => panic!("{sets:?} was accepted"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn assert_names(msg: &str, parts: &[&str]) {
+    assert!(msg.starts_with("node.toml: "), "origin missing: {msg}");
+    for p in parts {
+        assert!(msg.contains(p), "{p:?} missing from: {msg}");
+    }
+}
+
+#[test]
+fn the_base_scenario_is_valid() {
+    let node = load_with(&[]).unwrap();
+    assert_eq!(node.offered_pps(), 1e6);
+}
+
+#[test]
+fn unknown_keys_are_rejected_with_their_path() {
+    assert_names(&message(&[("traffic.colour", "red")]), &["traffic.colour", "no such key", "rate"]);
+    assert_names(&message(&[("cpu.caches.l4", "1GiB")]), &["cpu.caches.l4", "no such key"]);
+    assert_names(&message(&[("bogus", "1")]), &["bogus", "no such key"]);
+    assert_names(&message(&[("cost.cycles.rx", "1cycles")]), &["cost.cycles.rx", "RX"]);
+}
+
+#[test]
+fn missing_units_are_rejected() {
+    assert_names(&message(&[("cpu.frequency", "3.3")]), &["cpu.frequency = 3.3", "GHz", "bare number"]);
+    assert_names(&message(&[("traffic.size", "64")]), &["traffic.size = 64", "unit"]);
+    assert_names(&message(&[("traffic.rate", "1000000")]), &["traffic.rate = 1000000", "Mpps"]);
+}
+
+#[test]
+fn wrong_units_are_rejected() {
+    assert_names(&message(&[("cpu.frequency", "479ns")]), &["cpu.frequency = \"479ns\"", "frequency"]);
+    assert_names(&message(&[("link.rate", "10GHz")]), &["link.rate = \"10GHz\"", "bit/s"]);
+    assert_names(&message(&[("traffic.rate", "3GHz")]), &["traffic.rate = \"3GHz\"", "pps"]);
+    assert_names(&message(&[("cost.cycles.TX", "288ns")]), &["cost.cycles.TX = \"288ns\"", "cycles"]);
+    assert_names(&message(&[("cpu.caches.memory_latency", "160cycles")]), &["cpu.caches.memory_latency", "ns"]);
+}
+
+#[test]
+fn zero_and_negative_sizes_are_rejected() {
+    assert_names(&message(&[("traffic.size", "0B")]), &["traffic.size = \"0B\"", "64B"]);
+    assert_names(&message(&[("traffic.size", "40B")]), &["traffic.size = \"40B\"", "64B to 9216B"]);
+    assert_names(&message(&[("traffic.size", "-64B")]), &["traffic.size", "negative"]);
+    assert_names(&message(&[("cpu.cores", "0")]), &["cpu.cores = 0", "from 1"]);
+    assert_names(&message(&[("cpu.cores", "-2")]), &["cpu.cores", "-2"]);
+    assert_names(&message(&[("traffic.flows", "0")]), &["traffic.flows = 0", "at least 1"]);
+    assert_names(&message(&[("cpu.frequency", "0GHz")]), &["cpu.frequency", "above 0"]);
+    assert_names(&message(&[("link.rate", "0Gbit/s")]), &["link.rate", "above 0"]);
+    assert_names(&message(&[("fib.routes", "0")]), &["fib.routes = 0", "at least 1"]);
+    assert_names(&message(&[("traffic.rate", "0Mpps")]), &["traffic.rate", "above 0"]);
+}
+
+#[test]
+fn nan_and_infinity_are_rejected() {
+    assert_names(&message(&[("cpu.frequency", "NaN GHz")]), &["cpu.frequency", "frequency"]);
+    assert_names(&message(&[("traffic.rate", "inf Mpps")]), &["traffic.rate", "pps"]);
+    assert_names(&message(&[("fib.misses_per_lookup", "nan")]), &["fib.misses_per_lookup", "finite"]);
+    assert_names(&message(&[("traffic.rate", "nan")]), &["traffic.rate = NaN", "unit"]);
+}
+
+#[test]
+fn offered_rate_above_line_rate_is_impossible() {
+    let msg = message(&[("traffic.rate", "20Mpps")]);
+    assert_names(&msg, &["traffic.rate = \"20Mpps\"", "line rate", "14.880952 Mpps"]);
+    // Just at line rate is fine; so is 100%.
+    assert!(load_with(&[("traffic.rate", "14.88Mpps")]).is_ok());
+    assert!(load_with(&[("traffic.rate", "100%")]).is_ok());
+    assert_names(&message(&[("traffic.rate", "101%")]), &["traffic.rate = \"101%\"", "line rate"]);
+    // Bits: 64 B frames carry 512 bits; 9.6 Gbit/s of frames is 18.75 Mpps > line rate.
+    assert_names(&message(&[("traffic.rate", "9.6Gbit/s")]), &["traffic.rate", "line rate"]);
+}
+
+#[test]
+fn inconsistent_values_are_rejected() {
+    assert_names(&message(&[("cpu.caches.l2", "64MiB")]), &["cpu.caches", "l1d <= l2 <= l3"]);
+    assert_names(&message(&[("traffic.pattern", "bursty")]), &["traffic.pattern = \"bursty\"", "cbr", "poisson"]);
+    assert_names(&message(&[("cost.profile", "no-such-profile")]), &["cost.profile = \"no-such-profile\"", "raumer2015-64B"]);
+}
+
+#[test]
+fn sources_must_share_the_whole_rate() {
+    let text = format!("{BASE}\n[[traffic.sources]]\nshare = \"30%\"\n[[traffic.sources]]\nshare = \"60%\"\n");
+    let e = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap_err().to_string();
+    assert_names(&e, &["traffic.sources", "90%", "100%"]);
+    let text = format!("{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\nsize = \"12B\"\n");
+    let e = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap_err().to_string();
+    assert_names(&e, &["traffic.sources[1].size", "12B"]);
+}
+
+#[test]
+fn the_total_rate_is_split_by_share_and_sizes_mix() {
+    // traffic.rate is the total; with 30% at 1500 B and 70% at 64 B the mean frame is 494.8 B.
+    let text = format!(
+        "{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\n"
+    );
+    let node = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap();
+    assert!((node.mean_frame_bytes() - (0.3 * 1500.0 + 0.7 * 64.0)).abs() < 1e-9);
+    assert_eq!(node.offered_pps(), 1e6);
+}
+
+#[test]
+fn toml_syntax_errors_give_line_and_column() {
+    let e = Scenario::load_toml("[cpu\nfrequency = \"1GHz\"", "bad.toml", Path::new("."), &[]).unwrap_err().to_string();
+    assert!(e.starts_with("bad.toml:1:"), "{e}");
+}
+
+#[test]
+fn json_input_uses_the_same_schema() {
+    let json = r#"{"cpu": {"frequency": "3.3GHz"}, "link": {"rate": "10Gbit/s"},
+                   "traffic": {"rate": "1Mpps"}, "cost": {"profile": "raumer2015-64B"}}"#;
+    let node = Scenario::load_json(json, "<dict>", Path::new("."), &[]).unwrap();
+    assert_eq!(node.offered_pps(), 1e6);
+    let bad = r#"{"cpu": {"frequency": 3.3}, "link": {"rate": "10Gbit/s"}, "traffic": {}, "cost": {"profile": "raumer2015-64B"}}"#;
+    let e = Scenario::load_json(bad, "<dict>", Path::new("."), &[]).unwrap_err().to_string();
+    assert!(e.starts_with("<dict>: cpu.frequency = 3.3"), "{e}");
+    let null = r#"{"cpu": {"frequency": null}}"#;
+    let e = Scenario::load_json(null, "<dict>", Path::new("."), &[]).unwrap_err().to_string();
+    assert!(e.contains("cpu.frequency = null"), "{e}");
+}
+
+#[test]
+fn set_overrides_reach_nested_keys_and_refuse_to_clobber_values() {
+    let node = load_with(&[("seed", "42"), ("cpu.cores", "4"), ("traffic.rate", "2.5Mpps")]).unwrap();
+    assert_eq!(node.scenario.seed, 42);
+    assert_eq!(node.scenario.cpu.cores, 4);
+    assert_eq!(node.offered_pps(), 2.5e6);
+    let e = message(&[("cpu.frequency.x", "1")]);
+    assert!(e.contains("cpu.frequency") && e.contains("plain value"), "{e}");
+}
+
+#[test]
+fn missing_required_tables_are_named() {
+    let e = Scenario::load_toml("[cpu]\nfrequency = \"3GHz\"\n", "x.toml", Path::new("."), &[]).unwrap_err().to_string();
+    assert!(e.contains("x.toml: link") && e.contains("required"), "{e}");
+}

@@ -1,0 +1,25 @@
+"""pktsim: predict and explain the performance of software packet-processing systems.
+
+>>> import pktsim
+>>> p = pktsim.predict("examples/linux-router-64B.toml")
+>>> round(p["r_max_pps"] / 1e6, 2)
+1.67
+"""
+
+from . import _core
+from .errors import ScenarioError
+from .model import GROUPS, Prediction, from_measurement, parse_quantity, predict
+from .scenario import Scenario
+
+__version__ = _core.VERSION
+
+__all__ = [
+    "GROUPS",
+    "Prediction",
+    "Scenario",
+    "ScenarioError",
+    "from_measurement",
+    "parse_quantity",
+    "predict",
+    "__version__",
+]

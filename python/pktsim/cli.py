@@ -1,0 +1,241 @@
+"""The ``pktsim`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__, _core
+from .errors import ScenarioError
+from .model import GROUPS, from_measurement, parse_quantity, predict
+from .scenario import Scenario
+from .textio import atomic_write, bytes_h, si, table
+
+EXIT_USAGE = 2
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """A command-line value that is wrong; the message says which and why."""
+
+
+def _quantity(kind: str, option: str, text: str) -> float:
+    try:
+        return parse_quantity(kind, text)
+    except ValueError as e:
+        raise UsageError(f"{option} {e}") from None
+
+
+def _dump(obj) -> str:
+    return json.dumps(obj, indent=2, allow_nan=False)
+
+
+# ---------------------------------------------------------------------------------------- model
+
+
+def cmd_model(args) -> int:
+    if args.from_measurement:
+        return _model_from_measurement(args)
+    if not args.file:
+        raise UsageError("model: give a scenario FILE (or --from-measurement with --rate and --cpu-load)")
+    sc = Scenario.load(args.file, args.set)
+    p = predict(sc)
+    if args.json:
+        print(_dump(p))
+        return 0
+    d = sc.data
+    fib = p["fib"]
+    print(f"pktsim model: {p['name']}  ({args.file})")
+    print(
+        f"  CPU {si(p['frequency_hz'], 'Hz', 2)} x {p['cores']} core{'s' if p['cores'] != 1 else ''}, "
+        f"link {d['link']['rate']}, mean frame {p['mean_frame_bytes']:g} B, "
+        f"{fib['flows']} flow{'s' if fib['flows'] != 1 else ''}, FIB {fib['routes']} route{'s' if fib['routes'] != 1 else ''} "
+        f"(working set {bytes_h(fib['working_set_bytes'])} in {fib['resides_in']})"
+    )
+    print()
+    total = p["c_total_cycles"]
+    rows = [[g, f"{p['cycles_by_group'][g]:.1f}", f"{100 * p['cycles_by_group'][g] / total:.1f}%"] for g in GROUPS]
+    rows.append(["C_total (Eq. 2)", f"{total:.1f}", "100.0%"])
+    print(table(rows, ["group", "cycles/packet", "share"], "lrr"))
+    print()
+    lines = [
+        ["R_max (Eq. 1, one core)", si(p["r_max_pps"], "pps"), f"{p['ns_per_packet']:.1f} ns per packet"],
+        ["CPU capacity (all cores)", si(p["r_cpu_pps"], "pps"), ""],
+        ["line rate", si(p["line_rate_pps"], "pps"), ""],
+        ["offered", si(p["offered_pps"], "pps"), ""],
+        ["predicted", si(p["predicted_pps"], "pps"), f"bottleneck: {p['bottleneck']}" + (", saturated" if p["saturated"] else "")],
+        ["dropped", si(p["dropped_pps"], "pps"), ""],
+        ["CPU load", f"{100 * p['cpu_load']:.1f} %", ""],
+    ]
+    print(table(lines, ["quantity", "value", "note"], "lrl"))
+    return 0
+
+
+def _model_from_measurement(args) -> int:
+    if args.rate is None:
+        raise UsageError("model --from-measurement: --rate is required (e.g. --rate 1.67Mpps)")
+    rate = _quantity("packetrate", "--rate", args.rate)
+    if args.freq is not None:
+        freq = _quantity("frequency", "--freq", args.freq)
+    elif args.file:
+        freq = parse_quantity("frequency", Scenario.load(args.file, args.set).data["cpu"]["frequency"])
+    else:
+        raise UsageError("model --from-measurement: --freq is required without a scenario FILE (e.g. --freq 3.3GHz)")
+    load = _quantity("percent", "--cpu-load", args.cpu_load) if args.cpu_load is not None else None
+    active = None
+    if args.active_cycles is not None:
+        try:
+            active = float(args.active_cycles)
+        except ValueError:
+            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second as a number, e.g. 3.1e9") from None
+    try:
+        m = from_measurement(rate, freq, load, active)
+    except ValueError as e:
+        raise UsageError(f"model --from-measurement: {e}") from None
+    if args.json:
+        print(_dump(m))
+        return 0
+    print("pktsim model --from-measurement (000 Eq. 3: C_total = f * CPU_load / R)")
+    print(
+        table(
+            [
+                ["measured rate", si(m["rate_pps"], "pps")],
+                ["CPU frequency", si(m["frequency_hz"], "Hz", 2)],
+                ["CPU load", f"{100 * m['cpu_load']:.1f} %"],
+                ["active cycles", si(m["active_cycles_per_s"], "cycles/s")],
+                ["C_total", f"{m['c_total_cycles']:.1f} cycles/packet"],
+                ["R_max at full load (Eq. 1)", si(m["r_max_pps"], "pps")],
+            ],
+            ["quantity", "value"],
+            "ll",
+        )
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- reproduce
+
+
+def cmd_reproduce(args) -> int:
+    from .reproduce import PAPERS, reproduce
+
+    papers = list(PAPERS) if args.paper == "all" else [args.paper]
+    for paper in papers:
+        if paper not in PAPERS:
+            raise UsageError(f"reproduce: no reproduction of paper {paper!r} (have: {', '.join(PAPERS)}, all)")
+    results = [reproduce(p) for p in papers]
+    if args.json:
+        print(_dump(results[0] if len(results) == 1 else results))
+        return 0
+    for res in results:
+        print(f"pktsim reproduce {res['paper']}: {res['title']}")
+        rows = []
+        for r in res["rows"]:
+            err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
+            note = []
+            if r.get("fitted"):
+                note.append("fitted")
+            if "holds" in r:
+                note.append("holds" if r["holds"] else "DOES NOT HOLD")
+            rows.append([r["quantity"], _num(r["reported"]), _num(r["predicted"]), r["unit"], err, ", ".join(note), r["source"]])
+        print(table(rows, ["quantity", "reported", "predicted", "unit", "error", "", "source"], "lrrlrll"))
+        print()
+    return 0
+
+
+def _num(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}" if abs(x) < 100 else f"{x:.1f}"
+    return str(x)
+
+
+# ---------------------------------------------------------------------------------------- schema / profiles
+
+
+def cmd_schema(args) -> int:
+    text = json.dumps(json.loads(_core.schema("profile" if args.profile else "scenario")), indent=2) + "\n"
+    if args.output:
+        atomic_write(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_profiles(args) -> int:
+    names = _core.bundled_profiles()
+    if args.name:
+        if args.name not in names:
+            raise UsageError(f"profiles: no bundled profile {args.name!r} (have: {', '.join(names)})")
+        sys.stdout.write(_core.bundled_profile_text(args.name))
+        return 0
+    for n in names:
+        print(n)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
+    ap.add_argument("--version", action="version", version=f"pktsim {__version__}")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+
+    m = sub.add_parser("model", help="analytical cycles-per-packet model (000 Eq. 1-3)")
+    m.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file")
+    m.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable), e.g. traffic.rate=1.2Mpps")
+    m.add_argument("--json", action="store_true", help="print one JSON object")
+    m.add_argument("--from-measurement", action="store_true", help="Eq. 3: C_total from a measured rate and CPU load")
+    m.add_argument("--rate", metavar="RATE", help="measured forwarding rate, e.g. 1.67Mpps")
+    m.add_argument("--cpu-load", metavar="LOAD", help="measured CPU load, e.g. 100%%")
+    m.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
+    m.add_argument("--freq", metavar="FREQ", help="CPU frequency, e.g. 3.3GHz (default: the scenario's)")
+    m.set_defaults(func=cmd_model)
+
+    r = sub.add_parser("reproduce", help="reproduce a seed paper's numbers: predicted vs reported, with errors")
+    r.add_argument("paper", metavar="PAPER", help="000, or all")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_reproduce)
+
+    s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
+    s.add_argument("--profile", action="store_true", help="the cost-profile format instead")
+    s.add_argument("-o", "--output", metavar="FILE")
+    s.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("profiles", help="list the bundled cost profiles, or print one")
+    p.add_argument("name", nargs="?")
+    p.set_defaults(func=cmd_profiles)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    if not getattr(args, "func", None):
+        ap.print_help()
+        return EXIT_USAGE
+    try:
+        return args.func(args)
+    except ScenarioError as e:
+        print(f"pktsim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as e:
+        print(f"pktsim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pktsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+    except BaseException as e:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
+        if isinstance(e, SystemExit):
+            raise
+        print(f"pktsim: internal error: {type(e).__name__}: {e} (this is a bug in pktsim; please report it with the scenario)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

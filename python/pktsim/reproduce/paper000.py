@@ -1,0 +1,99 @@
+"""000 (Raumer et al., Performance Exploration of Software-based Packet Processing Systems).
+
+Table I: maximum rate, CPU load and C_total for 64 / 512 / 1024 / 1500 B frames on one
+3.3 GHz core behind a 10 Gbit/s link. pktsim predicts them from the Table II cost profiles
+with Eq. 1 and the Ethernet line rate.
+
+Table IV: cycles per group for 1 / 256 / 16,384 / 1,048,576 flows. pktsim predicts the
+routing group from the one-flow profile with its FIB/cache model (fitted to these four
+rows, hence ``fitted``) and C_total and R_max from each row's other groups plus the model's
+routing. Section V-C/V-D give two checks that were not fitted: the measured peak of 1.39
+Mpps at 1,048,576 flows and the FIB size at which the loss sets in (65,536 to 262,144).
+"""
+
+from __future__ import annotations
+
+from ..model import predict
+from ..scenario import Scenario
+
+TITLE = "Raumer et al., Performance Exploration of Software-based Packet Processing Systems"
+FREQ = "3.3GHz"
+
+# Table I: size -> (R_max Mpps, CPU load, C_total)
+TABLE_I = {64: (1.67, 1.00, 1979), 512: (1.67, 1.00, 1969), 1024: (1.20, 0.75, 2056), 1500: (0.82, 0.55, 2203)}
+
+# Table IV: flows -> cycles per group (RX, alloc, prerouting, routing, postrouting, free, TX, other), C_total
+TABLE_IV = {
+    1: ([408, 144, 187, 200, 195, 231, 288, 325], 1979),
+    256: ([429, 135, 181, 350, 181, 139, 293, 337], 2048),
+    16_384: ([416, 136, 189, 406, 177, 141, 283, 343], 2093),
+    1_048_576: ([426, 136, 183, 720, 184, 142, 281, 346], 2420),
+}
+GROUPS = ("RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other")
+
+
+def node(size: int, profile: str, flows: int = 1, cycles: dict | None = None) -> Scenario:
+    """The DuT of 000 V-A: one Xeon E3-1230 v2 core at 3.3 GHz, 8 MiB L3, 10 GbE, offered
+    load at line rate (the paper drives the router into saturation)."""
+    data = {
+        "name": f"000 DuT, {size} B, {flows} flows",
+        "cpu": {"frequency": FREQ, "cores": 1, "caches": {"l1d": "32KiB", "l2": "256KiB", "l3": "8MiB"}},
+        "link": {"rate": "10Gbit/s"},
+        "traffic": {"size": f"{size}B", "flows": flows, "rate": "100%"},
+        "cost": {"profile": profile},
+    }
+    if cycles:
+        data["cost"]["cycles"] = {g: f"{v}cycles" for g, v in cycles.items()}
+    return Scenario.from_dict(data, origin=f"<000 scenario {size}B/{flows} flows>")
+
+
+def reproduce() -> dict:
+    from . import row
+
+    rows = []
+    for size, (r_mpps, load, c_total) in TABLE_I.items():
+        p = predict(node(size, f"raumer2015-{size}B"))
+        src = f"000 Table I, {size} B"
+        rows.append(row(f"R_max, {size} B", r_mpps, p["predicted_pps"] / 1e6, "Mpps", src, bottleneck=p["bottleneck"]))
+        rows.append(row(f"CPU load, {size} B", load, p["cpu_load"], "fraction", src))
+        rows.append(row(f"C_total, {size} B", c_total, p["c_total_cycles"], "cycles", src + " (sum of Table II groups)"))
+
+    for flows, (groups, c_total) in TABLE_IV.items():
+        reported = dict(zip(GROUPS, groups))
+        # Routing alone, moved by the FIB model from the one-flow profile.
+        p_route = predict(node(64, "raumer2015-flows-1", flows))
+        src = f"000 Table IV, {flows} flows"
+        rows.append(
+            row(f"C_routing, {flows} flows", reported["routing"], p_route["cycles_by_group"]["routing"], "cycles", src, fitted=True)
+        )
+        # The row's other groups, with the model's routing.
+        others = {g: v for g, v in reported.items() if g != "routing"}
+        p = predict(node(64, "raumer2015-flows-1", flows, cycles=others))
+        rows.append(row(f"C_total, {flows} flows", c_total, p["c_total_cycles"], "cycles", src))
+        rows.append(
+            row(f"R_max, {flows} flows", 3.3e9 / c_total / 1e6, p["r_max_pps"] / 1e6, "Mpps", src + " (Eq. 1 of the printed C_total)")
+        )
+        if flows == 1_048_576:
+            rows.append(
+                row(f"R_max measured peak, {flows} flows", 1.39, p["r_max_pps"] / 1e6, "Mpps", "000 V-C, Fig. 8 text")
+            )
+            fib = p["fib"]
+
+    # V-D: where the FIB working set leaves L3 (the paper: 'between 65.536 and 262.144 flows').
+    knee = knee_routes()
+    rows.append(
+        row(
+            "FIB size where the routing cost jumps (working set > L3)",
+            "65536..262144",
+            knee,
+            "routes",
+            "000 V-D",
+            holds=65_536 <= knee <= 262_144,
+        )
+    )
+    return {"paper": "000", "title": TITLE, "rows": rows, "fib_at_1M_flows": fib}
+
+
+def knee_routes() -> int:
+    """Flows (= routes) whose lookups just fill L3, per the model: the knee of the cost."""
+    return int(predict(node(64, "raumer2015-flows-1", 1))["fib"]["flows_fitting_l3"])

@@ -1,0 +1,122 @@
+"""Scenarios: a TOML file, TOML text or a Python dict, validated by pktsim's one schema.
+
+The schema lives in the Rust core (serde types); this module only carries the text to it.
+``Scenario.schema()`` returns the JSON Schema generated from those types.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from . import _core
+
+
+def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """Accept ``["a.b=1", ...]``, ``[("a.b", 1), ...]`` or ``{"a.b": 1}``."""
+    if sets is None:
+        return []
+    items = sets.items() if isinstance(sets, Mapping) else sets
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if isinstance(item, str):
+            key, sep, value = item.partition("=")
+            if not sep:
+                from .errors import ScenarioError
+
+                err = ScenarioError(f"--set: {item}: expected key=value, e.g. traffic.rate=1.2Mpps")
+                err.origin, err.path, err.value, err.expected = "--set", item, None, "key=value"
+                raise err
+            out.append((key.strip(), value.strip()))
+        else:
+            key, value = item
+            out.append((str(key), _value_text(value)))
+    return out
+
+
+def _value_text(value: Any) -> str:
+    """A Python value as the text of a ``--set`` (strings stay bare so "1.2Mpps" works)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. Build with :meth:`load`, :meth:`from_toml` or :meth:`from_dict`."""
+
+    text: str
+    format: str
+    origin: str
+    base_dir: str
+    sets: tuple[tuple[str, str], ...] = ()
+    data: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":
+        sets_t = tuple(_normalise_sets(sets))
+        normalised = _core.load_scenario(text, fmt, origin, base_dir, list(sets_t))
+        return cls(text, fmt, origin, base_dir, sets_t, json.loads(normalised))
+
+    @classmethod
+    def load(cls, path: str | Path, sets=None) -> "Scenario":
+        """Read and validate a TOML scenario file."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            from .errors import ScenarioError
+
+            err = ScenarioError(f"{p}: cannot read the scenario file ({e.strerror or e})")
+            err.origin, err.path, err.value, err.expected = str(p), "", None, "a readable TOML file"
+            raise err from None
+        return cls._make(text, "toml", str(p), str(p.parent or Path(".")), sets)
+
+    @classmethod
+    def from_toml(cls, text: str, origin: str = "<toml text>", base_dir: str | Path = ".", sets=None) -> "Scenario":
+        return cls._make(text, "toml", origin, str(base_dir), sets)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], origin: str = "<python dict>", base_dir: str | Path = ".", sets=None) -> "Scenario":
+        return cls._make(json.dumps(data), "json", origin, str(base_dir), sets)
+
+    def with_set(self, key: str, value: Any) -> "Scenario":
+        """A copy with one more ``key=value`` override (as ``--set`` does)."""
+        return self.with_sets([(key, value)])
+
+    def with_sets(self, sets) -> "Scenario":
+        new_sets = self.sets + tuple(_normalise_sets(sets))
+        normalised = _core.load_scenario(self.text, self.format, self.origin, self.base_dir, list(new_sets))
+        return replace(self, sets=new_sets, data=json.loads(normalised))
+
+    @property
+    def name(self) -> str:
+        return self.data.get("name") or Path(self.origin).stem
+
+    @property
+    def seed(self) -> int:
+        return int(self.data["seed"])
+
+    def to_dict(self) -> dict:
+        """The normalised scenario (every default filled in, every unit written out)."""
+        return json.loads(json.dumps(self.data))
+
+    @staticmethod
+    def schema() -> dict:
+        """JSON Schema of the scenario format."""
+        return json.loads(_core.schema("scenario"))
+
+
+def as_scenario(obj: "Scenario | str | Path | Mapping[str, Any]", sets=None) -> Scenario:
+    """Accept a Scenario, a path or a dict."""
+    if isinstance(obj, Scenario):
+        return obj.with_sets(sets) if sets else obj
+    if isinstance(obj, (str, Path)):
+        return Scenario.load(obj, sets)
+    if isinstance(obj, Mapping):
+        return Scenario.from_dict(obj, sets=sets)
+    raise TypeError(f"expected a Scenario, a path or a dict, not {type(obj).__name__}")

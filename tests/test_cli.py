@@ -1,0 +1,132 @@
+"""The ``pktsim model`` command: JSON contract, text output, --set, Eq. 3, errors."""
+
+import json
+
+import pytest
+
+from conftest import EXAMPLES, run_cli
+
+EX64 = EXAMPLES / "linux-router-64B.toml"
+
+
+def model_json(*args):
+    return json.loads(run_cli("model", *args, "--json").stdout)
+
+
+def test_model_json_contract():
+    p = model_json(EX64)
+    for key in ("r_max_pps", "c_total_cycles", "cycles_by_group", "line_rate_pps", "predicted_pps", "cpu_load", "bottleneck"):
+        assert key in p, key
+    assert list(p["cycles_by_group"]) == ["RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other"]
+    assert p["bottleneck"] in ("cpu", "link")
+    assert 0.0 <= p["cpu_load"] <= 1.0
+    assert p["r_max_pps"] == pytest.approx(3.3e9 / 1978)
+    assert p["line_rate_pps"] == pytest.approx(10e9 / (84 * 8))
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_bundled_example_runs(example):
+    p = model_json(example)
+    assert p["predicted_pps"] > 0
+    text = run_cli("model", example).stdout
+    assert "C_total" in text and "predicted" in text
+
+
+def test_set_changes_rate_and_cores():
+    p = model_json(EX64, "--set", "traffic.rate=1Mpps")
+    assert p["predicted_pps"] == pytest.approx(1e6)
+    assert p["cpu_load"] == pytest.approx(1e6 * 1978 / 3.3e9)
+    p4 = model_json(EX64, "--set", "cpu.cores=4")
+    assert p4["predicted_pps"] == pytest.approx(4 * 3.3e9 / 1978)
+
+
+def test_set_traffic_rate_is_the_total_of_several_sources(tmp_path):
+    f = tmp_path / "two.toml"
+    f.write_text(
+        EX64.read_text()
+        + '\n[[traffic.sources]]\nname = "small"\nshare = "75%"\n\n[[traffic.sources]]\nname = "big"\nshare = "25%"\nsize = "1500B"\n'
+    )
+    p = model_json(f, "--set", "traffic.rate=400kpps")
+    assert p["offered_pps"] == pytest.approx(4e5)
+    assert p["mean_frame_bytes"] == pytest.approx(0.75 * 64 + 0.25 * 1500)
+
+
+def test_from_measurement_eq3():
+    m = model_json("--from-measurement", "--rate", "1.67Mpps", "--cpu-load", "100%", "--freq", "3.3GHz")
+    assert m["c_total_cycles"] == pytest.approx(3.3e9 / 1.67e6)
+    # 000 Table I, 1024 B: 1.2 Mpps at 75% load -> ~2056 cycles.
+    m = model_json("--from-measurement", "--rate", "1.2Mpps", "--cpu-load", "75%", "--freq", "3.3GHz")
+    assert m["c_total_cycles"] == pytest.approx(2062.5)
+    # The frequency can come from a scenario.
+    m = model_json(EX64, "--from-measurement", "--rate", "1.67Mpps", "--cpu-load", "100%")
+    assert m["frequency_hz"] == 3.3e9
+
+
+@pytest.mark.parametrize(
+    "args, must_name",
+    [
+        (["--set", "traffic.rate=20Mpps"], ["traffic.rate", "20Mpps", "line rate"]),
+        (["--set", "cpu.frequency=3.3"], ["cpu.frequency", "3.3", "GHz"]),
+        (["--set", "traffic.colour=red"], ["traffic.colour", "no such key"]),
+        (["--set", "traffic.size=0B"], ["traffic.size", "0B"]),
+        (["--set", "cpu.cores=0"], ["cpu.cores", "0"]),
+        (["--set", "link.rate=10GHz"], ["link.rate", "bit/s"]),
+        (["--set", "traffic.rate=nan"], ["traffic.rate", "NaN"]),
+        (["--set", "norate"], ["norate", "key=value"]),
+    ],
+)
+def test_bad_input_is_a_clear_error_never_a_traceback(args, must_name):
+    proc = run_cli("model", EX64, *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and "panicked" not in proc.stderr
+    assert str(EX64.name) in proc.stderr or "--set" in proc.stderr
+    for part in must_name:
+        assert part in proc.stderr, (part, proc.stderr)
+
+
+@pytest.mark.parametrize(
+    "args, must_name",
+    [
+        (["--from-measurement", "--rate", "1.67", "--cpu-load", "100%", "--freq", "3.3GHz"], ["--rate", "1.67", "pps"]),
+        (["--from-measurement", "--rate", "1.67Mpps", "--cpu-load", "150%", "--freq", "3.3GHz"], ["cpu-load", "150"]),
+        (["--from-measurement", "--rate", "1.67Mpps", "--cpu-load", "100%"], ["--freq"]),
+        (["--from-measurement", "--rate", "1.67Mpps", "--freq", "3.3GHz"], ["--cpu-load"]),
+    ],
+)
+def test_bad_measurement_arguments(args, must_name):
+    proc = run_cli("model", *args, check=False)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    for part in must_name:
+        assert part in proc.stderr, (part, proc.stderr)
+
+
+def test_missing_file_and_syntax_error(tmp_path):
+    proc = run_cli("model", tmp_path / "none.toml", check=False)
+    assert proc.returncode == 2 and "none.toml" in proc.stderr and "Traceback" not in proc.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[cpu\nfrequency = '1GHz'\n")
+    proc = run_cli("model", bad, check=False)
+    assert proc.returncode == 2 and "bad.toml:1:" in proc.stderr
+
+
+def test_profile_file_relative_to_scenario(tmp_path):
+    (tmp_path / "mine.toml").write_text('[cycles]\nRX = "500cycles"\nother = "500cycles"\n')
+    sc = tmp_path / "s.toml"
+    sc.write_text('[cpu]\nfrequency = "2GHz"\n[link]\nrate = "10Gbit/s"\n[traffic]\n[cost]\nprofile = "mine.toml"\n')
+    p = model_json(sc)
+    assert p["c_total_cycles"] == 1000 and p["r_max_pps"] == pytest.approx(2e6)
+    (tmp_path / "broken.toml").write_text('[cycles]\nRX = "500"\n')
+    sc.write_text(sc.read_text().replace("mine.toml", "broken.toml"))
+    proc = run_cli("model", sc, check=False)
+    assert proc.returncode == 2 and "broken.toml" in proc.stderr and "cycles.RX" in proc.stderr
+
+
+def test_profiles_listing_and_schema(tmp_path):
+    names = run_cli("profiles").stdout.split()
+    assert "raumer2015-64B" in names and "raumer2015-flows-1048576" in names
+    assert 'RX = "408cycles"' in run_cli("profiles", "raumer2015-64B").stdout
+    out = tmp_path / "schema.json"
+    run_cli("schema", "-o", out)
+    schema = json.loads(out.read_text())
+    assert "cpu" in schema["properties"] and "traffic" in schema["properties"]

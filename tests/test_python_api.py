@@ -1,0 +1,81 @@
+"""The Python front: the same schema as the TOML files, exported as JSON Schema."""
+
+import json
+
+import jsonschema
+import pytest
+import tomllib
+
+import pktsim
+from conftest import EXAMPLES
+
+
+def test_predict_from_a_dict_equals_the_toml_file():
+    path = EXAMPLES / "linux-router-64B.toml"
+    from_file = pktsim.predict(path)
+    from_dict = pktsim.predict(tomllib.loads(path.read_text()))
+    for key in ("r_max_pps", "predicted_pps", "cpu_load", "c_total_cycles"):
+        assert from_file[key] == from_dict[key]
+
+
+def test_prediction_groups_frame():
+    df = pktsim.predict(EXAMPLES / "linux-router-64B.toml").groups()
+    assert list(df["group"]) == list(pktsim.GROUPS)
+    assert df["cycles"].sum() == pytest.approx(1978)
+    assert df["share"].sum() == pytest.approx(1.0)
+
+
+def test_scenario_errors_carry_their_parts():
+    with pytest.raises(pktsim.ScenarioError) as info:
+        pktsim.Scenario.from_dict({"cpu": {"frequency": 3.3}, "link": {"rate": "10Gbit/s"}, "traffic": {}, "cost": {}})
+    e = info.value
+    assert e.origin == "<python dict>" and e.path == "cpu.frequency" and e.value == "3.3"
+    assert "GHz" in e.expected
+    assert isinstance(e, ValueError)
+
+
+def test_with_set_and_seed():
+    sc = pktsim.Scenario.load(EXAMPLES / "linux-router-64B.toml")
+    assert sc.seed == 1
+    sc2 = sc.with_set("seed", 7).with_set("traffic.rate", "1Mpps")
+    assert sc2.seed == 7 and sc.seed == 1
+    assert pktsim.predict(sc2)["offered_pps"] == 1e6
+
+
+@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_examples_and_normalised_scenarios_validate_against_the_json_schema(example):
+    schema = pktsim.Scenario.schema()
+    jsonschema.validate(tomllib.loads(example.read_text()), schema)
+    jsonschema.validate(pktsim.Scenario.load(example).to_dict(), schema)
+
+
+def test_json_schema_rejects_what_the_core_rejects():
+    schema = pktsim.Scenario.schema()
+    bad = {"cpu": {"frequency": "3.3"}, "link": {"rate": "10Gbit/s"}, "traffic": {}, "cost": {}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+    unknown = {"cpu": {"frequency": "3.3GHz", "turbo": True}, "link": {"rate": "10Gbit/s"}, "traffic": {}, "cost": {}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(unknown, schema)
+
+
+def test_units_parse_and_reject():
+    assert pktsim.parse_quantity("packetrate", "1.67Mpps") == 1.67e6
+    assert pktsim.parse_quantity("frequency", "3.3GHz") == 3.3e9
+    assert pktsim.parse_quantity("duration", "479ns") == 479_000  # picoseconds
+    assert pktsim.parse_quantity("bytes", "8MiB") == 8 * 2**20
+    for kind, text in [("packetrate", "1.67"), ("frequency", "3.3 GHZ"), ("bytes", "1.5B"), ("duration", "NaN ns")]:
+        with pytest.raises(ValueError):
+            pktsim.parse_quantity(kind, text)
+
+
+def test_from_measurement_round_trips_eq1():
+    m = pktsim.from_measurement(1.67e6, 3.3e9, cpu_load=1.0)
+    assert m["r_max_pps"] == pytest.approx(1.67e6)
+
+
+def test_fib_fit_reproduces_the_bundled_defaults():
+    fit = json.loads(pktsim._core.fib_table_iv_fit())
+    assert fit["node_cycles"] == pytest.approx(47.3, abs=0.05)
+    assert fit["misses_per_lookup"] == pytest.approx(0.62, abs=0.005)
+    assert fit["memory_latency_ns"] == pytest.approx(160, abs=0.5)

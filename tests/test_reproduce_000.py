@@ -1,0 +1,61 @@
+"""000: every row of Tables I and IV within 1%, through the CLI's JSON contract."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def result():
+    return json.loads(run_cli("reproduce", "000", "--json").stdout)
+
+
+def test_contract_shape(result):
+    assert result["paper"] == "000"
+    assert result["rows"], "no rows"
+    for r in result["rows"]:
+        assert {"quantity", "reported", "predicted", "rel_error", "unit"} <= set(r), r
+
+
+def table_rows(result, table):
+    return [r for r in result["rows"] if r["source"].startswith(f"000 {table}")]
+
+
+def test_every_table_i_row_within_one_percent(result):
+    rows = table_rows(result, "Table I,")
+    assert len(rows) == 12  # R_max, CPU load and C_total for four sizes
+    for r in rows:
+        assert abs(r["rel_error"]) < 0.01, r
+
+
+def test_every_table_iv_row_within_one_percent(result):
+    rows = table_rows(result, "Table IV")
+    assert len(rows) == 12  # C_routing, C_total and R_max for four flow counts
+    for r in rows:
+        assert abs(r["rel_error"]) < 0.01, r
+
+
+def test_table_i_bottlenecks(result):
+    by_q = {r["quantity"]: r for r in result["rows"]}
+    assert by_q["R_max, 64 B"]["bottleneck"] == "cpu"
+    assert by_q["R_max, 512 B"]["bottleneck"] == "cpu"
+    assert by_q["R_max, 1024 B"]["bottleneck"] == "link"
+    assert by_q["R_max, 1500 B"]["bottleneck"] == "link"
+
+
+def test_section_v_d_knee_holds(result):
+    knee = [r for r in result["rows"] if "holds" in r]
+    assert knee and all(r["holds"] for r in knee)
+
+
+def test_text_output_prints_errors():
+    out = run_cli("reproduce", "000").stdout
+    assert "R_max, 64 B" in out and "%" in out and "fitted" in out
+
+
+def test_unknown_paper_is_a_clear_error():
+    proc = run_cli("reproduce", "999", check=False)
+    assert proc.returncode == 2
+    assert "999" in proc.stderr and "Traceback" not in proc.stderr
