@@ -6,8 +6,10 @@
 //! - [`cost`]: cycles per packet by processing group (000), bundled profiles.
 //! - [`fib`]: routing cost as a function of FIB size and caches.
 //! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores).
+//! - [`engine`]: the discrete-event simulator of a node (002, 003).
 
 pub mod cost;
+pub mod engine;
 pub mod error;
 pub mod fib;
 pub mod model;

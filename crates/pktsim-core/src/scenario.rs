@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::cost::{self, CostProfile, Groups};
 use crate::error::{join_path, ConfigError, Error, Result, VALUE_SEP};
 use crate::fib::{Caches, FibParams};
-use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Frequency, OfferedRate, Percent};
+use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Duration, Frequency, OfferedRate, Percent};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -56,10 +56,306 @@ pub struct Scenario {
     pub cpu: Cpu,
     pub link: Link,
     pub traffic: Traffic,
+    /// Cycles per packet: a profile, per-group cycles, or both. May be left out when the
+    /// host's times (host.t_proc, host.t_clean) are given.
+    #[serde(default)]
     pub cost: CostSpec,
     /// FIB size and lookup-cost model (000 V-C, V-D).
     #[serde(default)]
     pub fib: FibParams,
+    /// NIC rings, descriptor refill and interrupt moderation (simulator).
+    #[serde(default)]
+    pub nic: NicSpec,
+    /// Host-side packet I/O: IRQ and NAPI costs and limits (simulator).
+    #[serde(default)]
+    pub host: HostSpec,
+    /// What the simulator measures, and for how long.
+    #[serde(default)]
+    pub measure: MeasureSpec,
+}
+
+// ---------------------------------------------------------------------------------------
+// Simulator sections
+
+/// Which vector completes transmitted descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxVector {
+    /// The egress port's own vector (a router forwarding from one port to another): tx
+    /// completions raise their own IRQs and NAPI polls (002, 003).
+    #[default]
+    Separate,
+    /// The same TxRx vector as the rx ring (forwarding out of the ingress port).
+    Shared,
+}
+
+/// Interrupt moderation policy of a vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItrMode {
+    /// No throttling: every cause interrupts at once (`rx-usecs 0`).
+    Off,
+    /// A fixed interval (`rx-usecs N`, in 2.048 us steps).
+    Static,
+    /// ixgbe's dynamic ITR: states lowest / low / bulk, smoothed by 002 Eq. 1.
+    #[default]
+    Dynamic,
+}
+
+/// Interrupt throttling (ITR) of the NIC's vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItrSpec {
+    #[serde(default)]
+    pub mode: ItrMode,
+    /// Static interval (`ethtool -C rx-usecs`); the NIC rounds down to 2.048 us steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
+    #[serde(default = "default_bulk_rate")]
+    pub bulk_rate: u32,
+}
+
+fn default_bulk_rate() -> u32 {
+    8000
+}
+
+impl Default for ItrSpec {
+    fn default() -> Self {
+        ItrSpec { mode: ItrMode::Dynamic, interval: None, bulk_rate: default_bulk_rate() }
+    }
+}
+
+/// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    /// Rx descriptors per ring (one is always left empty, as in ixgbe).
+    #[serde(default = "default_ring")]
+    pub rx_ring: u32,
+    /// Tx descriptors per ring.
+    #[serde(default = "default_ring")]
+    pub tx_ring: u32,
+    /// From the frame's last bit on the wire to its descriptor written back (DMA).
+    #[serde(default)]
+    pub dma_delay: Duration,
+    #[serde(default)]
+    pub tx_vector: TxVector,
+    /// Rx descriptors are returned to the NIC in batches of at least this many
+    /// (`IXGBE_RX_BUFFER_WRITE` = 16), at the top of each rx-clean iteration.
+    #[serde(default = "default_refill_batch")]
+    pub refill_batch: u32,
+    /// Also return the remainder at the end of every rx clean (ixgbe 3.14; modern drivers
+    /// leave it for the next poll).
+    #[serde(default = "yes")]
+    pub refill_at_poll_end: bool,
+    /// Most completed tx packets one poll cleans (`IXGBE_DEFAULT_TX_WORK`).
+    #[serde(default = "default_tx_work")]
+    pub tx_work_limit: u32,
+    /// Packets the qdisc holds while the tx ring is full (`txqueuelen`).
+    #[serde(default = "default_qdisc")]
+    pub qdisc_len: u32,
+    #[serde(default)]
+    pub itr: ItrSpec,
+}
+
+fn default_ring() -> u32 {
+    512
+}
+fn default_refill_batch() -> u32 {
+    16
+}
+fn default_tx_work() -> u32 {
+    256
+}
+fn default_qdisc() -> u32 {
+    1000
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for NicSpec {
+    fn default() -> Self {
+        NicSpec {
+            rx_ring: default_ring(),
+            tx_ring: default_ring(),
+            dma_delay: Duration::default(),
+            tx_vector: TxVector::default(),
+            refill_batch: default_refill_batch(),
+            refill_at_poll_end: true,
+            tx_work_limit: default_tx_work(),
+            qdisc_len: default_qdisc(),
+            itr: ItrSpec::default(),
+        }
+    }
+}
+
+/// How a core moves packets between rings and the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoModeKind {
+    /// Linux NAPI with an ixgbe-style driver: hard IRQ, poll list, tx clean + rx clean.
+    #[default]
+    Napi,
+    /// A plain single server: FIFO service from the rx ring, no IRQ or NAPI effects (for
+    /// checks against queueing theory).
+    Server,
+}
+
+/// Which `net_rx_action` loop the kernel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetRxAction {
+    /// Linux >= 4.x: the per-CPU list is spliced; a NAPI that used its whole weight is
+    /// polled again in the next softirq run.
+    #[default]
+    Modern,
+    /// Linux 2.6 - 3.x (002, 003): the per-CPU list is iterated in place until the budget
+    /// or the time limit runs out.
+    Legacy,
+}
+
+/// Distribution of the per-packet service time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceDist {
+    #[default]
+    Constant,
+    Exponential,
+}
+
+/// Host-side costs and NAPI limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    #[serde(default)]
+    pub io: IoModeKind,
+    /// Cost of one hard IRQ (it preempts softirq work).
+    #[serde(default)]
+    pub t_irq: Duration,
+    /// Rx-clean cost per packet (driver rx to descriptor in the tx ring). Default: the cost
+    /// profile's C_total minus C_free, at the CPU frequency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_proc: Option<Duration>,
+    /// Tx-clean cost per completed packet. Default: the profile's C_free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_clean: Option<Duration>,
+    /// Fixed cost of one poll() call.
+    #[serde(default)]
+    pub t_poll: Duration,
+    /// Distribution of t_proc around its mean.
+    #[serde(default)]
+    pub service: ServiceDist,
+    /// NAPI poll weight (packets per poll).
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// `netdev_budget`: packets per net_rx_action.
+    #[serde(default = "default_budget")]
+    pub budget: u32,
+    /// `netdev_budget_usecs`: time limit of one net_rx_action (checked in jiffies).
+    #[serde(default = "default_budget_time")]
+    pub budget_time: Duration,
+    /// Kernel tick rate (CONFIG_HZ), for jiffy-granular time limits.
+    #[serde(default = "default_hz")]
+    pub hz: u32,
+    #[serde(default)]
+    pub net_rx_action: NetRxAction,
+}
+
+fn default_weight() -> u32 {
+    64
+}
+fn default_budget() -> u32 {
+    300
+}
+fn default_budget_time() -> Duration {
+    Duration::from_ps(2_000_000_000)
+}
+fn default_hz() -> u32 {
+    1000
+}
+
+impl Default for HostSpec {
+    fn default() -> Self {
+        HostSpec {
+            io: IoModeKind::default(),
+            t_irq: Duration::default(),
+            t_proc: None,
+            t_clean: None,
+            t_poll: Duration::default(),
+            service: ServiceDist::default(),
+            weight: default_weight(),
+            budget: default_budget(),
+            budget_time: default_budget_time(),
+            hz: default_hz(),
+            net_rx_action: NetRxAction::default(),
+        }
+    }
+}
+
+/// Where a latency measurement starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyFrom {
+    /// The frame's last bit received.
+    WireIn,
+    /// Its descriptor written to the rx ring (002 marker A).
+    #[default]
+    RxRing,
+}
+
+/// Where a latency measurement ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyTo {
+    /// Its descriptor written to the tx ring (002 marker B).
+    #[default]
+    TxRing,
+    /// Its last bit sent on the egress link.
+    WireOut,
+}
+
+/// What to measure and for how long (simulated time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    /// Simulated time before statistics start.
+    #[serde(default = "default_warmup")]
+    pub warmup: Duration,
+    /// Simulated time measured after the warm-up.
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    /// Constant added to every latency (hardware not modelled: 002 t_off, 001 T+).
+    #[serde(default)]
+    pub t_off: Duration,
+    #[serde(default)]
+    pub latency_from: LatencyFrom,
+    #[serde(default)]
+    pub latency_to: LatencyTo,
+    /// Width of the time-series buckets (none: no time series).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+}
+
+fn default_warmup() -> Duration {
+    Duration::from_ps(10_000_000_000)
+}
+fn default_duration() -> Duration {
+    Duration::from_ps(100_000_000_000)
+}
+
+impl Default for MeasureSpec {
+    fn default() -> Self {
+        MeasureSpec {
+            warmup: default_warmup(),
+            duration: default_duration(),
+            t_off: Duration::default(),
+            latency_from: LatencyFrom::default(),
+            latency_to: LatencyTo::default(),
+            interval: None,
+        }
+    }
 }
 
 fn default_seed() -> u64 {
@@ -475,6 +771,7 @@ impl Scenario {
             return Err(err("fib.routes", "0".into(), "at least 1 route".into()));
         }
 
+        self.validate_simulator_sections(origin)?;
         let sources = self.resolve_sources(origin)?;
 
         // Line rate for the traffic's mean frame, and the offered rate against it.
@@ -505,17 +802,87 @@ impl Scenario {
             Some(p) => cost::load_profile(p, base_dir, origin, "cost.profile")?,
             None => CostProfile::from_file(cost::CostProfileFile::default(), "inline"),
         };
-        let cost = profile.with_overrides(&self.cost.cycles, &self.cost.per_byte);
+        let mut cost = profile.with_overrides(&self.cost.cycles, &self.cost.per_byte);
+        if cost.fixed.total() == 0.0 && self.cost.profile.is_none() {
+            // No cycle costs given: take them from the host's times, so that the analytical
+            // model and the simulator describe the same node (t_clean frees the transmitted
+            // skbs: C_free; the rest of the path is in t_proc, reported under C_other).
+            let f = self.cpu.frequency.hz;
+            if let Some(t) = self.host.t_proc {
+                cost.fixed.set(cost::Group::Other, t.as_secs() * f);
+                cost.fixed.set(cost::Group::Free, self.host.t_clean.map_or(0.0, |c| c.as_secs() * f));
+                cost.name = "host times".into();
+            }
+        }
         if !(cost.fixed.total() > 0.0) {
             return Err(ConfigError::new(
                 origin,
                 "cost",
                 None,
-                "a cost profile (cost.profile) or cycles per group ([cost.cycles]) adding up to more than 0 cycles per packet",
+                "a cost profile (cost.profile), cycles per group ([cost.cycles]) or host.t_proc, giving more than 0 cycles per packet",
             )
             .into());
         }
         Ok(Node { scenario: self, origin: origin.to_string(), cost, sources })
+    }
+
+    fn validate_simulator_sections(&self, origin: &str) -> Result<()> {
+        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| -> Result<()> {
+            if v < lo || v > hi {
+                return Err(ConfigError::new(origin, path, Some(v.to_string()), format!("{what} from {lo} to {hi}")).into());
+            }
+            Ok(())
+        };
+        let n = &self.nic;
+        range("nic.rx_ring", n.rx_ring as u64, 2, 65_536, "a number of descriptors")?;
+        range("nic.tx_ring", n.tx_ring as u64, 2, 65_536, "a number of descriptors")?;
+        range("nic.refill_batch", n.refill_batch as u64, 1, n.rx_ring as u64, "a number of descriptors (at most nic.rx_ring)")?;
+        range("nic.tx_work_limit", n.tx_work_limit as u64, 1, 1 << 20, "a number of packets")?;
+        range("nic.qdisc_len", n.qdisc_len as u64, 0, 1 << 24, "a number of packets")?;
+        range("nic.itr.bulk_rate", n.itr.bulk_rate as u64, 956, 488_281, "an interrupt rate in interrupts per second (ixgbe's range)")?;
+        match (n.itr.mode, n.itr.interval) {
+            (ItrMode::Static, None) => {
+                return Err(ConfigError::new(origin, "nic.itr.interval", None, "an interval for mode = \"static\", e.g. \"50us\"").into())
+            }
+            (ItrMode::Static, Some(i)) => {
+                if i.ps > 1_022_000_000 {
+                    return Err(ConfigError::new(origin, "nic.itr.interval", Some(format!("{:?}", i.to_string())), "at most 1022us (ixgbe's rx-usecs range)").into());
+                }
+            }
+            (mode, Some(i)) => {
+                return Err(ConfigError::new(
+                    origin,
+                    "nic.itr.interval",
+                    Some(format!("{:?}", i.to_string())),
+                    format!("no interval with mode = {:?} (only mode = \"static\" reads it)", format!("{mode:?}").to_lowercase()),
+                )
+                .into())
+            }
+            _ => {}
+        }
+        let h = &self.host;
+        range("host.weight", h.weight as u64, 1, 1 << 16, "a number of packets")?;
+        range("host.budget", h.budget as u64, 1, 1 << 24, "a number of packets")?;
+        range("host.hz", h.hz as u64, 100, 10_000, "a tick rate in Hz")?;
+        if h.budget_time.ps == 0 {
+            return Err(ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into());
+        }
+        let m = &self.measure;
+        if m.duration.ps == 0 {
+            return Err(ConfigError::new(origin, "measure.duration", Some(format!("{:?}", m.duration.to_string())), "a simulated time above 0").into());
+        }
+        if let Some(i) = m.interval {
+            if i.ps == 0 || m.duration.ps / i.ps > 1_000_000 {
+                return Err(ConfigError::new(
+                    origin,
+                    "measure.interval",
+                    Some(format!("{:?}", i.to_string())),
+                    "a bucket width above 0 giving at most 1,000,000 buckets over measure.duration",
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     fn resolve_sources(&self, origin: &str) -> Result<Vec<ResolvedSource>> {

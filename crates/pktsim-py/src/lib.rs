@@ -55,6 +55,37 @@ fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &st
     json(&model::predict(&node))
 }
 
+/// Simulate a scenario; returns the result as JSON. The GIL is released while the engine
+/// runs; Ctrl-C (SIGINT) stops it within a few milliseconds and raises KeyboardInterrupt.
+#[pyfunction]
+#[pyo3(signature = (text, format, origin, base_dir, sets))]
+fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
+    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    let mut last_check = std::time::Instant::now();
+    let mut interrupted: Option<PyErr> = None;
+    let result = py.detach(|| {
+        let mut cancel = || {
+            if last_check.elapsed().as_millis() < 50 {
+                return false;
+            }
+            last_check = std::time::Instant::now();
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => false,
+                Err(e) => {
+                    interrupted = Some(e);
+                    true
+                }
+            }
+        };
+        pktsim_core::engine::run(&node, &mut cancel)
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let r = result.map_err(|e| to_pyerr(py, e))?;
+    json(&r)
+}
+
 /// 000 Eq. 3: cycles per packet from a measured rate and CPU load (or active cycles).
 #[pyfunction]
 #[pyo3(signature = (rate_pps, frequency_hz, cpu_load=None, active_cycles_per_s=None))]
@@ -124,6 +155,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(from_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;

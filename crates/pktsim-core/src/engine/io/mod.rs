@@ -1,0 +1,69 @@
+//! Host I/O modes: how cores move packets from rx rings to tx rings. Each mode is a
+//! self-contained state machine behind [`IoMode`]; the engine only routes events to it.
+//!
+//! - [`napi::Napi`]: Linux NAPI with an ixgbe-style driver (002, 003).
+//! - [`server::Server`]: a plain FIFO server per ring, for checks against queueing theory.
+
+pub mod napi;
+pub mod server;
+
+use crate::scenario::ServiceDist;
+
+use super::nic::Nic;
+use super::queue::EventQueue;
+use super::rng::Stream;
+use super::stats::Stats;
+use super::time::Ps;
+use super::traffic::Packet;
+
+/// Per-packet and per-event costs, in picoseconds.
+pub struct Costs {
+    pub t_irq: Ps,
+    pub t_poll: Ps,
+    pub t_clean: Ps,
+    pub proc_fixed_ps: Ps,
+    /// Per-byte part of t_proc, in femtoseconds per byte (integer: exact and reproducible).
+    pub proc_per_byte_fs: u64,
+    pub dist: ServiceDist,
+    pub rng: Stream,
+}
+
+impl Costs {
+    /// Rx-clean time of one packet.
+    #[inline]
+    pub fn t_proc(&mut self, p: &Packet) -> Ps {
+        let mean = self.proc_fixed_ps + self.proc_per_byte_fs * p.size as u64 / 1000;
+        match self.dist {
+            ServiceDist::Constant => mean,
+            ServiceDist::Exponential => self.rng.exponential(mean as f64).round() as Ps,
+        }
+    }
+
+    /// Mean rx-clean time for a frame size (for reports).
+    pub fn t_proc_mean(&self, size: u64) -> Ps {
+        self.proc_fixed_ps + self.proc_per_byte_fs * size / 1000
+    }
+}
+
+/// What an I/O mode may touch while handling an event.
+pub struct Ctx<'a> {
+    pub now: Ps,
+    pub queue: &'a mut EventQueue,
+    pub nic: &'a mut Nic,
+    pub stats: &'a mut Stats,
+    pub costs: &'a mut Costs,
+}
+
+/// A pluggable I/O mode.
+pub trait IoMode {
+    /// Set up at time 0 (arm rings, start pollers).
+    fn start(&mut self, ctx: &mut Ctx);
+    /// An event this mode scheduled (`EventKind::Mode`).
+    fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx);
+    /// A ring this mode asked to be woken by received a frame at `t`.
+    fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx);
+    /// Mode-specific figures for the result (ITR intervals, ...).
+    fn report(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
