@@ -1,0 +1,155 @@
+//! The NAPI/ixgbe node against hand-computed traces and closed forms.
+
+use std::path::Path;
+
+use pktsim_core::engine::{run, SimResult};
+use pktsim_core::Scenario;
+
+/// The 002 node (Table I costs) with overrides.
+fn node(sets: &[(&str, &str)]) -> SimResult {
+    let text = r#"
+        seed = 1
+        [cpu]
+        frequency = "3.3GHz"
+        [link]
+        rate = "10Gbit/s"
+        [traffic]
+        rate = "1Mpps"
+        size = "64B"
+        [nic]
+        tx_vector = "shared"
+        [nic.itr]
+        mode = "dynamic"
+        [host]
+        t_irq = "202ns"
+        t_proc = "479ns"
+        t_clean = "85ns"
+        [measure]
+        warmup = "5ms"
+        duration = "50ms"
+        t_off = "7521ns"
+    "#;
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let node = Scenario::load_toml(text, "napi.toml", Path::new("."), &sets).unwrap();
+    run(&node, &mut || false).unwrap()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn an_isolated_packet_costs_irq_plus_proc_and_a_second_irq_cleans_its_descriptor() {
+    // 1000 pps: every packet finds an idle core and an expired throttle counter.
+    let r = node(&[("traffic.rate", "1kpps")]);
+    // Latency A -> B = t_irq + t_proc, plus t_off: exact in the mean, within the
+    // histogram's 0.1% resolution in the percentiles.
+    let expected = 202.0 + 479.0 + 7521.0;
+    assert_eq!(r.latency_ns.mean, expected);
+    for p in [r.latency_ns.min, r.latency_ns.p50, r.latency_ns.p999, r.latency_ns.max] {
+        assert!(close(p, expected, 1e-3), "{p}");
+    }
+    // One IRQ for the rx write-back, one (10.24 us later, lowest-latency ITR) for the tx
+    // completion; each leads to one poll.
+    assert_eq!(r.irqs_per_packet, 2.0);
+    assert_eq!(r.polls_per_packet, 2.0);
+    assert_eq!(r.softirqs_per_packet, 2.0);
+    // CPU per packet: 2 t_irq + t_proc + t_clean = 968 ns, at 1000 pps.
+    assert!(close(r.cpu_utilization, 968e-9 * 1000.0, 1e-3), "{}", r.cpu_utilization);
+    assert!(close(r.cpu_by_activity["irq"], 404e-9 * 1000.0, 1e-3));
+    assert!(close(r.cpu_by_activity["tx_clean"], 85e-9 * 1000.0, 1e-3));
+    assert_eq!(r.packets_per_poll.histogram[0], r.packets_per_poll.histogram[1]);
+}
+
+#[test]
+fn a_static_itr_caps_the_interrupt_rate_at_one_per_interval() {
+    // 100 kpps (10 us apart) against rx-usecs 50 = 51.2 us: an interrupt every 51.2 us.
+    let r = node(&[("traffic.rate", "100kpps"), ("nic.itr.mode", "static"), ("nic.itr.interval", "50us")]);
+    let expected = 1e6 / 51.2;
+    assert!(close(r.irq_per_s, expected, 0.005), "{} vs {expected}", r.irq_per_s);
+    // Packets wait for the interval: the mean latency grows by about half of it.
+    assert!(r.latency_ns.mean > 7521.0 + 20_000.0, "{}", r.latency_ns.mean);
+}
+
+#[test]
+fn without_throttling_every_cause_interrupts() {
+    let r = node(&[("traffic.rate", "100kpps"), ("nic.itr.mode", "off")]);
+    // One IRQ per write-back and one per tx completion.
+    assert!(close(r.irqs_per_packet, 2.0, 0.01), "{}", r.irqs_per_packet);
+    assert_eq!(r.latency_ns.mean, 8202.0);
+}
+
+#[test]
+fn saturation_rate_is_one_over_proc_plus_clean() {
+    let r = node(&[("traffic.rate", "2.4Mpps")]);
+    let expected = 1e9 / (479.0 + 85.0);
+    assert!(close(r.throughput_pps, expected, 0.002), "{} vs {expected}", r.throughput_pps);
+    assert!(r.irq_per_s < 100.0, "interrupts vanish in overload: {}", r.irq_per_s);
+    assert!(r.cpu_utilization > 0.999);
+    assert!(close(r.loss_ratio, 1.0 - expected / 2.4e6, 0.01));
+    assert!(r.drops["rx_ring_full"] > 0);
+}
+
+#[test]
+fn overload_latency_is_bounded_by_the_ring() {
+    let r = node(&[("traffic.rate", "2.4Mpps")]);
+    let per_packet = 479.0 + 85.0;
+    // 511 usable descriptors; up to 15 wait for the refill batch.
+    let (lo, hi) = ((511.0 - 16.0) * per_packet, 511.0 * per_packet);
+    let q = r.latency_ns.p50 - 7521.0;
+    assert!(q > lo && q < hi, "{q} not in [{lo}, {hi}]");
+    let r = node(&[("traffic.rate", "2.4Mpps"), ("nic.rx_ring", "1024")]);
+    assert!(r.latency_ns.p50 - 7521.0 > 1000.0 * per_packet);
+}
+
+#[test]
+fn legacy_softirq_polls_until_the_budget_runs_out_modern_repolls_each_run() {
+    let legacy = node(&[("traffic.rate", "2.4Mpps"), ("host.net_rx_action", "legacy")]);
+    let modern = node(&[("traffic.rate", "2.4Mpps"), ("host.net_rx_action", "modern")]);
+    // Legacy: 5 polls of 64 (320 packets) exhaust the budget of 300, then time_squeeze.
+    assert!(close(legacy.softirqs_per_packet, 1.0 / 320.0, 0.02), "{}", legacy.softirqs_per_packet);
+    assert!(close(legacy.time_squeeze as f64, legacy.forwarded_packets as f64 / 320.0, 0.02));
+    // Modern: a NAPI that used its weight goes to the repoll list, re-raised each time.
+    assert!(close(modern.softirqs_per_packet, 1.0 / 64.0, 0.02), "{}", modern.softirqs_per_packet);
+    assert_eq!(modern.time_squeeze, 0);
+    assert!(modern.ksoftirqd_wakeups > 0);
+}
+
+#[test]
+fn same_seed_same_result_bit_for_bit() {
+    let a = node(&[("traffic.pattern", "poisson"), ("traffic.rate", "1.2Mpps")]);
+    let b = node(&[("traffic.pattern", "poisson"), ("traffic.rate", "1.2Mpps")]);
+    let c = node(&[("traffic.pattern", "poisson"), ("traffic.rate", "1.2Mpps"), ("seed", "2")]);
+    let strip = |r: &SimResult| {
+        let mut v = serde_json::to_value(r).unwrap();
+        v.as_object_mut().unwrap().remove("wall_s");
+        v
+    };
+    assert_eq!(strip(&a), strip(&b));
+    assert_ne!(strip(&a), strip(&c));
+}
+
+#[test]
+fn only_the_measurement_window_counts() {
+    let r = node(&[("traffic.rate", "1Mpps"), ("measure.warmup", "7ms"), ("measure.duration", "20ms")]);
+    // CBR at 1 Mpps over 20 ms.
+    assert!((r.offered_packets as i64 - 20_000).abs() <= 1, "{}", r.offered_packets);
+    assert!(close(r.offered_pps, 1e6, 1e-4));
+    assert!(r.sim_packets >= 27_000);
+}
+
+#[test]
+fn separate_tx_vector_keeps_interrupting_in_overload() {
+    // The egress port's vector completes transmissions on its own: 8K interrupts/s in bulk.
+    let r = node(&[("traffic.rate", "2.4Mpps"), ("nic.tx_vector", "separate")]);
+    assert!(r.irq_per_s > 7000.0 && r.irq_per_s < 8500.0, "{}", r.irq_per_s);
+}
+
+#[test]
+fn time_series_buckets_add_up() {
+    let r = node(&[("traffic.rate", "500kpps"), ("measure.interval", "1ms")]);
+    let series = r.series.as_ref().unwrap();
+    assert_eq!(series.len(), 50);
+    assert_eq!(series.iter().map(|b| b.forwarded).sum::<u64>(), r.forwarded_packets);
+    assert_eq!(series.iter().map(|b| b.offered).sum::<u64>(), r.offered_packets);
+}
