@@ -10,16 +10,21 @@ from . import _core
 from .errors import ScenarioError
 from .model import GROUPS, Prediction, from_measurement, parse_quantity, predict
 from .scenario import Scenario
+from .sim import RunResult, expand_values, run, sweep
 
 __version__ = _core.VERSION
 
 __all__ = [
     "GROUPS",
     "Prediction",
+    "RunResult",
     "Scenario",
     "ScenarioError",
     "from_measurement",
     "parse_quantity",
     "predict",
+    "run",
+    "sweep",
+    "expand_values",
     "__version__",
 ]

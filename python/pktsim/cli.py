@@ -116,6 +116,84 @@ def _model_from_measurement(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------- run / sweep
+
+
+def cmd_run(args) -> int:
+    from .sim import run
+
+    sc = Scenario.load(args.file, args.set)
+    r = run(sc)
+    if args.json:
+        print(_dump(r))
+        return 0
+    print(format_run(r, args.file))
+    return 0
+
+
+def format_run(r: dict, origin: str) -> str:
+    L = r["latency_ns"]
+    lines = [
+        f"pktsim run: {r['name']}  ({origin}, seed {r['seed']})",
+        f"  simulated {r['sim_time_s'] * 1e3:.1f} ms ({r['sim_packets']:,} packets) in {r['wall_s']:.3f} s wall",
+        "",
+        table(
+            [
+                ["offered", si(r["offered_pps"], "pps")],
+                ["forwarded", si(r["throughput_pps"], "pps") + f"  ({si(r['throughput_bps'], 'bit/s')})"],
+                ["loss", f"{100 * r['loss_ratio']:.3f} %  " + ", ".join(f"{k} {v:,}" for k, v in r["drops"].items() if v)],
+                ["CPU", f"{100 * r['cpu_utilization']:.1f} %  " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in r["cpu_by_activity"].items())],
+                ["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"],
+                ["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"],
+                ["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"],
+            ],
+            ["quantity", "value"],
+            "ll",
+        ),
+        "",
+        table(
+            [[f"{L[k] / 1e3:.2f}" for k in ("p25", "p50", "p75", "p90", "p99", "p999", "max", "mean")]],
+            ["p25", "p50", "p75", "p90", "p99", "p99.9", "max", "mean"],
+            "rrrrrrrr",
+        )
+        + "   latency, us",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_sweep(args) -> int:
+    from .sim import expand_values, sweep
+
+    try:
+        values = expand_values(args.values)
+    except ValueError as e:
+        raise UsageError(f"--values {e}") from None
+    if not values:
+        raise UsageError("--values: no values")
+    df = sweep(Scenario.load(args.file, args.set), args.param, values, progress=not args.json and sys.stderr.isatty())
+    if args.json:
+        print(_dump(df.attrs["results"]))
+        return 0
+    cols = [args.param, "offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
+    rows = []
+    for _, r in df[cols].iterrows():
+        rows.append(
+            [
+                r[args.param],
+                si(r["offered_pps"], "pps"),
+                si(r["throughput_pps"], "pps"),
+                f"{100 * r['loss_ratio']:.2f}%",
+                f"{r['latency_ns_p50'] / 1e3:.2f}",
+                f"{r['latency_ns_p99'] / 1e3:.2f}",
+                f"{r['irq_per_s']:,.0f}",
+                f"{r['polls_per_packet']:.3f}",
+                f"{100 * r['cpu_utilization']:.1f}%",
+            ]
+        )
+    print(table(rows, [args.param, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"], "lrrrrrrrr"))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------- reproduce
 
 
@@ -194,6 +272,20 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
     m.add_argument("--freq", metavar="FREQ", help="CPU frequency, e.g. 3.3GHz (default: the scenario's)")
     m.set_defaults(func=cmd_model)
+
+    r = sub.add_parser("run", help="simulate a scenario: throughput, loss, latency percentiles, IRQ and poll rates, CPU")
+    r.add_argument("file", metavar="FILE", help="scenario TOML file")
+    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.set_defaults(func=cmd_run)
+
+    w = sub.add_parser("sweep", help="simulate a scenario once per value of one key")
+    w.add_argument("file", metavar="FILE", help="scenario TOML file")
+    w.add_argument("--param", required=True, metavar="KEY", help="scenario key to vary, e.g. traffic.rate")
+    w.add_argument("--values", required=True, metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list")
+    w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
+    w.set_defaults(func=cmd_sweep)
 
     r = sub.add_parser("reproduce", help="reproduce a seed paper's numbers: predicted vs reported, with errors")
     r.add_argument("paper", metavar="PAPER", help="000, or all")

@@ -1,0 +1,116 @@
+"""pktsim run / sweep / reproduce 002 through the CLI and the Python API."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import pktsim
+from conftest import EXAMPLES, ROOT, run_cli
+
+NAPI = EXAMPLES / "beifuss2015-napi.toml"
+
+
+def test_run_json_contract():
+    r = json.loads(run_cli("run", NAPI, "--json").stdout)
+    for key in ("offered_pps", "throughput_pps", "loss_ratio", "irq_per_s", "polls_per_packet", "softirqs_per_packet",
+                "cpu_utilization", "cpu_by_activity", "drops", "sim_packets", "wall_s", "seed"):
+        assert key in r, key
+    assert set(r["latency_ns"]) >= {"p25", "p50", "p75", "p90", "p99", "p999", "max", "mean"}
+    assert set(r["cpu_by_activity"]) >= {"irq", "tx_clean", "rx_clean", "idle"}
+    assert sum(r["cpu_by_activity"].values()) == pytest.approx(1.0)
+    assert r["drops"]["rx_ring_full"] == 0
+    assert r["throughput_pps"] == pytest.approx(1.5e6, rel=2e-3)
+
+
+def test_run_text_and_set():
+    out = run_cli("run", NAPI, "--set", "traffic.rate=2.4Mpps").stdout
+    assert "forwarded" in out and "p99" in out and "rx_ring_full" in out
+
+
+def test_sweep_json_each_point_carries_its_value():
+    pts = json.loads(run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "0.5Mpps:2Mpps:0.5Mpps", "--json").stdout)
+    assert [p["swept"]["traffic.rate"] for p in pts] == ["0.5Mpps", "1Mpps", "1.5Mpps", "2Mpps"]
+    thr = [p["throughput_pps"] for p in pts]
+    assert thr[:3] == pytest.approx([5e5, 1e6, 1.5e6], rel=3e-3)
+    assert thr[3] == pytest.approx(1e9 / 564, rel=3e-3)
+
+
+def test_sweep_rejects_bad_values_before_running():
+    proc = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps:20Mpps:1Mpps", check=False)
+    assert proc.returncode == 2 and "traffic.rate" in proc.stderr and "line rate" in proc.stderr
+    proc = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps:2GHz:1Mpps", check=False)
+    assert proc.returncode == 2 and "--values" in proc.stderr
+
+
+def test_python_run_and_sweep_frame():
+    r = pktsim.run(NAPI, sets={"traffic.rate": "1Mpps"})
+    assert r["seed"] == 1 and r.flat()["latency_ns_p99"] == r["latency_ns"]["p99"]
+    df = pktsim.sweep(NAPI, "traffic.rate", ["0.5Mpps", "2.4Mpps"])
+    assert list(df["traffic.rate"]) == ["0.5Mpps", "2.4Mpps"]
+    assert {"throughput_pps", "latency_ns_p50", "irq_per_s", "cpu_by_activity_irq"} <= set(df.columns)
+    assert df["loss_ratio"].iloc[1] > 0.2
+
+
+def test_python_runs_are_reproducible():
+    a = pktsim.run(NAPI, sets={"traffic.pattern": "poisson"})
+    b = pktsim.run(NAPI, sets={"traffic.pattern": "poisson"})
+    a.pop("wall_s"), b.pop("wall_s")
+    assert a == b
+
+
+def test_polls_and_irqs_per_packet_show_the_napi_transition():
+    """003 Fig. 7: polls per received packet ~2 at low load, falling towards ~0.2 near
+    saturation; IRQs per packet to ~0 at saturation."""
+    df = pktsim.sweep(NAPI, "traffic.rate", "0.05Mpps:1.75Mpps:0.1Mpps")
+    polls = list(df["polls_per_packet"])
+    irqs = list(df["irqs_per_packet"])
+    assert polls[0] == pytest.approx(2.0, abs=0.1)
+    assert polls[-1] < 0.25
+    assert irqs[0] == pytest.approx(2.0, abs=0.1)
+    assert irqs[-1] < 0.01
+    # The trend: every point at or below the low-load level, and the second half below the first.
+    assert max(polls) <= polls[0] + 1e-9
+    half = len(polls) // 2
+    assert sum(polls[half:]) / (len(polls) - half) < sum(polls[:half]) / half
+
+
+@pytest.fixture(scope="module")
+def rep002():
+    return json.loads(run_cli("reproduce", "002", "--json").stdout)
+
+
+def test_reproduce_002_contract_and_relations(rep002):
+    assert rep002["paper"] == "002"
+    rows = {r["quantity"]: r for r in rep002["rows"]}
+    for r in rep002["rows"]:
+        assert {"quantity", "reported", "predicted", "rel_error", "unit"} <= set(r)
+        if "holds" in r:
+            assert r["holds"], r
+    # What Table I implies, pktsim reproduces exactly.
+    assert abs(rows["maximum forwarding rate implied by Table I, 1/(t_proc + t_clean)"]["rel_error"]) < 0.005
+    assert abs(rows["latency of an isolated packet, t_irq + t_proc + t_off"]["rel_error"]) < 0.001
+    # Against the paper's measurements: the calibration gap, stated.
+    assert rows["maximum forwarding rate"]["predicted"] == pytest.approx(1.773, abs=0.01)
+    assert abs(rows["minimum latency at 0.0446 Mpps (p50)"]["rel_error"]) < 0.05
+    over = [r for q, r in rows.items() if q.startswith("p50 latency in overload")][0]
+    assert abs(over["rel_error"]) < 0.05
+
+
+def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
+    long = tmp_path / "long.toml"
+    long.write_text(NAPI.read_text().replace('duration = "50ms"', 'duration = "600s"'))
+    proc = subprocess.Popen([sys.executable, "-m", "pktsim", "run", str(long)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the run did not stop on SIGINT")
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
