@@ -33,5 +33,9 @@ test-rust:
 test-python: install
 	$(VENV)/bin/pytest -q
 
+# Speed figures (not a test): simulated packets per wall-clock second; see BENCHMARKS.md.
+bench:
+	cargo bench -p pktsim-core --bench engine
+
 clean:
 	rm -rf $(VENV) target

@@ -153,3 +153,40 @@ fn time_series_buckets_add_up() {
     assert_eq!(series.iter().map(|b| b.forwarded).sum::<u64>(), r.forwarded_packets);
     assert_eq!(series.iter().map(|b| b.offered).sum::<u64>(), r.offered_packets);
 }
+
+#[test]
+fn simulator_and_analytical_model_agree_on_saturation_including_the_fib() {
+    // One cost source for both: Table I times plus the FIB model's routing cycles for a
+    // million flows (one /32 each).
+    let text = |flows: u64| {
+        format!(
+            r#"
+            [cpu]
+            frequency = "3.3GHz"
+            [link]
+            rate = "10Gbit/s"
+            [traffic]
+            rate = "2.4Mpps"
+            flows = {flows}
+            [nic]
+            tx_vector = "shared"
+            [host]
+            t_irq = "202ns"
+            t_proc = "479ns"
+            t_clean = "85ns"
+            [measure]
+            warmup = "5ms"
+            duration = "30ms"
+            "#
+        )
+    };
+    for flows in [1, 1_048_576] {
+        let node = Scenario::load_toml(&text(flows), "fib.toml", Path::new("."), &[]).unwrap();
+        let analytic = pktsim_core::model::predict(&node);
+        let sim = run(&node, &mut || false).unwrap();
+        assert!(close(sim.throughput_pps, analytic.r_max_pps, 0.003), "{flows} flows: sim {} vs model {}", sim.throughput_pps, analytic.r_max_pps);
+    }
+    let big = Scenario::load_toml(&text(1_048_576), "fib.toml", Path::new("."), &[]).unwrap();
+    let r = run(&big, &mut || false).unwrap();
+    assert!(r.throughput_pps < 1.45e6, "the FIB slows the simulated node: {}", r.throughput_pps);
+}

@@ -124,7 +124,8 @@ fn costs_for(node: &Node) -> Costs {
         None => cyc_ps(groups.get(Group::Free)),
     };
     let (fixed, per_byte_fs) = match s.host.t_proc {
-        Some(d) => (d.ps, 0),
+        // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
+        Some(d) => (d.ps + cyc_ps((groups.get(Group::Routing) - node.cost.fixed.get(Group::Routing)).max(0.0)), 0),
         None => {
             // group_cycles is at the mean size; take the per-byte part out again.
             let per_byte = per_byte_total - per_byte_free;

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 use super::moderation::Moderation;
 use super::stats::Stats;
-use super::time::{wire_time_ps, Ps};
+use super::time::{Ps, WireTime};
 use super::traffic::{Packet, Traffic};
 
 /// One rx ring.
@@ -142,14 +142,13 @@ pub struct Nic {
     next: Packet,
     /// Rings whose owner asked to be woken, and were: (ring, write-back time).
     pub woken: Vec<(usize, Ps)>,
-    egress_bps: f64,
-    overhead: u64,
+    egress: WireTime,
 }
 
 impl Nic {
     pub fn new(rx: Vec<RxRing>, tx: Vec<TxRing>, mut traffic: Traffic, egress_bps: f64, overhead: u64) -> Self {
         let next = traffic.next_packet();
-        Nic { rx, tx, traffic, next, woken: Vec::new(), egress_bps, overhead }
+        Nic { rx, tx, traffic, next, woken: Vec::new(), egress: WireTime::new(overhead, egress_bps) }
     }
 
     /// When the next frame's descriptor would be written.
@@ -197,7 +196,7 @@ impl Nic {
         let ring = &mut self.tx[q];
         if ring.has_room() && ring.qdisc.is_empty() {
             let start = now.max(ring.link_free);
-            let done = start + wire_time_ps(p.size as u64, self.overhead, self.egress_bps);
+            let done = start + self.egress.of(p.size);
             ring.link_free = done;
             ring.in_flight.push_back((done, p.size));
             stats.forwarded(&p, now, done);
@@ -224,7 +223,7 @@ impl Nic {
         while ring.has_room() {
             let Some(p) = ring.qdisc.pop_front() else { break };
             let start = now.max(ring.link_free);
-            let d = start + wire_time_ps(p.size as u64, self.overhead, self.egress_bps);
+            let d = start + self.egress.of(p.size);
             ring.link_free = d;
             ring.in_flight.push_back((d, p.size));
             stats.forwarded(&p, now, d);

@@ -15,7 +15,7 @@
 use crate::scenario::{Pattern, ResolvedSource};
 
 use super::rng::Stream;
-use super::time::{wire_time_ps, Ps};
+use super::time::{round_ps, Ps, WireTime};
 
 /// A frame as the simulator carries it: a plain record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,8 +81,7 @@ impl SourceGen {
 /// All sources merged in time order, behind the ingress link.
 pub struct Traffic {
     sources: Vec<SourceGen>,
-    link_bps: f64,
-    overhead: u64,
+    wire: WireTime,
     dma_ps: Ps,
     link_free: Ps,
     pub generated: u64,
@@ -116,7 +115,7 @@ impl Traffic {
                 SourceGen { pattern: s.pattern, gap_ps, next_start: first, sizes, flows: s.flows.min(u32::MAX as u64) as u32, next_flow: 0, rng }
             })
             .collect();
-        Traffic { sources: gens, link_bps, overhead, dma_ps, link_free: 0, generated: 0 }
+        Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), dma_ps, link_free: 0, generated: 0 }
     }
 
     /// The next frame off the link.
@@ -129,11 +128,11 @@ impl Traffic {
             }
         }
         let src = &mut self.sources[best];
-        let start = src.next_start.round() as Ps;
+        let start = round_ps(src.next_start);
         let size = src.sample_size();
         let flow = src.sample_flow();
         src.advance();
-        let t_wire = start.max(self.link_free) + wire_time_ps(size as u64, self.overhead, self.link_bps);
+        let t_wire = start.max(self.link_free) + self.wire.of(size);
         self.link_free = t_wire;
         self.generated += 1;
         Packet { t_wire, t_ring: t_wire + self.dma_ps, size, source: best as u16, flow }

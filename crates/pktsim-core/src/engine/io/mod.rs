@@ -35,7 +35,7 @@ impl Costs {
         let mean = self.proc_fixed_ps + self.proc_per_byte_fs * p.size as u64 / 1000;
         match self.dist {
             ServiceDist::Constant => mean,
-            ServiceDist::Exponential => self.rng.exponential(mean as f64).round() as Ps,
+            ServiceDist::Exponential => super::time::round_ps(self.rng.exponential(mean as f64)),
         }
     }
 
