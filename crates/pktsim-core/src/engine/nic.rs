@@ -195,12 +195,7 @@ impl Nic {
     pub fn xmit(&mut self, q: usize, p: Packet, now: Ps, stats: &mut Stats) -> Option<Ps> {
         let ring = &mut self.tx[q];
         if ring.has_room() && ring.qdisc.is_empty() {
-            let start = now.max(ring.link_free);
-            let done = start + self.egress.of(p.size);
-            ring.link_free = done;
-            ring.in_flight.push_back((done, p.size));
-            stats.forwarded(&p, now, done);
-            Some(done)
+            Some(post(ring, &mut self.egress, p, now, stats))
         } else if ring.qdisc.len() < ring.qdisc_len as usize {
             ring.qdisc.push_back(p);
             None
@@ -210,23 +205,19 @@ impl Nic {
         }
     }
 
-    /// Clean one completed descriptor of tx ring `q`; then move qdisc packets into the
+    /// Clean one completed descriptor of tx queue `q`; then move qdisc packets into the
     /// freed room. Returns the cleaned frame's size.
     pub fn tx_clean_one(&mut self, q: usize, now: Ps, stats: &mut Stats) -> Option<u16> {
-        let (done, size) = *self.tx[q].in_flight.front()?;
+        let ring = &mut self.tx[q];
+        let (done, size) = *ring.in_flight.front()?;
         if done > now {
             return None;
         }
-        let ring = &mut self.tx[q];
         ring.in_flight.pop_front();
         ring.last_cleaned_done = Some(done);
         while ring.has_room() {
             let Some(p) = ring.qdisc.pop_front() else { break };
-            let start = now.max(ring.link_free);
-            let d = start + self.egress.of(p.size);
-            ring.link_free = d;
-            ring.in_flight.push_back((d, p.size));
-            stats.forwarded(&p, now, d);
+            post(ring, &mut self.egress, p, now, stats);
         }
         Some(size)
     }
@@ -240,4 +231,14 @@ impl Nic {
     pub fn generated(&self) -> u64 {
         self.traffic.generated
     }
+}
+
+/// Write a packet's descriptor into a tx ring at `now` (marker B); it completes when the
+/// egress link has sent it.
+fn post(ring: &mut TxRing, egress: &mut WireTime, p: Packet, now: Ps, stats: &mut Stats) -> Ps {
+    let done = now.max(ring.link_free) + egress.of(p.size);
+    ring.link_free = done;
+    ring.in_flight.push_back((done, p.size));
+    stats.forwarded(&p, now, done);
+    done
 }
