@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::cost::{self, CostProfile, Groups};
 use crate::error::{join_path, ConfigError, Error, Result, VALUE_SEP};
 use crate::fib::{Caches, FibParams};
-use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Duration, Frequency, OfferedRate, Percent};
+use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Duration, Frequency, OfferedRate, Percent, TimePerByte};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -157,6 +157,47 @@ pub struct NicSpec {
     pub qdisc_len: u32,
     #[serde(default)]
     pub itr: ItrSpec,
+    /// Rx queues per core, highest priority first (filters name them; one ring each).
+    #[serde(default = "default_queues")]
+    pub queues: Vec<String>,
+    /// Queue for packets no filter matches (default: the last of `queues`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_queue: Option<String>,
+    /// n-tuple / priority rules, first match wins (after RSS has chosen the core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<Filter>,
+    /// Tx queues on the egress port (default: one per core). Cores share queue
+    /// `core % tx_queues` and pay host.tx_lock per packet for its lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_queues: Option<u32>,
+}
+
+/// One classification rule; every given field must match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// Queue (a name in nic.queues) matching packets go to.
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan_pcp: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<Proto>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_port: Option<u16>,
+    /// Source address prefix, e.g. "198.18.1.0/24".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    /// Destination address prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+}
+
+fn default_queues() -> Vec<String> {
+    vec!["default".to_string()]
 }
 
 fn default_ring() -> u32 {
@@ -187,6 +228,10 @@ impl Default for NicSpec {
             tx_work_limit: default_tx_work(),
             qdisc_len: default_qdisc(),
             itr: ItrSpec::default(),
+            queues: default_queues(),
+            default_queue: None,
+            filters: Vec::new(),
+            tx_queues: None,
         }
     }
 }
@@ -261,6 +306,70 @@ pub struct HostSpec {
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
+    /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_proc_per_byte: Option<TimePerByte>,
+    /// Lock hold time per packet on a tx queue shared by several cores.
+    #[serde(default)]
+    pub tx_lock: Duration,
+    /// How a core chooses among its rx rings (io = "server").
+    #[serde(default)]
+    pub strategy: StrategySpec,
+}
+
+/// Ring-scheduling strategy of a core (001 V-C and friends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StrategyKind {
+    /// Single queue: first come, first served across the core's rings (001 SQ).
+    #[default]
+    Sq,
+    /// Round robin with a packet quota per turn (NAPI's weight).
+    Quota,
+    /// Round robin with a time slice per turn (001 RR).
+    Rr,
+    /// Strict priority, non-preemptive (001 Prio).
+    Prio,
+    /// Priority when uncontended, per-queue time slices under contention (001 PrioWFQ).
+    Priowfq,
+    /// Deficit round robin with per-queue weights.
+    Drr,
+}
+
+/// Strategy and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StrategySpec {
+    #[serde(default)]
+    pub kind: StrategyKind,
+    /// Packets per turn (quota).
+    #[serde(default = "default_weight")]
+    pub quota: u32,
+    /// Time slice per turn (rr).
+    #[serde(default = "default_slice")]
+    pub slice: Duration,
+    /// Time slice per queue, in nic.queues order (priowfq).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<Duration>,
+    /// Weight per queue, in nic.queues order (drr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<u32>,
+    /// Bytes per weight unit and turn (drr).
+    #[serde(default = "default_quantum")]
+    pub quantum: Bytes,
+}
+
+fn default_slice() -> Duration {
+    Duration::from_ps(1_500_000)
+}
+fn default_quantum() -> Bytes {
+    Bytes::new(1518)
+}
+
+impl Default for StrategySpec {
+    fn default() -> Self {
+        StrategySpec { kind: StrategyKind::Sq, quota: default_weight(), slice: default_slice(), slices: Vec::new(), weights: Vec::new(), quantum: default_quantum() }
+    }
 }
 
 fn default_weight() -> u32 {
@@ -290,6 +399,9 @@ impl Default for HostSpec {
             budget_time: default_budget_time(),
             hz: default_hz(),
             net_rx_action: NetRxAction::default(),
+            t_proc_per_byte: None,
+            tx_lock: Duration::default(),
+            strategy: StrategySpec::default(),
         }
     }
 }
@@ -336,6 +448,26 @@ pub struct MeasureSpec {
     /// Width of the time-series buckets (none: no time series).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interval: Option<Duration>,
+    /// 001's latency adder T+ = 4 T_DMA + 2 nic_batch x (x: the packet's service time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_plus: Option<TPlus>,
+    /// Batches for the 95% confidence interval of mean latencies (batch means).
+    #[serde(default = "default_batches")]
+    pub batches: u32,
+}
+
+/// Parameters of 001's T+.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TPlus {
+    /// One DMA transfer (001: 2.56us); four per packet.
+    pub t_dma: Duration,
+    /// Packets batched by the NIC on average on each side (001: 8).
+    pub nic_batch: u32,
+}
+
+fn default_batches() -> u32 {
+    20
 }
 
 fn default_warmup() -> Duration {
@@ -354,6 +486,8 @@ impl Default for MeasureSpec {
             latency_from: LatencyFrom::default(),
             latency_to: LatencyTo::default(),
             interval: None,
+            t_plus: None,
+            batches: default_batches(),
         }
     }
 }
@@ -410,6 +544,12 @@ pub enum Pattern {
     Cbr,
     /// Poisson arrivals (exponential gaps).
     Poisson,
+    /// Gaps drawn from a normal distribution around the mean (coefficient of variation
+    /// `cv`), clipped at 0.
+    Normal,
+    /// Bursts of `burst` frames back to back at the line rate, burst starts spaced by
+    /// normally distributed gaps (`cv`), at the source's mean rate (001 VI-A).
+    Burst,
 }
 
 /// Frame sizes: one size, or a weighted mix (`[["64B", 7], ["576B", 4], ["1500B", 1]]`),
@@ -554,6 +694,45 @@ pub struct Source {
     pub size: Option<PacketSize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flows: Option<u64>,
+    /// Traffic class for per-class statistics (default: the source's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// IP TOS byte of its packets (DSCP << 2 | ECN).
+    #[serde(default)]
+    pub tos: u8,
+    /// 802.1Q priority code point, if tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan_pcp: Option<u8>,
+    #[serde(default)]
+    pub proto: Proto,
+    /// Destination port of its flows (source ports vary per flow).
+    #[serde(default = "default_dst_port")]
+    pub dst_port: u16,
+    /// Coefficient of variation of the gaps (patterns "normal" and "burst").
+    #[serde(default = "default_cv")]
+    pub cv: f64,
+    /// Frames per burst (pattern "burst").
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_dst_port() -> u16 {
+    5001
+}
+fn default_cv() -> f64 {
+    0.25
+}
+fn default_burst() -> u32 {
+    32
+}
+
+/// Transport protocol of a source's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    #[default]
+    Udp,
+    Tcp,
 }
 
 /// Where per-packet costs come from: a profile (bundled name or file), optionally with
@@ -580,6 +759,33 @@ pub struct ResolvedSource {
     pub pattern: Pattern,
     pub size: PacketSize,
     pub flows: u64,
+    pub class: String,
+    pub tos: u8,
+    pub vlan_pcp: Option<u8>,
+    pub proto: Proto,
+    pub dst_port: u16,
+    pub cv: f64,
+    pub burst: u32,
+}
+
+impl ResolvedSource {
+    /// A single source with default packet attributes.
+    pub fn simple(name: &str, share: f64, pattern: Pattern, size: PacketSize, flows: u64) -> Self {
+        ResolvedSource {
+            name: name.to_string(),
+            share,
+            pattern,
+            size,
+            flows,
+            class: name.to_string(),
+            tos: 0,
+            vlan_pcp: None,
+            proto: Proto::Udp,
+            dst_port: default_dst_port(),
+            cv: default_cv(),
+            burst: default_burst(),
+        }
+    }
 }
 
 /// A validated scenario with its cost profile loaded.
@@ -662,28 +868,59 @@ pub fn parse_set_value(text: &str) -> toml::Value {
 
 /// Apply `key.path=value` overrides to a TOML table, creating tables as needed.
 pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<()> {
-    for (key, value) in sets {
-        let parts: Vec<&str> = key.split('.').collect();
-        if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
-            return Err(ConfigError::new("--set", key.clone(), Some(value.clone()), "a dotted key path such as traffic.rate").into());
-        }
-        let mut cur = &mut *table;
-        for (i, part) in parts[..parts.len() - 1].iter().enumerate() {
-            let entry = cur.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            match entry {
-                toml::Value::Table(t) => cur = t,
-                _ => {
+    let mut root = toml::Value::Table(std::mem::take(table));
+    let result = sets.iter().try_for_each(|(key, value)| set_one(&mut root, key, value));
+    if let toml::Value::Table(t) = root {
+        *table = t;
+    }
+    result
+}
+
+/// Set one dotted key, walking tables by name and arrays by index
+/// (`traffic.sources.0.share`).
+fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
+        return Err(ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into());
+    }
+    let mut cur = root;
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        cur = match cur {
+            toml::Value::Table(t) => {
+                if last {
+                    t.insert(part.to_string(), parse_set_value(value));
+                    return Ok(());
+                }
+                t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            }
+            toml::Value::Array(a) => {
+                let n = a.len();
+                let Some(idx) = part.parse::<usize>().ok().filter(|&j| j < n) else {
                     return Err(ConfigError::new(
                         "--set",
                         parts[..=i].join("."),
-                        Some(value.clone()),
-                        format!("a table to hold {key}, but it is a plain value"),
+                        Some(value.to_string()),
+                        format!("an index from 0 to {} into this list", n.saturating_sub(1)),
                     )
-                    .into())
+                    .into());
+                };
+                if last {
+                    a[idx] = parse_set_value(value);
+                    return Ok(());
                 }
+                &mut a[idx]
             }
-        }
-        cur.insert(parts[parts.len() - 1].to_string(), parse_set_value(value));
+            _ => {
+                return Err(ConfigError::new(
+                    "--set",
+                    parts[..i].join("."),
+                    Some(value.to_string()),
+                    format!("a table to hold {key}, but it is a plain value"),
+                )
+                .into())
+            }
+        };
     }
     Ok(())
 }
@@ -860,6 +1097,70 @@ impl Scenario {
             }
             _ => {}
         }
+        if n.queues.is_empty() {
+            return Err(ConfigError::new(origin, "nic.queues", Some("[]".into()), "at least one queue name").into());
+        }
+        for (i, q) in n.queues.iter().enumerate() {
+            if n.queues[..i].contains(q) {
+                return Err(ConfigError::new(origin, format!("nic.queues[{i}]"), Some(format!("{q:?}")), "a name not used twice").into());
+            }
+        }
+        let known = |path: String, q: &str| -> Result<()> {
+            if n.queues.iter().any(|x| x == q) {
+                Ok(())
+            } else {
+                Err(ConfigError::new(origin, path, Some(format!("{q:?}")), format!("one of nic.queues ({})", n.queues.join(", "))).into())
+            }
+        };
+        if let Some(d) = &n.default_queue {
+            known("nic.default_queue".into(), d)?;
+        }
+        for (i, f) in n.filters.iter().enumerate() {
+            known(format!("nic.filters[{i}].queue"), &f.queue)?;
+            for (key, v) in [("src", &f.src), ("dst", &f.dst)] {
+                if let Some(v) = v {
+                    if parse_prefix(v).is_none() {
+                        return Err(ConfigError::new(origin, format!("nic.filters[{i}].{key}"), Some(format!("{v:?}")), "an IPv4 prefix such as \"198.18.0.0/15\"").into());
+                    }
+                }
+            }
+            if f.dscp.is_some_and(|d| d > 63) {
+                return Err(ConfigError::new(origin, format!("nic.filters[{i}].dscp"), f.dscp.map(|d| d.to_string()), "a DSCP from 0 to 63").into());
+            }
+            if f.vlan_pcp.is_some_and(|d| d > 7) {
+                return Err(ConfigError::new(origin, format!("nic.filters[{i}].vlan_pcp"), f.vlan_pcp.map(|d| d.to_string()), "a priority code point from 0 to 7").into());
+            }
+        }
+        if let Some(q) = n.tx_queues {
+            range("nic.tx_queues", q as u64, 1, 4096, "a number of tx queues")?;
+        }
+        let st = &self.host.strategy;
+        let nq = n.queues.len();
+        match st.kind {
+            StrategyKind::Quota => range("host.strategy.quota", st.quota as u64, 1, 1 << 20, "a number of packets")?,
+            StrategyKind::Rr if st.slice.ps == 0 => {
+                return Err(ConfigError::new(origin, "host.strategy.slice", Some("\"0ps\"".into()), "a time slice above 0").into())
+            }
+            StrategyKind::Priowfq if st.slices.len() != nq || st.slices.iter().any(|d| d.ps == 0) => {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.strategy.slices",
+                    Some(format!("{} slices", st.slices.len())),
+                    format!("one time slice above 0 per queue in nic.queues ({nq}), highest priority first"),
+                )
+                .into())
+            }
+            StrategyKind::Drr if st.weights.len() != nq || st.weights.contains(&0) || st.quantum.bytes == 0 => {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.strategy.weights",
+                    Some(format!("{:?}", st.weights)),
+                    format!("one weight above 0 per queue in nic.queues ({nq}), and a quantum above 0 B"),
+                )
+                .into())
+            }
+            _ => {}
+        }
         let h = &self.host;
         range("host.weight", h.weight as u64, 1, 1 << 16, "a number of packets")?;
         range("host.budget", h.budget as u64, 1, 1 << 24, "a number of packets")?;
@@ -868,6 +1169,7 @@ impl Scenario {
             return Err(ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into());
         }
         let m = &self.measure;
+        range("measure.batches", m.batches as u64, 2, 1000, "a number of batches")?;
         if m.duration.ps == 0 {
             return Err(ConfigError::new(origin, "measure.duration", Some(format!("{:?}", m.duration.to_string())), "a simulated time above 0").into());
         }
@@ -910,27 +1212,41 @@ impl Scenario {
         check_size("traffic.size".into(), &t.size)?;
         check_flows("traffic.flows".into(), t.flows)?;
         if t.sources.is_empty() {
-            return Ok(vec![ResolvedSource { name: "traffic".into(), share: 1.0, pattern: t.pattern, size: t.size.clone(), flows: t.flows }]);
+            return Ok(vec![ResolvedSource::simple("traffic", 1.0, t.pattern, t.size.clone(), t.flows)]);
         }
         let mut out = Vec::new();
         let mut total = 0.0;
         for (i, s) in t.sources.iter().enumerate() {
             let p = format!("traffic.sources[{i}]");
-            if !(s.share.fraction > 0.0) {
-                return Err(ConfigError::new(origin, join_path(&p, "share"), Some(format!("{:?}", s.share.to_string())), "a share above 0%").into());
-            }
             total += s.share.fraction;
             let size = s.size.clone().unwrap_or_else(|| t.size.clone());
             check_size(join_path(&p, "size"), &size)?;
             let flows = s.flows.unwrap_or(t.flows);
             check_flows(join_path(&p, "flows"), flows)?;
+            if !(s.cv.is_finite() && s.cv >= 0.0) {
+                return Err(ConfigError::new(origin, join_path(&p, "cv"), Some(s.cv.to_string()), "a coefficient of variation >= 0").into());
+            }
+            if s.burst == 0 {
+                return Err(ConfigError::new(origin, join_path(&p, "burst"), Some("0".into()), "at least 1 frame per burst").into());
+            }
+            let name = s.name.clone().unwrap_or_else(|| format!("source{i}"));
             out.push(ResolvedSource {
-                name: s.name.clone().unwrap_or_else(|| format!("source{i}")),
+                class: s.class.clone().unwrap_or_else(|| name.clone()),
+                name,
                 share: s.share.fraction,
                 pattern: s.pattern.unwrap_or(t.pattern),
                 size,
                 flows,
+                tos: s.tos,
+                vlan_pcp: s.vlan_pcp,
+                proto: s.proto,
+                dst_port: s.dst_port,
+                cv: s.cv,
+                burst: s.burst,
             });
+        }
+        if t.sources.iter().all(|s| s.share.fraction == 0.0) {
+            return Err(ConfigError::new(origin, "traffic.sources", None, "at least one source with a share above 0%").into());
         }
         if (total - 1.0).abs() > 1e-6 {
             return Err(ConfigError::new(
@@ -951,6 +1267,19 @@ fn fmt_mean_frame(mean: f64) -> String {
     } else {
         format!("{mean:.1}B (mean)")
     }
+}
+
+/// `"198.18.0.0/15"` -> (address, prefix length).
+pub fn parse_prefix(text: &str) -> Option<(u32, u8)> {
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => (a, l.parse::<u8>().ok()?),
+        None => (text, 32),
+    };
+    if len > 32 {
+        return None;
+    }
+    let ip: std::net::Ipv4Addr = addr.trim().parse().ok()?;
+    Some((u32::from(ip), len))
 }
 
 /// Mean frame size over all sources, weighted by their packet-rate shares.

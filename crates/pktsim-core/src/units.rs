@@ -453,6 +453,36 @@ impl fmt::Display for CyclesPerByte {
 quantity_serde!(CyclesPerByte, "a per-byte cost in cycles/B", "0.025cycles/B", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(cycles/B|cycle/B|cyc/B)\\s*$");
 
 // ---------------------------------------------------------------------------------------
+// Time per byte
+
+/// A per-byte processing time, held in femtoseconds per byte (integer: exact sums).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct TimePerByte {
+    pub fs_per_byte: u64,
+}
+
+const TPB_UNITS: &[Unit] = &[
+    Unit { names: &["ps/B"], factor: 1e3 },
+    Unit { names: &["ns/B"], factor: 1e6 },
+    Unit { names: &["us/B", "µs/B"], factor: 1e9 },
+];
+
+impl TimePerByte {
+    pub const EXPECTED: &'static str = "a time per byte in ps/B, ns/B or us/B, e.g. \"2ns/B\"";
+    pub fn parse(text: &str) -> Result<Self, QuantityError> {
+        Ok(TimePerByte { fs_per_byte: parse_with(text, TPB_UNITS, Self::EXPECTED)?.round() as u64 })
+    }
+}
+
+impl fmt::Display for TimePerByte {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}ps/B", trim_float(self.fs_per_byte as f64 / 1e3))
+    }
+}
+
+quantity_serde!(TimePerByte, "a time per byte", "2ns/B", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps/B|ns/B|us/B|µs/B)\\s*$");
+
+// ---------------------------------------------------------------------------------------
 // Fractions written as percentages
 
 /// A fraction written as a percentage: `"75%"` is 0.75.

@@ -7,11 +7,13 @@
 //! its own seeded random stream ([`rng`]). Same scenario + same seed = identical results.
 
 pub mod io;
+pub mod classify;
 pub mod moderation;
 pub mod nic;
 pub mod queue;
 pub mod rng;
 pub mod stats;
+pub mod strategy;
 pub mod time;
 pub mod traffic;
 
@@ -26,28 +28,17 @@ use crate::scenario::{IoModeKind, ItrMode, Node, TxVector};
 
 use io::napi::{Napi, NapiParams};
 use io::server::Server;
+use classify::Classifier;
 use io::{Costs, Ctx, IoMode};
 use moderation::{Fixed, IxgbeDynamic, Moderation, NoThrottle};
 use nic::{Nic, RxRing, TxRing, Vector};
 use queue::{EventKind, EventQueue};
 use rng::Stream;
-use stats::{Stats, ACTIVITY_NAMES};
+use stats::{GroupSummary, Stats, StatsConfig, ACTIVITY_NAMES};
 use time::{Ps, PS_PER_S};
 use traffic::Traffic;
 
-/// Latency percentiles in nanoseconds.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct LatencySummary {
-    pub p25: f64,
-    pub p50: f64,
-    pub p75: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-}
+pub use stats::LatencySummary;
 
 /// Rx packets per poll.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -79,6 +70,14 @@ pub struct SimResult {
     pub drops: BTreeMap<String, u64>,
     pub offered_packets: u64,
     pub forwarded_packets: u64,
+    /// 95% confidence half-width of latency_ns.mean (batch means).
+    pub latency_mean_ci95_ns: Option<f64>,
+    /// The fields above for each traffic class.
+    pub per_class: BTreeMap<String, GroupSummary>,
+    /// The fields above for each rx ring.
+    pub per_ring: Vec<RingSummary>,
+    /// Utilisation of each core (0..1).
+    pub cpu_per_core: Vec<f64>,
     /// Frames the simulator generated (warm-up included).
     pub sim_packets: u64,
     pub events: u64,
@@ -92,6 +91,16 @@ pub struct SimResult {
     pub series: Option<Vec<stats::Bucket>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series_interval_s: Option<f64>,
+}
+
+/// One rx ring's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct RingSummary {
+    pub ring: usize,
+    pub core: usize,
+    pub queue: String,
+    #[serde(flatten)]
+    pub summary: GroupSummary,
 }
 
 /// Why a run stopped early.
@@ -125,7 +134,11 @@ fn costs_for(node: &Node) -> Costs {
     };
     let (fixed, per_byte_fs) = match s.host.t_proc {
         // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
-        Some(d) => (d.ps + cyc_ps((groups.get(Group::Routing) - node.cost.fixed.get(Group::Routing)).max(0.0)), 0),
+        // x = a S + b + c (001): t_proc = b + c, t_proc_per_byte = a.
+        Some(d) => (
+            d.ps + cyc_ps((groups.get(Group::Routing) - node.cost.fixed.get(Group::Routing)).max(0.0)),
+            s.host.t_proc_per_byte.map_or(0, |a| a.fs_per_byte),
+        ),
         None => {
             // group_cycles is at the mean size; take the per-byte part out again.
             let per_byte = per_byte_total - per_byte_free;
@@ -135,6 +148,7 @@ fn costs_for(node: &Node) -> Costs {
     };
     Costs {
         t_irq: s.host.t_irq.ps,
+        tx_lock: s.host.tx_lock.ps,
         t_poll: s.host.t_poll.ps,
         t_clean,
         proc_fixed_ps: fixed,
@@ -159,33 +173,89 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
     let mut costs = costs_for(node);
     let weight = s.host.weight;
 
-    // Topology of one core: ingress rx ring 0 -> tx queue 0 on the egress port.
-    let shared = s.nic.tx_vector == TxVector::Shared;
-    let mut vectors = vec![Vector {
-        rx: Some(0),
-        tx: if shared { Some(0) } else { None },
-        core: 0,
+    // Topology: k cores, each with one rx ring per queue name (highest priority first);
+    // ring r = core * queues + queue. Core c transmits on tx queue c mod tx_queues.
+    let k = s.cpu.cores as usize;
+    let qpc = s.nic.queues.len();
+    let n_rings = k * qpc;
+    let default_queue = s.nic.default_queue.as_ref().and_then(|d| s.nic.queues.iter().position(|q| q == d)).unwrap_or(qpc - 1);
+    let classifier = Classifier::new(k, &s.nic.queues, default_queue, &s.nic.filters, &node.sources);
+    let txq = s.nic.tx_queues.map_or(k, |q| q as usize);
+    let tx_of_core = |c: usize| c % txq;
+    let route: Vec<usize> = (0..n_rings).map(|r| tx_of_core(r / qpc)).collect();
+
+    let vector = |rx: Option<usize>, tx: Option<usize>, core: usize| Vector {
+        rx,
+        tx,
+        core,
         masked: false,
         armed: false,
         last_fire: None,
         counter_zero: 0,
         gen: 0,
         moderation: moderation_for(node),
-    }];
-    if !shared {
-        vectors.push(Vector { rx: None, tx: Some(0), core: 0, masked: false, armed: false, last_fire: None, counter_zero: 0, gen: 0, moderation: moderation_for(node) });
+    };
+    let mut vectors: Vec<Vector> = (0..n_rings).map(|r| vector(Some(r), None, r / qpc)).collect();
+    let mut tx_vec = vec![0; txq];
+    for (q, tv) in tx_vec.iter_mut().enumerate() {
+        let core = q % k;
+        *tv = match s.nic.tx_vector {
+            TxVector::Shared => {
+                let v = core * qpc;
+                vectors[v].tx = Some(q);
+                v
+            }
+            TxVector::Separate => {
+                vectors.push(vector(None, Some(q), core));
+                vectors.len() - 1
+            }
+        };
     }
-    let tx_vec = if shared { 0 } else { 1 };
-    let rx = vec![RxRing::new(s.nic.rx_ring, 0)];
-    let tx = vec![TxRing::new(s.nic.tx_ring, s.nic.qdisc_len, tx_vec)];
-    let mut nic = Nic::new(rx, tx, traffic, s.link.rate.bps, overhead);
+    let rx: Vec<RxRing> = (0..n_rings).map(|r| RxRing::new(s.nic.rx_ring, r)).collect();
+    let mut tx: Vec<TxRing> = (0..txq).map(|q| TxRing::new(s.nic.tx_ring, s.nic.qdisc_len, tx_vec[q])).collect();
+    for (q, ring) in tx.iter_mut().enumerate() {
+        ring.sharers = (0..k).filter(|&c| tx_of_core(c) == q).count() as u32;
+    }
+    let mut nic = Nic::new(rx, tx, classifier, traffic, s.link.rate.bps, overhead);
 
-    let mut stats = Stats::new(warm, m.duration.ps, m.t_off.ps, m.latency_from, m.latency_to, weight as usize, m.interval.map(|i| i.ps));
+    let mut class_names: Vec<String> = Vec::new();
+    let class_of_source: Vec<usize> = node
+        .sources
+        .iter()
+        .map(|src| match class_names.iter().position(|c| *c == src.class) {
+            Some(i) => i,
+            None => {
+                class_names.push(src.class.clone());
+                class_names.len() - 1
+            }
+        })
+        .collect();
+    let t_plus = m.t_plus.as_ref().map(|tp| stats::TPlus {
+        dma4_ps: 4 * tp.t_dma.ps,
+        batch2: 2 * tp.nic_batch as u64,
+        proc_fixed_ps: costs.proc_fixed_ps,
+        proc_per_byte_fs: costs.proc_per_byte_fs,
+    });
+    let mut stats = Stats::new(StatsConfig {
+        warm,
+        duration: m.duration.ps,
+        t_off_ps: m.t_off.ps,
+        t_plus,
+        from: m.latency_from,
+        to: m.latency_to,
+        max_per_poll: weight as usize,
+        interval_ps: m.interval.map(|i| i.ps),
+        batches: m.batches as usize,
+        classes: class_names.len(),
+        class_of_source,
+        rings: n_rings,
+        cores: k,
+    });
     let mut mode: Box<dyn IoMode> = match s.host.io {
         IoModeKind::Napi => Box::new(Napi::new(
             vectors,
-            1,
-            vec![0],
+            k,
+            route,
             NapiParams {
                 weight,
                 budget: s.host.budget,
@@ -197,7 +267,10 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
                 net_rx_action: s.host.net_rx_action,
             },
         )),
-        IoModeKind::Server => Box::new(Server::new(&[(0, 0)])),
+        IoModeKind::Server => Box::new(Server::new(
+            (0..k).map(|c| ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(&s.host.strategy, qpc))).collect(),
+            n_rings,
+        )),
     };
 
     let mut queue = EventQueue::new();
@@ -235,14 +308,15 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
 
     let duration_s = m.duration.as_secs();
     let st = &stats;
-    let fwd = st.forwarded.max(1) as f64;
-    let pct = |q: f64| if st.forwarded == 0 { 0.0 } else { st.latency.value_at_quantile(q) as f64 };
+    let all = st.all.summary(duration_s);
+    let fwd = st.all.forwarded.max(1) as f64;
+    let window = m.duration.ps as f64;
     let busy_total: u64 = st.busy_ps.iter().sum();
     let cpu_by_activity: BTreeMap<String, f64> = ACTIVITY_NAMES
         .iter()
         .zip(st.busy_ps.iter())
-        .map(|(n, b)| (n.to_string(), *b as f64 / m.duration.ps as f64))
-        .chain(std::iter::once(("idle".to_string(), 1.0 - busy_total as f64 / m.duration.ps as f64)))
+        .map(|(n, b)| (n.to_string(), *b as f64 / (window * k as f64)))
+        .chain(std::iter::once(("idle".to_string(), 1.0 - busy_total as f64 / (window * k as f64))))
         .collect();
     let polls_with_rx: u64 = st.rx_per_poll.iter().sum();
     let per_poll_mean = if polls_with_rx == 0 {
@@ -250,28 +324,27 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
     } else {
         st.rx_per_poll.iter().enumerate().map(|(i, n)| i as f64 * *n as f64).sum::<f64>() / polls_with_rx as f64
     };
-    let mut drops = BTreeMap::new();
-    drops.insert("rx_ring_full".to_string(), st.drop_rx_ring);
-    drops.insert("qdisc_full".to_string(), st.drop_qdisc);
-    let dropped = st.drop_rx_ring + st.drop_qdisc;
+    let per_class: BTreeMap<String, GroupSummary> = if st.classes.is_empty() {
+        class_names.iter().map(|c| (c.clone(), all.clone())).collect()
+    } else {
+        class_names.iter().cloned().zip(st.classes.iter().map(|g| g.summary(duration_s))).collect()
+    };
+    let per_ring: Vec<RingSummary> = (0..n_rings)
+        .map(|r| RingSummary {
+            ring: r,
+            core: r / qpc,
+            queue: s.nic.queues[r % qpc].clone(),
+            summary: st.rings.get(r).map_or_else(|| all.clone(), |g| g.summary(duration_s)),
+        })
+        .collect();
     Ok(SimResult {
         name: s.name.clone().unwrap_or_else(|| node.origin.clone()),
         seed: s.seed,
-        offered_pps: st.offered as f64 / duration_s,
-        throughput_pps: st.forwarded as f64 / duration_s,
-        throughput_bps: st.forwarded_bytes as f64 * 8.0 / duration_s,
-        loss_ratio: if st.offered == 0 { 0.0 } else { dropped as f64 / st.offered as f64 },
-        latency_ns: LatencySummary {
-            p25: pct(0.25),
-            p50: pct(0.50),
-            p75: pct(0.75),
-            p90: pct(0.90),
-            p99: pct(0.99),
-            p999: pct(0.999),
-            max: if st.forwarded == 0 { 0.0 } else { st.latency.max() as f64 },
-            min: if st.forwarded == 0 { 0.0 } else { st.latency.min() as f64 },
-            mean: st.latency_mean_ns(),
-        },
+        offered_pps: all.offered_pps,
+        throughput_pps: all.throughput_pps,
+        throughput_bps: all.throughput_bps,
+        loss_ratio: all.loss_ratio,
+        latency_ns: all.latency_ns.clone(),
         irq_per_s: st.irqs as f64 / duration_s,
         irqs_per_packet: st.irqs as f64 / fwd,
         polls_per_packet: st.polls as f64 / fwd,
@@ -279,11 +352,15 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
         packets_per_poll: PerPoll { mean: per_poll_mean, histogram: st.rx_per_poll.clone() },
         time_squeeze: st.time_squeeze,
         ksoftirqd_wakeups: st.ksoftirqd_wakeups,
-        cpu_utilization: busy_total as f64 / m.duration.ps as f64,
+        cpu_utilization: busy_total as f64 / (window * k as f64),
         cpu_by_activity,
-        drops,
-        offered_packets: st.offered,
-        forwarded_packets: st.forwarded,
+        drops: all.drops.clone(),
+        offered_packets: all.offered_packets,
+        forwarded_packets: all.forwarded_packets,
+        latency_mean_ci95_ns: all.latency_mean_ci95_ns,
+        per_class,
+        per_ring,
+        cpu_per_core: st.busy_core_ps.iter().map(|b| *b as f64 / window).collect(),
         sim_packets: nic.generated(),
         events: queue.scheduled,
         sim_time_s: stop as f64 / PS_PER_S as f64,

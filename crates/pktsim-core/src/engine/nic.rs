@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 
+use super::classify::Classifier;
 use super::moderation::Moderation;
 use super::stats::Stats;
 use super::time::{Ps, WireTime};
@@ -66,6 +67,10 @@ pub struct TxRing {
     /// Latest completion time among descriptors already cleaned.
     pub last_cleaned_done: Option<Ps>,
     pub vector: usize,
+    /// Cores transmitting on this queue; more than one share its lock.
+    pub sharers: u32,
+    /// When the queue's lock is free.
+    pub lock_free: Ps,
 }
 
 impl TxRing {
@@ -78,6 +83,8 @@ impl TxRing {
             link_free: 0,
             last_cleaned_done: None,
             vector,
+            sharers: 1,
+            lock_free: 0,
         }
     }
 
@@ -138,6 +145,7 @@ impl Vector {
 pub struct Nic {
     pub rx: Vec<RxRing>,
     pub tx: Vec<TxRing>,
+    classifier: Classifier,
     traffic: Traffic,
     next: Packet,
     /// Rings whose owner asked to be woken, and were: (ring, write-back time).
@@ -146,9 +154,9 @@ pub struct Nic {
 }
 
 impl Nic {
-    pub fn new(rx: Vec<RxRing>, tx: Vec<TxRing>, mut traffic: Traffic, egress_bps: f64, overhead: u64) -> Self {
+    pub fn new(rx: Vec<RxRing>, tx: Vec<TxRing>, classifier: Classifier, mut traffic: Traffic, egress_bps: f64, overhead: u64) -> Self {
         let next = traffic.next_packet();
-        Nic { rx, tx, traffic, next, woken: Vec::new(), egress: WireTime::new(overhead, egress_bps) }
+        Nic { rx, tx, classifier, traffic, next, woken: Vec::new(), egress: WireTime::new(overhead, egress_bps) }
     }
 
     /// When the next frame's descriptor would be written.
@@ -161,23 +169,18 @@ impl Nic {
         self.rx.iter().any(|r| r.wake)
     }
 
-    /// Rx ring a frame goes to.
-    #[inline]
-    fn classify(&self, _p: &Packet) -> usize {
-        0
-    }
-
     /// Move every frame whose descriptor write-back is due by `t` into its ring (or drop it).
     #[inline]
     pub fn advance_to(&mut self, t: Ps, stats: &mut Stats) {
         while self.next.t_ring <= t {
-            let p = self.next;
+            let mut p = self.next;
             self.next = self.traffic.next_packet();
-            stats.offered(p.t_ring);
-            let r = self.classify(&p);
+            let r = self.classifier.ring(&p);
+            p.ring = r as u16;
+            stats.offered(&p);
             let ring = &mut self.rx[r];
             if ring.hw_avail == 0 {
-                stats.drop_rx_ring(p.t_ring);
+                stats.drop_rx_ring(&p);
                 continue;
             }
             ring.hw_avail -= 1;
@@ -200,7 +203,7 @@ impl Nic {
             ring.qdisc.push_back(p);
             None
         } else {
-            stats.drop_qdisc(now);
+            stats.drop_qdisc(&p, now);
             None
         }
     }
@@ -220,6 +223,18 @@ impl Nic {
             post(ring, &mut self.egress, p, now, stats);
         }
         Some(size)
+    }
+
+    /// Take tx queue `q`'s lock at `now` if cores share it: returns how long the core spins
+    /// for it plus how long it holds it (0 for a queue of its own).
+    pub fn tx_lock(&mut self, q: usize, now: Ps, hold: Ps) -> Ps {
+        let ring = &mut self.tx[q];
+        if ring.sharers <= 1 || hold == 0 {
+            return 0;
+        }
+        let start = now.max(ring.lock_free);
+        ring.lock_free = start + hold;
+        start + hold - now
     }
 
     /// Reclaim every descriptor of tx queue `q` completed by `now`, at no cost (modes

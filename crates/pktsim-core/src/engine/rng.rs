@@ -40,6 +40,15 @@ impl Stream {
         -(1.0 - self.uniform()).ln() * mean
     }
 
+    /// Normally distributed (Box-Muller; one of the pair is used, so each draw costs two
+    /// uniforms and the stream stays simple to reason about).
+    #[inline]
+    pub fn normal(&mut self, mean: f64, sd: f64) -> f64 {
+        let u1 = 1.0 - self.uniform();
+        let u2 = self.uniform();
+        mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+
     /// Uniform integer in [0, n).
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
@@ -71,6 +80,16 @@ mod tests {
         }).collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn normal_has_its_mean_and_sd() {
+        let mut s = Stream::new(2, "n");
+        let n = 200_000;
+        let xs: Vec<f64> = (0..n).map(|_| s.normal(5.0, 2.0)).collect();
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!((mean - 5.0).abs() < 0.02 && (var.sqrt() - 2.0).abs() < 0.02, "{mean} {var}");
     }
 
     #[test]

@@ -1,8 +1,13 @@
-//! Measurement: counters, latency histogram, CPU time by activity, time series.
+//! Measurement: counters, latency histograms, CPU time by activity, time series — for the
+//! whole node, per traffic class and per rx ring.
 //!
 //! Only what happens inside the measurement window `[warmup, warmup + duration)` counts.
-//! Latency is recorded in an HDR histogram (3 significant digits at any magnitude, memory
-//! fixed by its range), so percentiles stay exact to 0.1% however long the run.
+//! Latency is recorded in HDR histograms (3 significant digits at any magnitude, memory
+//! fixed by their range), so percentiles stay exact to 0.1% however long the run. Mean
+//! latencies come with a 95% confidence interval from batch means: the window is cut into
+//! `batches` equal parts by departure time and Student's t is applied to the part means.
+
+use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -19,9 +24,10 @@ pub enum Activity {
     Poll = 1,
     TxClean = 2,
     RxClean = 3,
+    TxLock = 4,
 }
 
-pub const ACTIVITY_NAMES: [&str; 4] = ["irq", "poll", "tx_clean", "rx_clean"];
+pub const ACTIVITY_NAMES: [&str; 5] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -34,60 +40,227 @@ pub struct Bucket {
     pub latency_sum_ns: f64,
 }
 
-pub struct Stats {
-    pub warm: Ps,
-    pub stop: Ps,
-    t_off_ps: Ps,
-    from: LatencyFrom,
-    to: LatencyTo,
+/// Counters and latency of a set of packets (all, one class, one ring).
+pub struct Group {
     pub offered: u64,
     pub forwarded: u64,
     pub forwarded_bytes: u64,
     pub drop_rx_ring: u64,
     pub drop_qdisc: u64,
+    pub latency: Histogram<u64>,
+    latency_sum_ns: f64,
+    batch_sum_ns: Vec<f64>,
+    batch_n: Vec<u64>,
+}
+
+impl Group {
+    fn new(batches: usize) -> Self {
+        Group {
+            offered: 0,
+            forwarded: 0,
+            forwarded_bytes: 0,
+            drop_rx_ring: 0,
+            drop_qdisc: 0,
+            // 1 ns .. 100 s at 3 significant digits.
+            latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).unwrap_or_else(|_| unreachable!("valid bounds")),
+            latency_sum_ns: 0.0,
+            batch_sum_ns: vec![0.0; batches],
+            batch_n: vec![0; batches],
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, size: u16, ns: f64, batch: usize) {
+        self.forwarded += 1;
+        self.forwarded_bytes += size as u64;
+        self.latency.saturating_record((ns as u64).max(1));
+        self.latency_sum_ns += ns;
+        self.batch_sum_ns[batch] += ns;
+        self.batch_n[batch] += 1;
+    }
+
+    pub fn latency_mean_ns(&self) -> f64 {
+        if self.forwarded == 0 {
+            0.0
+        } else {
+            self.latency_sum_ns / self.forwarded as f64
+        }
+    }
+
+    /// Half-width of the 95% confidence interval of the mean latency (batch means), or
+    /// None when fewer than two batches saw packets.
+    pub fn latency_ci95_ns(&self) -> Option<f64> {
+        let means: Vec<f64> = self.batch_sum_ns.iter().zip(&self.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| s / *n as f64).collect();
+        let b = means.len();
+        if b < 2 {
+            return None;
+        }
+        let m = means.iter().sum::<f64>() / b as f64;
+        let var = means.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (b - 1) as f64;
+        Some(student_t95(b - 1) * (var / b as f64).sqrt())
+    }
+
+    pub fn summary(&self, duration_s: f64) -> GroupSummary {
+        let pct = |q: f64| if self.forwarded == 0 { 0.0 } else { self.latency.value_at_quantile(q) as f64 };
+        let dropped = self.drop_rx_ring + self.drop_qdisc;
+        let mut drops = BTreeMap::new();
+        drops.insert("rx_ring_full".to_string(), self.drop_rx_ring);
+        drops.insert("qdisc_full".to_string(), self.drop_qdisc);
+        GroupSummary {
+            offered_pps: self.offered as f64 / duration_s,
+            throughput_pps: self.forwarded as f64 / duration_s,
+            throughput_bps: self.forwarded_bytes as f64 * 8.0 / duration_s,
+            loss_ratio: if self.offered == 0 { 0.0 } else { dropped as f64 / self.offered as f64 },
+            latency_ns: LatencySummary {
+                p25: pct(0.25),
+                p50: pct(0.50),
+                p75: pct(0.75),
+                p90: pct(0.90),
+                p99: pct(0.99),
+                p999: pct(0.999),
+                max: if self.forwarded == 0 { 0.0 } else { self.latency.max() as f64 },
+                min: if self.forwarded == 0 { 0.0 } else { self.latency.min() as f64 },
+                mean: self.latency_mean_ns(),
+            },
+            latency_mean_ci95_ns: self.latency_ci95_ns(),
+            drops,
+            offered_packets: self.offered,
+            forwarded_packets: self.forwarded,
+        }
+    }
+}
+
+/// Two-sided 95% quantile of Student's t with `df` degrees of freedom.
+pub fn student_t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
+        2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::INFINITY,
+        1..=30 => T[df - 1],
+        // Beyond 30 the first-order expansion is within 0.1%.
+        _ => 1.960 + 2.4 / df as f64,
+    }
+}
+
+/// Latency percentiles in nanoseconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LatencySummary {
+    pub p25: f64,
+    pub p50: f64,
+    pub p75: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+}
+
+/// The result fields of one group.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupSummary {
+    pub offered_pps: f64,
+    pub throughput_pps: f64,
+    pub throughput_bps: f64,
+    pub loss_ratio: f64,
+    pub latency_ns: LatencySummary,
+    pub latency_mean_ci95_ns: Option<f64>,
+    pub drops: BTreeMap<String, u64>,
+    pub offered_packets: u64,
+    pub forwarded_packets: u64,
+}
+
+/// 001's latency adder: 4 T_DMA + 2 nic_batch x, with x the frame's mean service time.
+#[derive(Debug, Clone, Copy)]
+pub struct TPlus {
+    pub dma4_ps: Ps,
+    pub batch2: u64,
+    pub proc_fixed_ps: Ps,
+    pub proc_per_byte_fs: u64,
+}
+
+impl TPlus {
+    #[inline]
+    fn of(&self, size: u16) -> Ps {
+        self.dma4_ps + self.batch2 * (self.proc_fixed_ps + self.proc_per_byte_fs * size as u64 / 1000)
+    }
+}
+
+pub struct Stats {
+    pub warm: Ps,
+    pub stop: Ps,
+    t_off_ps: Ps,
+    t_plus: Option<TPlus>,
+    from: LatencyFrom,
+    to: LatencyTo,
+    pub all: Group,
+    /// Per class and per ring, kept only when there is more than one of either.
+    pub classes: Vec<Group>,
+    pub rings: Vec<Group>,
+    class_of_source: Vec<usize>,
+    groups_on: bool,
+    batches: usize,
     pub irqs: u64,
     pub polls: u64,
     pub softirqs: u64,
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
-    pub busy_ps: [u64; 4],
-    pub latency: Histogram<u64>,
-    latency_sum_ns: f64,
+    pub busy_ps: [u64; 5],
+    pub busy_core_ps: Vec<u64>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
     pub rx_per_poll: Vec<u64>,
     interval_ps: Option<Ps>,
     pub series: Vec<Bucket>,
 }
 
+pub struct StatsConfig {
+    pub warm: Ps,
+    pub duration: Ps,
+    pub t_off_ps: Ps,
+    pub t_plus: Option<TPlus>,
+    pub from: LatencyFrom,
+    pub to: LatencyTo,
+    pub max_per_poll: usize,
+    pub interval_ps: Option<Ps>,
+    pub batches: usize,
+    pub classes: usize,
+    pub class_of_source: Vec<usize>,
+    pub rings: usize,
+    pub cores: usize,
+}
+
 impl Stats {
-    pub fn new(warm: Ps, duration: Ps, t_off_ps: Ps, from: LatencyFrom, to: LatencyTo, max_per_poll: usize, interval_ps: Option<Ps>) -> Self {
-        // 1 ns .. 100 s at 3 significant digits.
-        let latency = Histogram::new_with_bounds(1, 100_000_000_000, 3).unwrap_or_else(|_| unreachable!("valid bounds"));
-        let series = match interval_ps {
-            Some(i) => vec![Bucket::default(); duration.div_ceil(i) as usize],
+    pub fn new(c: StatsConfig) -> Self {
+        let series = match c.interval_ps {
+            Some(i) => vec![Bucket::default(); c.duration.div_ceil(i) as usize],
             None => Vec::new(),
         };
+        let groups_on = c.classes > 1 || c.rings > 1;
+        let n = |k: usize| if groups_on { k } else { 0 };
         Stats {
-            warm,
-            stop: warm + duration,
-            t_off_ps,
-            from,
-            to,
-            offered: 0,
-            forwarded: 0,
-            forwarded_bytes: 0,
-            drop_rx_ring: 0,
-            drop_qdisc: 0,
+            warm: c.warm,
+            stop: c.warm + c.duration,
+            t_off_ps: c.t_off_ps,
+            t_plus: c.t_plus,
+            from: c.from,
+            to: c.to,
+            all: Group::new(c.batches),
+            classes: (0..n(c.classes)).map(|_| Group::new(c.batches)).collect(),
+            rings: (0..n(c.rings)).map(|_| Group::new(c.batches)).collect(),
+            class_of_source: c.class_of_source,
+            groups_on,
+            batches: c.batches,
             irqs: 0,
             polls: 0,
             softirqs: 0,
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
-            busy_ps: [0; 4],
-            latency,
-            latency_sum_ns: 0.0,
-            rx_per_poll: vec![0; max_per_poll + 1],
-            interval_ps,
+            busy_ps: [0; 5],
+            busy_core_ps: vec![0; c.cores],
+            rx_per_poll: vec![0; c.max_per_poll + 1],
+            interval_ps: c.interval_ps,
             series,
         }
     }
@@ -103,29 +276,39 @@ impl Stats {
         self.series.get_mut(((t - self.warm) / i) as usize)
     }
 
+    /// Apply `f` to the whole-node group and, when kept, the packet's class and ring groups.
     #[inline]
-    pub fn offered(&mut self, t: Ps) {
-        if self.in_window(t) {
-            self.offered += 1;
-            if let Some(b) = self.bucket(t) {
+    fn each_group(&mut self, p: &Packet, mut f: impl FnMut(&mut Group)) {
+        f(&mut self.all);
+        if self.groups_on {
+            f(&mut self.classes[self.class_of_source[p.source as usize]]);
+            f(&mut self.rings[p.ring as usize]);
+        }
+    }
+
+    #[inline]
+    pub fn offered(&mut self, p: &Packet) {
+        if self.in_window(p.t_ring) {
+            self.each_group(p, |g| g.offered += 1);
+            if let Some(b) = self.bucket(p.t_ring) {
                 b.offered += 1;
             }
         }
     }
 
     #[inline]
-    pub fn drop_rx_ring(&mut self, t: Ps) {
-        if self.in_window(t) {
-            self.drop_rx_ring += 1;
-            if let Some(b) = self.bucket(t) {
+    pub fn drop_rx_ring(&mut self, p: &Packet) {
+        if self.in_window(p.t_ring) {
+            self.each_group(p, |g| g.drop_rx_ring += 1);
+            if let Some(b) = self.bucket(p.t_ring) {
                 b.dropped += 1;
             }
         }
     }
 
-    pub fn drop_qdisc(&mut self, t: Ps) {
+    pub fn drop_qdisc(&mut self, p: &Packet, t: Ps) {
         if self.in_window(t) {
-            self.drop_qdisc += 1;
+            self.each_group(p, |g| g.drop_qdisc += 1);
             if let Some(b) = self.bucket(t) {
                 b.dropped += 1;
             }
@@ -138,8 +321,6 @@ impl Stats {
         if !self.in_window(t_tx) {
             return;
         }
-        self.forwarded += 1;
-        self.forwarded_bytes += p.size as u64;
         let start = match self.from {
             LatencyFrom::WireIn => p.t_wire,
             LatencyFrom::RxRing => p.t_ring,
@@ -148,13 +329,13 @@ impl Stats {
             LatencyTo::TxRing => t_tx,
             LatencyTo::WireOut => t_done,
         };
-        let ps = end - start + self.t_off_ps;
-        let ns = (ps / PS_PER_NS).max(1);
-        self.latency.saturating_record(ns);
-        self.latency_sum_ns += ps as f64 / 1e3;
+        let adder = self.t_off_ps + self.t_plus.map_or(0, |t| t.of(p.size));
+        let ns = (end - start + adder) as f64 / PS_PER_NS as f64;
+        let batch = (((t_tx - self.warm) as u128 * self.batches as u128 / (self.stop - self.warm) as u128) as usize).min(self.batches - 1);
+        self.each_group(p, |g| g.record(p.size, ns, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;
-            b.latency_sum_ns += ps as f64 / 1e3;
+            b.latency_sum_ns += ns;
         }
     }
 
@@ -192,21 +373,14 @@ impl Stats {
         }
     }
 
-    /// CPU time `[start, end)` spent on `a`; only the part inside the window counts.
+    /// CPU time `[start, end)` core `core` spent on `a`; only the part inside the window counts.
     #[inline]
-    pub fn busy(&mut self, a: Activity, start: Ps, end: Ps) {
+    pub fn busy(&mut self, core: usize, a: Activity, start: Ps, end: Ps) {
         let s = start.max(self.warm);
         let e = end.min(self.stop);
         if e > s {
             self.busy_ps[a as usize] += e - s;
-        }
-    }
-
-    pub fn latency_mean_ns(&self) -> f64 {
-        if self.forwarded == 0 {
-            0.0
-        } else {
-            self.latency_sum_ns / self.forwarded as f64
+            self.busy_core_ps[core] += e - s;
         }
     }
 }

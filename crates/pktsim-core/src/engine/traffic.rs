@@ -30,10 +30,16 @@ pub struct Packet {
     pub source: u16,
     /// Flow number within the source.
     pub flow: u32,
+    /// Rx ring the NIC put it in.
+    pub ring: u16,
 }
 
 struct SourceGen {
     pattern: Pattern,
+    cv: f64,
+    burst: u32,
+    burst_left: u32,
+    burst_flow: u32,
     /// Mean gap in picoseconds (f64: exact CBR spacing over long runs).
     gap_ps: f64,
     next_start: f64,
@@ -61,12 +67,14 @@ impl SourceGen {
     fn sample_flow(&mut self) -> u32 {
         match self.pattern {
             // A generator cycling through its destinations (000 V-C).
-            Pattern::Cbr => {
+            Pattern::Cbr | Pattern::Normal => {
                 let f = self.next_flow;
                 self.next_flow = (self.next_flow + 1) % self.flows;
                 f
             }
             Pattern::Poisson => self.rng.below(self.flows as u64) as u32,
+            // All frames of a burst belong to one flow.
+            Pattern::Burst => self.burst_flow,
         }
     }
 
@@ -74,6 +82,19 @@ impl SourceGen {
         self.next_start += match self.pattern {
             Pattern::Cbr => self.gap_ps,
             Pattern::Poisson => self.rng.exponential(self.gap_ps),
+            Pattern::Normal => self.rng.normal(self.gap_ps, self.cv * self.gap_ps).max(0.0),
+            Pattern::Burst => {
+                // Frames of one burst start together; the link sends them back to back.
+                self.burst_left -= 1;
+                if self.burst_left > 0 {
+                    0.0
+                } else {
+                    self.burst_left = self.burst;
+                    self.burst_flow = self.rng.below(self.flows as u64) as u32;
+                    let mean = self.gap_ps * self.burst as f64;
+                    self.rng.normal(mean, self.cv * mean).max(0.0)
+                }
+            }
         };
     }
 }
@@ -95,7 +116,7 @@ impl Traffic {
             .enumerate()
             .map(|(i, s)| {
                 let rate = offered_pps * s.share;
-                let gap_ps = 1e12 / rate;
+                let gap_ps = if rate > 0.0 { 1e12 / rate } else { f64::INFINITY };
                 let mut rng = Stream::new(seed, &format!("traffic/{i}"));
                 let mut acc = 0.0;
                 let sizes = s
@@ -107,12 +128,31 @@ impl Traffic {
                         (acc, b as u16)
                     })
                     .collect();
-                // CBR starts at a random phase so that several sources do not coincide.
-                let first = match s.pattern {
-                    Pattern::Cbr => rng.uniform() * gap_ps,
+                // Sources start at a random phase so that several of them do not coincide.
+                let first = if rate <= 0.0 {
+                    f64::INFINITY
+                } else {
+                    match s.pattern {
+                    Pattern::Cbr | Pattern::Normal => rng.uniform() * gap_ps,
                     Pattern::Poisson => rng.exponential(gap_ps),
+                    Pattern::Burst => rng.uniform() * gap_ps * s.burst as f64,
+                    }
                 };
-                SourceGen { pattern: s.pattern, gap_ps, next_start: first, sizes, flows: s.flows.min(u32::MAX as u64) as u32, next_flow: 0, rng }
+                let flows = s.flows.min(u32::MAX as u64) as u32;
+                let burst_flow = rng.below(flows as u64) as u32;
+                SourceGen {
+                    pattern: s.pattern,
+                    cv: s.cv,
+                    burst: s.burst,
+                    burst_left: s.burst,
+                    burst_flow,
+                    gap_ps,
+                    next_start: first,
+                    sizes,
+                    flows,
+                    next_flow: 0,
+                    rng,
+                }
             })
             .collect();
         Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), dma_ps, link_free: 0, generated: 0 }
@@ -120,7 +160,7 @@ impl Traffic {
 
     /// The next frame off the link.
     pub fn next_packet(&mut self) -> Packet {
-        // Few sources: a linear scan beats a heap.
+        // Few sources: a linear scan beats a heap (sources with no share never win).
         let mut best = 0;
         for i in 1..self.sources.len() {
             if self.sources[i].next_start < self.sources[best].next_start {
@@ -135,7 +175,7 @@ impl Traffic {
         let t_wire = start.max(self.link_free) + self.wire.of(size);
         self.link_free = t_wire;
         self.generated += 1;
-        Packet { t_wire, t_ring: t_wire + self.dma_ps, size, source: best as u16, flow }
+        Packet { t_wire, t_ring: t_wire + self.dma_ps, size, source: best as u16, flow, ring: 0 }
     }
 }
 
@@ -146,7 +186,43 @@ mod tests {
     use crate::units::Bytes;
 
     fn src(pattern: Pattern, share: f64, size: u64) -> ResolvedSource {
-        ResolvedSource { name: "s".into(), share, pattern, size: PacketSize::Fixed(Bytes::new(size)), flows: 4 }
+        ResolvedSource::simple("s", share, pattern, PacketSize::Fixed(Bytes::new(size)), 4)
+    }
+
+    #[test]
+    fn bursts_come_back_to_back_at_the_mean_rate() {
+        let mut s = src(Pattern::Burst, 1.0, 1518);
+        s.burst = 16;
+        let wire = 1538 * 8 * 100; // ps per frame at 10 Gbit/s
+        let mut t = Traffic::new(&[s], 1e5, 1e10, 20, 0, 9);
+        let pkts: Vec<Packet> = (0..160_000).map(|_| t.next_packet()).collect();
+        // Within a burst: back to back at line rate, one flow (a burst that starts while
+        // the previous one is still on the wire, ~1 in 5000 at cv 0.25, joins it).
+        let (mut back_to_back, mut same_flow) = (0, 0);
+        for w in pkts.windows(2) {
+            if w[1].t_wire - w[0].t_wire == wire as u64 {
+                back_to_back += 1;
+                same_flow += (w[0].flow == w[1].flow) as u32;
+            }
+        }
+        assert!(back_to_back >= 160_000 * 15 / 16 - 200, "{back_to_back}");
+        assert!(same_flow as f64 >= 0.999 * back_to_back as f64, "{same_flow} of {back_to_back}");
+        let span = (pkts[pkts.len() - 1].t_wire - pkts[0].t_wire) as f64 / 1e12;
+        assert!(((pkts.len() as f64 / span) - 1e5).abs() / 1e5 < 0.01);
+    }
+
+    #[test]
+    fn normal_gaps_keep_the_mean_rate() {
+        let mut s = src(Pattern::Normal, 1.0, 64);
+        s.cv = 0.5;
+        let mut t = Traffic::new(&[s], 1e6, 1e10, 20, 0, 4);
+        let first = t.next_packet().t_wire;
+        let mut last = first;
+        for _ in 0..100_000 {
+            last = t.next_packet().t_wire;
+        }
+        let rate = 100_000.0 / ((last - first) as f64 / 1e12);
+        assert!((rate - 1e6).abs() / 1e6 < 0.01, "{rate}");
     }
 
     #[test]

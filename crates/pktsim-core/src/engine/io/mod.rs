@@ -2,7 +2,8 @@
 //! self-contained state machine behind [`IoMode`]; the engine only routes events to it.
 //!
 //! - [`napi::Napi`]: Linux NAPI with an ixgbe-style driver (002, 003).
-//! - [`server::Server`]: a plain FIFO server per ring, for checks against queueing theory.
+//! - [`server::Server`]: cores as plain servers of their rings, choosing among them by a
+//!   pluggable strategy (001), also used for checks against queueing theory.
 
 pub mod napi;
 pub mod server;
@@ -19,6 +20,8 @@ use super::traffic::Packet;
 /// Per-packet and per-event costs, in picoseconds.
 pub struct Costs {
     pub t_irq: Ps,
+    /// Lock hold time per packet on a shared tx queue.
+    pub tx_lock: Ps,
     pub t_poll: Ps,
     pub t_clean: Ps,
     pub proc_fixed_ps: Ps,

@@ -42,6 +42,7 @@ enum Work {
     PollStart,
     TxClean(usize),
     RxPacket(Packet, usize),
+    TxLock(Packet, usize),
 }
 
 impl Work {
@@ -52,6 +53,7 @@ impl Work {
             Work::PollStart => Some(Activity::Poll),
             Work::TxClean(_) => Some(Activity::TxClean),
             Work::RxPacket(..) => Some(Activity::RxClean),
+            Work::TxLock(..) => Some(Activity::TxLock),
         }
     }
 }
@@ -95,6 +97,8 @@ struct Core {
     restarts: u32,
     net_rx: Option<NetRx>,
     poll: Option<Poll>,
+    /// A packet waiting for its shared tx queue's lock, and how long that takes.
+    lock: Option<(Packet, usize, Ps)>,
 }
 
 /// Per-vector NAPI state and the episode's totals for ITR.
@@ -145,6 +149,7 @@ impl Napi {
                 restarts: 0,
                 net_rx: None,
                 poll: None,
+                lock: None,
             })
             .collect();
         Napi { vectors, napi, cores, route, p, jiffy_ps, budget_jiffies }
@@ -219,7 +224,7 @@ impl Napi {
             // Preempt: the running unit finishes t_irq later; the handler's effect
             // (napi_schedule) is visible to net_rx_action at its next poll boundary.
             let t_irq = ctx.costs.t_irq;
-            ctx.stats.busy(Activity::Irq, now, now + t_irq);
+            ctx.stats.busy(c, Activity::Irq, now, now + t_irq);
             let core = &mut self.cores[c];
             core.work_end += t_irq;
             core.gen = core.gen.wrapping_add(1);
@@ -253,7 +258,7 @@ impl Napi {
             // Finish the current unit.
             let work = std::mem::replace(&mut self.cores[c].work, Work::Idle);
             if let Some(a) = work.activity() {
-                ctx.stats.busy(a, t - self.cores[c].work_len, t);
+                ctx.stats.busy(c, a, t - self.cores[c].work_len, t);
             }
             match work {
                 Work::Idle | Work::PollStart => {}
@@ -268,19 +273,18 @@ impl Napi {
                 }
                 Work::RxPacket(p, r) => {
                     let q = self.route[r];
-                    if let Some(done) = ctx.nic.xmit(q, p, t, ctx.stats) {
-                        let tv = ctx.nic.tx[q].vector;
-                        if self.vectors[tv].armed && self.napi[tv].tx_cause_at.is_none() {
-                            self.napi[tv].tx_cause_at = Some(done);
-                            let gen = self.vectors[tv].gen;
-                            ctx.queue.schedule(done, EventKind::Mode { tag: EV_TX_CAUSE, index: tv as u32, gen });
-                        }
-                    }
                     if let Some(poll) = &mut self.cores[c].poll {
                         poll.rx_done += 1;
                         poll.rx_bytes += p.size.saturating_sub(4) as u64;
                     }
+                    let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
+                    if lock > 0 {
+                        self.cores[c].lock = Some((p, q, lock));
+                    } else {
+                        self.xmit(p, q, t, ctx);
+                    }
                 }
+                Work::TxLock(p, q) => self.xmit(p, q, t, ctx),
             }
             // Pick the next one.
             let (next, d) = self.next_work(c, t, ctx);
@@ -301,7 +305,23 @@ impl Napi {
         }
     }
 
+    /// Post a packet to tx queue `q` (marker B); its completion is a cause for the queue's
+    /// vector if that one waits for one.
+    fn xmit(&mut self, p: Packet, q: usize, t: Ps, ctx: &mut Ctx) {
+        if let Some(done) = ctx.nic.xmit(q, p, t, ctx.stats) {
+            let tv = ctx.nic.tx[q].vector;
+            if self.vectors[tv].armed && self.napi[tv].tx_cause_at.is_none() {
+                self.napi[tv].tx_cause_at = Some(done);
+                let gen = self.vectors[tv].gen;
+                ctx.queue.schedule(done, EventKind::Mode { tag: EV_TX_CAUSE, index: tv as u32, gen });
+            }
+        }
+    }
+
     fn next_work(&mut self, c: usize, t: Ps, ctx: &mut Ctx) -> (Work, Ps) {
+        if let Some((p, q, d)) = self.cores[c].lock.take() {
+            return (Work::TxLock(p, q), d);
+        }
         loop {
             if let Some(v) = self.cores[c].irq_queue.pop_front() {
                 return (Work::Irq(v), ctx.costs.t_irq);

@@ -1,83 +1,166 @@
-//! A plain single server per rx ring: no interrupts, no NAPI. The core takes frames from
-//! its ring in arrival order and serves each for `t_proc`; a frame keeps its descriptor
-//! until its service ends, so a ring of N descriptors is an M/G/1/K queue with K = N - 1
-//! (one descriptor always stays empty). This is what pktsim's queueing-theory checks run on.
+//! Cores as plain servers of their rx rings: no interrupts, no NAPI (001's resource-manager
+//! model, and pktsim's queueing-theory checks).
+//!
+//! ```text
+//!   core c: rings [q0 (highest priority), q1, ...] --strategy--> serve one frame for
+//!           t_proc (x = a S + b + c) --> [tx lock if the queue is shared] --> tx ring
+//! ```
+//!
+//! Before each frame the core asks its [`Strategy`] which ring to serve. A frame keeps its
+//! descriptor until its service ends, so a ring of N descriptors holds at most N - 1 frames
+//! in the system (one descriptor always stays empty): one core with one ring is an M/G/1/K
+//! queue with K = N - 1. An idle core waits for the next write-back on any of its rings.
 
 use super::{Ctx, IoMode};
 use crate::engine::queue::EventKind;
 use crate::engine::stats::Activity;
+use crate::engine::strategy::{RingView, Strategy};
 use crate::engine::time::Ps;
 use crate::engine::traffic::Packet;
 
-const EV_DONE: u8 = 0;
+const EV_STEP: u8 = 0;
 
-struct Station {
-    ring: usize,
+enum Unit {
+    Serve(Packet, usize),
+    Lock(Packet),
+}
+
+struct Core {
+    rings: Vec<usize>,
     tx: usize,
-    serving: Option<(Packet, Ps)>,
+    strategy: Box<dyn Strategy>,
+    unit: Option<(Unit, Ps)>,
+    views: Vec<RingView>,
     gen: u32,
 }
 
 pub struct Server {
-    stations: Vec<Station>,
+    cores: Vec<Core>,
+    /// Core owning each ring.
+    owner: Vec<usize>,
 }
 
 impl Server {
-    /// One server per `(rx ring, tx queue)` pair.
-    pub fn new(pairs: &[(usize, usize)]) -> Self {
-        Server { stations: pairs.iter().map(|&(ring, tx)| Station { ring, tx, serving: None, gen: 0 }).collect() }
+    /// `cores[c] = (rings in priority order, tx queue, strategy)`.
+    pub fn new(cores: Vec<(Vec<usize>, usize, Box<dyn Strategy>)>, rings: usize) -> Self {
+        let mut owner = vec![0; rings];
+        let cores = cores
+            .into_iter()
+            .enumerate()
+            .map(|(c, (rings, tx, strategy))| {
+                for &r in &rings {
+                    owner[r] = c;
+                }
+                Core { views: vec![RingView::default(); rings.len()], rings, tx, strategy, unit: None, gen: 0 }
+            })
+            .collect();
+        Server { cores, owner }
     }
 
-    fn run(&mut self, s: usize, mut t: Ps, ctx: &mut Ctx) {
+    /// Run core `c` from `t` until it idles or its next unit would cross the next event.
+    fn run(&mut self, c: usize, mut t: Ps, ctx: &mut Ctx) {
         loop {
-            let st = &mut self.stations[s];
-            if let Some((p, d)) = st.serving.take() {
-                ctx.stats.busy(Activity::RxClean, t - d, t);
-                // Frames that arrived during the service saw the ring before this
-                // descriptor came back.
-                ctx.nic.advance_to(t, ctx.stats);
-                let ring = &mut ctx.nic.rx[st.ring];
-                ring.unrefilled += 1;
-                ring.refill();
-                ctx.nic.tx_reclaim(st.tx, t, ctx.stats);
-                ctx.nic.xmit(st.tx, p, t, ctx.stats);
+            let core = &mut self.cores[c];
+            // Finish the current unit.
+            match core.unit.take() {
+                Some((Unit::Serve(p, r), d)) => {
+                    ctx.stats.busy(c, Activity::RxClean, t - d, t);
+                    // Frames that arrived during the service saw the ring before this
+                    // descriptor came back.
+                    ctx.nic.advance_to(t, ctx.stats);
+                    let ring = &mut ctx.nic.rx[r];
+                    ring.unrefilled += 1;
+                    ring.refill();
+                    let hold = ctx.costs.tx_lock;
+                    let lock = ctx.nic.tx_lock(core.tx, t, hold);
+                    if lock > 0 {
+                        core.unit = Some((Unit::Lock(p), lock));
+                        if self.continue_or_suspend(c, t, lock, ctx) {
+                            t += lock;
+                            continue;
+                        }
+                        return;
+                    }
+                    ctx.nic.tx_reclaim(core.tx, t, ctx.stats);
+                    ctx.nic.xmit(core.tx, p, t, ctx.stats);
+                }
+                Some((Unit::Lock(p), d)) => {
+                    ctx.stats.busy(c, Activity::TxLock, t - d, t);
+                    ctx.nic.tx_reclaim(core.tx, t, ctx.stats);
+                    ctx.nic.xmit(core.tx, p, t, ctx.stats);
+                }
+                None => {}
             }
+            // Choose the next frame.
             ctx.nic.advance_to(t, ctx.stats);
-            let ring = &mut ctx.nic.rx[st.ring];
-            let Some(p) = ring.pkts.pop_front() else {
-                ring.wake = true;
+            let core = &mut self.cores[c];
+            for (v, &r) in core.views.iter_mut().zip(&core.rings) {
+                let ring = &ctx.nic.rx[r];
+                *v = match ring.pkts.front() {
+                    Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size },
+                    None => RingView::default(),
+                };
+            }
+            let Some(i) = core.strategy.pick(&core.views, t) else {
+                // Idle: wake on the next write-back to any of this core's rings.
+                for &r in &core.rings {
+                    ctx.nic.rx[r].wake = true;
+                }
                 return;
             };
+            let r = core.rings[i];
+            let Some(p) = ctx.nic.rx[r].pkts.pop_front() else { return };
+            core.strategy.served(i, p.size);
             let d = ctx.costs.t_proc(&p);
-            st.serving = Some((p, d));
-            if t + d <= ctx.queue.peek_time() {
+            core.unit = Some((Unit::Serve(p, r), d));
+            if self.continue_or_suspend(c, t, d, ctx) {
                 t += d;
                 continue;
             }
-            st.gen = st.gen.wrapping_add(1);
-            ctx.queue.schedule(t + d, EventKind::Mode { tag: EV_DONE, index: s as u32, gen: st.gen });
             return;
         }
+    }
+
+    /// Whether a unit from `t` lasting `d` ends before the next event; if not, schedule
+    /// the core's step at its end.
+    fn continue_or_suspend(&mut self, c: usize, t: Ps, d: Ps, ctx: &mut Ctx) -> bool {
+        if t + d <= ctx.queue.peek_time() {
+            return true;
+        }
+        let core = &mut self.cores[c];
+        core.gen = core.gen.wrapping_add(1);
+        ctx.queue.schedule(t + d, EventKind::Mode { tag: EV_STEP, index: c as u32, gen: core.gen });
+        false
     }
 }
 
 impl IoMode for Server {
     fn start(&mut self, ctx: &mut Ctx) {
-        for st in &self.stations {
-            ctx.nic.rx[st.ring].wake = true;
+        for core in &self.cores {
+            for &r in &core.rings {
+                ctx.nic.rx[r].wake = true;
+            }
         }
     }
 
     fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
-        let s = index as usize;
-        if tag == EV_DONE && self.stations[s].gen == gen {
-            self.run(s, ctx.now, ctx);
+        let c = index as usize;
+        if tag == EV_STEP && self.cores[c].gen == gen {
+            self.run(c, ctx.now, ctx);
         }
     }
 
     fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx) {
-        if let Some(s) = self.stations.iter().position(|st| st.ring == ring && st.serving.is_none()) {
-            self.run(s, t, ctx);
+        let c = self.owner[ring];
+        if self.cores[c].unit.is_none() {
+            for &r in &self.cores[c].rings {
+                ctx.nic.rx[r].wake = false;
+            }
+            self.run(c, t, ctx);
         }
+    }
+
+    fn report(&self) -> serde_json::Value {
+        serde_json::json!({ "strategy": self.cores.first().map(|c| c.strategy.name()) })
     }
 }

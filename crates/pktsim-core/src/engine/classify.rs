@@ -1,0 +1,248 @@
+//! The NIC's classifier: which rx ring a frame goes to.
+//!
+//! ```text
+//!   frame --> RSS: Toeplitz hash of (src IP, dst IP, src port, dst port) with the
+//!             standard 40-byte key; its low 7 bits index a 128-entry indirection
+//!             table whose entry i names core i mod k                 --> core
+//!         --> filters (n-tuple, TOS/DSCP, VLAN PCP), first match wins --> queue
+//!   ring = core * queues_per_core + queue
+//! ```
+//!
+//! Every frame of a flow has the same tuple, so a flow stays on one ring, in order.
+//! Flows get deterministic addresses from the benchmarking range: source `s` sends from
+//! 198.18.s.1, flow `f` goes to 198.19.0.0 + (f mod 65536) with source port
+//! 1024 + (f / 65536) mod 64512, to the source's destination port.
+
+use crate::scenario::{parse_prefix, Filter, Proto, ResolvedSource};
+
+use super::traffic::Packet;
+
+/// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).
+pub const RSS_KEY: [u8; 40] = [
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77,
+    0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+];
+
+/// Toeplitz hash of `input` under `key`.
+pub fn toeplitz(key: &[u8; 40], input: &[u8]) -> u32 {
+    let mut result = 0u32;
+    // The 32-bit window of the key that lines up with the current input bit.
+    let mut window = u32::from_be_bytes([key[0], key[1], key[2], key[3]]);
+    for (i, byte) in input.iter().enumerate() {
+        for bit in 0..8 {
+            if byte & (0x80 >> bit) != 0 {
+                result ^= window;
+            }
+            // Shift the window left by one key bit.
+            let next_byte = key.get(i + 4).copied().unwrap_or(0);
+            window = (window << 1) | ((next_byte >> (7 - bit)) & 1) as u32;
+        }
+    }
+    result
+}
+
+/// The 5-tuple of flow `flow` of source `source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuple {
+    pub src_ip: u32,
+    pub dst_ip: u32,
+    pub src_port: u16,
+    pub dst_port: u16,
+}
+
+pub fn tuple(source: u16, flow: u32, dst_port: u16) -> Tuple {
+    Tuple {
+        src_ip: 0xC612_0001 | ((source as u32 & 0xff) << 8),
+        dst_ip: 0xC613_0000 | (flow & 0xffff),
+        src_port: 1024 + ((flow >> 16) % 64_512) as u16,
+        dst_port,
+    }
+}
+
+impl Tuple {
+    /// RSS input for TCP/UDP over IPv4: addresses then ports, network byte order.
+    pub fn rss_input(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[0..4].copy_from_slice(&self.src_ip.to_be_bytes());
+        b[4..8].copy_from_slice(&self.dst_ip.to_be_bytes());
+        b[8..10].copy_from_slice(&self.src_port.to_be_bytes());
+        b[10..12].copy_from_slice(&self.dst_port.to_be_bytes());
+        b
+    }
+}
+
+struct Rule {
+    queue: usize,
+    tos: Option<u8>,
+    dscp: Option<u8>,
+    vlan_pcp: Option<u8>,
+    proto: Option<Proto>,
+    dst_port: Option<u16>,
+    src: Option<(u32, u32)>,
+    dst: Option<(u32, u32)>,
+}
+
+fn mask(len: u8) -> u32 {
+    if len == 0 {
+        0
+    } else {
+        u32::MAX << (32 - len as u32)
+    }
+}
+
+struct SourceInfo {
+    tos: u8,
+    vlan_pcp: Option<u8>,
+    proto: Proto,
+    dst_port: u16,
+    /// Queue when no rule looks at per-flow fields.
+    queue: Option<usize>,
+    /// Core per flow, filled on first sight (u16::MAX: not yet).
+    core_cache: Vec<u16>,
+}
+
+pub struct Classifier {
+    cores: usize,
+    queues: usize,
+    reta: [u16; 128],
+    rules: Vec<Rule>,
+    default_queue: usize,
+    sources: Vec<SourceInfo>,
+}
+
+impl Classifier {
+    pub fn new(cores: usize, queue_names: &[String], default_queue: usize, filters: &[Filter], sources: &[ResolvedSource]) -> Self {
+        let idx = |name: &str| queue_names.iter().position(|q| q == name).unwrap_or(default_queue);
+        let rules: Vec<Rule> = filters
+            .iter()
+            .map(|f| Rule {
+                queue: idx(&f.queue),
+                tos: f.tos,
+                dscp: f.dscp,
+                vlan_pcp: f.vlan_pcp,
+                proto: f.proto,
+                dst_port: f.dst_port,
+                src: f.src.as_deref().and_then(parse_prefix).map(|(a, l)| (a & mask(l), mask(l))),
+                dst: f.dst.as_deref().and_then(parse_prefix).map(|(a, l)| (a & mask(l), mask(l))),
+            })
+            .collect();
+        let per_flow = rules.iter().any(|r| r.dst.is_some());
+        let mut reta = [0u16; 128];
+        for (i, e) in reta.iter_mut().enumerate() {
+            *e = (i % cores.max(1)) as u16;
+        }
+        let mut c = Classifier { cores, queues: queue_names.len(), reta, rules, default_queue, sources: Vec::new() };
+        c.sources = sources
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut info = SourceInfo {
+                    tos: s.tos,
+                    vlan_pcp: s.vlan_pcp,
+                    proto: s.proto,
+                    dst_port: s.dst_port,
+                    queue: None,
+                    core_cache: if cores > 1 { vec![u16::MAX; s.flows.min(1 << 20) as usize] } else { Vec::new() },
+                };
+                if !per_flow {
+                    info.queue = Some(c.match_rules(&info, tuple(i as u16, 0, s.dst_port)));
+                }
+                info
+            })
+            .collect();
+        c
+    }
+
+    pub fn rings(&self) -> usize {
+        self.cores * self.queues
+    }
+
+    fn match_rules(&self, s: &SourceInfo, t: Tuple) -> usize {
+        for r in &self.rules {
+            let ok = r.tos.is_none_or(|v| v == s.tos)
+                && r.dscp.is_none_or(|v| v == s.tos >> 2)
+                && r.vlan_pcp.is_none_or(|v| Some(v) == s.vlan_pcp)
+                && r.proto.is_none_or(|v| v == s.proto)
+                && r.dst_port.is_none_or(|v| v == t.dst_port)
+                && r.src.is_none_or(|(a, m)| t.src_ip & m == a)
+                && r.dst.is_none_or(|(a, m)| t.dst_ip & m == a);
+            if ok {
+                return r.queue;
+            }
+        }
+        self.default_queue
+    }
+
+    /// Core RSS sends a flow to.
+    pub fn core_of(&self, source: u16, flow: u32) -> usize {
+        let t = tuple(source, flow, self.sources[source as usize].dst_port);
+        let h = toeplitz(&RSS_KEY, &t.rss_input());
+        self.reta[(h & 127) as usize] as usize
+    }
+
+    /// Rx ring of a frame.
+    #[inline]
+    pub fn ring(&mut self, p: &Packet) -> usize {
+        let core = if self.cores == 1 {
+            0
+        } else {
+            let s = p.source as usize;
+            let cached = self.sources[s].core_cache.get(p.flow as usize).copied();
+            match cached {
+                Some(c) if c != u16::MAX => c as usize,
+                _ => {
+                    let c = self.core_of(p.source, p.flow);
+                    if let Some(slot) = self.sources[s].core_cache.get_mut(p.flow as usize) {
+                        *slot = c as u16;
+                    }
+                    c
+                }
+            }
+        };
+        let info = &self.sources[p.source as usize];
+        let queue = match info.queue {
+            Some(q) => q,
+            None => self.match_rules(info, tuple(p.source, p.flow, info.dst_port)),
+        };
+        core * self.queues + queue
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toeplitz_matches_the_published_verification_vector() {
+        // Microsoft RSS verification suite, IPv4 with TCP ports:
+        // 66.9.149.187:2794 -> 161.142.100.80:1766 hashes to 0x51ccc178.
+        let t = Tuple { src_ip: u32::from(std::net::Ipv4Addr::new(66, 9, 149, 187)), dst_ip: u32::from(std::net::Ipv4Addr::new(161, 142, 100, 80)), src_port: 2794, dst_port: 1766 };
+        assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()), 0x51cc_c178);
+        // And without ports: 0x323e8fc2.
+        assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()[..8]), 0x323e_8fc2);
+    }
+
+    #[test]
+    fn flows_spread_over_cores_and_filters_pick_queues() {
+        use crate::scenario::{PacketSize, Pattern};
+        let mut rt = ResolvedSource::simple("rt", 0.3, Pattern::Poisson, PacketSize::default(), 4096);
+        rt.tos = 0xb8;
+        let bulk = ResolvedSource::simple("bulk", 0.7, Pattern::Poisson, PacketSize::default(), 4096);
+        let queues = vec!["rt".to_string(), "nrt".to_string()];
+        let filter = Filter { queue: "rt".into(), tos: Some(0xb8), dscp: None, vlan_pcp: None, proto: None, dst_port: None, src: None, dst: None };
+        let mut c = Classifier::new(4, &queues, 1, &[filter], &[rt, bulk]);
+        let mut per_ring = [0u32; 8];
+        for source in 0..2u16 {
+            for flow in 0..4096 {
+                let p = Packet { t_wire: 0, t_ring: 0, size: 64, source, flow, ring: 0 };
+                let r = c.ring(&p);
+                assert_eq!(r % 2, if source == 0 { 0 } else { 1 }, "RT by TOS into queue 0 of its core");
+                assert_eq!(c.ring(&p), r, "a flow stays on its ring");
+                per_ring[r] += 1;
+            }
+        }
+        for (r, n) in per_ring.iter().enumerate() {
+            assert!((*n as i32 - 1024).abs() < 150, "ring {r}: {n} of 1024 flows");
+        }
+    }
+}
