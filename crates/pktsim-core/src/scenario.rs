@@ -1049,6 +1049,10 @@ impl Scenario {
                 cost.fixed.set(cost::Group::Other, t.as_secs() * f);
                 cost.fixed.set(cost::Group::Free, self.host.t_clean.map_or(0.0, |c| c.as_secs() * f));
                 cost.name = "host times".into();
+                // Times measured on this node already include its own FIB.
+                let flows: u64 = sources.iter().map(|s| s.flows).sum();
+                cost.reference_flows = flows;
+                cost.reference_routes = self.fib.routes.unwrap_or(flows);
             }
         }
         if !(cost.fixed.total() > 0.0) {

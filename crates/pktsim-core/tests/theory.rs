@@ -79,3 +79,4 @@ fn mm1_utilisation_is_rho() {
     // M/M/1 mean sojourn 1 / (mu - lambda) = 2 us.
     assert!((r.latency_ns.mean - 2000.0).abs() / 2000.0 < 0.02, "{}", r.latency_ns.mean);
 }
+

@@ -277,12 +277,11 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
     queue.schedule(stop, EventKind::End);
     const TICK: Ps = 1_000_000_000; // 1 ms
     queue.schedule(TICK, EventKind::Tick);
-    let mut arrival_at: Option<Ps> = None;
 
     {
         let mut ctx = Ctx { now: 0, queue: &mut queue, nic: &mut nic, stats: &mut stats, costs: &mut costs };
         mode.start(&mut ctx);
-        after_handler(&mut *mode, &mut ctx, &mut arrival_at);
+        after_handler(&mut *mode, &mut ctx);
     }
 
     while let Some((t, kind)) = queue.pop() {
@@ -295,15 +294,10 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
                 }
                 ctx.queue.schedule(t + TICK, EventKind::Tick);
             }
-            EventKind::Arrival => {
-                if arrival_at == Some(t) {
-                    arrival_at = None;
-                }
-                ctx.nic.advance_to(t, ctx.stats);
-            }
+            EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),
             EventKind::Mode { tag, index, gen } => mode.on_event(tag, index, gen, &mut ctx),
         }
-        after_handler(&mut *mode, &mut ctx, &mut arrival_at);
+        after_handler(&mut *mode, &mut ctx);
     }
 
     let duration_s = m.duration.as_secs();
@@ -374,20 +368,13 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
     })
 }
 
-/// Deliver wake-ups of rings that received frames, and keep an arrival event pending while
-/// any ring wants to hear of the next frame.
-fn after_handler(mode: &mut dyn IoMode, ctx: &mut Ctx, arrival_at: &mut Option<Ps>) {
+/// Deliver wake-ups of rings that received frames (arming a ring keeps the arrival event
+/// in the queue; see [`Nic::arm`]).
+fn after_handler(mode: &mut dyn IoMode, ctx: &mut Ctx) {
     while !ctx.nic.woken.is_empty() {
         let woken = std::mem::take(&mut ctx.nic.woken);
         for (ring, t) in woken {
             mode.on_rx_wake(ring, t, ctx);
-        }
-    }
-    if ctx.nic.any_wake() {
-        let next = ctx.nic.next_arrival();
-        if arrival_at.is_none_or(|a| a > next) {
-            *arrival_at = Some(next);
-            ctx.queue.schedule(next, EventKind::Arrival);
         }
     }
 }

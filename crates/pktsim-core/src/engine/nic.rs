@@ -20,6 +20,7 @@ use std::collections::VecDeque;
 
 use super::classify::Classifier;
 use super::moderation::Moderation;
+use super::queue::{EventKind, EventQueue};
 use super::stats::Stats;
 use super::time::{Ps, WireTime};
 use super::traffic::{Packet, Traffic};
@@ -151,12 +152,14 @@ pub struct Nic {
     /// Rings whose owner asked to be woken, and were: (ring, write-back time).
     pub woken: Vec<(usize, Ps)>,
     egress: WireTime,
+    /// Time of the pending arrival event, if one is scheduled.
+    arrival_event: Option<Ps>,
 }
 
 impl Nic {
     pub fn new(rx: Vec<RxRing>, tx: Vec<TxRing>, classifier: Classifier, mut traffic: Traffic, egress_bps: f64, overhead: u64) -> Self {
         let next = traffic.next_packet();
-        Nic { rx, tx, classifier, traffic, next, woken: Vec::new(), egress: WireTime::new(overhead, egress_bps) }
+        Nic { rx, tx, classifier, traffic, next, woken: Vec::new(), egress: WireTime::new(overhead, egress_bps), arrival_event: None }
     }
 
     /// When the next frame's descriptor would be written.
@@ -167,6 +170,35 @@ impl Nic {
 
     pub fn any_wake(&self) -> bool {
         self.rx.iter().any(|r| r.wake)
+    }
+
+    /// Ask to be woken by the next write-back on ring `r`.
+    ///
+    /// Invariant: while any ring is armed, an arrival event sits in the queue at or before
+    /// the next frame's write-back, so no core runs ahead of a frame that would wake
+    /// another one.
+    pub fn arm(&mut self, r: usize, queue: &mut EventQueue) {
+        self.rx[r].wake = true;
+        self.ensure_arrival_event(queue);
+    }
+
+    pub fn ensure_arrival_event(&mut self, queue: &mut EventQueue) {
+        let next = self.next.t_ring;
+        if self.arrival_event.is_none_or(|a| a > next) {
+            self.arrival_event = Some(next);
+            queue.schedule(next, EventKind::Arrival);
+        }
+    }
+
+    /// The arrival event at `t` fired: bring the rings up to `t` and keep the invariant.
+    pub fn on_arrival_event(&mut self, t: Ps, queue: &mut EventQueue, stats: &mut Stats) {
+        if self.arrival_event == Some(t) {
+            self.arrival_event = None;
+        }
+        self.advance_to(t, stats);
+        if self.any_wake() {
+            self.ensure_arrival_event(queue);
+        }
     }
 
     /// Move every frame whose descriptor write-back is due by `t` into its ring (or drop it).

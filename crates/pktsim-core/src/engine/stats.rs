@@ -70,10 +70,11 @@ impl Group {
     }
 
     #[inline]
-    fn record(&mut self, size: u16, ns: f64, batch: usize) {
+    fn record(&mut self, size: u16, ps: Ps, batch: usize) {
+        let ns = ps as f64 / PS_PER_NS as f64;
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
-        self.latency.saturating_record((ns as u64).max(1));
+        self.latency.saturating_record((ps / PS_PER_NS).max(1));
         self.latency_sum_ns += ns;
         self.batch_sum_ns[batch] += ns;
         self.batch_n[batch] += 1;
@@ -202,6 +203,7 @@ pub struct Stats {
     class_of_source: Vec<usize>,
     groups_on: bool,
     batches: usize,
+    batch_ps: Ps,
     pub irqs: u64,
     pub polls: u64,
     pub softirqs: u64,
@@ -252,6 +254,7 @@ impl Stats {
             class_of_source: c.class_of_source,
             groups_on,
             batches: c.batches,
+            batch_ps: c.duration.div_ceil(c.batches as Ps).max(1),
             irqs: 0,
             polls: 0,
             softirqs: 0,
@@ -329,13 +332,14 @@ impl Stats {
             LatencyTo::TxRing => t_tx,
             LatencyTo::WireOut => t_done,
         };
+        debug_assert!(end >= start, "packet leaves at {end} ps before it arrived at {start} ps: {p:?}");
         let adder = self.t_off_ps + self.t_plus.map_or(0, |t| t.of(p.size));
-        let ns = (end - start + adder) as f64 / PS_PER_NS as f64;
-        let batch = (((t_tx - self.warm) as u128 * self.batches as u128 / (self.stop - self.warm) as u128) as usize).min(self.batches - 1);
-        self.each_group(p, |g| g.record(p.size, ns, batch));
+        let ps = end - start + adder;
+        let batch = (((t_tx - self.warm) / self.batch_ps) as usize).min(self.batches - 1);
+        self.each_group(p, |g| g.record(p.size, ps, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;
-            b.latency_sum_ns += ns;
+            b.latency_sum_ns += ps as f64 / PS_PER_NS as f64;
         }
     }
 

@@ -179,7 +179,7 @@ impl Napi {
         vec.armed = true;
         vec.gen = vec.gen.wrapping_add(1);
         if let Some(r) = vec.rx {
-            ctx.nic.rx[r].wake = true;
+            ctx.nic.arm(r, ctx.queue);
         }
         self.napi[v].tx_cause_at = None;
         if let Some(q) = vec.tx {

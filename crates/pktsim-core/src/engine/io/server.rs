@@ -104,7 +104,7 @@ impl Server {
             let Some(i) = core.strategy.pick(&core.views, t) else {
                 // Idle: wake on the next write-back to any of this core's rings.
                 for &r in &core.rings {
-                    ctx.nic.rx[r].wake = true;
+                    ctx.nic.arm(r, ctx.queue);
                 }
                 return;
             };
@@ -138,7 +138,7 @@ impl IoMode for Server {
     fn start(&mut self, ctx: &mut Ctx) {
         for core in &self.cores {
             for &r in &core.rings {
-                ctx.nic.rx[r].wake = true;
+                ctx.nic.arm(r, ctx.queue);
             }
         }
     }

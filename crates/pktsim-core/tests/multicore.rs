@@ -1,0 +1,117 @@
+//! Several cores, several rings per core, shared tx queues.
+
+use std::path::Path;
+
+use pktsim_core::engine::{run, SimResult};
+use pktsim_core::Scenario;
+
+fn server(cores: u32, sets: &[(&str, &str)]) -> SimResult {
+    let text = format!(
+        r#"
+        [cpu]
+        frequency = "1GHz"
+        cores = {cores}
+        [link]
+        rate = "100Gbit/s"
+        [traffic]
+        rate = "300kpps"
+        pattern = "poisson"
+        size = "64B"
+        flows = 4096
+        [host]
+        io = "server"
+        t_proc = "4us"
+        [measure]
+        warmup = "2ms"
+        duration = "40ms"
+        "#
+    );
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let node = Scenario::load_toml(&text, "mc.toml", Path::new("."), &sets).unwrap();
+    run(&node, &mut || false).unwrap()
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn no_packet_leaves_before_it_arrives_on_any_core() {
+    for cores in [2, 4] {
+        let r = server(cores, &[]);
+        assert!(r.latency_ns.min >= 3999.0, "{cores} cores: {}", r.latency_ns.min);
+        assert!(r.latency_ns.mean < 100_000.0, "{}", r.latency_ns.mean);
+    }
+}
+
+#[test]
+fn rss_spreads_the_load_and_per_ring_figures_add_up() {
+    let r = server(4, &[]);
+    assert_eq!(r.per_ring.len(), 4);
+    let total: u64 = r.per_ring.iter().map(|g| g.summary.forwarded_packets).sum();
+    assert_eq!(total, r.forwarded_packets);
+    for (c, u) in r.cpu_per_core.iter().enumerate() {
+        // 300 kpps over 4 cores at 4 us: 30% each, within RSS imbalance.
+        assert!((u - 0.3).abs() < 0.05, "core {c}: {u}");
+    }
+}
+
+#[test]
+fn forwarding_scales_linearly_with_cores_that_own_their_queues() {
+    let one = server(1, &[("traffic.rate", "2Mpps")]).throughput_pps;
+    assert!(close(one, 250_000.0, 0.005), "{one}");
+    for cores in [2u32, 4] {
+        let k = server(cores, &[("traffic.rate", "2Mpps")]).throughput_pps;
+        assert!(close(k / one, cores as f64, 0.01), "{cores} cores: {k} vs {one}");
+    }
+}
+
+#[test]
+fn a_shared_tx_queue_makes_scaling_sublinear() {
+    let own = server(4, &[("traffic.rate", "2Mpps")]);
+    let shared = server(4, &[("traffic.rate", "2Mpps"), ("nic.tx_queues", "1"), ("host.tx_lock", "500ns")]);
+    let one = server(1, &[("traffic.rate", "2Mpps"), ("nic.tx_queues", "1"), ("host.tx_lock", "500ns")]);
+    // One core alone never contends (its own queue needs no lock).
+    assert!(close(one.throughput_pps, 250_000.0, 0.005));
+    let speedup = shared.throughput_pps / one.throughput_pps;
+    assert!(speedup < 3.7 && speedup > 2.0, "speed-up {speedup}");
+    assert!(shared.cpu_by_activity["tx_lock"] > 0.05, "{:?}", shared.cpu_by_activity);
+    assert!(own.cpu_by_activity["tx_lock"] == 0.0);
+    // A lock held longer than a quarter of the service time caps all cores at 1 / hold.
+    let capped = server(4, &[("traffic.rate", "2Mpps"), ("nic.tx_queues", "1"), ("host.tx_lock", "2us")]);
+    assert!(close(capped.throughput_pps, 500_000.0, 0.01), "{}", capped.throughput_pps);
+}
+
+#[test]
+fn napi_scales_with_cores_too() {
+    let napi = |cores: u32| {
+        let text = format!(
+            r#"
+            [cpu]
+            frequency = "3.3GHz"
+            cores = {cores}
+            [link]
+            rate = "40Gbit/s"
+            [traffic]
+            rate = "8Mpps"
+            flows = 1024
+            [nic]
+            tx_vector = "shared"
+            [host]
+            t_irq = "202ns"
+            t_proc = "479ns"
+            t_clean = "85ns"
+            [measure]
+            warmup = "2ms"
+            duration = "20ms"
+            "#
+        );
+        let node = Scenario::load_toml(&text, "napi-mc.toml", Path::new("."), &[]).unwrap();
+        run(&node, &mut || false).unwrap()
+    };
+    let one = napi(1);
+    let four = napi(4);
+    assert!(close(one.throughput_pps, 1e9 / 564.0, 0.005), "{}", one.throughput_pps);
+    assert!(close(four.throughput_pps / one.throughput_pps, 4.0, 0.02), "{}", four.throughput_pps);
+    assert!(four.latency_ns.min >= 479.0);
+}

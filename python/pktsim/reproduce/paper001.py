@@ -1,0 +1,158 @@
+"""001 (Meyer et al., Low Latency Packet Processing in Software Routers).
+
+The bundled scenario is 001's case study: a 4-core router, per core an RT and an n-RT rx
+ring of 512 (the NIC sorts by TOS, RSS picks the core), 1518 B frames with service time
+x = a S + b + c = 4.04 us, latency adder T+ = 4 x 2.56 us + 2 x 8 x = 74.88 us, Poisson
+background plus bursts at normally distributed intervals, the same mix for both classes.
+
+001's figures were lost in conversion, so what can be held against the paper are the
+relations its text states; pktsim sweeps the RT share (0-100% at 80% utilisation) and the
+utilisation (10-98% at 30% RT) for SQ, RR, Prio and PrioWFQ and checks each:
+
+* SQ gives RT and n-RT the same mean latency;
+* Prio is the lower bound for RT and the upper bound for n-RT;
+* RR gives both classes the same latency at 50% RT and the smaller class the lower one;
+* PrioWFQ is close to Prio at low utilisation and close to RR at high;
+* under Prio, RT latency grows roughly linearly with utilisation, n-RT sharply;
+* the maximum throughput is about 1 Mpps (0.25 Mpps per core).
+
+Deviations from 001, on purpose: 001 gives a ~ 2 ns/B, b ~ 272 ns, c ~ 225 ns but also
+x = 4.04 us at 1518 B, which needs a = 2.334 ns/B; pktsim keeps x = 4.04 us. The ingress is
+40 Gbit/s (001 feeds the router from several 10 Gbit/s generators; one 10 Gbit/s link would
+cap 1518 B frames at 813 kpps, below the 990 kpps the cores can serve).
+"""
+
+from __future__ import annotations
+
+from ..scenario import Scenario
+from ..scenarios import path
+from ..sim import run
+
+TITLE = "Meyer et al., Low Latency Packet Processing in Software Routers"
+STRATEGIES = ("sq", "rr", "prio", "priowfq")
+BACKGROUND = 0.625  # share of the load that is Poisson background (the rest: bursts)
+
+
+def scenario() -> Scenario:
+    return Scenario.load(path("meyer2014-rt"))
+
+
+def capacity_pps(sc: Scenario) -> float:
+    """All cores busy: k / x."""
+    r = run(sc.with_sets({"traffic.rate": "1kpps", "measure.duration": "1ms", "measure.warmup": "0ms"}))
+    return sc.data["cpu"]["cores"] / (r["t_proc_ns"] * 1e-9)
+
+
+def point(sc: Scenario, strategy: str, rt_share: float, utilisation: float, cap: float, duration: str | None = None) -> dict:
+    shares = [rt_share * BACKGROUND, rt_share * (1 - BACKGROUND), (1 - rt_share) * BACKGROUND, (1 - rt_share) * (1 - BACKGROUND)]
+    sets = {f"traffic.sources.{i}.share": f"{100 * s:.6f}%" for i, s in enumerate(shares)}
+    sets["traffic.rate"] = f"{utilisation * cap / 1e3:.6f}kpps"
+    sets["host.strategy.kind"] = strategy
+    if duration:
+        sets["measure.duration"] = duration
+    r = run(sc.with_sets(sets))
+    out = {"strategy": strategy, "rt_share": rt_share, "utilisation": utilisation, "throughput_pps": r["throughput_pps"], "loss_ratio": r["loss_ratio"]}
+    for cls in ("rt", "nrt"):
+        g = r["per_class"].get(cls)
+        out[f"{cls}_mean_ns"] = g["latency_ns"]["mean"] if g and g["forwarded_packets"] else None
+        out[f"{cls}_ci95_ns"] = g["latency_mean_ci95_ns"] if g else None
+        out[f"{cls}_p99_ns"] = g["latency_ns"]["p99"] if g and g["forwarded_packets"] else None
+    return out
+
+
+def curves(duration: str | None = None) -> dict:
+    sc = scenario()
+    cap = capacity_pps(sc)
+    shares = [i / 10 for i in range(11)]
+    utils = [u / 100 for u in range(10, 100, 5)] + [0.98]
+    return {
+        "capacity_pps": cap,
+        "rt_share": [point(sc, s, r, 0.8, cap, duration) for s in STRATEGIES for r in shares],
+        "utilisation": [point(sc, s, 0.3, u, cap, duration) for s in STRATEGIES for u in utils],
+        "overload": run(sc.with_sets({"traffic.rate": f"{1.2 * cap / 1e3:.3f}kpps", "host.strategy.kind": "prio"})),
+    }
+
+
+def _at(points, strategy, key, value):
+    return next(p for p in points if p["strategy"] == strategy and abs(p[key] - value) < 1e-9)
+
+
+def reproduce(duration: str | None = None) -> dict:
+    from . import row
+
+    c = curves(duration)
+    rs, ut = c["rt_share"], c["utilisation"]
+    rows = []
+
+    # SQ: RT = n-RT (within the confidence intervals, or 3%).
+    worst = 0.0
+    for r in [i / 10 for i in range(1, 10)]:
+        p = _at(rs, "sq", "rt_share", r)
+        tol = max(p["rt_ci95_ns"] + p["nrt_ci95_ns"], 0.03 * p["nrt_mean_ns"])
+        worst = max(worst, abs(p["rt_mean_ns"] - p["nrt_mean_ns"]) / tol)
+    rows.append(row("SQ: RT and n-RT mean latency equal (largest gap / tolerance)", "RT = n-RT", worst, "ratio", "001 VI-B1, Fig. 5", holds=worst <= 1.0))
+
+    # Prio bounds, over both sweeps.
+    ok_rt, ok_nrt = True, True
+    for pts, key, vals in ((rs, "rt_share", sorted({p["rt_share"] for p in rs})), (ut, "utilisation", sorted({p["utilisation"] for p in ut}))):
+        for v in vals:
+            prio = _at(pts, "prio", key, v)
+            for s in ("sq", "rr", "priowfq"):
+                o = _at(pts, s, key, v)
+                if prio["rt_mean_ns"] is not None and o["rt_mean_ns"] is not None:
+                    ok_rt &= prio["rt_mean_ns"] <= o["rt_mean_ns"] * 1.02 + (o["rt_ci95_ns"] or 0)
+                if prio["nrt_mean_ns"] is not None and o["nrt_mean_ns"] is not None:
+                    ok_nrt &= prio["nrt_mean_ns"] >= o["nrt_mean_ns"] * 0.98 - (o["nrt_ci95_ns"] or 0)
+    rows.append(row("Prio: lower bound of RT latency (all strategies, both sweeps)", "lower bound", "holds" if ok_rt else "violated", "", "001 VI-B", holds=ok_rt))
+    rows.append(row("Prio: upper bound of n-RT latency (all strategies, both sweeps)", "upper bound", "holds" if ok_nrt else "violated", "", "001 VI-B", holds=ok_nrt))
+
+    # RR: equal at 50% RT, the smaller class lower.
+    half = _at(rs, "rr", "rt_share", 0.5)
+    gap = abs(half["rt_mean_ns"] - half["nrt_mean_ns"]) / half["nrt_mean_ns"]
+    rows.append(row("RR: RT vs n-RT mean latency at 50% RT (relative gap)", 0.0, gap, "fraction", "001 VI-B1", holds=gap < 0.05))
+    smaller_lower = all(
+        (p["rt_mean_ns"] < p["nrt_mean_ns"]) == (p["rt_share"] < 0.5)
+        for p in rs
+        if p["strategy"] == "rr" and 0.1 <= p["rt_share"] <= 0.9 and abs(p["rt_share"] - 0.5) > 0.15
+    )
+    rows.append(row("RR: the smaller class has the lower latency", "smaller class lower", "holds" if smaller_lower else "violated", "", "001 VI-B1, VI-B2", holds=smaller_lower))
+
+    # PrioWFQ: near Prio at low utilisation, near RR at high.
+    lo = [u for u in sorted({p["utilisation"] for p in ut}) if u <= 0.5]
+    near_prio = max(abs(_at(ut, "priowfq", "utilisation", u)["rt_mean_ns"] - _at(ut, "prio", "utilisation", u)["rt_mean_ns"]) / _at(ut, "prio", "utilisation", u)["rt_mean_ns"] for u in lo)
+    rows.append(row("PrioWFQ: RT latency close to Prio at <= 50% utilisation (largest relative gap)", "close", near_prio, "fraction", "001 VI-B2, Fig. 6", holds=near_prio < 0.05))
+    top = max(p["utilisation"] for p in ut)
+    w, pr, rr = (_at(ut, s, "utilisation", top)["rt_mean_ns"] for s in ("priowfq", "prio", "rr"))
+    rows.append(
+        row(
+            f"PrioWFQ: RT latency nearer RR than Prio at {int(100 * top)}% utilisation",
+            "close to RR",
+            f"PrioWFQ {w / 1e3:.1f} us, RR {rr / 1e3:.1f} us, Prio {pr / 1e3:.1f} us",
+            "us",
+            "001 VI-B2, Fig. 6",
+            holds=abs(w - rr) < abs(w - pr),
+        )
+    )
+
+    # Prio: RT roughly linear, n-RT sharp.
+    u_lo, u_hi = 0.5, max(p["utilisation"] for p in ut)
+    p_lo, p_hi = _at(ut, "prio", "utilisation", u_lo), _at(ut, "prio", "utilisation", u_hi)
+    d_rt = p_hi["rt_mean_ns"] - p_lo["rt_mean_ns"]
+    d_nrt = p_hi["nrt_mean_ns"] - p_lo["nrt_mean_ns"]
+    rows.append(
+        row(
+            f"Prio: latency growth from 50% to {int(100 * u_hi)}% utilisation, n-RT / RT",
+            "n-RT sharply, RT roughly linearly",
+            d_nrt / d_rt if d_rt > 0 else float("inf"),
+            "ratio",
+            "001 VI-B2, Fig. 6",
+            holds=d_nrt > 3 * d_rt,
+        )
+    )
+
+    # Throughput.
+    over = c["overload"]
+    cores = len(over["cpu_per_core"])
+    rows.append(row("maximum throughput", 1.0, over["throughput_pps"] / 1e6, "Mpps", "001 V-B (ca. 1 Mpps)"))
+    rows.append(row("maximum throughput per core", 0.25, over["throughput_pps"] / cores / 1e6, "Mpps", "001 V-B (0.25 Mpps/core)"))
+    return {"paper": "001", "title": TITLE, "rows": rows, "curves": {"rt_share": rs, "utilisation": ut}}
