@@ -158,6 +158,26 @@ def format_run(r: dict, origin: str) -> str:
         )
         + "   latency, us",
     ]
+    groups = [(f"class {k}", v) for k, v in r.get("per_class", {}).items()] if len(r.get("per_class", {})) > 1 else []
+    if len(r.get("per_ring", [])) > 1:
+        groups += [(f"ring {g['ring']} (core {g['core']}, {g['queue']})", g) for g in r["per_ring"]]
+    if groups:
+        rows = []
+        for label, g in groups:
+            L = g["latency_ns"]
+            ci = g.get("latency_mean_ci95_ns")
+            rows.append(
+                [
+                    label,
+                    si(g["offered_pps"], "pps"),
+                    si(g["throughput_pps"], "pps"),
+                    f"{100 * g['loss_ratio']:.2f}%",
+                    f"{L['mean'] / 1e3:.2f}" + (f" +- {ci / 1e3:.2f}" if ci is not None else ""),
+                    f"{L['p50'] / 1e3:.2f}",
+                    f"{L['p99'] / 1e3:.2f}",
+                ]
+            )
+        lines += ["", table(rows, ["", "offered", "forwarded", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
     return "\n".join(lines)
 
 

@@ -11,7 +11,9 @@
 //! | `priowfq` | uncontended: the only waiting ring at once, highest priority first when contention starts; contended: per-ring time slices in turn (001 PrioWFQ) |
 //! | `drr` | deficit round robin, `weight * quantum` bytes per turn |
 //!
-//! Rings are given in priority order (index 0 highest).
+//! Rings are given in priority order (index 0 highest). A time-sliced turn serves frames
+//! while the next one's service still fits in the slice, and at least one frame: service
+//! is never preempted, and no turn overruns its slice by more than one frame.
 
 use crate::scenario::{StrategyKind, StrategySpec};
 
@@ -24,6 +26,8 @@ pub struct RingView {
     /// Write-back time of the oldest frame.
     pub head_arrival: Ps,
     pub head_size: u16,
+    /// Expected service time of the oldest frame.
+    pub head_service: Ps,
 }
 
 pub trait Strategy: Send {
@@ -100,7 +104,7 @@ pub struct TimeSlice {
 
 impl Strategy for TimeSlice {
     fn pick(&mut self, rings: &[RingView], now: Ps) -> Option<usize> {
-        if self.started && rings[self.cur].len > 0 && now < self.until {
+        if self.started && rings[self.cur].len > 0 && now + rings[self.cur].head_service <= self.until {
             return Some(self.cur);
         }
         let next = next_nonempty(rings, self.cur)?;
@@ -151,7 +155,7 @@ impl Strategy for PrioWfq {
                     self.contended = true;
                     self.cur = rings.iter().position(|r| r.len > 0)?;
                     self.until = now + self.slices[self.cur];
-                } else if rings[self.cur].len == 0 || now >= self.until {
+                } else if rings[self.cur].len == 0 || now + rings[self.cur].head_service > self.until {
                     self.cur = next_nonempty(rings, self.cur)?;
                     self.until = now + self.slices[self.cur];
                 }
@@ -223,7 +227,7 @@ mod tests {
     /// Serve two always-busy rings for `n` packets of 100 B taking 5 ps each; count per ring.
     fn share(kind: StrategyKind, n: usize) -> [usize; 2] {
         let mut s = build(&spec(kind), 2);
-        let rings = [RingView { len: 10, head_arrival: 5, head_size: 100 }, RingView { len: 10, head_arrival: 1, head_size: 100 }];
+        let rings = [RingView { len: 10, head_arrival: 5, head_size: 100, head_service: 5 }, RingView { len: 10, head_arrival: 1, head_size: 100, head_service: 5 }];
         let mut count = [0; 2];
         let mut now = 0;
         for _ in 0..n {
@@ -248,19 +252,33 @@ mod tests {
     }
 
     #[test]
+    fn a_slice_shorter_than_a_frame_still_serves_one_frame_per_turn() {
+        let mut s = build(&spec(StrategyKind::Rr), 2);
+        let rings = [RingView { len: 10, head_arrival: 0, head_size: 100, head_service: 25 }, RingView { len: 10, head_arrival: 0, head_size: 100, head_service: 25 }];
+        let mut now = 0;
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            let i = s.pick(&rings, now).unwrap();
+            order.push(i);
+            now += 25;
+        }
+        assert_eq!(order, [1, 0, 1, 0]);
+    }
+
+    #[test]
     fn priowfq_without_contention_serves_whoever_waits() {
         let mut s = build(&spec(StrategyKind::Priowfq), 2);
-        let only_low = [RingView::default(), RingView { len: 3, head_arrival: 0, head_size: 64 }];
+        let only_low = [RingView::default(), RingView { len: 3, head_arrival: 0, head_size: 64, head_service: 5 }];
         assert_eq!(s.pick(&only_low, 0), Some(1));
         // A high-priority frame arrives: it gets the core at the next packet boundary.
-        let both = [RingView { len: 1, head_arrival: 7, head_size: 64 }, RingView { len: 2, head_arrival: 0, head_size: 64 }];
+        let both = [RingView { len: 1, head_arrival: 7, head_size: 64, head_service: 5 }, RingView { len: 2, head_arrival: 0, head_size: 64, head_service: 5 }];
         assert_eq!(s.pick(&both, 8), Some(0));
     }
 
     #[test]
     fn quota_moves_on_when_a_ring_empties() {
         let mut s = build(&spec(StrategyKind::Quota), 2);
-        let rings = [RingView { len: 1, head_arrival: 0, head_size: 64 }, RingView { len: 5, head_arrival: 0, head_size: 64 }];
+        let rings = [RingView { len: 1, head_arrival: 0, head_size: 64, head_service: 5 }, RingView { len: 5, head_arrival: 0, head_size: 64, head_service: 5 }];
         let first = s.pick(&rings, 0).unwrap();
         s.served(first, 64);
         let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];

@@ -97,7 +97,7 @@ impl Server {
             for (v, &r) in core.views.iter_mut().zip(&core.rings) {
                 let ring = &ctx.nic.rx[r];
                 *v = match ring.pkts.front() {
-                    Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size },
+                    Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size, head_service: ctx.costs.t_proc_mean(p.size as u64) },
                     None => RingView::default(),
                 };
             }

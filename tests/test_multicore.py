@@ -1,0 +1,71 @@
+"""001: multi-core router with RT / n-RT rings and ring-scheduling strategies."""
+
+import json
+
+import pytest
+
+import pktsim
+from conftest import EXAMPLES, run_cli
+
+RT = EXAMPLES / "meyer2014-rt.toml"
+
+
+def test_run_json_has_per_class_and_per_ring():
+    r = json.loads(run_cli("run", RT, "--json", "--set", "measure.duration=100ms").stdout)
+    assert set(r["per_class"]) == {"rt", "nrt"}
+    assert len(r["per_ring"]) == 8 and {g["queue"] for g in r["per_ring"]} == {"rt", "nrt"}
+    for g in list(r["per_class"].values()) + r["per_ring"]:
+        assert {"offered_pps", "throughput_pps", "loss_ratio", "latency_ns", "drops", "latency_mean_ci95_ns"} <= set(g)
+    assert sum(g["forwarded_packets"] for g in r["per_ring"]) == r["forwarded_packets"]
+    assert sum(g["forwarded_packets"] for g in r["per_class"].values()) == r["forwarded_packets"]
+    # RT frames (TOS 0xb8) land only in the rt rings.
+    rt_in_rt_rings = sum(g["forwarded_packets"] for g in r["per_ring"] if g["queue"] == "rt")
+    assert rt_in_rt_rings == r["per_class"]["rt"]["forwarded_packets"]
+    # The T+ adder: nothing is faster than x + 74.88 us.
+    assert r["latency_ns"]["min"] >= 74_880 + 4_040 - 10
+
+
+@pytest.mark.parametrize("kind", ["sq", "quota", "rr", "prio", "priowfq", "drr"])
+def test_every_strategy_runs_and_loses_nothing_at_80_percent(kind):
+    sets = {"host.strategy.kind": kind, "measure.duration": "100ms", "host.strategy.weights": [3, 1]}
+    r = pktsim.run(RT, sets=sets)
+    assert r["loss_ratio"] == 0.0
+    assert r["io"]["strategy"] == kind
+
+
+def test_strategy_parameters_are_validated():
+    proc = run_cli("run", RT, "--set", "host.strategy.kind=drr", check=False)
+    assert proc.returncode == 2 and "host.strategy.weights" in proc.stderr
+    proc = run_cli("run", RT, "--set", "nic.filters.0.queue=gold", check=False)
+    assert proc.returncode == 2 and "nic.filters[0].queue" in proc.stderr and "rt, nrt" in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def rep001():
+    return json.loads(run_cli("reproduce", "001", "--json").stdout)
+
+
+def test_reproduce_001_relations_hold(rep001):
+    assert rep001["paper"] == "001"
+    rows = {r["quantity"]: r for r in rep001["rows"]}
+    must_hold = [
+        "SQ: RT and n-RT mean latency equal",
+        "Prio: lower bound of RT latency",
+        "Prio: upper bound of n-RT latency",
+        "RR: RT vs n-RT mean latency at 50% RT",
+        "RR: the smaller class has the lower latency",
+        "PrioWFQ: RT latency close to Prio at 10% utilisation",
+        "PrioWFQ: RT latency nearer RR than Prio at 98% utilisation",
+        "Prio: latency growth from 50% to 98% utilisation",
+    ]
+    for prefix in must_hold:
+        r = next(v for q, v in rows.items() if q.startswith(prefix))
+        assert r["holds"] is True, r
+    assert rows["maximum throughput"]["predicted"] == pytest.approx(1.0, abs=0.02)
+    assert rows["maximum throughput per core"]["predicted"] == pytest.approx(0.25, abs=0.005)
+
+
+def test_reproduce_001_curves_have_confidence_intervals(rep001):
+    pts = rep001["curves"]["utilisation"]
+    mid = [p for p in pts if p["strategy"] == "prio" and abs(p["utilisation"] - 0.8) < 1e-9][0]
+    assert 0 < mid["rt_ci95_ns"] < 0.1 * mid["rt_mean_ns"]
