@@ -315,6 +315,9 @@ pub struct HostSpec {
     /// How a core chooses among its rx rings (io = "server").
     #[serde(default)]
     pub strategy: StrategySpec,
+    /// One strategy per core, overriding `strategy` (as many entries as cpu.cores).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub core_strategies: Vec<StrategySpec>,
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -402,6 +405,7 @@ impl Default for HostSpec {
             t_proc_per_byte: None,
             tx_lock: Duration::default(),
             strategy: StrategySpec::default(),
+            core_strategies: Vec::new(),
         }
     }
 }
@@ -1138,32 +1142,45 @@ impl Scenario {
         if let Some(q) = n.tx_queues {
             range("nic.tx_queues", q as u64, 1, 4096, "a number of tx queues")?;
         }
-        let st = &self.host.strategy;
         let nq = n.queues.len();
-        match st.kind {
-            StrategyKind::Quota => range("host.strategy.quota", st.quota as u64, 1, 1 << 20, "a number of packets")?,
-            StrategyKind::Rr if st.slice.ps == 0 => {
-                return Err(ConfigError::new(origin, "host.strategy.slice", Some("\"0ps\"".into()), "a time slice above 0").into())
+        if !self.host.core_strategies.is_empty() && self.host.core_strategies.len() != self.cpu.cores as usize {
+            return Err(ConfigError::new(
+                origin,
+                "host.core_strategies",
+                Some(format!("{} entries", self.host.core_strategies.len())),
+                format!("one strategy per core ({})", self.cpu.cores),
+            )
+            .into());
+        }
+        let specs = std::iter::once(("host.strategy".to_string(), &self.host.strategy))
+            .chain(self.host.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
+        for (base, st) in specs {
+            let key = |k: &str| format!("{base}.{k}");
+            match st.kind {
+                StrategyKind::Quota => range(&key("quota"), st.quota as u64, 1, 1 << 20, "a number of packets")?,
+                StrategyKind::Rr if st.slice.ps == 0 => {
+                    return Err(ConfigError::new(origin, key("slice"), Some("\"0ps\"".into()), "a time slice above 0").into())
+                }
+                StrategyKind::Priowfq if st.slices.len() != nq || st.slices.iter().any(|d| d.ps == 0) => {
+                    return Err(ConfigError::new(
+                        origin,
+                        key("slices"),
+                        Some(format!("{} slices", st.slices.len())),
+                        format!("one time slice above 0 per queue in nic.queues ({nq}), highest priority first"),
+                    )
+                    .into())
+                }
+                StrategyKind::Drr if st.weights.len() != nq || st.weights.contains(&0) || st.quantum.bytes == 0 => {
+                    return Err(ConfigError::new(
+                        origin,
+                        key("weights"),
+                        Some(format!("{:?}", st.weights)),
+                        format!("one weight above 0 per queue in nic.queues ({nq}), and a quantum above 0 B"),
+                    )
+                    .into())
+                }
+                _ => {}
             }
-            StrategyKind::Priowfq if st.slices.len() != nq || st.slices.iter().any(|d| d.ps == 0) => {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.strategy.slices",
-                    Some(format!("{} slices", st.slices.len())),
-                    format!("one time slice above 0 per queue in nic.queues ({nq}), highest priority first"),
-                )
-                .into())
-            }
-            StrategyKind::Drr if st.weights.len() != nq || st.weights.contains(&0) || st.quantum.bytes == 0 => {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.strategy.weights",
-                    Some(format!("{:?}", st.weights)),
-                    format!("one weight above 0 per queue in nic.queues ({nq}), and a quantum above 0 B"),
-                )
-                .into())
-            }
-            _ => {}
         }
         let h = &self.host;
         range("host.weight", h.weight as u64, 1, 1 << 16, "a number of packets")?;

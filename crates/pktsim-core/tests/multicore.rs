@@ -115,3 +115,53 @@ fn napi_scales_with_cores_too() {
     assert!(close(four.throughput_pps / one.throughput_pps, 4.0, 0.02), "{}", four.throughput_pps);
     assert!(four.latency_ns.min >= 479.0);
 }
+
+#[test]
+fn each_core_can_run_its_own_strategy() {
+    // Two cores, RT and bulk rings; core 0 strict priority, core 1 FCFS: only core 0's RT
+    // traffic is protected.
+    let text = r#"
+        [cpu]
+        frequency = "1GHz"
+        cores = 2
+        [link]
+        rate = "100Gbit/s"
+        [traffic]
+        rate = "450kpps"
+        size = "64B"
+        flows = 4096
+        [[traffic.sources]]
+        class = "rt"
+        tos = 184
+        pattern = "poisson"
+        share = "30%"
+        [[traffic.sources]]
+        class = "bulk"
+        pattern = "burst"
+        burst = 32
+        share = "70%"
+        [nic]
+        queues = ["rt", "bulk"]
+        [[nic.filters]]
+        tos = 184
+        queue = "rt"
+        [host]
+        io = "server"
+        t_proc = "4us"
+        [[host.core_strategies]]
+        kind = "prio"
+        [[host.core_strategies]]
+        kind = "sq"
+        [measure]
+        warmup = "2ms"
+        duration = "100ms"
+    "#;
+    let node = Scenario::load_toml(text, "per-core.toml", Path::new("."), &[]).unwrap();
+    let r = run(&node, &mut || false).unwrap();
+    assert_eq!(r.io["strategy_per_core"], serde_json::json!(["prio", "sq"]));
+    let rt0 = r.per_ring[0].summary.latency_ns.mean; // core 0, rt ring
+    let rt1 = r.per_ring[2].summary.latency_ns.mean; // core 1, rt ring
+    assert!(rt0 < 0.7 * rt1, "prio core {rt0} vs fcfs core {rt1}");
+    let bad = Scenario::load_toml(&text.replace("[[host.core_strategies]]\n        kind = \"sq\"", ""), "x.toml", Path::new("."), &[]);
+    assert!(bad.unwrap_err().to_string().contains("host.core_strategies"));
+}

@@ -268,7 +268,12 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
             },
         )),
         IoModeKind::Server => Box::new(Server::new(
-            (0..k).map(|c| ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(&s.host.strategy, qpc))).collect(),
+            (0..k)
+                .map(|c| {
+                    let spec = s.host.core_strategies.get(c).unwrap_or(&s.host.strategy);
+                    ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(spec, qpc))
+                })
+                .collect(),
             n_rings,
         )),
     };

@@ -161,6 +161,7 @@ impl IoMode for Server {
     }
 
     fn report(&self) -> serde_json::Value {
-        serde_json::json!({ "strategy": self.cores.first().map(|c| c.strategy.name()) })
+        let names: Vec<&str> = self.cores.iter().map(|c| c.strategy.name()).collect();
+        serde_json::json!({ "strategy": names.first(), "strategy_per_core": names })
     }
 }
