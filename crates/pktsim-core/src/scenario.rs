@@ -246,6 +246,48 @@ pub enum IoModeKind {
     /// A plain single server: FIFO service from the rx ring, no IRQ or NAPI effects (for
     /// checks against queueing theory).
     Server,
+    /// DPDK-style: the core spins on its rings, each call moves up to `host.batch.size`
+    /// frames; no interrupts; an empty call costs `t_empty`.
+    BusyPoll,
+    /// netmap / libpcap style: a system call moves up to `host.batch.size` frames; with
+    /// nothing to move the thread sleeps until an interrupt wakes it (`t_wakeup`).
+    BatchedSyscall,
+}
+
+/// Costs of batched packet I/O (io = "busy-poll" or "batched-syscall"). A call that moves
+/// n frames costs t_call + n t_packet + bytes t_byte, then each frame its t_proc; the n
+/// frames go to the tx ring together at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSpec {
+    /// Most frames one call moves (rx burst size).
+    #[serde(default = "default_batch")]
+    pub size: u32,
+    /// Fixed cost of one call (rx_burst, poll/ioctl system call, pcap_dispatch).
+    #[serde(default)]
+    pub t_call: Duration,
+    /// I/O cost per frame moved (descriptor handling, buffer hand-over).
+    #[serde(default)]
+    pub t_packet: Duration,
+    /// Copy cost per byte (libpcap copies frames; netmap and DPDK do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_byte: Option<TimePerByte>,
+    /// Cost of a call that finds nothing (busy-poll).
+    #[serde(default)]
+    pub t_empty: Duration,
+    /// From the interrupt to the sleeping thread running again (batched-syscall).
+    #[serde(default)]
+    pub t_wakeup: Duration,
+}
+
+fn default_batch() -> u32 {
+    32
+}
+
+impl Default for BatchSpec {
+    fn default() -> Self {
+        BatchSpec { size: default_batch(), t_call: Duration::default(), t_packet: Duration::default(), t_byte: None, t_empty: Duration::default(), t_wakeup: Duration::default() }
+    }
 }
 
 /// Which `net_rx_action` loop the kernel runs.
@@ -318,6 +360,9 @@ pub struct HostSpec {
     /// One strategy per core, overriding `strategy` (as many entries as cpu.cores).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub core_strategies: Vec<StrategySpec>,
+    /// Batched I/O costs (io = "busy-poll" or "batched-syscall").
+    #[serde(default)]
+    pub batch: BatchSpec,
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -406,6 +451,7 @@ impl Default for HostSpec {
             tx_lock: Duration::default(),
             strategy: StrategySpec::default(),
             core_strategies: Vec::new(),
+            batch: BatchSpec::default(),
         }
     }
 }
@@ -1181,6 +1227,16 @@ impl Scenario {
                 }
                 _ => {}
             }
+        }
+        range("host.batch.size", self.host.batch.size as u64, 1, 1 << 16, "a number of frames per call")?;
+        if self.host.io == IoModeKind::BusyPoll && self.host.batch.t_empty.ps == 0 && self.host.batch.t_call.ps == 0 {
+            return Err(ConfigError::new(
+                origin,
+                "host.batch.t_empty",
+                Some("\"0ns\"".into()),
+                "a cost above 0 for an empty poll (or host.batch.t_call): a core spinning for free never lets time pass",
+            )
+            .into());
         }
         let h = &self.host;
         range("host.weight", h.weight as u64, 1, 1 << 16, "a number of packets")?;

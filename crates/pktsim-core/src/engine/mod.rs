@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::model;
 use crate::scenario::{IoModeKind, ItrMode, Node, TxVector};
 
+use io::batched::{Batched, CallCosts, Wait};
 use io::napi::{Napi, NapiParams};
 use io::server::Server;
 use classify::Classifier;
@@ -66,7 +67,11 @@ pub struct SimResult {
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
     pub cpu_utilization: f64,
+    /// CPU busy with packets (all but spinning on empty rings), 0..1.
+    pub cpu_useful: f64,
     pub cpu_by_activity: BTreeMap<String, f64>,
+    /// Busy polls that found nothing.
+    pub empty_polls: u64,
     pub drops: BTreeMap<String, u64>,
     pub offered_packets: u64,
     pub forwarded_packets: u64,
@@ -243,7 +248,7 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
         t_plus,
         from: m.latency_from,
         to: m.latency_to,
-        max_per_poll: weight as usize,
+        max_per_poll: (weight as usize).max(s.host.batch.size as usize),
         interval_ps: m.interval.map(|i| i.ps),
         batches: m.batches as usize,
         classes: class_names.len(),
@@ -267,6 +272,24 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
                 net_rx_action: s.host.net_rx_action,
             },
         )),
+        IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => {
+            let b = &s.host.batch;
+            let wait = match s.host.io {
+                IoModeKind::BusyPoll => Wait::Spin { t_empty: if b.t_empty.ps > 0 { b.t_empty.ps } else { b.t_call.ps } },
+                _ => Wait::Sleep { t_irq: s.host.t_irq.ps, t_wakeup: b.t_wakeup.ps },
+            };
+            Box::new(Batched::new(
+                (0..k)
+                    .map(|c| {
+                        let spec = s.host.core_strategies.get(c).unwrap_or(&s.host.strategy);
+                        ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(spec, qpc))
+                    })
+                    .collect(),
+                n_rings,
+                wait,
+                CallCosts { batch: b.size as usize, t_call: b.t_call.ps, t_packet: b.t_packet.ps, t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte) },
+            ))
+        }
         IoModeKind::Server => Box::new(Server::new(
             (0..k)
                 .map(|c| {
@@ -352,6 +375,8 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
         time_squeeze: st.time_squeeze,
         ksoftirqd_wakeups: st.ksoftirqd_wakeups,
         cpu_utilization: busy_total as f64 / (window * k as f64),
+        cpu_useful: (busy_total - st.busy_ps[stats::Activity::Spin as usize]) as f64 / (window * k as f64),
+        empty_polls: st.empty_polls,
         cpu_by_activity,
         drops: all.drops.clone(),
         offered_packets: all.offered_packets,

@@ -25,9 +25,13 @@ pub enum Activity {
     TxClean = 2,
     RxClean = 3,
     TxLock = 4,
+    /// Batched I/O calls: per-call and per-frame I/O cost.
+    Io = 5,
+    /// Busy polling that found nothing.
+    Spin = 6,
 }
 
-pub const ACTIVITY_NAMES: [&str; 5] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock"];
+pub const ACTIVITY_NAMES: [&str; 7] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -209,7 +213,8 @@ pub struct Stats {
     pub softirqs: u64,
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
-    pub busy_ps: [u64; 5],
+    pub busy_ps: [u64; 7],
+    pub empty_polls: u64,
     pub busy_core_ps: Vec<u64>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
     pub rx_per_poll: Vec<u64>,
@@ -260,7 +265,8 @@ impl Stats {
             softirqs: 0,
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
-            busy_ps: [0; 5],
+            busy_ps: [0; 7],
+            empty_polls: 0,
             busy_core_ps: vec![0; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
             interval_ps: c.interval_ps,
@@ -362,6 +368,13 @@ impl Stats {
             if let Some(b) = self.bucket(t) {
                 b.polls += 1;
             }
+        }
+    }
+
+    /// `n` empty polls, the first at `t`.
+    pub fn empty_polls_add(&mut self, t: Ps, n: u64) {
+        if self.in_window(t) {
+            self.empty_polls += n;
         }
     }
 

@@ -2,9 +2,11 @@
 //! self-contained state machine behind [`IoMode`]; the engine only routes events to it.
 //!
 //! - [`napi::Napi`]: Linux NAPI with an ixgbe-style driver (002, 003).
+//! - [`batched::Batched`]: DPDK-style busy polling and netmap / libpcap system calls (004).
 //! - [`server::Server`]: cores as plain servers of their rings, choosing among them by a
 //!   pluggable strategy (001), also used for checks against queueing theory.
 
+pub mod batched;
 pub mod napi;
 pub mod server;
 
