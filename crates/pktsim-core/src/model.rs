@@ -69,6 +69,15 @@ pub fn group_cycles(node: &Node) -> (GroupCycles, FibReport) {
     let routes = s.fib.routes.unwrap_or(flows);
     let routing = fib.routing_cycles(cycles.get(Group::Routing), node.cost.reference_routes, node.cost.reference_flows, routes, flows);
     cycles.set(Group::Routing, routing);
+    // Buffer management: recycling replaces allocation and free; a shared allocator's lock
+    // costs more with each core contending for it.
+    let b = &s.cost.buffers;
+    if b.recycling {
+        cycles.set(Group::Alloc, b.recycle.map_or(0.0, |c| c.cycles));
+        cycles.set(Group::Free, 0.0);
+    } else if s.cpu.cores > 1 {
+        cycles.set(Group::Alloc, cycles.get(Group::Alloc) + b.shared_lock.cycles * (s.cpu.cores - 1) as f64);
+    }
     (cycles, fib.report(routes, flows, &s.cpu.caches))
 }
 
@@ -239,6 +248,18 @@ mod tests {
         assert!((m2.c_total_cycles - 2062.5).abs() < 1e-9);
         assert!(from_measurement(1e6, 3.3e9, Some(1.5), None).is_err());
         assert!(from_measurement(0.0, 3.3e9, Some(1.0), None).is_err());
+    }
+
+    #[test]
+    fn recycling_replaces_alloc_and_free_and_a_shared_allocator_costs_per_core() {
+        let base = predict(&node(""));
+        let rec = predict(&node("[cost.buffers]\nrecycling = true\nrecycle = \"40cycles\""));
+        assert_eq!(rec.cycles_by_group["alloc"], 40.0);
+        assert_eq!(rec.cycles_by_group["free"], 0.0);
+        assert_eq!(base.c_total_cycles - rec.c_total_cycles, 144.0 + 231.0 - 40.0);
+        let mut shared = node("[cost.buffers]\nshared_lock = \"30cycles\"");
+        shared.scenario.cpu.cores = 4;
+        assert_eq!(predict(&shared).cycles_by_group["alloc"], 144.0 + 3.0 * 30.0);
     }
 
     #[test]

@@ -799,6 +799,26 @@ pub struct CostSpec {
     /// Cycles per byte per group.
     #[serde(default)]
     pub per_byte: Groups<CyclesPerByte>,
+    /// Packet-buffer management: per-packet allocation and free, or recycling from a pool.
+    #[serde(default)]
+    pub buffers: BufferSpec,
+}
+
+/// How packet buffers are obtained (003 skb recycling, 004 Click packet pool).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    /// Take buffers from a per-core pool instead of allocating and freeing each one: the
+    /// alloc and free groups are replaced by `recycle`.
+    #[serde(default)]
+    pub recycling: bool,
+    /// Cycles per packet to take a buffer from the pool and give it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recycle: Option<Cycles>,
+    /// Cycles per packet added to alloc for each additional core sharing the allocator's
+    /// lock (without recycling).
+    #[serde(default)]
+    pub shared_lock: Cycles,
 }
 
 /// One traffic source after inheritance: what the models use.
@@ -1104,6 +1124,22 @@ impl Scenario {
                 cost.reference_flows = flows;
                 cost.reference_routes = self.fib.routes.unwrap_or(flows);
             }
+        }
+        let b = &self.cost.buffers;
+        if b.recycling && b.recycle.is_none() {
+            return Err(ConfigError::new(origin, "cost.buffers.recycle", None, "the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"").into());
+        }
+        if !b.recycling && b.recycle.is_some() {
+            return Err(ConfigError::new(origin, "cost.buffers.recycle", b.recycle.map(|c| format!("{:?}", c.to_string())), "no recycle cost unless cost.buffers.recycling = true").into());
+        }
+        if (b.recycling || b.shared_lock.cycles > 0.0) && self.cost.profile.is_none() && cost.fixed.get(cost::Group::Alloc) + cost.fixed.get(cost::Group::Free) == 0.0 {
+            return Err(ConfigError::new(
+                origin,
+                "cost.buffers",
+                None,
+                "a cost profile or [cost.cycles] with alloc and free groups for the buffer model to change (host times have none)",
+            )
+            .into());
         }
         if !(cost.fixed.total() > 0.0) {
             return Err(ConfigError::new(
