@@ -51,8 +51,10 @@ pub struct Prediction {
     pub fib: FibReport,
 }
 
-/// Group cycles for the node's traffic: per-byte terms at each source's sizes, weighted by
-/// packet share, and routing moved to the scenario's FIB.
+/// Processing cycles per group for the node's traffic: per-byte terms at each source's
+/// sizes weighted by packet share, routing moved to the scenario's FIB, the buffer variant
+/// applied. Packet I/O of the batched modes is not included (the simulator charges it per
+/// call; [`predict`] adds its share per packet).
 pub fn group_cycles(node: &Node) -> (GroupCycles, FibReport) {
     let mut cycles = GroupCycles::default();
     for src in &node.sources {
@@ -86,7 +88,14 @@ pub fn predict(node: &Node) -> Prediction {
     let s = &node.scenario;
     let f = s.cpu.frequency.hz;
     let k = s.cpu.cores;
-    let (cycles, fib) = group_cycles(node);
+    let (mut cycles, fib) = group_cycles(node);
+    // Batched I/O (busy-poll, batched-syscall): the call cost shared by a full batch, the
+    // per-frame I/O and the copy belong to reception (000's C_RX).
+    if matches!(s.host.io, crate::scenario::IoModeKind::BusyPoll | crate::scenario::IoModeKind::BatchedSyscall) {
+        let b = &s.host.batch;
+        let ps = b.t_packet.ps as f64 + b.t_call.ps as f64 / b.size as f64 + b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64 / 1e3 * node.mean_frame_bytes());
+        cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
+    }
     let c_total = cycles.total();
     let c_core = c_total + (k as f64 - 1.0) * s.cpu.contention.cycles;
     let r_max = f / c_total;

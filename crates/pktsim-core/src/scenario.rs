@@ -1141,12 +1141,14 @@ impl Scenario {
             )
             .into());
         }
-        if !(cost.fixed.total() > 0.0) {
+        let batched = matches!(self.host.io, IoModeKind::BusyPoll | IoModeKind::BatchedSyscall);
+        let batch_cost = batched && (self.host.batch.t_call.ps > 0 || self.host.batch.t_packet.ps > 0 || self.host.batch.t_byte.is_some());
+        if !(cost.fixed.total() > 0.0) && !batch_cost {
             return Err(ConfigError::new(
                 origin,
                 "cost",
                 None,
-                "a cost profile (cost.profile), cycles per group ([cost.cycles]) or host.t_proc, giving more than 0 cycles per packet",
+                "a cost profile (cost.profile), cycles per group ([cost.cycles]), host.t_proc or batched I/O costs (host.batch), giving more than 0 cycles per packet",
             )
             .into());
         }
