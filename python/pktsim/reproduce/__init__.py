@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import paper000, paper001, paper002, paper004
+from . import paper000, paper001, paper002, paper003, paper004
 
 PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
     "000": (paper000.TITLE, paper000.reproduce),
     "001": (paper001.TITLE, paper001.reproduce),
     "002": (paper002.TITLE, paper002.reproduce),
+    "003": (paper003.TITLE, paper003.reproduce),
     "004": (paper004.TITLE, paper004.reproduce),
 }
 
