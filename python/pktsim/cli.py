@@ -214,6 +214,73 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------- compare
+
+
+def compare(a: Scenario, b: Scenario) -> dict:
+    """Model and simulate two scenarios; rows of the figures people compare, with B - A."""
+    from .sim import run
+
+    pa, pb = predict(a), predict(b)
+    ra, rb = run(a), run(b)
+    rows = []
+
+    def add(quantity, va, vb, unit):
+        d = None if va is None or vb is None else vb - va
+        rel = None if d is None or abs(va) < 1e-6 else d / va
+        rows.append({"quantity": quantity, "a": va, "b": vb, "diff": d, "rel_diff": rel, "unit": unit})
+
+    add("offered", ra["offered_pps"], rb["offered_pps"], "pps")
+    add("throughput (simulated)", ra["throughput_pps"], rb["throughput_pps"], "pps")
+    add("throughput (analytical)", pa["predicted_pps"], pb["predicted_pps"], "pps")
+    add("loss", ra["loss_ratio"], rb["loss_ratio"], "fraction")
+    for k in ("p50", "p90", "p99", "p999", "max", "mean"):
+        add(f"latency {k}", ra["latency_ns"][k], rb["latency_ns"][k], "ns")
+    add("CPU utilisation", ra["cpu_utilization"], rb["cpu_utilization"], "fraction")
+    add("CPU doing packet work", ra["cpu_useful"], rb["cpu_useful"], "fraction")
+    for k in sorted(set(ra["cpu_by_activity"]) | set(rb["cpu_by_activity"])):
+        add(f"CPU {k}", ra["cpu_by_activity"].get(k), rb["cpu_by_activity"].get(k), "fraction")
+    add("IRQs", ra["irq_per_s"], rb["irq_per_s"], "1/s")
+    add("polls per packet", ra["polls_per_packet"], rb["polls_per_packet"], "polls/packet")
+    add("packets per poll", ra["packets_per_poll"]["mean"], rb["packets_per_poll"]["mean"], "packets")
+    for g in GROUPS:
+        add(f"C_{g}", pa["cycles_by_group"][g], pb["cycles_by_group"][g], "cycles/packet")
+    add("C_total", pa["c_total_cycles"], pb["c_total_cycles"], "cycles/packet")
+    add("R_max (Eq. 1)", pa["r_max_pps"], pb["r_max_pps"], "pps")
+    return {"a": {"name": ra["name"], "origin": a.origin}, "b": {"name": rb["name"], "origin": b.origin}, "rows": rows}
+
+
+def cmd_compare(args) -> int:
+    a = Scenario.load(args.a, args.set)
+    b = Scenario.load(args.b, args.set)
+    res = compare(a, b)
+    if args.json:
+        print(_dump(res))
+        return 0
+    print(f"pktsim compare: A = {res['a']['name']} ({args.a})")
+    print(f"                B = {res['b']['name']} ({args.b})")
+    print()
+
+    def fmt(v, unit):
+        if v is None:
+            return "-"
+        if unit in ("pps", "1/s"):
+            return si(v, "pps" if unit == "pps" else "/s")
+        if unit == "ns":
+            return f"{v / 1e3:.2f} us"
+        if unit == "fraction":
+            return f"{100 * v:.2f} %"
+        return f"{v:.2f}"
+
+    rows = []
+    for r in res["rows"]:
+        rel = "" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.1f}%"
+        diff = "-" if r["diff"] is None else (fmt(r["diff"], r["unit"]) if r["unit"] != "fraction" else f"{100 * r['diff']:+.2f} pp")
+        rows.append([r["quantity"], fmt(r["a"], r["unit"]), fmt(r["b"], r["unit"]), diff, rel])
+    print(table(rows, ["quantity", "A", "B", "B - A", "change"], "lrrrr"))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------- reproduce
 
 
@@ -306,6 +373,13 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.set_defaults(func=cmd_sweep)
+
+    c = sub.add_parser("compare", help="model and simulate two scenarios side by side, with the differences")
+    c.add_argument("a", metavar="A.toml")
+    c.add_argument("b", metavar="B.toml")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key in both (repeatable)")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("reproduce", help="reproduce a seed paper's numbers: predicted vs reported, with errors")
     r.add_argument("paper", metavar="PAPER", help="000, or all")

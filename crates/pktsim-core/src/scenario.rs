@@ -1110,6 +1110,7 @@ impl Scenario {
             None => CostProfile::from_file(cost::CostProfileFile::default(), "inline"),
         };
         let mut cost = profile.with_overrides(&self.cost.cycles, &self.cost.per_byte);
+        let groups_given = cost.fixed.get(cost::Group::Alloc) + cost.fixed.get(cost::Group::Free) > 0.0;
         if cost.fixed.total() == 0.0 && self.cost.profile.is_none() {
             // No cycle costs given: take them from the host's times, so that the analytical
             // model and the simulator describe the same node (t_clean frees the transmitted
@@ -1132,12 +1133,12 @@ impl Scenario {
         if !b.recycling && b.recycle.is_some() {
             return Err(ConfigError::new(origin, "cost.buffers.recycle", b.recycle.map(|c| format!("{:?}", c.to_string())), "no recycle cost unless cost.buffers.recycling = true").into());
         }
-        if (b.recycling || b.shared_lock.cycles > 0.0) && self.cost.profile.is_none() && cost.fixed.get(cost::Group::Alloc) + cost.fixed.get(cost::Group::Free) == 0.0 {
+        if (b.recycling || b.shared_lock.cycles > 0.0) && (self.host.t_proc.is_some() || !groups_given) {
             return Err(ConfigError::new(
                 origin,
                 "cost.buffers",
                 None,
-                "a cost profile or [cost.cycles] with alloc and free groups for the buffer model to change (host times have none)",
+                "per-packet costs from a cost profile or [cost.cycles] (with alloc and free groups) for the buffer model to change; host.t_proc and host.t_clean are fixed times",
             )
             .into());
         }
