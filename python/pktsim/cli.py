@@ -214,6 +214,81 @@ def cmd_sweep(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------- calibrate
+
+
+def cmd_calibrate(args) -> int:
+    from pathlib import Path as _P
+
+    from . import calibrate as cal
+
+    if args.rate is None:
+        raise UsageError("calibrate: --rate is required (the measured forwarding rate, e.g. --rate 1.67Mpps)")
+    if args.freq is None:
+        raise UsageError("calibrate: --freq is required (the CPU clock, e.g. --freq 3.3GHz)")
+    rate = _quantity("packetrate", "--rate", args.rate)
+    freq = _quantity("frequency", "--freq", args.freq)
+    load = _quantity("percent", "--cpu-load", args.cpu_load) if args.cpu_load is not None else None
+    active = None
+    if args.active_cycles is not None:
+        try:
+            active = float(args.active_cycles)
+        except ValueError:
+            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second, e.g. 3.1e9") from None
+    if (load is None) == (active is None):
+        raise UsageError("calibrate: give --cpu-load (e.g. 100%) or --active-cycles, one of them")
+    rules = cal.Rules.load(args.rules)
+    profile = cal.read_profile(args.profile, args.format)
+    try:
+        c = cal.calibrate(profile, rules, rate, freq, load, active, idle_into_other=args.idle_into_other)
+    except ValueError as e:
+        raise UsageError(f"calibrate: {e}") from None
+    name = args.name or _P(args.profile).stem
+    if args.output:
+        atomic_write(args.output, c.to_profile_toml(name, args.routes, args.flows))
+    if args.flamegraph:
+        atomic_write(args.flamegraph, cal.flamegraph(profile, rules, f"{name}: cycles by group"))
+    if args.bars:
+        cal.bar_chart([(name, c.cycles_by_group)], args.bars, f"{name}: cycles per packet by group")
+    if args.json:
+        print(_dump(c.to_json()))
+        return 0
+    j = c.to_json()
+    print(f"pktsim calibrate: {args.profile} ({profile.fmt}, {c.samples:g} samples, rules {rules.origin})")
+    print(f"  {si(rate, 'pps')} at {100 * j['cpu_load']:.1f}% of {si(freq, 'Hz', 2)}: C_total = {c.c_total_cycles:.1f} cycles/packet (000 Eq. 3)")
+    print()
+    rows = [[g, f"{c.samples_by_group.get(g, 0.0) / c.active_samples:.1%}", f"{v:.1f}"] for g, v in c.cycles_by_group.items()]
+    rows.append(["C_total", "100.0%", f"{c.c_total_cycles:.1f}"])
+    print(table(rows, ["group", "share", "cycles/packet"], "lrr"))
+    if j["idle_share"] > 0:
+        print(f"\n  idle samples: {j['idle_share']:.1%} of all (left out of the active cycles)")
+    print(f"\n  unmatched: {c.unmatched_share:.1%} of active samples (in C_other); top functions:")
+    for fn, share in c.unmatched_top(10):
+        print(f"    {share:6.1%}  {fn}")
+    for label, p in (("cost profile", args.output), ("flame graph", args.flamegraph), ("bar chart", args.bars)):
+        if p:
+            print(f"  wrote {label}: {p}")
+    return 0
+
+
+def cmd_plot_groups(args) -> int:
+    from . import calibrate as cal
+
+    items = []
+    for name in args.profiles:
+        sc = {"cpu": {"frequency": "1GHz"}, "link": {"rate": "100Gbit/s"}, "traffic": {"rate": "1kpps"}, "cost": {"profile": name}}
+        from pathlib import Path as _P
+
+        base = str(_P(name).parent) if _P(name).is_file() else "."
+        if _P(name).is_file():
+            sc["cost"]["profile"] = _P(name).name
+        p = predict(Scenario.from_dict(sc, origin=f"<profile {name}>", base_dir=base))
+        items.append((_P(name).stem if _P(name).is_file() else name, p["cycles_by_group"]))
+    cal.bar_chart(items, args.output, args.title)
+    print(f"wrote {args.output}")
+    return 0
+
+
 # ---------------------------------------------------------------------------------------- compare
 
 
@@ -373,6 +448,30 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.set_defaults(func=cmd_sweep)
+
+    k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")
+    k.add_argument("profile", metavar="PROFILE", help="perf script output, folded stacks, or perf report --stdio")
+    k.add_argument("--rate", metavar="RATE", help="forwarding rate during the profile, e.g. 1.67Mpps")
+    k.add_argument("--cpu-load", metavar="LOAD", help="CPU load of the profiled core, e.g. 100%%")
+    k.add_argument("--active-cycles", metavar="N", help="active cycles per second (instead of --cpu-load)")
+    k.add_argument("--freq", metavar="FREQ", help="CPU clock, e.g. 3.3GHz")
+    k.add_argument("--rules", metavar="RULES.toml", help="group rules (default: the bundled Linux forwarding rules)")
+    k.add_argument("--format", default="auto", choices=["auto", "perf-script", "folded", "perf-report"])
+    k.add_argument("--idle-into-other", action="store_true", help="count idle functions as C_other (000 at partial load)")
+    k.add_argument("--name", help="profile name (default: the file's stem)")
+    k.add_argument("--routes", type=int, default=1, help="routes in the FIB when profiled (default 1)")
+    k.add_argument("--flows", type=int, default=1, help="flows in the traffic when profiled (default 1)")
+    k.add_argument("-o", "--output", metavar="COST.toml", help="write the cost profile")
+    k.add_argument("--flamegraph", metavar="OUT.svg", help="write a flame graph coloured by group")
+    k.add_argument("--bars", metavar="OUT.png", help="write a stacked bar chart of cycles per group")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_calibrate)
+
+    g = sub.add_parser("plot-groups", help="stacked bars of cycles per group for cost profiles side by side (000 Figs. 7, 9)")
+    g.add_argument("profiles", nargs="+", metavar="PROFILE", help="bundled profile names or cost-profile files")
+    g.add_argument("-o", "--output", required=True, metavar="OUT.png")
+    g.add_argument("--title", default="Cycles per packet by group")
+    g.set_defaults(func=cmd_plot_groups)
 
     c = sub.add_parser("compare", help="model and simulate two scenarios side by side, with the differences")
     c.add_argument("a", metavar="A.toml")

@@ -12,6 +12,7 @@ pub mod cost;
 pub mod engine;
 pub mod error;
 pub mod fib;
+pub mod flame;
 pub mod model;
 pub mod scenario;
 pub mod units;

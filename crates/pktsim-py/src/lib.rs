@@ -150,6 +150,13 @@ fn fib_table_iv_fit() -> PyResult<String> {
     json(&fit)
 }
 
+/// SVG flame graph of folded stacks, frames coloured by `colors` (name -> (r, g, b)).
+#[pyfunction]
+fn flamegraph_svg(folded: Vec<String>, colors: Vec<(String, (u8, u8, u8))>, title: &str, count_name: &str) -> PyResult<String> {
+    let colors: Vec<(String, [u8; 3])> = colors.into_iter().map(|(n, (r, g, b))| (n, [r, g, b])).collect();
+    pktsim_core::flame::svg(&folded, &colors, title, count_name).map_err(PyValueError::new_err)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
@@ -162,5 +169,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bundled_profiles, m)?)?;
     m.add_function(wrap_pyfunction!(bundled_profile_text, m)?)?;
     m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     Ok(())
 }
