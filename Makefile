@@ -9,7 +9,7 @@ PYTHON ?= python3
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: run install test test-rust test-python bench clean
+.PHONY: run install browser test test-rust test-python bench clean
 
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
@@ -21,11 +21,17 @@ $(VENV)/.installed: $(SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.5,<2"
-	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pytest>=7" "jsonschema>=4"
+	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1"
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
 	@touch $@
 
-test: install test-rust test-python
+test: install browser test-rust test-python
+
+# The report test renders the HTML report in headless Chromium (Debian's package).
+browser:
+	@command -v chromium >/dev/null || { if [ "$$(id -u)" = 0 ]; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium; the report test will say so"; \
+	  else echo "chromium is missing (apt-get install chromium as root); the report test needs it"; fi; }
 
 test-rust:
 	cargo test -p pktsim-core --release

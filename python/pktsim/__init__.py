@@ -11,6 +11,7 @@ from .errors import ScenarioError
 from .model import GROUPS, Prediction, from_measurement, parse_quantity, predict
 from .scenario import Scenario
 from .sim import RunResult, expand_values, run, sweep
+from . import plots
 
 __version__ = _core.VERSION
 

@@ -182,36 +182,73 @@ def format_run(r: dict, origin: str) -> str:
 
 
 def cmd_sweep(args) -> int:
-    from .sim import expand_values, sweep
+    from .experiments import run_grid, summarize
+    from .sim import expand_values
 
+    sc = Scenario.load(args.file, args.set)
+    spec = sc.data.get("sweep") or {}
+    params = dict(spec.get("params", {}))
+    if len(args.param) != len(args.values):
+        raise UsageError("sweep: give one --values after each --param")
+    for key, vals in zip(args.param, args.values):
+        params[key] = vals
+    if not params:
+        raise UsageError("sweep: nothing to sweep (--param KEY --values ..., or a [sweep] table in the scenario)")
+    for key, vals in params.items():
+        try:
+            if not expand_values(vals):
+                raise ValueError("no values")
+        except ValueError as e:
+            raise UsageError(f"--values for {key}: {e}") from None
+    replications = args.replications or int(spec.get("replications", 1))
     try:
-        values = expand_values(args.values)
+        df = run_grid(sc, params, replications, jobs=args.jobs, dask=args.dask, output=args.output, progress=not args.json and sys.stderr.isatty())
     except ValueError as e:
-        raise UsageError(f"--values {e}") from None
-    if not values:
-        raise UsageError("--values: no values")
-    df = sweep(Scenario.load(args.file, args.set), args.param, values, progress=not args.json and sys.stderr.isatty())
+        raise UsageError(f"sweep: {e}") from None
+    failed = df[df["status"] != "ok"]
+    for _, r in failed.iterrows():
+        point = ", ".join(f"{k}={r[k]}" for k in params)
+        print(f"pktsim: point {point} (replication {r['replication']}) failed: {r['error']}", file=sys.stderr)
     if args.json:
-        print(_dump(df.attrs["results"]))
-        return 0
-    cols = [args.param, "offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
+        res = []
+        full = iter(df.attrs["results"])
+        for _, r in df.iterrows():
+            item = dict(next(full)) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
+            item["swept"] = {k: r[k] for k in params}
+            item["replication"] = int(r["replication"])
+            res.append(item)
+        print(_dump(res))
+        return 1 if len(failed) else 0
+    ok = df[df["status"] == "ok"]
+    if ok.empty:
+        return 1
+    metrics = ["offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
+    summ = summarize(ok, list(params), metrics)
     rows = []
-    for _, r in df[cols].iterrows():
+    for _, r in summ.iterrows():
+        def ci(m, scale=1.0, fmtv="{:.2f}"):
+            mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
+            return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
         rows.append(
             [
-                r[args.param],
-                si(r["offered_pps"], "pps"),
-                si(r["throughput_pps"], "pps"),
-                f"{100 * r['loss_ratio']:.2f}%",
-                f"{r['latency_ns_p50'] / 1e3:.2f}",
-                f"{r['latency_ns_p99'] / 1e3:.2f}",
-                f"{r['irq_per_s']:,.0f}",
-                f"{r['polls_per_packet']:.3f}",
-                f"{100 * r['cpu_utilization']:.1f}%",
+                *(str(r[k]) for k in params),
+                si(r["offered_pps_mean"], "pps"),
+                si(r["throughput_pps_mean"], "pps"),
+                f"{100 * r['loss_ratio_mean']:.2f}%",
+                ci("latency_ns_p50", 1e-3),
+                ci("latency_ns_p99", 1e-3),
+                f"{r['irq_per_s_mean']:,.0f}",
+                f"{r['polls_per_packet_mean']:.3f}",
+                f"{100 * r['cpu_utilization_mean']:.1f}%",
             ]
         )
-    print(table(rows, [args.param, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"], "lrrrrrrrr"))
-    return 0
+    head = [*params, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
+    print(table(rows, head, "l" * len(params) + "rrrrrrrr"))
+    if replications > 1:
+        print(f"\n{replications} replications per point; +- is the 95% confidence half-width")
+    if args.output:
+        print(f"wrote {args.output} ({len(df)} rows)")
+    return 1 if len(failed) else 0
 
 
 # ---------------------------------------------------------------------------------------- calibrate
@@ -366,6 +403,12 @@ def cmd_reproduce(args) -> int:
     for paper in papers:
         if paper not in PAPERS:
             raise UsageError(f"reproduce: no reproduction of paper {paper!r} (have: {', '.join(PAPERS)}, all)")
+    if args.report:
+        from .report import build
+
+        index = build(args.report, papers)
+        print(f"wrote {index}")
+        return 0
     results = [reproduce(p) for p in papers]
     if args.json:
         print(_dump(results[0] if len(results) == 1 else results))
@@ -443,8 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("sweep", help="simulate a scenario once per value of one key")
     w.add_argument("file", metavar="FILE", help="scenario TOML file")
-    w.add_argument("--param", required=True, metavar="KEY", help="scenario key to vary, e.g. traffic.rate")
-    w.add_argument("--values", required=True, metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list")
+    w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate")
+    w.add_argument("--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param")
+    w.add_argument("--replications", type=int, metavar="N", help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications)")
+    w.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
+    w.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
+    w.add_argument("-o", "--output", metavar="OUT.parquet", help="write one row per (point, replication): .parquet or .csv; resumes if interrupted")
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.set_defaults(func=cmd_sweep)
@@ -481,8 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("reproduce", help="reproduce a seed paper's numbers: predicted vs reported, with errors")
-    r.add_argument("paper", metavar="PAPER", help="000, or all")
+    r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, or all")
     r.add_argument("--json", action="store_true")
+    r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
     r.set_defaults(func=cmd_reproduce)
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")

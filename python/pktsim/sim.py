@@ -98,34 +98,33 @@ def _try(kind: str, text: str):
 
 def sweep(
     scenario: "Scenario | str | Mapping[str, Any]",
-    param: str,
-    values: "str | Sequence[Any]",
+    param: "str | Mapping[str, Any] | None" = None,
+    values: "str | Sequence[Any] | None" = None,
     sets=None,
     progress: "bool | Callable[[int, int, str], None]" = False,
+    *,
+    replications: int = 1,
+    jobs: int | None = None,
+    dask: str | None = None,
+    output: "str | None" = None,
 ):
-    """Run the scenario once per value of ``param``; returns a pandas DataFrame with one row
-    per point (the swept key as a column, then the flattened run fields). The list of full
-    results is in ``df.attrs["results"]``."""
-    import pandas as pd
+    """Run the scenario at every point of a grid: ``sweep(sc, "traffic.rate", "0.1Mpps:2Mpps:0.1Mpps")``
+    or ``sweep(sc, {"traffic.rate": [...], "cpu.cores": [1, 2, 4]}, replications=5)``.
 
-    sc = as_scenario(scenario, sets)
-    vals = expand_values(values)
-    # Validate every point before running any, so a bad value fails fast.
-    points = [sc.with_set(param, v) for v in vals]
-    report = _progress_printer() if progress is True else (progress or None)
-    results = []
-    for i, (v, p) in enumerate(zip(vals, points)):
-        if report:
-            report(i, len(vals), f"{param}={v}")
-        r = run(p)
-        r["swept"] = {param: v}
-        results.append(r)
-    if report:
-        report(len(vals), len(vals), "done")
-    rows = [{param: r["swept"][param], **{k: v for k, v in r.flat().items() if not k.startswith("swept")}} for r in results]
-    df = pd.DataFrame(rows)
-    df.attrs["results"] = results
-    return df
+    Returns a pandas DataFrame with one row per (point, replication): the swept keys, the
+    replication and its seed, then the flattened ``run`` fields (``latency_ns_p99``, ...).
+    Points run on local processes (``jobs``, default all cores) or on a Dask cluster
+    (``dask="tcp://host:8786"``); with ``output`` the table is written (Parquet or CSV) and an
+    interrupted sweep resumes. ``df.attrs["results"]`` holds the full results."""
+    from .experiments import run_grid
+
+    if isinstance(param, Mapping):
+        params = dict(param)
+    elif param is not None:
+        params = {param: values}
+    else:
+        params = {}
+    return run_grid(scenario, params, replications, sets=sets, jobs=jobs, dask=dask, output=output, progress=progress)
 
 
 def _progress_printer():

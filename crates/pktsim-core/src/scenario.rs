@@ -72,6 +72,29 @@ pub struct Scenario {
     /// What the simulator measures, and for how long.
     #[serde(default)]
     pub measure: MeasureSpec,
+    /// A sweep over scenario keys (read by `pktsim sweep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSpec>,
+}
+
+/// Keys to sweep and how often to repeat each point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweepSpec {
+    /// Scenario key -> values: "START:STOP:STEP" with units, or a list.
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, SweepValues>,
+    /// Runs per point, with seeds seed, seed + 1, ...
+    #[serde(default = "one_u32")]
+    pub replications: u32,
+}
+
+/// Values of a swept key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SweepValues {
+    Range(String),
+    List(Vec<serde_json::Value>),
 }
 
 // ---------------------------------------------------------------------------------------

@@ -157,6 +157,12 @@ fn flamegraph_svg(folded: Vec<String>, colors: Vec<(String, (u8, u8, u8))>, titl
     pktsim_core::flame::svg(&folded, &colors, title, count_name).map_err(PyValueError::new_err)
 }
 
+/// Two-sided 95% quantile of Student's t with `df` degrees of freedom.
+#[pyfunction]
+fn student_t95(df: usize) -> f64 {
+    pktsim_core::engine::stats::student_t95(df)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
@@ -170,5 +176,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bundled_profile_text, m)?)?;
     m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
+    m.add_function(wrap_pyfunction!(student_t95, m)?)?;
     Ok(())
 }

@@ -19,6 +19,8 @@ from ..scenario import Scenario
 TITLE = "Raumer et al., Performance Exploration of Software-based Packet Processing Systems"
 FREQ = "3.3GHz"
 
+TABLE_II_SIZES = (64, 512, 1024, 1500)
+
 # Table I: size -> (R_max Mpps, CPU load, C_total)
 TABLE_I = {64: (1.67, 1.00, 1979), 512: (1.67, 1.00, 1969), 1024: (1.20, 0.75, 2056), 1500: (0.82, 0.55, 2203)}
 

@@ -1,0 +1,271 @@
+"""Experiments at scale: grids of scenario keys with replications, on local processes or a
+Dask cluster, resumable, with one tidy row per (point, replication).
+
+A point that fails is kept as a row with ``status = "error"`` and its message; the others
+go on. Finished rows are appended to ``OUT.partial.jsonl`` as they come, so an interrupted
+sweep resumes where it stopped; the table is written all at once at the end.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from . import __version__
+from .scenario import Scenario, as_scenario
+from .sim import expand_values, flatten
+
+RUN_FIELDS_DROPPED = ("swept",)
+
+
+@dataclass(frozen=True)
+class Task:
+    index: int
+    params: tuple  # ((key, value), ...)
+    replication: int
+    seed: int
+    text: str
+    fmt: str
+    origin: str
+    base_dir: str
+    sets: tuple
+
+    @property
+    def key(self) -> tuple:
+        return (*(v for _, v in self.params), self.replication)
+
+
+def run_task(task: Task) -> dict:
+    """Run one point; never raises (a failure becomes an error row)."""
+    from .sim import run
+
+    row: dict = {k: v for k, v in task.params}
+    row.update({"replication": task.replication, "seed": task.seed})
+    try:
+        sc = Scenario(task.text, task.fmt, task.origin, task.base_dir).with_sets(list(task.sets) + [*task.params, ("seed", str(task.seed))])
+        r = run(sc)
+        flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
+        flat.pop("seed", None)
+        row.update(flat)
+        row["status"] = "ok"
+        row["error"] = ""
+        row["_full"] = dict(r)
+    except BaseException as e:  # noqa: BLE001 - a point's failure must not stop the sweep
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        row["status"] = "error"
+        row["error"] = f"{type(e).__name__}: {e}"
+    return row
+
+
+def grid(scenario: Scenario, params: Mapping[str, Any], replications: int) -> list[Task]:
+    """Tasks for the cartesian product of the parameter values, `replications` each with
+    seeds base, base + 1, ... (independent streams: each component's seed is derived from
+    the scenario seed)."""
+    keys = list(params)
+    values = [expand_values(params[k]) for k in keys]
+    base_seed = scenario.seed
+    tasks = []
+    for combo in itertools.product(*values):
+        for r in range(replications):
+            tasks.append(
+                Task(len(tasks), tuple(zip(keys, combo)), r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir, scenario.sets)
+            )
+    return tasks
+
+
+def _checkpoint_path(output: Path) -> Path:
+    return output.with_name(output.name + ".partial.jsonl")
+
+
+def _load_checkpoint(path: Path) -> dict:
+    done = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by the interruption
+            done[tuple(row["_key"])] = row
+    return done
+
+
+def run_grid(
+    scenario: "Scenario | str | Mapping[str, Any]",
+    params: Mapping[str, Any],
+    replications: int = 1,
+    *,
+    sets=None,
+    jobs: int | None = None,
+    dask: str | None = None,
+    output: str | Path | None = None,
+    progress: "bool | Callable[[int, int, str], None]" = False,
+):
+    """Run a sweep; returns a pandas DataFrame (one row per point and replication) whose
+    ``attrs["results"]`` holds the full result of each successful run."""
+    import pandas as pd
+
+    sc = as_scenario(scenario, sets)
+    if not params:
+        raise ValueError("a sweep needs at least one parameter (--param KEY --values ...)")
+    if replications < 1:
+        raise ValueError(f"replications = {replications}: expected at least 1")
+    tasks = grid(sc, params, replications)
+    # Validate every point before running any, so a bad value fails fast.
+    for t in tasks:
+        if t.replication == 0:
+            sc.with_sets(list(t.params))
+    out = Path(output) if output else None
+    checkpoint = _checkpoint_path(out) if out else None
+    done = _load_checkpoint(checkpoint) if checkpoint else {}
+    todo = [t for t in tasks if t.key not in done]
+    report = _progress_printer() if progress is True else (progress or None)
+    rows: dict = {tuple(k): v for k, v in done.items()}
+
+    def finished(task: Task, row: dict) -> None:
+        row["_key"] = list(task.key)
+        rows[tuple(row["_key"])] = row
+        if checkpoint:
+            checkpoint.parent.mkdir(parents=True, exist_ok=True)
+            with checkpoint.open("a") as f:
+                slim = {k: v for k, v in row.items() if k != "_full"}
+                f.write(json.dumps(slim) + "\n")
+        if report:
+            report(len(rows), len(tasks), ", ".join(f"{k}={v}" for k, v in task.params))
+
+    if report and done:
+        report(len(rows), len(tasks), f"resuming: {len(done)} points already done")
+    if dask:
+        _run_dask(dask, todo, finished)
+    elif (jobs or os.cpu_count() or 1) == 1 or len(todo) <= 1:
+        for t in todo:
+            finished(t, run_task(t))
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs or os.cpu_count() or 1, len(todo))) as ex:
+            futures = {ex.submit(run_task, t): t for t in todo}
+            for fut in as_completed(futures):
+                t = futures[fut]
+                try:
+                    row = fut.result()
+                except Exception as e:  # a worker died
+                    row = {**dict(t.params), "replication": t.replication, "seed": t.seed, "status": "error", "error": f"{type(e).__name__}: {e}"}
+                finished(t, row)
+
+    ordered = [rows[t.key] for t in tasks]
+    results = [r.pop("_full") for r in ordered if "_full" in r]
+    for r in ordered:
+        r.pop("_key", None)
+        r.pop("_full", None)
+    df = pd.DataFrame(ordered)
+    df["pktsim_version"] = __version__
+    df["scenario"] = sc.origin
+    df.attrs["results"] = results
+    df.attrs["params"] = list(params)
+    if out:
+        write_table(df, out, sc)
+        if checkpoint and checkpoint.exists():
+            checkpoint.unlink()
+    return df
+
+
+def _run_dask(address: str, tasks: Sequence[Task], finished) -> None:
+    from distributed import Client, as_completed as dask_completed
+
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError) as e:
+        raise ValueError(f"--dask {address}: cannot reach the Dask scheduler ({e})") from None
+    with client:
+        futures = client.map(run_task, tasks, pure=False)
+        by_future = dict(zip(futures, tasks))
+        for fut in dask_completed(futures):
+            t = by_future[fut]
+            try:
+                row = fut.result()
+            except Exception as e:  # the worker was lost
+                row = {**dict(t.params), "replication": t.replication, "seed": t.seed, "status": "error", "error": f"{type(e).__name__}: {e}"}
+            finished(t, row)
+
+
+def write_table(df, path: str | Path, scenario: Scenario | None = None) -> None:
+    """Parquet (with the scenario text, seed and pktsim version in its metadata) or CSV,
+    chosen by the suffix; written all at once."""
+    import io
+
+    from .textio import atomic_write
+
+    path = Path(path)
+    flat = df.copy()
+    flat.attrs = {}
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pandas(flat, preserve_index=False)
+        meta = dict(table.schema.metadata or {})
+        meta[b"pktsim_version"] = __version__.encode()
+        if scenario is not None:
+            meta[b"pktsim_scenario"] = scenario.text.encode()
+            meta[b"pktsim_scenario_origin"] = scenario.origin.encode()
+            meta[b"pktsim_seed"] = str(scenario.seed).encode()
+        table = table.replace_schema_metadata(meta)
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        atomic_write(path, buf.getvalue())
+    elif path.suffix == ".csv":
+        atomic_write(path, flat.to_csv(index=False))
+    else:
+        raise ValueError(f"{path}: expected a .parquet or .csv output file")
+
+
+def read_table(path: str | Path):
+    import pandas as pd
+
+    path = Path(path)
+    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+
+
+def summarize(df, keys: Sequence[str] | None = None, metrics: Sequence[str] | None = None):
+    """Mean and 95% confidence half-width (Student's t over replications) of each metric
+    per point: columns ``<metric>_mean``, ``<metric>_ci95`` and ``n``."""
+    import pandas as pd
+
+    from ._core import student_t95
+
+    keys = list(keys if keys is not None else df.attrs.get("params", []))
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    if metrics is None:
+        skip = set(keys) | {"replication", "seed", "wall_s", "events"}
+        metrics = [c for c in ok.columns if c not in skip and pd.api.types.is_numeric_dtype(ok[c])]
+    out = []
+    for point, g in ok.groupby(keys, sort=False) if keys else [((), ok)]:
+        row = dict(zip(keys, point if isinstance(point, tuple) else (point,)))
+        n = len(g)
+        row["n"] = n
+        for m in metrics:
+            vals = g[m].astype(float)
+            row[f"{m}_mean"] = vals.mean()
+            row[f"{m}_ci95"] = student_t95(n - 1) * vals.std(ddof=1) / n**0.5 if n > 1 else float("nan")
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _progress_printer():
+    stream = sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(i: int, n: int, label: str) -> None:
+        width = 30
+        filled = int(width * i / max(n, 1))
+        end = "\n" if i >= n else ""
+        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {label[:60]:<60}{end}")
+        stream.flush()
+
+    return show

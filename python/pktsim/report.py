@@ -1,0 +1,148 @@
+"""``pktsim reproduce all --report DIR``: one HTML page with, per paper, the scenario, the
+predicted vs reported numbers with their errors, and the plots that correspond to the
+paper's figures (PNG files beside the page)."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import pandas as pd
+
+from . import __version__, plots
+from .textio import atomic_write
+
+
+def _table(rows: list[dict]) -> str:
+    head = "<tr><th>quantity</th><th>reported</th><th>predicted</th><th>unit</th><th>error</th><th></th><th>source</th></tr>"
+    body = []
+    for r in rows:
+        err = "" if r.get("rel_error") is None else f"{100 * r['rel_error']:+.2f}%"
+        note = []
+        if r.get("fitted"):
+            note.append("fitted")
+        if "holds" in r:
+            note.append("holds" if r["holds"] else "does not hold")
+        cls = ' class="bad"' if r.get("holds") is False else ""
+
+        def num(x):
+            return f"{x:.4g}" if isinstance(x, float) else html.escape(str(x))
+
+        body.append(
+            f"<tr{cls}><td>{html.escape(r['quantity'])}</td><td>{num(r['reported'])}</td><td>{num(r['predicted'])}</td>"
+            f"<td>{html.escape(r['unit'])}</td><td>{err}</td><td>{', '.join(note)}</td><td>{html.escape(r.get('source', ''))}</td></tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
+    from .calibrate import bar_chart
+    from .model import predict
+    from .reproduce.paper000 import TABLE_II_SIZES, node
+
+    def groups(profile, flows=1):
+        return predict(node(64, profile, flows))["cycles_by_group"]
+
+    bar_chart([(f"{s} B", groups(f"raumer2015-{s}B")) for s in TABLE_II_SIZES], d / "000-fig7.png", "000 Fig. 7 / Table II: cycles per packet by group")
+    bar_chart([(f"{n} flows", groups(f"raumer2015-flows-{n}")) for n in (1, 256, 16384, 1048576)], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows")
+    flows = [2**e for e in range(0, 25)]
+    routing = [predict(node(64, "raumer2015-flows-1", f))["cycles_by_group"]["routing"] for f in flows]
+    reported = {1: 200, 256: 350, 16384: 406, 1048576: 720}
+    plots.reported_vs_predicted(
+        {"C_routing": [(f, reported.get(f, float("nan")), c) for f, c in zip(flows, routing)]},
+        d / "000-routing.png",
+        "flows (= routes)",
+        "routing cycles per packet",
+        "000 V-C/V-D: routing cost vs FIB size (fitted to Table IV)",
+        logx=True,
+    )
+    return [("000-fig7.png", "Fig. 7"), ("000-fig9.png", "Fig. 9"), ("000-routing.png", "routing vs FIB size")]
+
+
+def _figures_001(d: Path, res: dict) -> list[tuple[str, str]]:
+    rs = pd.DataFrame(res["curves"]["rt_share"])
+    ut = pd.DataFrame(res["curves"]["utilisation"])
+    rs["rt_share_pct"] = 100 * rs["rt_share"]
+    ut["utilisation_pct"] = 100 * ut["utilisation"]
+    strategies = ["sq", "rr", "prio", "priowfq"]
+    plots.per_class_latency(rs, d / "001-fig5.png", "rt_share_pct", ["rt", "nrt"], strategies, "RT share [%]", "001 Fig. 5: mean latency vs RT share (80% load)")
+    plots.per_class_latency(ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]", "001 Fig. 6: mean latency vs utilisation (30% RT)")
+    return [("001-fig5.png", "Fig. 5"), ("001-fig6.png", "Fig. 6")]
+
+
+def _figures_002(d: Path, res: dict) -> list[tuple[str, str]]:
+    c = pd.DataFrame(res["curve"])
+    plots.latency_vs_load(c, d / "002-fig5.png", title="002 Fig. 5: latency percentiles vs offered load")
+    plots.irq_and_polls_vs_load(c, d / "002-fig6.png", title="002 Fig. 6 / 003 Fig. 7: IRQs and polls vs load")
+    plots.throughput_vs_load(c, d / "002-throughput.png", title="002: forwarding rate vs offered load")
+    return [("002-fig5.png", "Fig. 5"), ("002-fig6.png", "Fig. 6"), ("002-throughput.png", "throughput")]
+
+
+def _figures_003(d: Path, res: dict) -> list[tuple[str, str]]:
+    c = pd.DataFrame(res["curve"])
+    c["latency_p25_ns"] = c["latency_p50_ns"]
+    plots.latency_vs_load(c, d / "003-fig3.png", percentiles=("p50",), title="003 Fig. 3: latency step at saturation (skb recycling)")
+    plots.irq_and_polls_vs_load(c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]), d / "003-fig7.png", title="003 Fig. 7: IRQs and rx polls vs load")
+    return [("003-fig3.png", "Fig. 3"), ("003-fig7.png", "Fig. 7")]
+
+
+def _figures_004(d: Path, res: dict) -> list[tuple[str, str]]:
+    series = {}
+    for r in res["rows"]:
+        if r["source"] != "004 Fig. 6":
+            continue
+        lib = r["quantity"].split(" over ")[1].split(",")[0]
+        b = int(r["quantity"].rsplit(" ", 1)[1])
+        series.setdefault(lib, []).append((b, r["reported"], r["predicted"]))
+    plots.reported_vs_predicted(series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: throughput vs batch size (fitted at 2 and 50)", logx=True)
+    return [("004-fig6.png", "Fig. 6")]
+
+
+FIGURES = {"000": _figures_000, "001": _figures_001, "002": _figures_002, "003": _figures_003, "004": _figures_004}
+
+SCENARIOS = {"001": "meyer2014-rt", "002": "beifuss2015-napi"}
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
+td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: left; }
+tr.bad td { background: #fde2e2; }
+img { max-width: 520px; margin: 4px; border: 1px solid #eee; }
+pre { background: #f6f6f6; padding: 8px; font-size: 12px; max-height: 300px; overflow: auto; }
+"""
+
+# Marks the page once every figure has loaded (read back by the report test in a browser).
+CHECK = """
+<script>
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images', imgs.length);
+  document.body.setAttribute('data-images-ok', ok);
+});
+</script>
+"""
+
+
+def build(directory: str | Path, papers: list[str]) -> Path:
+    from .reproduce import PAPERS, reproduce
+    from .scenarios import path as scenario_path
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pktsim reproductions</title><style>{STYLE}</style>{CHECK}</head><body>"]
+    parts.append(f"<h1>pktsim {html.escape(__version__)}: the seed papers, reproduced</h1>")
+    parts.append("<p>Each section: the scenario, every number the paper reports next to pktsim's prediction with the relative error "
+                 "(rows marked <em>fitted</em> were used to set a parameter), and the plots that correspond to the paper's figures.</p>")
+    for paper in papers:
+        res = reproduce(paper)
+        parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper][0])}</h2>")
+        if paper in SCENARIOS:
+            parts.append(f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>")
+        parts.append(_table(res["rows"]))
+        for fname, caption in FIGURES[paper](d, res):
+            parts.append(f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append("</body></html>")
+    index = d / "index.html"
+    atomic_write(index, "\n".join(parts))
+    return index

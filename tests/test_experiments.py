@@ -1,0 +1,133 @@
+"""Sweeps at scale: grids, replications, executors, resume, failures, files, report."""
+
+import os
+import shutil
+import subprocess
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import pktsim
+from pktsim import experiments
+from conftest import EXAMPLES, run_cli
+
+NAPI = EXAMPLES / "beifuss2015-napi.toml"
+GRID = {"traffic.rate": ["0.5Mpps", "1.9Mpps"], "traffic.pattern": ["cbr", "poisson"]}
+SETS = {"measure.duration": "10ms"}
+
+
+def comparable(df):
+    return df.drop(columns=["wall_s"]).reset_index(drop=True)
+
+
+def test_grid_with_replications_and_confidence_intervals():
+    df = pktsim.sweep(NAPI, GRID, replications=3, sets=SETS, jobs=2)
+    assert len(df) == 2 * 2 * 3
+    assert list(df.columns[:4]) == ["traffic.rate", "traffic.pattern", "replication", "seed"]
+    assert sorted(df["seed"].unique()) == [1, 2, 3]
+    assert (df["status"] == "ok").all()
+    s = experiments.summarize(df, metrics=["latency_ns_p50"])
+    poisson = s[(s["traffic.rate"] == "0.5Mpps") & (s["traffic.pattern"] == "poisson")].iloc[0]
+    assert poisson["n"] == 3 and poisson["latency_ns_p50_ci95"] > 0
+
+
+def test_dask_local_cluster_gives_the_local_result():
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = pktsim.sweep(NAPI, GRID, replications=2, sets=SETS, dask=cluster.scheduler_address)
+    local = pktsim.sweep(NAPI, GRID, replications=2, sets=SETS, jobs=2)
+    pd.testing.assert_frame_equal(comparable(remote), comparable(local))
+
+
+def test_an_interrupted_sweep_resumes_and_skips_finished_points(tmp_path):
+    out = tmp_path / "sweep.parquet"
+    seen = []
+
+    def stop_after_two(i, n, label):
+        seen.append(label)
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1, output=out, progress=stop_after_two)
+    partial = tmp_path / "sweep.parquet.partial.jsonl"
+    assert partial.is_file() and len(partial.read_text().splitlines()) == 2 and not out.exists()
+    labels = []
+    resumed = experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1, output=out, progress=lambda i, n, label: labels.append((i, label)))
+    assert labels[0] == (2, "resuming: 2 points already done")
+    assert len([x for x in labels if not x[1].startswith("resuming")]) == 2, "only the two missing points ran"
+    assert out.is_file() and not partial.exists()
+    fresh = experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1)
+    cols = ["traffic.rate", "traffic.pattern", "throughput_pps", "latency_ns_p99"]
+    pd.testing.assert_frame_equal(pd.read_parquet(out)[cols], fresh[cols])
+
+
+def test_a_failing_point_is_isolated(monkeypatch):
+    real = pktsim.sim.run
+
+    def flaky(sc, sets=None):
+        if sc.data["traffic"]["pattern"] == "poisson" and sc.data["traffic"]["rate"] == "1.9Mpps":
+            raise RuntimeError("worker crashed")
+        return real(sc, sets)
+
+    monkeypatch.setattr(pktsim.sim, "run", flaky)
+    df = pktsim.sweep(NAPI, GRID, sets=SETS, jobs=1)
+    bad = df[df["status"] == "error"]
+    assert len(bad) == 1 and bad.iloc[0]["traffic.rate"] == "1.9Mpps" and "worker crashed" in bad.iloc[0]["error"]
+    assert (df[df["status"] == "ok"]["throughput_pps"] > 0).all() and len(df) == 4
+
+
+def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):
+    pq_out, csv_out = tmp_path / "s.parquet", tmp_path / "s.csv"
+    for out in (pq_out, csv_out):
+        run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--param", "nic.itr.mode", "--values", "dynamic,off",
+                "--replications", "2", "--set", "measure.duration=10ms", "-o", out)
+    t = pq.read_table(pq_out)
+    meta = t.schema.metadata
+    assert meta[b"pktsim_version"] == pktsim.__version__.encode() and b"[nic.itr]" in meta[b"pktsim_scenario"] and meta[b"pktsim_seed"] == b"1"
+    df = t.to_pandas()
+    assert len(df) == 8 and {"traffic.rate", "nic.itr.mode", "replication", "seed", "latency_ns_p99", "pktsim_version", "scenario"} <= set(df.columns)
+    csv = pd.read_csv(csv_out)
+    assert len(csv) == 8 and "latency_ns_p99" in csv.columns
+
+
+def test_sweep_table_in_the_scenario(tmp_path):
+    sc = tmp_path / "swept.toml"
+    sc.write_text(NAPI.read_text() + '\n[sweep]\nreplications = 2\n[sweep.params]\n"traffic.rate" = "0.5Mpps:1Mpps:0.5Mpps"\n')
+    out = tmp_path / "t.csv"
+    run_cli("sweep", sc, "--set", "measure.duration=10ms", "-o", out)
+    assert len(pd.read_csv(out)) == 4
+
+
+def test_standard_plots(tmp_path):
+    df = pktsim.sweep(NAPI, "traffic.rate", "0.25Mpps:2.25Mpps:0.5Mpps", sets=SETS)
+    files = pktsim.plots.standard_load_plots(df, tmp_path)
+    for f in files:
+        assert f.read_bytes()[:4] == b"\x89PNG" and f.stat().st_size > 5000
+    svg = tmp_path / "latency.svg"
+    pktsim.plots.latency_vs_load(df, svg)
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing: make test installs it (apt-get install chromium)")
+        pytest.skip("chromium is not installed")
+    report = tmp_path / "report"
+    run_cli("reproduce", "all", "--report", report)
+    index = report / "index.html"
+    html = index.read_text()
+    for paper in ("000", "001", "002", "003", "004"):
+        assert f"id='p{paper}'" in html
+    dom = subprocess.run(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom", index.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    import re
+
+    n = int(re.search(r'data-images="(\d+)"', dom).group(1))
+    ok = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))
+    assert n >= 10 and ok == n, (n, ok)
