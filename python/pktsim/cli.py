@@ -29,6 +29,18 @@ def _quantity(kind: str, option: str, text: str) -> float:
         raise UsageError(f"{option} {e}") from None
 
 
+def _load_or_active(args) -> tuple:
+    """--cpu-load as a fraction and --active-cycles per second (each None when not given)."""
+    load = _quantity("percent", "--cpu-load", args.cpu_load) if args.cpu_load is not None else None
+    active = None
+    if args.active_cycles is not None:
+        try:
+            active = float(args.active_cycles)
+        except ValueError:
+            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second as a number, e.g. 3.1e9") from None
+    return load, active
+
+
 def _dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
@@ -84,13 +96,7 @@ def _model_from_measurement(args) -> int:
         freq = parse_quantity("frequency", Scenario.load(args.file, args.set).data["cpu"]["frequency"])
     else:
         raise UsageError("model --from-measurement: --freq is required without a scenario FILE (e.g. --freq 3.3GHz)")
-    load = _quantity("percent", "--cpu-load", args.cpu_load) if args.cpu_load is not None else None
-    active = None
-    if args.active_cycles is not None:
-        try:
-            active = float(args.active_cycles)
-        except ValueError:
-            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second as a number, e.g. 3.1e9") from None
+    load, active = _load_or_active(args)
     try:
         m = from_measurement(rate, freq, load, active)
     except ValueError as e:
@@ -265,13 +271,7 @@ def cmd_calibrate(args) -> int:
         raise UsageError("calibrate: --freq is required (the CPU clock, e.g. --freq 3.3GHz)")
     rate = _quantity("packetrate", "--rate", args.rate)
     freq = _quantity("frequency", "--freq", args.freq)
-    load = _quantity("percent", "--cpu-load", args.cpu_load) if args.cpu_load is not None else None
-    active = None
-    if args.active_cycles is not None:
-        try:
-            active = float(args.active_cycles)
-        except ValueError:
-            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second, e.g. 3.1e9") from None
+    load, active = _load_or_active(args)
     if (load is None) == (active is None):
         raise UsageError("calibrate: give --cpu-load (e.g. 100%) or --active-cycles, one of them")
     rules = cal.Rules.load(args.rules)

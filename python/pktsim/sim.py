@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import _core
@@ -125,18 +124,3 @@ def sweep(
     else:
         params = {}
     return run_grid(scenario, params, replications, sets=sets, jobs=jobs, dask=dask, output=output, progress=progress)
-
-
-def _progress_printer():
-    stream = sys.stderr
-    if not stream.isatty():
-        return None
-
-    def show(i: int, n: int, label: str) -> None:
-        width = 30
-        filled = int(width * i / max(n, 1))
-        end = "\n" if i >= n else ""
-        stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {i}/{n} {label:<40}{end}")
-        stream.flush()
-
-    return show

@@ -256,6 +256,15 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
         rings: n_rings,
         cores: k,
     });
+    // Each core's rings (priority order), tx queue and strategy, for the polling modes.
+    let core_rings = || -> Vec<(Vec<usize>, usize, Box<dyn strategy::Strategy>)> {
+        (0..k)
+            .map(|c| {
+                let spec = s.host.core_strategies.get(c).unwrap_or(&s.host.strategy);
+                ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(spec, qpc))
+            })
+            .collect()
+    };
     let mut mode: Box<dyn IoMode> = match s.host.io {
         IoModeKind::Napi => Box::new(Napi::new(
             vectors,
@@ -279,24 +288,14 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
                 _ => Wait::Sleep { t_irq: s.host.t_irq.ps, t_wakeup: b.t_wakeup.ps },
             };
             Box::new(Batched::new(
-                (0..k)
-                    .map(|c| {
-                        let spec = s.host.core_strategies.get(c).unwrap_or(&s.host.strategy);
-                        ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(spec, qpc))
-                    })
-                    .collect(),
+                core_rings(),
                 n_rings,
                 wait,
                 CallCosts { batch: b.size as usize, t_call: b.t_call.ps, t_packet: b.t_packet.ps, t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte) },
             ))
         }
         IoModeKind::Server => Box::new(Server::new(
-            (0..k)
-                .map(|c| {
-                    let spec = s.host.core_strategies.get(c).unwrap_or(&s.host.strategy);
-                    ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c), strategy::build(spec, qpc))
-                })
-                .collect(),
+            core_rings(),
             n_rings,
         )),
     };

@@ -17,7 +17,6 @@
 //! empty calls in between.
 
 use super::{Ctx, IoMode};
-use crate::engine::queue::EventKind;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
 use crate::engine::time::Ps;
@@ -119,13 +118,7 @@ impl Batched {
             // Next call.
             ctx.nic.advance_to(t, ctx.stats);
             let core = &mut self.cores[c];
-            for (v, &r) in core.views.iter_mut().zip(&core.rings) {
-                let ring = &ctx.nic.rx[r];
-                *v = match ring.pkts.front() {
-                    Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size, head_service: ctx.costs.t_proc_mean(p.size as u64) },
-                    None => RingView::default(),
-                };
-            }
+            super::ring_views(&core.rings, &mut core.views, ctx);
             let Some(i) = core.strategy.pick(&core.views, t) else {
                 core.state = State::Waiting(t);
                 for &r in &core.rings {
@@ -146,22 +139,13 @@ impl Batched {
             }
             let d = io + work;
             core.state = State::Running(Unit::Call { frames, io }, d);
-            if !self.continue_or_suspend(c, t, d, ctx) {
+            if !super::continue_or_suspend(ctx, t, d, EV_STEP, c, &mut self.cores[c].gen) {
                 return;
             }
             t += d;
         }
     }
 
-    fn continue_or_suspend(&mut self, c: usize, t: Ps, d: Ps, ctx: &mut Ctx) -> bool {
-        if t + d <= ctx.queue.peek_time() {
-            return true;
-        }
-        let core = &mut self.cores[c];
-        core.gen = core.gen.wrapping_add(1);
-        ctx.queue.schedule(t + d, EventKind::Mode { tag: EV_STEP, index: c as u32, gen: core.gen });
-        false
-    }
 }
 
 impl IoMode for Batched {
@@ -205,7 +189,7 @@ impl IoMode for Batched {
             Wait::Sleep { .. } => t,
         };
         self.cores[c].state = State::Running(unit, d);
-        if self.continue_or_suspend(c, start, d, ctx) {
+        if super::continue_or_suspend(ctx, start, d, EV_STEP, c, &mut self.cores[c].gen) {
             self.run(c, start + d, ctx);
         }
     }

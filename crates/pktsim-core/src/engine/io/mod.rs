@@ -13,7 +13,8 @@ pub mod server;
 use crate::scenario::ServiceDist;
 
 use super::nic::Nic;
-use super::queue::EventQueue;
+use super::queue::{EventKind, EventQueue};
+use super::strategy::RingView;
 use super::rng::Stream;
 use super::stats::Stats;
 use super::time::Ps;
@@ -71,4 +72,26 @@ pub trait IoMode {
     fn report(&self) -> serde_json::Value {
         serde_json::Value::Null
     }
+}
+
+/// What a core's strategy may see of its rings now.
+pub fn ring_views(rings: &[usize], views: &mut [RingView], ctx: &Ctx) {
+    for (v, &r) in views.iter_mut().zip(rings) {
+        let ring = &ctx.nic.rx[r];
+        *v = match ring.pkts.front() {
+            Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size, head_service: ctx.costs.t_proc_mean(p.size as u64) },
+            None => RingView::default(),
+        };
+    }
+}
+
+/// Whether a unit from `t` lasting `d` ends before the next event (then the caller runs on);
+/// if not, schedule the caller's step event at its end under a new generation.
+pub fn continue_or_suspend(ctx: &mut Ctx, t: Ps, d: Ps, tag: u8, index: usize, gen: &mut u32) -> bool {
+    if t + d <= ctx.queue.peek_time() {
+        return true;
+    }
+    *gen = gen.wrapping_add(1);
+    ctx.queue.schedule(t + d, EventKind::Mode { tag, index: index as u32, gen: *gen });
+    false
 }

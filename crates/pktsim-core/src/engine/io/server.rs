@@ -12,7 +12,6 @@
 //! queue with K = N - 1. An idle core waits for the next write-back on any of its rings.
 
 use super::{Ctx, IoMode};
-use crate::engine::queue::EventKind;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
 use crate::engine::time::Ps;
@@ -75,7 +74,7 @@ impl Server {
                     let lock = ctx.nic.tx_lock(core.tx, t, hold);
                     if lock > 0 {
                         core.unit = Some((Unit::Lock(p), lock));
-                        if self.continue_or_suspend(c, t, lock, ctx) {
+                        if super::continue_or_suspend(ctx, t, lock, EV_STEP, c, &mut self.cores[c].gen) {
                             t += lock;
                             continue;
                         }
@@ -94,13 +93,7 @@ impl Server {
             // Choose the next frame.
             ctx.nic.advance_to(t, ctx.stats);
             let core = &mut self.cores[c];
-            for (v, &r) in core.views.iter_mut().zip(&core.rings) {
-                let ring = &ctx.nic.rx[r];
-                *v = match ring.pkts.front() {
-                    Some(p) => RingView { len: ring.pkts.len(), head_arrival: p.t_ring, head_size: p.size, head_service: ctx.costs.t_proc_mean(p.size as u64) },
-                    None => RingView::default(),
-                };
-            }
+            super::ring_views(&core.rings, &mut core.views, ctx);
             let Some(i) = core.strategy.pick(&core.views, t) else {
                 // Idle: wake on the next write-back to any of this core's rings.
                 for &r in &core.rings {
@@ -113,24 +106,12 @@ impl Server {
             core.strategy.served(i, p.size);
             let d = ctx.costs.t_proc(&p);
             core.unit = Some((Unit::Serve(p, r), d));
-            if self.continue_or_suspend(c, t, d, ctx) {
+            if super::continue_or_suspend(ctx, t, d, EV_STEP, c, &mut self.cores[c].gen) {
                 t += d;
                 continue;
             }
             return;
         }
-    }
-
-    /// Whether a unit from `t` lasting `d` ends before the next event; if not, schedule
-    /// the core's step at its end.
-    fn continue_or_suspend(&mut self, c: usize, t: Ps, d: Ps, ctx: &mut Ctx) -> bool {
-        if t + d <= ctx.queue.peek_time() {
-            return true;
-        }
-        let core = &mut self.cores[c];
-        core.gen = core.gen.wrapping_add(1);
-        ctx.queue.schedule(t + d, EventKind::Mode { tag: EV_STEP, index: c as u32, gen: core.gen });
-        false
     }
 }
 
