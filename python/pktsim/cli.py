@@ -484,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print one JSON object")
     r.set_defaults(func=cmd_run)
 
-    w = sub.add_parser("sweep", help="simulate a scenario once per value of one key")
+    w = sub.add_parser("sweep", help="simulate a grid of scenario keys with replications, locally or on Dask")
     w.add_argument("file", metavar="FILE", help="scenario TOML file")
     w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate")
     w.add_argument("--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param")

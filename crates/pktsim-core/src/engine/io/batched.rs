@@ -145,7 +145,6 @@ impl Batched {
             t += d;
         }
     }
-
 }
 
 impl IoMode for Batched {
