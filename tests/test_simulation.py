@@ -105,7 +105,7 @@ def test_ctrl_c_stops_a_long_run_cleanly(tmp_path):
     long = tmp_path / "long.toml"
     long.write_text(NAPI.read_text().replace('duration = "50ms"', 'duration = "600s"'))
     proc = subprocess.Popen([sys.executable, "-m", "pktsim", "run", str(long)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    time.sleep(1.5)
+    time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=10)
