@@ -131,3 +131,15 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
     n = int(re.search(r'data-images="(\d+)"', dom).group(1))
     ok = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))
     assert n >= 10 and ok == n, (n, ok)
+
+
+def test_plot_command_draws_a_sweep_file_with_per_class_latency(tmp_path):
+    rt = EXAMPLES / "meyer2014-rt.toml"
+    table = tmp_path / "rt.csv"
+    run_cli("sweep", rt, "--param", "traffic.rate", "--values", "300kpps,600kpps", "--set", "measure.duration=20ms", "-o", table)
+    out = tmp_path / "plots"
+    run_cli("plot", table, "-o", out)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["irq_polls.png", "latency.png", "loss.png", "per_class_latency.png", "throughput.png"]
+    proc = run_cli("plot", NAPI, "-o", out, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr

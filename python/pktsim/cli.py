@@ -254,7 +254,27 @@ def cmd_sweep(args) -> int:
         print(f"\n{replications} replications per point; +- is the 95% confidence half-width")
     if args.output:
         print(f"wrote {args.output} ({len(df)} rows)")
+    if args.plots:
+        from .plots import sweep_plots
+
+        for f in sweep_plots(df, args.plots):
+            print(f"wrote {f}")
     return 1 if len(failed) else 0
+
+
+def cmd_plot(args) -> int:
+    from .experiments import read_table
+    from .plots import sweep_plots
+
+    try:
+        df = read_table(args.table)
+    except (OSError, ValueError) as e:
+        raise UsageError(f"plot: {args.table}: cannot read the sweep table ({e})") from None
+    if "throughput_pps" not in df:
+        raise UsageError(f"plot: {args.table}: not a pktsim sweep table (no throughput_pps column)")
+    for f in sweep_plots(df, args.output, args.x):
+        print(f"wrote {f}")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------- calibrate
@@ -494,7 +514,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("-o", "--output", metavar="OUT.parquet", help="write one row per (point, replication): .parquet or .csv; resumes if interrupted")
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
+    w.add_argument("--plots", metavar="DIR", help="also draw the standard plots into DIR")
     w.set_defaults(func=cmd_sweep)
+
+    pl = sub.add_parser("plot", help="the standard plots of a sweep table (.parquet or .csv)")
+    pl.add_argument("table", metavar="SWEEP")
+    pl.add_argument("-o", "--output", required=True, metavar="DIR")
+    pl.add_argument("--x", metavar="COLUMN", help="x axis of the per-class plot (default: the swept key)")
+    pl.set_defaults(func=cmd_plot)
 
     k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")
     k.add_argument("profile", metavar="PROFILE", help="perf script output, folded stacks, or perf report --stdio")

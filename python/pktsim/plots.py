@@ -133,3 +133,31 @@ def standard_load_plots(df, directory: str | Path, x: str = "offered_pps") -> li
     latency_vs_load(df, out[2], x)
     irq_and_polls_vs_load(df, out[3], x)
     return out
+
+
+def sweep_plots(df, directory: str | Path, x: str | None = None) -> list[Path]:
+    """The standard plots of a sweep table (replications averaged): load plots against
+    offered load, and per-class mean latency against the swept key when the table has more
+    than one class."""
+    import re
+
+    from .experiments import summarize
+
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    keys = [c for c in df.columns if "." in c]  # swept scenario keys, e.g. traffic.rate
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    metrics = [c for c in ok.columns if c.endswith(("_pps", "_ratio", "_per_s", "_per_packet", "utilization")) or c.startswith(("latency_ns_", "per_class_"))]
+    metrics = [m for m in metrics if m in ok and ok[m].dtype.kind in "fi"]
+    mean = summarize(ok, keys, metrics)
+    mean = mean.rename(columns={f"{m}_mean": m for m in metrics})
+    x = x or ("offered_pps" if "traffic.rate" in keys or not keys else keys[0])
+    mean = mean.sort_values(x) if x in mean else mean
+    written = standard_load_plots(mean, d, "offered_pps")
+    classes = sorted({m.group(1) for c in mean.columns if (m := re.match(r"per_class_(.+)_latency_ns_mean$", c))})
+    if len(classes) > 1:
+        xs = x if x in mean else keys[0]
+        path = d / "per_class_latency.png"
+        per_class_latency(mean, path, xs, classes, xlabel=xs, title="Mean latency per class")
+        written.append(path)
+    return written
