@@ -482,6 +482,14 @@ def cmd_profiles(args) -> int:
 # ---------------------------------------------------------------------------------------- main
 
 
+def _measurement_args(p: argparse.ArgumentParser, freq_help: str) -> None:
+    """The measurement behind 000 Eq. 3: rate, CPU load or active cycles, clock."""
+    p.add_argument("--rate", metavar="RATE", help="measured forwarding rate, e.g. 1.67Mpps")
+    p.add_argument("--cpu-load", metavar="LOAD", help="measured CPU load of the core, e.g. 100%%")
+    p.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
+    p.add_argument("--freq", metavar="FREQ", help=freq_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
     ap.add_argument("--version", action="version", version=f"pktsim {__version__}")
@@ -492,10 +500,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable), e.g. traffic.rate=1.2Mpps")
     m.add_argument("--json", action="store_true", help="print one JSON object")
     m.add_argument("--from-measurement", action="store_true", help="Eq. 3: C_total from a measured rate and CPU load")
-    m.add_argument("--rate", metavar="RATE", help="measured forwarding rate, e.g. 1.67Mpps")
-    m.add_argument("--cpu-load", metavar="LOAD", help="measured CPU load, e.g. 100%%")
-    m.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
-    m.add_argument("--freq", metavar="FREQ", help="CPU frequency, e.g. 3.3GHz (default: the scenario's)")
+    _measurement_args(m, "CPU frequency, e.g. 3.3GHz (default: the scenario's)")
     m.set_defaults(func=cmd_model)
 
     r = sub.add_parser("run", help="simulate a scenario: throughput, loss, latency percentiles, IRQ and poll rates, CPU")
@@ -525,10 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")
     k.add_argument("profile", metavar="PROFILE", help="perf script output, folded stacks, or perf report --stdio")
-    k.add_argument("--rate", metavar="RATE", help="forwarding rate during the profile, e.g. 1.67Mpps")
-    k.add_argument("--cpu-load", metavar="LOAD", help="CPU load of the profiled core, e.g. 100%%")
-    k.add_argument("--active-cycles", metavar="N", help="active cycles per second (instead of --cpu-load)")
-    k.add_argument("--freq", metavar="FREQ", help="CPU clock, e.g. 3.3GHz")
+    _measurement_args(k, "CPU clock, e.g. 3.3GHz")
     k.add_argument("--rules", metavar="RULES.toml", help="group rules (default: the bundled Linux forwarding rules)")
     k.add_argument("--format", default="auto", choices=["auto", "perf-script", "folded", "perf-report"])
     k.add_argument("--idle-into-other", action="store_true", help="count idle functions as C_other (000 at partial load)")

@@ -121,9 +121,7 @@ impl Batched {
             super::ring_views(&core.rings, &mut core.views, ctx);
             let Some(i) = core.strategy.pick(&core.views, t) else {
                 core.state = State::Waiting(t);
-                for &r in &core.rings {
-                    ctx.nic.arm(r, ctx.queue);
-                }
+                super::arm_rings(&core.rings, ctx);
                 return;
             };
             let r = core.rings[i];
@@ -149,11 +147,7 @@ impl Batched {
 
 impl IoMode for Batched {
     fn start(&mut self, ctx: &mut Ctx) {
-        for core in &self.cores {
-            for &r in &core.rings {
-                ctx.nic.arm(r, ctx.queue);
-            }
-        }
+        super::arm_rings(self.cores.iter().flat_map(|c| &c.rings), ctx);
     }
 
     fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {

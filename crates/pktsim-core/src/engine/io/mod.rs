@@ -95,3 +95,10 @@ pub fn continue_or_suspend(ctx: &mut Ctx, t: Ps, d: Ps, tag: u8, index: usize, g
     ctx.queue.schedule(t + d, EventKind::Mode { tag, index: index as u32, gen: *gen });
     false
 }
+
+/// Ask to be woken by the next write-back on any of these rings.
+pub fn arm_rings<'a>(rings: impl IntoIterator<Item = &'a usize>, ctx: &mut Ctx) {
+    for &r in rings {
+        ctx.nic.arm(r, ctx.queue);
+    }
+}

@@ -96,9 +96,7 @@ impl Server {
             super::ring_views(&core.rings, &mut core.views, ctx);
             let Some(i) = core.strategy.pick(&core.views, t) else {
                 // Idle: wake on the next write-back to any of this core's rings.
-                for &r in &core.rings {
-                    ctx.nic.arm(r, ctx.queue);
-                }
+                super::arm_rings(&core.rings, ctx);
                 return;
             };
             let r = core.rings[i];
@@ -117,11 +115,7 @@ impl Server {
 
 impl IoMode for Server {
     fn start(&mut self, ctx: &mut Ctx) {
-        for core in &self.cores {
-            for &r in &core.rings {
-                ctx.nic.arm(r, ctx.queue);
-            }
-        }
+        super::arm_rings(self.cores.iter().flat_map(|c| &c.rings), ctx);
     }
 
     fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
