@@ -96,6 +96,12 @@ pub fn predict(node: &Node) -> Prediction {
         let ps = b.t_packet.ps as f64 + b.t_call.ps as f64 / b.size as f64 + b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64 / 1e3 * node.mean_frame_bytes());
         cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
     }
+    // Threaded NAPI at saturation: every poll takes a full weight and the thread never
+    // sleeps, so the poll cost is shared by `weight` frames and wake-ups vanish.
+    if s.host.io == crate::scenario::IoModeKind::ThreadedNapi {
+        let ps = s.host.t_poll.ps as f64 / s.host.weight as f64;
+        cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
+    }
     let c_total = cycles.total();
     let c_core = c_total + (k as f64 - 1.0) * s.cpu.contention.cycles;
     let r_max = f / c_total;

@@ -275,6 +275,25 @@ pub enum IoModeKind {
     /// netmap / libpcap style: a system call moves up to `host.batch.size` frames; with
     /// nothing to move the thread sleeps until an interrupt wakes it (`t_wakeup`).
     BatchedSyscall,
+    /// Threaded NAPI on a software device (veth): no hard IRQ; the sender schedules the
+    /// NAPI, whose kernel thread wakes after `host.thread.wake_latency`, pays
+    /// `host.thread.t_wakeup`, then polls up to `host.weight` packets per poll until the
+    /// ring is empty and sleeps again.
+    ThreadedNapi,
+}
+
+/// The NAPI kernel thread of io = "threaded-napi".
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadSpec {
+    /// From the sender's napi_schedule (wake_up_process) to the thread running on its CPU:
+    /// scheduler and idle-exit latency, during which the CPU does none of this thread's work.
+    #[serde(default)]
+    pub wake_latency: Duration,
+    /// CPU time the thread spends per wake-up besides polling (switching in and out, the
+    /// thread loop), charged to the thread like its packet work.
+    #[serde(default)]
+    pub t_wakeup: Duration,
 }
 
 /// Costs of batched packet I/O (io = "busy-poll" or "batched-syscall"). A call that moves
@@ -386,6 +405,9 @@ pub struct HostSpec {
     /// Batched I/O costs (io = "busy-poll" or "batched-syscall").
     #[serde(default)]
     pub batch: BatchSpec,
+    /// The NAPI thread's wake-up (io = "threaded-napi").
+    #[serde(default)]
+    pub thread: ThreadSpec,
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -475,6 +497,7 @@ impl Default for HostSpec {
             strategy: StrategySpec::default(),
             core_strategies: Vec::new(),
             batch: BatchSpec::default(),
+            thread: ThreadSpec::default(),
         }
     }
 }
@@ -1299,6 +1322,9 @@ impl Scenario {
                 "a cost above 0 for an empty poll (or host.batch.t_call): a core spinning for free never lets time pass",
             )
             .into());
+        }
+        if self.host.io != IoModeKind::ThreadedNapi && self.host.thread != ThreadSpec::default() {
+            return Err(ConfigError::new(origin, "host.thread", None, "no [host.thread] unless host.io = \"threaded-napi\" (only a NAPI thread has a wake-up)").into());
         }
         let h = &self.host;
         range("host.weight", h.weight as u64, 1, 1 << 16, "a number of packets")?;

@@ -164,3 +164,12 @@ fn missing_required_tables_are_named() {
     let e = Scenario::load_toml("[cpu]\nfrequency = \"3GHz\"\n", "x.toml", Path::new("."), &[]).unwrap_err().to_string();
     assert!(e.contains("x.toml: link") && e.contains("required"), "{e}");
 }
+
+#[test]
+fn thread_timing_needs_the_threaded_napi_mode() {
+    let msg = message(&[("host.thread.wake_latency", "10us")]);
+    assert_names(&msg, &["host.thread", "threaded-napi"]);
+    assert!(load_with(&[("host.io", "threaded-napi"), ("host.thread.wake_latency", "10us")]).is_ok());
+    let msg = message(&[("host.io", "threaded-napi"), ("host.thread.t_wakeup", "10")]);
+    assert_names(&msg, &["host.thread.t_wakeup", "10"]);
+}

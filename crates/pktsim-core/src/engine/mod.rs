@@ -29,6 +29,7 @@ use crate::scenario::{IoModeKind, ItrMode, Node, TxVector};
 use io::batched::{Batched, CallCosts, Wait};
 use io::napi::{Napi, NapiParams};
 use io::server::Server;
+use io::threaded::{ThreadParams, ThreadedNapi};
 use classify::Classifier;
 use io::{Costs, Ctx, IoMode};
 use moderation::{Fixed, IxgbeDynamic, Moderation, NoThrottle};
@@ -297,6 +298,11 @@ pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
         IoModeKind::Server => Box::new(Server::new(
             core_rings(),
             n_rings,
+        )),
+        IoModeKind::ThreadedNapi => Box::new(ThreadedNapi::new(
+            (0..k).map(|c| ((c * qpc..(c + 1) * qpc).collect(), tx_of_core(c))).collect(),
+            n_rings,
+            ThreadParams { weight, wake_latency_ps: s.host.thread.wake_latency.ps, t_wakeup_ps: s.host.thread.t_wakeup.ps },
         )),
     };
 

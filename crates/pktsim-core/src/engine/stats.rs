@@ -29,9 +29,11 @@ pub enum Activity {
     Io = 5,
     /// Busy polling that found nothing.
     Spin = 6,
+    /// A sleeping NAPI thread's wake-up (threaded NAPI).
+    Wakeup = 7,
 }
 
-pub const ACTIVITY_NAMES: [&str; 7] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin"];
+pub const ACTIVITY_NAMES: [&str; 8] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -213,7 +215,7 @@ pub struct Stats {
     pub softirqs: u64,
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
-    pub busy_ps: [u64; 7],
+    pub busy_ps: [u64; 8],
     pub empty_polls: u64,
     pub busy_core_ps: Vec<u64>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
@@ -265,7 +267,7 @@ impl Stats {
             softirqs: 0,
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
-            busy_ps: [0; 7],
+            busy_ps: [0; 8],
             empty_polls: 0,
             busy_core_ps: vec![0; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],

@@ -3,12 +3,15 @@
 //!
 //! - [`napi::Napi`]: Linux NAPI with an ixgbe-style driver (002, 003).
 //! - [`batched::Batched`]: DPDK-style busy polling and netmap / libpcap system calls (004).
+//! - [`threaded::ThreadedNapi`]: threaded NAPI on a software device (veth): no hard IRQ,
+//!   a kernel thread woken by the sender.
 //! - [`server::Server`]: cores as plain servers of their rings, choosing among them by a
 //!   pluggable strategy (001), also used for checks against queueing theory.
 
 pub mod batched;
 pub mod napi;
 pub mod server;
+pub mod threaded;
 
 use crate::scenario::ServiceDist;
 

@@ -1,0 +1,123 @@
+//! Threaded NAPI on a veth-like device against closed forms and a hand-computed trace.
+
+use std::path::Path;
+
+use pktsim_core::engine::{run, SimResult};
+use pktsim_core::{model, Scenario};
+
+fn scenario(sets: &[(&str, &str)]) -> pktsim_core::Node {
+    let text = r#"
+        [cpu]
+        frequency = "2GHz"
+        cores = 1
+        [link]
+        rate = "100Gbit/s"
+        [traffic]
+        rate = "100kpps"
+        size = "64B"
+        pattern = "cbr"
+        [nic]
+        rx_ring = 256
+        tx_ring = 4096
+        dma_delay = "0ns"
+        [host]
+        io = "threaded-napi"
+        t_proc = "600ns"
+        weight = 64
+        [host.thread]
+        wake_latency = "2us"
+        t_wakeup = "1us"
+        [measure]
+        warmup = "1ms"
+        duration = "20ms"
+        "#;
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Scenario::load_toml(text, "threaded.toml", Path::new("."), &sets).unwrap()
+}
+
+fn sim(sets: &[(&str, &str)]) -> SimResult {
+    run(&scenario(sets), &mut || false).unwrap()
+}
+
+fn wakeups(r: &SimResult) -> f64 {
+    r.io["wakeups"].as_u64().unwrap() as f64
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn sparse_arrivals_wake_the_thread_for_every_frame() {
+    // 100 kpps = one frame every 10 us, far apart: each frame wakes the thread, which then
+    // needs wake_latency + t_wakeup + t_poll + t_proc before the frame leaves.
+    let r = sim(&[("host.t_poll", "200ns")]);
+    let fwd = r.forwarded_packets as f64;
+    assert!(close(wakeups(&r), fwd, 1e-3), "{} wake-ups for {fwd} frames", wakeups(&r));
+    assert!(close(r.packets_per_poll.mean, 1.0, 1e-9));
+    let lat = 2000.0 + 1000.0 + 200.0 + 600.0;
+    assert!((r.latency_ns.p50 - lat).abs() < 5.0 && (r.latency_ns.max - lat).abs() < 5.0, "{:?}", r.latency_ns);
+    // CPU per frame: wake-up + poll + processing, at 100 kpps.
+    assert!(close(r.cpu_utilization, (1000.0 + 200.0 + 600.0) * 1e-9 * 1e5, 2e-3), "{}", r.cpu_utilization);
+    assert!(close(r.cpu_by_activity["wakeup"], 1000.0e-9 * 1e5, 2e-3));
+    assert_eq!(r.irq_per_s, 0.0, "veth has no hard IRQ");
+}
+
+#[test]
+fn hand_trace_eight_frames_per_wakeup() {
+    // Frames every 1 us, latency 2 us, wake-up 1 us, 0.6 us each. Frame 0 (t=0) wakes the
+    // thread at 2 us; it runs at 3 us and finds frames 0-3; frames keep arriving every
+    // 1 us while it clears one per 0.6 us: frames 0..7 end at 3.6, 4.2, ..., 7.8 us. At
+    // 7.8 us the ring is empty (frame 8 comes at 8 us): sleep. The cycle repeats every
+    // 8 us: 8 frames per wake-up, (1 + 8 x 0.6) / 8 = 0.725 us of CPU per frame; latency
+    // of frame i (0..7) = 3.6 + 0.6 i - i = 3.6 - 0.4 i us: 3.6 us max, 0.8 us min.
+    let r = sim(&[("traffic.rate", "1Mpps")]);
+    let fwd = r.forwarded_packets as f64;
+    assert!(close(fwd / wakeups(&r), 8.0, 2e-3), "{} frames per wake-up", fwd / wakeups(&r));
+    assert!(close(r.cpu_utilization, 0.725, 2e-3), "{}", r.cpu_utilization);
+    assert!((r.latency_ns.max - 3600.0).abs() < 5.0, "{:?}", r.latency_ns);
+    assert!((r.latency_ns.min - 800.0).abs() < 5.0, "{:?}", r.latency_ns);
+    assert!(close(r.latency_ns.mean, 2200.0, 2e-3), "{:?}", r.latency_ns);
+    assert_eq!(r.loss_ratio, 0.0);
+}
+
+#[test]
+fn saturation_polls_full_weights_and_the_ring_overflows() {
+    // Offered 3 Mpps against 1 / (600 ns + 6.4 us / 64) = 1.4286 Mpps.
+    let node = scenario(&[("traffic.rate", "3Mpps"), ("host.t_poll", "6400ns")]);
+    let r = run(&node, &mut || false).unwrap();
+    let cap = 1e9 / (600.0 + 6400.0 / 64.0);
+    assert!(close(r.throughput_pps, cap, 2e-3), "{} vs {cap}", r.throughput_pps);
+    assert!(close(r.packets_per_poll.mean, 64.0, 1e-3), "{}", r.packets_per_poll.mean);
+    assert!(wakeups(&r) <= 1.0, "a saturated thread never sleeps: {}", wakeups(&r));
+    assert!(close(r.loss_ratio, 1.0 - cap / 3e6, 5e-3), "{}", r.loss_ratio);
+    assert!(r.drops.get("rx_ring_full").copied().unwrap_or(0) > 0, "{:?}", r.drops);
+    // A full ring of 256 frames ahead: the latency is about 256 service times.
+    assert!(close(r.latency_ns.p50, 256.0 * 1e9 / cap, 0.02), "{:?}", r.latency_ns);
+    // The analytical model gives the same capacity.
+    let p = model::predict(&node);
+    assert!(close(p.r_max_pps, cap, 1e-9), "{}", p.r_max_pps);
+}
+
+#[test]
+fn cpu_per_frame_falls_with_load_as_wakeups_amortise() {
+    let mut last = f64::INFINITY;
+    for rate in ["50kpps", "400kpps", "800kpps", "1.2Mpps", "1.6Mpps"] {
+        let r = sim(&[("traffic.rate", rate)]);
+        let per_frame_ns = r.cpu_utilization * 1e9 / r.throughput_pps;
+        assert!(per_frame_ns <= last + 1e-6, "{rate}: {per_frame_ns} after {last}");
+        let w = wakeups(&r) / r.forwarded_packets as f64;
+        // CPU per frame = t_proc + t_wakeup x wake-ups per frame (t_poll = 0).
+        assert!(close(per_frame_ns, 600.0 + 1000.0 * w, 5e-3), "{rate}: {per_frame_ns} vs {w}");
+        last = per_frame_ns;
+    }
+}
+
+#[test]
+fn same_seed_same_result() {
+    let a = sim(&[("traffic.rate", "1.3Mpps"), ("traffic.pattern", "poisson")]);
+    let b = sim(&[("traffic.rate", "1.3Mpps"), ("traffic.pattern", "poisson")]);
+    assert_eq!(a.forwarded_packets, b.forwarded_packets);
+    assert_eq!(a.latency_ns.p99.to_bits(), b.latency_ns.p99.to_bits());
+    assert_eq!(a.io, b.io);
+}
