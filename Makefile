@@ -9,12 +9,12 @@ PYTHON ?= python3
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: run install browser test test-rust test-python bench clean
+.PHONY: run install testbed-tools browser test test-rust test-python bench clean
 
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed testbed-tools
 
 $(VENV)/.installed: $(SOURCES)
 	@command -v cargo >/dev/null || { echo "pktsim needs a Rust toolchain (cargo); install it with rustup" >&2; exit 1; }
@@ -23,7 +23,15 @@ $(VENV)/.installed: $(SOURCES)
 	$(PY) -m pip install -q "maturin>=1.5,<2"
 	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1"
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
+	cargo build --release --quiet -p pktsim-testbed
+	install -m 755 target/release/pktsim-tb $(VENV)/bin/pktsim-tb
 	@touch $@
+
+# `pktsim testbed` (root only) drives iproute2, ethtool, nftables and perf (Debian's packages).
+testbed-tools:
+	@if [ "$$(id -u)" = 0 ] && ! { command -v nft && command -v ethtool && command -v ip && command -v perf; } >/dev/null 2>&1; then \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 ethtool nftables linux-perf >/dev/null) \
+	  || echo "could not install iproute2/ethtool/nftables/linux-perf; pktsim testbed will say what is missing"; fi
 
 test: install browser test-rust test-python
 
@@ -34,7 +42,7 @@ browser:
 	  else echo "chromium is missing (apt-get install chromium as root); the report test needs it"; fi; }
 
 test-rust:
-	cargo test -p pktsim-core --release
+	cargo test -p pktsim-core -p pktsim-testbed --release
 
 test-python: install
 	$(VENV)/bin/pytest -q

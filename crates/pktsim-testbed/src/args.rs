@@ -1,0 +1,667 @@
+//! Command-line parsing for `pktsim-tb`: subcommands and their `--key value` flags.
+//!
+//! Every flag takes exactly one value, written `--key value` or `--key=value`. A bad
+//! value is reported with the flag, what was expected and what was given, e.g.
+//! `--rate: expected a packet rate in packets per second ..., got "abc"`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use crate::frame::{MAX_FRAME_LEN, MIN_FRAME_LEN};
+
+/// Most packets one `gen` run may send.
+pub const MAX_COUNT: u64 = 100_000_000;
+/// Longest run (gen and sink), in milliseconds.
+pub const MAX_DURATION_MS: u64 = 600_000;
+/// Largest `gen --batch`.
+pub const MAX_GEN_BATCH: usize = 256;
+/// Largest `sink --batch`.
+pub const MAX_SINK_BATCH: usize = 1024;
+/// Highest accepted `--rate`, in packets per second.
+pub const MAX_RATE_PPS: f64 = 1e9;
+/// Highest CPU number `--cpu` accepts (the size of the kernel's CPU set, minus one).
+pub const MAX_CPU: usize = 1023;
+
+/// Top-level usage text.
+pub const USAGE: &str = "\
+pktsim-tb: traffic generator and sink for pktsim's real-kernel testbed (Linux, root)
+
+usage:
+  pktsim-tb gen  --iface NAME --dst-mac MAC --src-ip IP --dst-ip IP --rate PPS|max
+                 --count N --duration-ms MS [options]      send UDP probe frames
+  pktsim-tb sink --iface NAME --duration-ms MS [options]   receive them, report latency
+  pktsim-tb version                                       print the version
+  pktsim-tb [gen|sink] --help                             print usage
+
+Both subcommands print one JSON object on stdout when they stop.
+Exit status: 0 done, 1 system call failed, 2 usage error.
+";
+
+/// Usage text of `pktsim-tb gen`.
+pub const GEN_USAGE: &str = "\
+usage: pktsim-tb gen --iface NAME --dst-mac MAC --src-ip IP --dst-ip IP
+                     --rate PPS|max --count N --duration-ms MS [options]
+
+Sends UDP probe frames (IPv4, port 9000 -> 9001) out of an interface through an
+AF_PACKET socket, open loop: packet i is due at t0 + i/rate. A packet the kernel refuses
+(ENOBUFS/EAGAIN, e.g. a full veth ring) is counted as refused and not retried.
+
+required:
+  --iface NAME         interface to send on
+  --dst-mac MAC        destination MAC address, aa:bb:cc:dd:ee:ff
+  --src-ip A.B.C.D     IPv4 source address
+  --dst-ip A.B.C.D     first IPv4 destination address
+  --rate PPS|max       packets per second (a number > 0), or max: back-to-back batches
+  --count N            packets to send, at most 100000000
+  --duration-ms MS     hard stop after MS milliseconds, at most 600000
+
+options:
+  --dst-count N        destinations dst-ip .. dst-ip+N-1, packet i to dst-ip+(i mod N) [1]
+  --size BYTES         Ethernet frame size without FCS, 74..=1514 [74]
+                       (74 is the smallest frame that holds the 32-byte probe)
+  --batch N            most packets per sendmmsg call, 1..=256 [32]
+  --cpu N              pin to CPU N
+  --run-id N           run id written into every probe (u32) [0]
+
+Stops at --count, at --duration-ms, or on SIGINT/SIGTERM, then prints one JSON object:
+sent, refused, offered, elapsed_ns, t0_mono_ns, t_end_mono_ns, offered_pps, sent_pps,
+max_late_ns, interrupted.
+";
+
+/// Usage text of `pktsim-tb sink`.
+pub const SINK_USAGE: &str = "\
+usage: pktsim-tb sink --iface NAME --duration-ms MS [options]
+
+Receives the probe frames of `pktsim-tb gen` on an interface through an AF_PACKET
+socket and measures their latency: kernel (receive timestamp - tx_real_ns) and
+application (CLOCK_MONOTONIC after recvmmsg - tx_mono_ns).
+
+required:
+  --iface NAME         interface to receive on
+  --duration-ms MS     hard stop after MS milliseconds, at most 600000
+
+options:
+  --idle-ms MS         after the first probe, stop when none arrived for MS ms [500]
+  --run-id N           count only probes of this run id; others are 'foreign' [0]
+  --batch N            frames per recvmmsg call, 1..=1024 [64]
+  --cpu N              pin to CPU N
+  --ready-file PATH    create PATH once the socket is bound and receiving
+
+Stops at --duration-ms, after --idle-ms of silence, or on SIGINT/SIGTERM, then prints
+one JSON object: received, bytes, foreign, min_seq, max_seq, reordered, lost_estimate,
+first_rx_mono_ns, last_rx_mono_ns, latency_kernel_ns, latency_app_ns, interrupted.
+";
+
+/// A usage error: what was wrong with the command line. Exit status 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsageError {
+    /// The subcommand whose flags were wrong, if any.
+    pub subcommand: Option<&'static str>,
+    pub message: String,
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What to do, as parsed from the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Print this usage text on stdout and exit 0.
+    Help(&'static str),
+    /// Print the version and exit 0.
+    Version,
+    Gen(GenArgs),
+    Sink(SinkArgs),
+}
+
+/// Send rate of `gen`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    /// As fast as possible: full batches back to back.
+    Max,
+    /// A fixed rate, in millionths of a packet per second (so due times are integers).
+    Fixed { rate_micro_pps: u64 },
+}
+
+/// Settings of `pktsim-tb gen`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenArgs {
+    pub iface: String,
+    pub dst_mac: [u8; 6],
+    pub src_ip: Ipv4Addr,
+    pub dst_ip: Ipv4Addr,
+    pub dst_count: u32,
+    pub rate: Rate,
+    pub count: u64,
+    pub duration_ns: u64,
+    pub frame_len: usize,
+    pub batch: usize,
+    pub cpu: Option<usize>,
+    pub run_id: u32,
+}
+
+/// Settings of `pktsim-tb sink`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SinkArgs {
+    pub iface: String,
+    pub duration_ns: u64,
+    pub idle_ns: u64,
+    pub cpu: Option<usize>,
+    pub run_id: u32,
+    pub batch: usize,
+    pub ready_file: Option<PathBuf>,
+}
+
+/// Parses the arguments after the program name.
+pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(first) = argv.first() else {
+        return Err(UsageError {
+            subcommand: None,
+            message: "missing subcommand (gen, sink, version)".into(),
+        });
+    };
+    let rest = &argv[1..];
+    match first.as_str() {
+        "-h" | "--help" | "help" => Ok(Command::Help(USAGE)),
+        "-V" | "--version" | "version" => {
+            if let Some(extra) = rest.first() {
+                return Err(UsageError {
+                    subcommand: Some("version"),
+                    message: format!("unexpected argument \"{extra}\""),
+                });
+            }
+            Ok(Command::Version)
+        }
+        "gen" => parse_gen(rest),
+        "sink" => parse_sink(rest),
+        other => Err(UsageError {
+            subcommand: None,
+            message: format!("unknown subcommand \"{other}\" (expected gen, sink or version)"),
+        }),
+    }
+}
+
+// Flag tables: the flag and what its value must be (used in every error message).
+
+const IFACE: (&str, &str) = ("--iface", "an interface name of 1 to 15 characters");
+const DURATION_MS: (&str, &str) = (
+    "--duration-ms",
+    "a duration in milliseconds from 1 to 600000",
+);
+const CPU: (&str, &str) = ("--cpu", "a CPU number from 0 to 1023");
+const RUN_ID: (&str, &str) = ("--run-id", "a run id from 0 to 4294967295");
+
+const DST_MAC: (&str, &str) = ("--dst-mac", "a MAC address like aa:bb:cc:dd:ee:ff");
+const SRC_IP: (&str, &str) = ("--src-ip", "an IPv4 address like 198.18.0.1");
+const DST_IP: (&str, &str) = ("--dst-ip", "an IPv4 address like 198.18.0.2");
+const DST_COUNT: (&str, &str) = (
+    "--dst-count",
+    "a number of destination addresses, 1 or more",
+);
+const RATE: (&str, &str) = (
+    "--rate",
+    "a packet rate in packets per second (a number > 0, at most 1e9) or \"max\"",
+);
+const COUNT: (&str, &str) = ("--count", "a packet count from 1 to 100000000");
+const SIZE: (&str, &str) = (
+    "--size",
+    "a frame size in bytes from 74 to 1514 (without FCS; 74 is the smallest frame that holds the probe)",
+);
+const GEN_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 256");
+
+const IDLE_MS: (&str, &str) = ("--idle-ms", "an idle time in milliseconds from 1 to 600000");
+const SINK_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 1024");
+const READY_FILE: (&str, &str) = ("--ready-file", "a file path");
+
+const GEN_FLAGS: &[(&str, &str)] = &[
+    IFACE,
+    DST_MAC,
+    SRC_IP,
+    DST_IP,
+    DST_COUNT,
+    RATE,
+    COUNT,
+    DURATION_MS,
+    SIZE,
+    GEN_BATCH,
+    CPU,
+    RUN_ID,
+];
+const SINK_FLAGS: &[(&str, &str)] = &[
+    IFACE,
+    DURATION_MS,
+    IDLE_MS,
+    CPU,
+    RUN_ID,
+    SINK_BATCH,
+    READY_FILE,
+];
+
+fn parse_gen(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("gen", GEN_FLAGS, argv)? else {
+        return Ok(Command::Help(GEN_USAGE));
+    };
+    // Checked in the order of the usage text, so the first problem is reported first.
+    let iface = flags.required(IFACE, parse_iface)?;
+    let dst_mac = flags.required(DST_MAC, parse_mac)?;
+    let src_ip = flags.required(SRC_IP, parse_ipv4)?;
+    let dst_ip = flags.required(DST_IP, parse_ipv4)?;
+    let dst_count = flags
+        .optional(DST_COUNT, |s| parse_int::<u32>(s).filter(|&n| n >= 1))?
+        .unwrap_or(1);
+    if u64::from(u32::from(dst_ip)) + u64::from(dst_count) - 1 > u64::from(u32::MAX) {
+        return Err(flags.error(format!(
+            "--dst-count: {dst_count} addresses starting at {dst_ip} run past 255.255.255.255"
+        )));
+    }
+    let rate = flags.required(RATE, parse_rate)?;
+    let count = flags.required(COUNT, |s| {
+        parse_int::<u64>(s).filter(|n| (1..=MAX_COUNT).contains(n))
+    })?;
+    let duration_ms = flags.required(DURATION_MS, |s| {
+        parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
+    })?;
+    let frame_len = flags
+        .optional(SIZE, |s| {
+            parse_int::<usize>(s).filter(|n| (MIN_FRAME_LEN..=MAX_FRAME_LEN).contains(n))
+        })?
+        .unwrap_or(MIN_FRAME_LEN);
+    let batch = flags
+        .optional(GEN_BATCH, |s| {
+            parse_int::<usize>(s).filter(|n| (1..=MAX_GEN_BATCH).contains(n))
+        })?
+        .unwrap_or(32);
+    Ok(Command::Gen(GenArgs {
+        iface,
+        dst_mac,
+        src_ip,
+        dst_ip,
+        dst_count,
+        rate,
+        count,
+        duration_ns: duration_ms * 1_000_000,
+        frame_len,
+        batch,
+        cpu: flags.optional(CPU, parse_cpu)?,
+        run_id: flags.optional(RUN_ID, parse_int::<u32>)?.unwrap_or(0),
+    }))
+}
+
+fn parse_sink(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("sink", SINK_FLAGS, argv)? else {
+        return Ok(Command::Help(SINK_USAGE));
+    };
+    let iface = flags.required(IFACE, parse_iface)?;
+    let duration_ms = flags.required(DURATION_MS, |s| {
+        parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
+    })?;
+    let idle_ms = flags
+        .optional(IDLE_MS, |s| {
+            parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
+        })?
+        .unwrap_or(500);
+    Ok(Command::Sink(SinkArgs {
+        iface,
+        duration_ns: duration_ms * 1_000_000,
+        idle_ns: idle_ms * 1_000_000,
+        cpu: flags.optional(CPU, parse_cpu)?,
+        run_id: flags.optional(RUN_ID, parse_int::<u32>)?.unwrap_or(0),
+        batch: flags
+            .optional(SINK_BATCH, |s| {
+                parse_int::<usize>(s).filter(|n| (1..=MAX_SINK_BATCH).contains(n))
+            })?
+            .unwrap_or(64),
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+    }))
+}
+
+/// The flags of one subcommand, each given at most once.
+struct Flags {
+    subcommand: &'static str,
+    values: BTreeMap<&'static str, String>,
+}
+
+impl Flags {
+    /// Collects `--key value` / `--key=value` pairs, checking names against `known`.
+    /// Returns `None` when `--help` or `-h` is among the arguments.
+    fn collect(
+        subcommand: &'static str,
+        known: &[(&'static str, &'static str)],
+        argv: &[String],
+    ) -> Result<Option<Flags>, UsageError> {
+        if argv.iter().any(|a| a == "--help" || a == "-h") {
+            return Ok(None);
+        }
+        let mut flags = Flags {
+            subcommand,
+            values: BTreeMap::new(),
+        };
+        let mut i = 0;
+        while i < argv.len() {
+            let arg = &argv[i];
+            i += 1;
+            if !arg.starts_with("--") {
+                return Err(flags.error(format!(
+                    "unexpected argument \"{arg}\" (flags are written --name value)"
+                )));
+            }
+            let (name, inline_value) = match arg.split_once('=') {
+                Some((n, v)) => (n, Some(v.to_string())),
+                None => (arg.as_str(), None),
+            };
+            let Some(&(flag, expected)) = known.iter().find(|(f, _)| *f == name) else {
+                return Err(flags.error(format!("unknown flag {name}")));
+            };
+            let value = match inline_value {
+                Some(v) => v,
+                None => match argv.get(i) {
+                    Some(v) if !v.starts_with("--") => {
+                        i += 1;
+                        v.clone()
+                    }
+                    _ => {
+                        return Err(
+                            flags.error(format!("{flag}: missing value (expected {expected})"))
+                        )
+                    }
+                },
+            };
+            if flags.values.insert(flag, value).is_some() {
+                return Err(flags.error(format!("{flag}: given more than once")));
+            }
+        }
+        Ok(Some(flags))
+    }
+
+    fn error(&self, message: String) -> UsageError {
+        UsageError {
+            subcommand: Some(self.subcommand),
+            message,
+        }
+    }
+
+    fn optional<T>(
+        &self,
+        (flag, expected): (&'static str, &'static str),
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<Option<T>, UsageError> {
+        match self.values.get(flag) {
+            None => Ok(None),
+            Some(v) => match parse(v) {
+                Some(t) => Ok(Some(t)),
+                None => Err(self.error(format!("{flag}: expected {expected}, got \"{v}\""))),
+            },
+        }
+    }
+
+    fn required<T>(
+        &self,
+        spec: (&'static str, &'static str),
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<T, UsageError> {
+        self.optional(spec, parse)?.ok_or_else(|| {
+            self.error(format!(
+                "missing required flag {} (expected {})",
+                spec.0, spec.1
+            ))
+        })
+    }
+}
+
+/// A decimal integer (digits only).
+fn parse_int<T: std::str::FromStr>(s: &str) -> Option<T> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+fn parse_iface(s: &str) -> Option<String> {
+    let ok = !s.is_empty()
+        && s.len() < 16
+        && s != "."
+        && s != ".."
+        && s.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+    ok.then(|| s.to_string())
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for byte in &mut mac {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *byte = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+fn parse_ipv4(s: &str) -> Option<Ipv4Addr> {
+    s.parse().ok()
+}
+
+fn parse_cpu(s: &str) -> Option<usize> {
+    parse_int::<usize>(s).filter(|&n| n <= MAX_CPU)
+}
+
+/// `max`, or a rate in packets per second, kept as millionths of a packet per second.
+fn parse_rate(s: &str) -> Option<Rate> {
+    if s == "max" {
+        return Some(Rate::Max);
+    }
+    let pps: f64 = s.parse().ok()?;
+    if !pps.is_finite() || pps <= 0.0 || pps > MAX_RATE_PPS {
+        return None;
+    }
+    let rate_micro_pps = (pps * 1e6).round() as u64;
+    (rate_micro_pps > 0).then_some(Rate::Fixed { rate_micro_pps })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    const GEN_OK: &str = "gen --iface tbx-a --dst-mac 02:00:00:00:00:02 --src-ip 198.18.9.1 \
+                          --dst-ip 198.18.9.2 --rate 10000 --count 1000 --duration-ms 1000";
+
+    fn gen_err(extra: &str) -> String {
+        match parse(&argv(&format!("{GEN_OK} {extra}"))) {
+            Err(e) => {
+                assert_eq!(e.subcommand, Some("gen"));
+                e.message
+            }
+            Ok(c) => panic!("accepted {extra:?}: {c:?}"),
+        }
+    }
+
+    #[test]
+    fn gen_defaults() {
+        let Ok(Command::Gen(g)) = parse(&argv(GEN_OK)) else {
+            panic!()
+        };
+        assert_eq!(g.iface, "tbx-a");
+        assert_eq!(g.dst_mac, [2, 0, 0, 0, 0, 2]);
+        assert_eq!(g.dst_count, 1);
+        assert_eq!(
+            g.rate,
+            Rate::Fixed {
+                rate_micro_pps: 10_000_000_000
+            }
+        );
+        assert_eq!(g.count, 1000);
+        assert_eq!(g.duration_ns, 1_000_000_000);
+        assert_eq!(g.frame_len, 74);
+        assert_eq!(g.batch, 32);
+        assert_eq!(g.cpu, None);
+        assert_eq!(g.run_id, 0);
+    }
+
+    #[test]
+    fn gen_all_flags_and_equals_form() {
+        let a =
+            format!("{GEN_OK} --dst-count 4 --size=1514 --batch 256 --cpu 1 --run-id 4294967295");
+        let a = a.replace("--rate 10000", "--rate=max");
+        let Ok(Command::Gen(g)) = parse(&argv(&a)) else {
+            panic!()
+        };
+        assert_eq!(g.rate, Rate::Max);
+        assert_eq!(
+            (g.dst_count, g.frame_len, g.batch, g.cpu, g.run_id),
+            (4, 1514, 256, Some(1), u32::MAX)
+        );
+    }
+
+    #[test]
+    fn fractional_rates() {
+        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "1.5e6"))) else {
+            panic!()
+        };
+        assert_eq!(
+            g.rate,
+            Rate::Fixed {
+                rate_micro_pps: 1_500_000_000_000
+            }
+        );
+        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "0.25"))) else {
+            panic!()
+        };
+        assert_eq!(
+            g.rate,
+            Rate::Fixed {
+                rate_micro_pps: 250_000
+            }
+        );
+    }
+
+    #[test]
+    fn gen_value_errors_name_flag_value_and_expectation() {
+        assert_eq!(
+            gen_err("--rate abc").as_str(),
+            "--rate: given more than once",
+            "duplicates are caught before values are parsed"
+        );
+        let only = |a: &str| match parse(&argv(&GEN_OK.replace("--rate 10000", a))) {
+            Err(e) => e.message,
+            Ok(c) => panic!("accepted {a:?}: {c:?}"),
+        };
+        assert_eq!(
+            only("--rate abc"),
+            "--rate: expected a packet rate in packets per second (a number > 0, at most 1e9) or \"max\", got \"abc\""
+        );
+        for bad in ["0", "-5", "nan", "inf", "2e9", "1e-9"] {
+            assert!(
+                only(&format!("--rate {bad}")).starts_with("--rate: expected"),
+                "{bad}"
+            );
+        }
+        assert!(only("").starts_with("missing required flag --rate"));
+        assert_eq!(only("--rate"), "--rate: missing value (expected a packet rate in packets per second (a number > 0, at most 1e9) or \"max\")");
+        let size = gen_err("--size 60");
+        assert!(
+            size.starts_with("--size: expected a frame size in bytes from 74 to 1514"),
+            "{size}"
+        );
+        assert!(size.ends_with("got \"60\""), "{size}");
+        assert!(gen_err("--size 1515").starts_with("--size: expected"));
+        assert!(gen_err("--batch 0").starts_with("--batch: expected a batch size from 1 to 256"));
+        assert!(gen_err("--batch 257").starts_with("--batch: expected"));
+        assert!(gen_err("--dst-count 0").starts_with("--dst-count: expected"));
+        assert_eq!(
+            gen_err("--cpu -1"),
+            "--cpu: expected a CPU number from 0 to 1023, got \"-1\""
+        );
+        assert!(gen_err("--cpu x").starts_with("--cpu: expected a CPU number"));
+        assert!(gen_err("--run-id 4294967296").starts_with("--run-id: expected"));
+        assert!(gen_err("--bogus 1").starts_with("unknown flag --bogus"));
+        assert!(gen_err("stray").starts_with("unexpected argument \"stray\""));
+    }
+
+    #[test]
+    fn gen_field_parsers() {
+        let with = |from: &str, to: &str| match parse(&argv(&GEN_OK.replace(from, to))) {
+            Err(e) => e.message,
+            Ok(c) => panic!("accepted {to:?}: {c:?}"),
+        };
+        assert_eq!(
+            with("02:00:00:00:00:02", "02:00:00:00:00"),
+            "--dst-mac: expected a MAC address like aa:bb:cc:dd:ee:ff, got \"02:00:00:00:00\""
+        );
+        assert!(
+            with("02:00:00:00:00:02", "02:00:00:00:00:02:03").starts_with("--dst-mac: expected")
+        );
+        assert!(with("02:00:00:00:00:02", "0g:00:00:00:00:02").starts_with("--dst-mac: expected"));
+        assert!(with("198.18.9.1", "198.18.9").starts_with("--src-ip: expected an IPv4 address"));
+        assert!(with("--count 1000", "--count 100000001")
+            .starts_with("--count: expected a packet count from 1 to 100000000"));
+        assert!(with("--count 1000", "--count 0").starts_with("--count: expected"));
+        assert!(with("--duration-ms 1000", "--duration-ms 600001")
+            .starts_with("--duration-ms: expected"));
+        assert!(with("tbx-a", "an-interface-name-too-long").starts_with("--iface: expected"));
+        assert!(with("198.18.9.2", "255.255.255.254 --dst-count 3")
+            .contains("run past 255.255.255.255"));
+        assert!(with("--iface tbx-a", "").starts_with("missing required flag --iface"));
+    }
+
+    #[test]
+    fn sink_parsing() {
+        let Ok(Command::Sink(s)) = parse(&argv("sink --iface tbx-b --duration-ms 2000")) else {
+            panic!()
+        };
+        assert_eq!(s.duration_ns, 2_000_000_000);
+        assert_eq!(
+            (s.idle_ns, s.batch, s.run_id, s.cpu, s.ready_file),
+            (500_000_000, 64, 0, None, None)
+        );
+        let Ok(Command::Sink(s)) = parse(&argv(
+            "sink --iface tbx-b --duration-ms 5 --idle-ms 7 --run-id 3 --batch 1024 --cpu 0 --ready-file /tmp/r",
+        )) else {
+            panic!()
+        };
+        assert_eq!(
+            (s.idle_ns, s.batch, s.run_id, s.cpu),
+            (7_000_000, 1024, 3, Some(0))
+        );
+        assert_eq!(s.ready_file, Some(PathBuf::from("/tmp/r")));
+        let err = |a: &str| parse(&argv(a)).unwrap_err().message;
+        assert!(err("sink --iface tbx-b").starts_with("missing required flag --duration-ms"));
+        assert!(err("sink --iface tbx-b --duration-ms 5 --batch 1025")
+            .starts_with("--batch: expected a batch size from 1 to 1024"));
+        assert!(
+            err("sink --iface tbx-b --duration-ms 5 --rate 5").starts_with("unknown flag --rate")
+        );
+        assert!(err("sink --iface tbx-b --duration-ms 5 --idle-ms 0")
+            .starts_with("--idle-ms: expected"));
+    }
+
+    #[test]
+    fn top_level() {
+        assert_eq!(parse(&argv("--help")), Ok(Command::Help(USAGE)));
+        assert_eq!(parse(&argv("gen --help")), Ok(Command::Help(GEN_USAGE)));
+        assert_eq!(
+            parse(&argv("sink --iface x -h")),
+            Ok(Command::Help(SINK_USAGE))
+        );
+        assert_eq!(parse(&argv("version")), Ok(Command::Version));
+        let e = parse(&argv("bench")).unwrap_err();
+        assert_eq!(
+            (e.subcommand, e.message.as_str()),
+            (
+                None,
+                "unknown subcommand \"bench\" (expected gen, sink or version)"
+            )
+        );
+        assert!(parse(&[]).is_err());
+    }
+}
