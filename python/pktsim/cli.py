@@ -11,6 +11,7 @@ from . import __version__, _core
 from .errors import ScenarioError
 from .model import GROUPS, from_measurement, parse_quantity, predict
 from .scenario import Scenario
+from .testbed.errors import TestbedError
 from .textio import atomic_write, bytes_h, si, table
 
 EXIT_USAGE = 2
@@ -152,7 +153,8 @@ def format_run(r: dict, origin: str) -> str:
                 ["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"],
                 ["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"],
                 ["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"],
-            ],
+            ]
+            + _wakeup_rows(r),
             ["quantity", "value"],
             "ll",
         ),
@@ -185,6 +187,16 @@ def format_run(r: dict, origin: str) -> str:
             )
         lines += ["", table(rows, ["", "offered", "forwarded", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
     return "\n".join(lines)
+
+
+def _wakeup_rows(r: dict) -> list:
+    io = r.get("io") or {}
+    if not isinstance(io, dict) or "wakeups" not in io:
+        return []
+    w, fwd = io["wakeups"], r["forwarded_packets"]
+    rate = w * r["throughput_pps"] / fwd if fwd else 0.0
+    per = f"{fwd / w:.1f} packets per wake-up" if w else "the thread never slept"
+    return [["wake-ups", f"{rate:,.0f} /s, {per} (NAPI thread)"]]
 
 
 def cmd_sweep(args) -> int:
@@ -435,24 +447,129 @@ def cmd_reproduce(args) -> int:
         return 0
     for res in results:
         print(f"pktsim reproduce {res['paper']}: {res['title']}")
-        rows = []
-        for r in res["rows"]:
-            err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
-            note = []
-            if r.get("fitted"):
-                note.append("fitted")
-            if "holds" in r:
-                note.append("holds" if r["holds"] else "DOES NOT HOLD")
-            rows.append([r["quantity"], _num(r["reported"]), _num(r["predicted"]), r["unit"], err, ", ".join(note), r["source"]])
-        print(table(rows, ["quantity", "reported", "predicted", "unit", "error", "", "source"], "lrrlrll"))
+        _print_rows(res)
         print()
     return 0
 
 
+def _print_rows(res: dict) -> None:
+    """A reproduce-style table: quantity, reported (measured), predicted, error."""
+    rows = []
+    for r in res["rows"]:
+        err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
+        note = []
+        if r.get("fitted"):
+            note.append("fitted")
+        if r.get("tail"):
+            note.append("tail")
+        if "holds" in r:
+            note.append("holds" if r["holds"] else "DOES NOT HOLD")
+        rows.append([r["quantity"], _num(r["reported"]), _num(r["predicted"]), r["unit"], err, ", ".join(note), r["source"]])
+    print(table(rows, ["quantity", "reported", "predicted", "unit", "error", "", "source"], "lrrlrll"))
+
+
 def _num(x) -> str:
+    if x is None:
+        return "-"
     if isinstance(x, float):
         return f"{x:.4g}" if abs(x) < 100 else f"{x:.1f}"
     return str(x)
+
+
+# ---------------------------------------------------------------------------------------- testbed
+
+
+def _testbed_common(args):
+    duration = _quantity("duration", "--duration", args.duration) / 1e12 if args.duration else None
+    return duration
+
+
+def cmd_testbed_run(args) -> int:
+    from .testbed import runner
+    from .testbed.topology import Topology
+
+    duration = _testbed_common(args) or 3.0
+    if args.rate and args.sweep:
+        raise UsageError("testbed run: give --rate or --sweep, not both")
+    rate = _quantity("packetrate", "--rate", args.rate) if args.rate else None
+    with Topology(routes=args.routes, rules=args.rules) as topo:
+        if args.sweep:
+            lo, hi = runner.parse_sweep(args.sweep)
+            res = runner.sweep(topo, lo, hi, args.points, duration, args.repetitions, progress=None if args.json else _tb_progress)
+        else:
+            res = runner.repeat(topo, rate, duration, args.repetitions)
+    res["setup"] = {"routes": args.routes, "rules": args.rules, "duration_s": duration, "repetitions": args.repetitions}
+    if args.output:
+        atomic_write(args.output, _dump(res) + "\n")
+    if args.json:
+        print(_dump(res))
+        return 0
+    points = res["points"] if args.sweep else [res]
+    if args.sweep:
+        print(f"pktsim testbed: dut capacity {res['capacity_pps'] / 1e3:.1f} kpps ({args.rules} nftables rules, {args.routes} routes)")
+    print(_format_tb(points))
+    return 0
+
+
+def _tb_progress(i: int, n: int, frac: float, rate: float) -> None:
+    print(f"  [{i + 1}/{n}] {100 * frac:.0f}% load: {rate / 1e3:.1f} kpps", file=sys.stderr, flush=True)
+
+
+def _format_tb(points: list[dict]) -> str:
+    def f(v, scale=1.0, fmt="{:.1f}"):
+        return "-" if v is None else fmt.format(v * scale)
+
+    rows = []
+    for p in points:
+        sp = p.get("spread", {}).get("dut_ns_per_packet")
+        rows.append(
+            [
+                f(p["offered_pps"], 1e-3),
+                f(p["forwarded_pps"], 1e-3),
+                f(p["ingress_drop_pps"], 1e-3),
+                f(p["dut_ns_per_packet"]) + (f" +-{100 * sp['rel_sd']:.1f}%" if sp else ""),
+                f(p["dut_utilization"], 100),
+                f(p["packets_per_wakeup"]),
+                f(p["packets_per_poll"]),
+                *(f(p["latency_ns"][q], 1e-3) for q in ("p50", "p90", "p99", "p999")),
+                f(p["foreign_cpu"], 100),
+            ]
+        )
+    head = ["offered kpps", "fwd kpps", "drop kpps", "dut ns/frame", "dut CPU %", "frames/wake", "frames/poll", "p50 us", "p90 us", "p99 us", "p99.9 us", "foreign CPU %"]
+    return table(rows, head, "r" * len(head))
+
+
+def cmd_testbed_validate(args) -> int:
+    from .testbed.validate import validate
+
+    duration = _testbed_common(args)
+    res = validate(args.routes, args.rules, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
+    if args.output:
+        atomic_write(args.output, _dump(res) + "\n")
+    if args.json:
+        print(_dump(res))
+        return 0
+    m, c = res["machine"], res["calibration"]
+    print(f"pktsim testbed validate: {res['title']}")
+    print(f"  {m.get('cpu_model', '?')}, {m['cpus']} CPUs, Linux {m['kernel']}; {args.rules} nftables rules, {args.routes} routes")
+    print(
+        f"  calibrated at {100 * c['from_loads'][0]:.0f}% and {100 * c['from_loads'][1]:.0f}% load: t_proc {c['t_proc_ns']:.0f} ns, "
+        f"t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
+    )
+    print()
+    _print_rows(res)
+    print()
+    print("  'fitted' rows were used for the calibration; 'tail' rows (p99) include scheduler-tick and timer delays the model leaves out.")
+    return 0
+
+
+def cmd_testbed_teardown(args) -> int:
+    from .testbed.topology import require_root, teardown
+
+    require_root()
+    gone = teardown()
+    print("deleted " + ", ".join(gone) if gone else "no testbed namespaces left")
+    return 0
 
 
 # ---------------------------------------------------------------------------------------- schema / profiles
@@ -562,6 +679,32 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
     r.set_defaults(func=cmd_reproduce)
 
+    tb = sub.add_parser("testbed", help="measure real Linux forwarding in network namespaces and hold the model against it (root)")
+    tbs = tb.add_subparsers(dest="testbed_command", metavar="COMMAND")
+    tb.set_defaults(func=lambda a: (tb.print_help(), EXIT_USAGE)[1])
+
+    def dials(p):
+        p.add_argument("--routes", type=int, default=0, metavar="N", help="N /32 routes in the dut (the generator cycles through them)")
+        p.add_argument("--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (default 400)")
+        p.add_argument("--duration", metavar="D", help="per run, e.g. 3s")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+
+    tr = tbs.add_parser("run", help="forward bounded traffic gen -> dut -> sink and measure it")
+    tr.add_argument("--rate", metavar="R", help="offered rate, e.g. 100kpps (default: as fast as the generator can)")
+    tr.add_argument("--sweep", metavar="LO%:HI%", help="loads as fractions of the measured capacity, e.g. 10%%:120%%")
+    tr.add_argument("--points", type=int, default=8, metavar="N", help="loads in a sweep (default 8)")
+    tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load (default 3)")
+    dials(tr)
+    tr.set_defaults(func=cmd_testbed_run)
+    tv = tbs.add_parser("validate", help="calibrate the model at two loads, predict the rest, print measured vs predicted")
+    tv.add_argument("--quick", action="store_true", help="4 loads, 1 run each, 0.5 s (a smoke test)")
+    tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load (default 3; 1 with --quick)")
+    dials(tv)
+    tv.set_defaults(func=cmd_testbed_validate)
+    td = tbs.add_parser("teardown", help="delete testbed namespaces a killed run left behind")
+    td.set_defaults(func=cmd_testbed_teardown)
+
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     s.add_argument("--profile", action="store_true", help="the cost-profile format instead")
     s.add_argument("-o", "--output", metavar="FILE")
@@ -573,7 +716,16 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        # A terminated run unwinds like Ctrl-C: the testbed tears down, files stay whole.
+        signal.signal(signal.SIGTERM, _sigterm)
     ap = build_parser()
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):
@@ -587,6 +739,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"pktsim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except TestbedError as e:
+        print(f"pktsim testbed: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("pktsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

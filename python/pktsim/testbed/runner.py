@@ -1,0 +1,257 @@
+"""Runs on the testbed: one measurement, repetitions with their spread, a load sweep."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import counters
+from .topology import DST_BASE, DUT, DUT_IN, DUT_OUT, GEN, GEN_IF, GEN_IP, SINK, SINK_IF, TestbedError, Topology
+
+FRAME_BYTES = 74  # Ethernet frame without FCS: UDP/IPv4 with the 32-byte probe payload (78 B on a wire)
+MAX_DURATION_S = 60.0
+MAX_RATE_PPS = 5e6
+SINK_IDLE_MS = 300
+# The sink reads at real-time priority so that it is not queued behind the spinning
+# generator on their shared CPU (below the dut NAPI thread's priority).
+SINK_PRIORITY = 10
+PERCENTILES = ("p50", "p90", "p99", "p999")
+# Figures averaged over repetitions (their spread is reported too).
+NUMERIC = (
+    "offered_pps",
+    "forwarded_pps",
+    "ingress_drop_pps",
+    "loss_ratio",
+    "dut_ns_per_packet",
+    "dut_utilization",
+    "packets_per_wakeup",
+    "packets_per_poll",
+    "foreign_cpu",
+)
+
+
+def tb_binary() -> str:
+    """The compiled generator/sink: $PKTSIM_TB, else next to this Python, else on PATH."""
+    env = os.environ.get("PKTSIM_TB")
+    if env:
+        return env
+    here = Path(sys.executable).parent / "pktsim-tb"
+    if here.exists():
+        return str(here)
+    found = shutil.which("pktsim-tb")
+    if found:
+        return found
+    repo = Path(__file__).resolve().parents[3] / "target" / "release" / "pktsim-tb"
+    if repo.exists():
+        return str(repo)
+    raise TestbedError("pktsim-tb (the testbed's generator and sink) is not built: run `make install`")
+
+
+def _json_out(proc: subprocess.Popen, what: str, timeout: float) -> dict:
+    import json
+
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise TestbedError(f"{what} did not finish within {timeout:.0f} s: {err.strip()}") from None
+    if proc.returncode != 0:
+        raise TestbedError(f"{what} failed (exit {proc.returncode}): {err.strip()}")
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise TestbedError(f"{what} printed no result: {out[:200]!r} {err.strip()}") from None
+
+
+def _perf_polls(cpu: int, seconds: float) -> subprocess.Popen | None:
+    """Count napi:napi_poll on the dut CPU for the run (None where perf cannot)."""
+    if shutil.which("perf") is None:
+        return None
+    return subprocess.Popen(
+        ["perf", "stat", "-x", ",", "-e", "napi:napi_poll", "-C", str(cpu), "--", "sleep", f"{seconds:.3f}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _perf_count(proc: subprocess.Popen | None) -> int | None:
+    if proc is None:
+        return None
+    try:
+        _, err = proc.communicate(timeout=MAX_DURATION_S + 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return None
+    for line in err.splitlines():
+        parts = line.split(",")
+        if len(parts) > 2 and parts[2] == "napi:napi_poll" and parts[0].strip().isdigit():
+            return int(parts[0])
+    return None
+
+
+def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1) -> dict:
+    """One run: offered open-loop CBR at ``rate_pps`` (None: as fast as the generator can)."""
+    if not 0.05 <= duration_s <= MAX_DURATION_S:
+        raise TestbedError(f"--duration {duration_s:g}s: expected from 50ms to {MAX_DURATION_S:g}s")
+    if rate_pps is not None and not 0 < rate_pps <= MAX_RATE_PPS:
+        raise TestbedError(f"--rate {rate_pps:g}pps: expected above 0 and at most {MAX_RATE_PPS / 1e6:g}Mpps")
+    tb = tb_binary()
+    p = topo.placement
+    devs = {"gen": (GEN, GEN_IF), "dut_in": (DUT, DUT_IN), "dut_out": (DUT, DUT_OUT), "sink": (SINK, SINK_IF)}
+    count = int(rate_pps * duration_s) if rate_pps else int(MAX_RATE_PPS * duration_s)
+    dur_ms = int(duration_s * 1000)
+    with tempfile.TemporaryDirectory(prefix="pktsim-tb-") as tmp:
+        ready = Path(tmp) / "sink-ready"
+        before = counters.Snapshot.take(topo.napi_pid, devs)
+        perf = _perf_polls(p.dut_cpu, duration_s + 0.5)
+        procs: list[subprocess.Popen] = [x for x in (perf,) if x]
+        try:
+            sink = subprocess.Popen(
+                ["ip", "netns", "exec", SINK, "chrt", "-f", str(SINK_PRIORITY), tb, "sink", "--iface", SINK_IF, "--duration-ms", str(dur_ms + 5000),
+                 "--idle-ms", str(SINK_IDLE_MS), "--cpu", str(p.load_cpu), "--run-id", str(run_id), "--ready-file", str(ready)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            procs.append(sink)
+            deadline = time.monotonic() + 5
+            while not ready.exists():
+                if sink.poll() is not None or time.monotonic() > deadline:
+                    _json_out(sink, "pktsim-tb sink", 1)
+                    raise TestbedError("pktsim-tb sink did not get ready within 5 s")
+                time.sleep(0.01)
+            gen = subprocess.Popen(
+                ["ip", "netns", "exec", GEN, tb, "gen", "--iface", GEN_IF, "--dst-mac", topo.dut_mac, "--src-ip", GEN_IP,
+                 "--dst-ip", str(DST_BASE), "--dst-count", str(topo.destinations), "--rate", f"{rate_pps:.3f}" if rate_pps else "max",
+                 "--count", str(max(1, count)), "--duration-ms", str(dur_ms), "--size", str(FRAME_BYTES), "--cpu", str(p.load_cpu),
+                 "--run-id", str(run_id)],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            )
+            procs.append(gen)
+            g = _json_out(gen, "pktsim-tb gen", duration_s + 10)
+            s = _json_out(sink, "pktsim-tb sink", 15)
+            polls = _perf_count(perf)
+            after = counters.Snapshot.take(topo.napi_pid, devs)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    ours = {os.getpid(), gen.pid, sink.pid, topo.napi_pid} | ({perf.pid} if perf else set())
+    return _figures(g, s, before, after, polls, ours, rate_pps)
+
+
+def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -> dict:
+    d = {k: {c: after.devs[k][c] - before.devs[k][c] for c in after.devs[k]} for k in after.devs}
+    window_s = max(g["elapsed_ns"], 1) / 1e9
+    forwarded = d["dut_out"]["tx_packets"]
+    dut_rx = d["dut_in"]["rx_packets"]
+    # Frames offered that never entered the dut: refused by the full ring (the send
+    # failed), or dropped by either veth.
+    drops = max(0, g["offered"] - dut_rx)
+    napi_ns = after.napi_ns - before.napi_ns
+    wakeups = after.napi_wakeups - before.napi_wakeups
+    foreign_cpu, foreign_top = counters.foreign(before, after, ours)
+    span = max(1, after.t_ns - before.t_ns)
+    lat = s.get("latency_kernel_ns") or {}
+    app = s.get("latency_app_ns") or {}
+    return {
+        "rate_pps": rate_pps,
+        "offered_pps": g["offered"] / window_s,
+        "forwarded_pps": forwarded / window_s,
+        "ingress_drop_pps": drops / window_s,
+        "loss_ratio": 1 - forwarded / g["offered"] if g["offered"] else 0.0,
+        "dut_ns_per_packet": napi_ns / forwarded if forwarded else None,
+        "dut_utilization": napi_ns / (window_s * 1e9),
+        "packets_per_wakeup": forwarded / wakeups if wakeups else None,
+        "packets_per_poll": dut_rx / polls if polls else None,
+        "latency_ns": {q: lat.get(q) for q in PERCENTILES},
+        "latency_app_ns": {q: app.get(q) for q in PERCENTILES},
+        "foreign_cpu": foreign_cpu,
+        "foreign_top": [{"task": c, "cpu": v} for c, v in foreign_top],
+        "cpu_busy": [(b - a) / span for a, b in zip(before.cpus, after.cpus)],
+        "counts": {
+            "offered": g["offered"],
+            "sent": g["sent"],
+            "refused": g["refused"],
+            "dut_rx": dut_rx,
+            "forwarded": forwarded,
+            "sink_received": s["received"],
+            "napi_runtime_ns": napi_ns,
+            "napi_wakeups": wakeups,
+            "napi_polls": polls,
+            "window_ns": g["elapsed_ns"],
+        },
+        "generator_max_late_ns": g.get("max_late_ns"),
+    }
+
+
+def repeat(topo: Topology, rate_pps: float | None, duration_s: float, reps: int = 3, run_id: int = 1) -> dict:
+    """``reps`` runs at one rate: their mean for each figure, the spread (min, max, relative
+    standard deviation) and every run."""
+    if not 1 <= reps <= 20:
+        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20")
+    runs = [measure(topo, rate_pps, duration_s, run_id + i) for i in range(reps)]
+    out = {"rate_pps": rate_pps, "duration_s": duration_s, "repetitions": reps}
+    spread = {}
+    for k in NUMERIC:
+        vals = [r[k] for r in runs if r[k] is not None]
+        out[k] = statistics.fmean(vals) if vals else None
+        if vals:
+            mean = statistics.fmean(vals)
+            sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+            spread[k] = {"min": min(vals), "max": max(vals), "rel_sd": sd / mean if mean else 0.0}
+    for key in ("latency_ns", "latency_app_ns"):
+        out[key] = {}
+        for q in PERCENTILES:
+            vals = [r[key][q] for r in runs if r[key][q] is not None]
+            out[key][q] = statistics.median(vals) if vals else None
+            if vals:
+                spread[f"{key}.{q}"] = {"min": min(vals), "max": max(vals)}
+    out["spread"] = spread
+    out["runs"] = runs
+    return out
+
+
+def parse_sweep(text: str) -> tuple[float, float]:
+    """``10%:120%`` -> (0.10, 1.20), fractions of the measured capacity."""
+    try:
+        lo, hi = (float(x.strip().rstrip("%")) / 100 for x in text.split(":"))
+    except ValueError:
+        raise TestbedError(f"--sweep {text!r}: expected LOW%:HIGH% of the measured capacity, e.g. 10%:120%") from None
+    if not (0 < lo < hi <= 3):
+        raise TestbedError(f"--sweep {text!r}: expected 0% < LOW < HIGH <= 300%")
+    return lo, hi
+
+
+def capacity(topo: Topology, duration_s: float = 1.0) -> dict:
+    """The dut's saturation rate: offer as much as the generator can and count what leaves."""
+    return measure(topo, None, duration_s, run_id=999)
+
+
+def sweep(topo: Topology, lo: float, hi: float, points: int, duration_s: float, reps: int, progress=None) -> dict:
+    if not 2 <= points <= 50:
+        raise TestbedError(f"--points {points}: expected from 2 to 50")
+    cap = capacity(topo)
+    cap_pps = cap["forwarded_pps"]
+    if cap["ingress_drop_pps"] < 0.02 * cap["offered_pps"]:
+        print(
+            f"pktsim testbed: warning: the generator could not overload the dut ({cap['offered_pps'] / 1e3:.0f} kpps offered, "
+            "no ingress drops): raise --rules so that the dut, not the generator, is the bottleneck",
+            file=sys.stderr,
+        )
+    fracs = [lo + (hi - lo) * i / (points - 1) for i in range(points)]
+    out = []
+    for i, f in enumerate(fracs):
+        if progress:
+            progress(i, len(fracs), f, f * cap_pps)
+        r = repeat(topo, f * cap_pps, duration_s, reps, run_id=10 * (i + 1))
+        r["load"] = f
+        out.append(r)
+    return {"capacity_pps": cap_pps, "capacity_probe": cap, "points": out}

@@ -1,0 +1,181 @@
+"""Hold pktsim's model of the veth / threaded-NAPI path against the real kernel.
+
+1. Measure: the dut's capacity (an overload probe), then a load sweep (fractions of it).
+2. Calibrate the model from three loads below overload (the lowest and those nearest
+   45% and 90%). The NAPI thread's CPU time per frame is
+   ``t_proc + t_poll x polls per frame + t_wakeup x wake-ups per frame``, and every load
+   gives all four figures exactly (schedstat runtime, napi:napi_poll count, voluntary
+   context switches), so three loads fix the three costs. The wake-up latency is then
+   fitted so that the simulated latency median at the lowest load equals the measured
+   one (it absorbs the generator's send path and the time stamp at dut egress).
+3. Predict every measured point with the simulator (io = "threaded-napi", ring 256,
+   weight 64, CBR at the measured offered rate) and the saturation rate, and print
+   measured (``reported``) vs ``predicted`` with the error, like ``pktsim reproduce``.
+
+What the model leaves out: scheduler tick and timer interrupts on the dut CPU, cache and
+frequency effects that change the per-frame cost with load, the generator's bursts when
+it runs late, and the hypervisor. They show in the latency tails (p99, p99.9), which are
+reported with their error but not expected to match.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+
+from .. import sim
+from ..reproduce import row
+from ..scenario import Scenario
+from . import runner
+from .topology import Topology
+
+TITLE = "Linux forwarding over veth with threaded NAPI, measured on this machine"
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "veth-threaded-napi.toml"
+SOURCE = "testbed"
+
+
+def machine() -> dict:
+    info = {"kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and "cpu_model" not in info:
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+            if line.startswith("cpu MHz") and "cpu_mhz" not in info:
+                info["cpu_mhz"] = float(line.split(":", 1)[1])
+            if line.startswith("hypervisor") or (line.startswith("flags") and " hypervisor" in line):
+                info["virtualized"] = True
+    except OSError:
+        pass
+    return info
+
+
+PARAMS = ("t_proc_ns", "t_poll_ns", "t_wakeup_ns")
+
+
+def calibrate(points: list[dict]) -> dict:
+    """t_proc, t_poll and t_wakeup (ns) from measured loads.
+
+    The NAPI thread's CPU time per forwarded frame is
+    ``t_proc + t_poll x polls per frame + t_wakeup x wake-ups per frame``; each load gives
+    all four figures exactly (runtime, perf's napi:napi_poll count, voluntary switches),
+    so three loads fix the three costs (without poll counts, two loads fix t_proc and
+    t_wakeup and t_poll is 0). A cost that comes out negative is set to 0 and the others
+    are fitted again (least squares)."""
+    use_polls = all(p.get("packets_per_poll") for p in points)
+    names = PARAMS if use_polls else ("t_proc_ns", "t_wakeup_ns")
+    rows = []
+    for p in points:
+        r = {"t_proc_ns": 1.0, "t_wakeup_ns": 1 / p["packets_per_wakeup"]}
+        if use_polls:
+            r["t_poll_ns"] = 1 / p["packets_per_poll"]
+        rows.append(r)
+    y = np.array([p["dut_ns_per_packet"] for p in points])
+    active = list(names)
+    while True:
+        A = np.array([[r[n] for n in active] for r in rows])
+        x, *_ = np.linalg.lstsq(A, y, rcond=None)
+        neg = [n for n, v in zip(active, x) if v < 0 and n != "t_proc_ns"]
+        if not neg:
+            break
+        active.remove(min(neg, key=lambda n: x[active.index(n)]))
+    fit = dict.fromkeys(PARAMS, 0.0)
+    fit.update(zip(active, map(float, x)))
+    if fit["t_proc_ns"] <= 0:
+        raise runner.TestbedError(f"calibration gave t_proc = {fit['t_proc_ns']:.0f} ns: the measurements are too noisy; rerun with a longer --duration")
+    fit["from_loads"] = [p["load"] for p in points]
+    fit["poll_counts"] = use_polls
+    return fit
+
+
+def scenario(cal: dict, rate_pps: float, wake_latency_ns: float, duration_s: float = 1.0) -> Scenario:
+    sc = Scenario.load(SCENARIO)
+    return sc.with_sets(
+        {
+            "traffic.rate": f"{rate_pps:.3f}pps",
+            "host.t_proc": f"{cal['t_proc_ns']:.1f}ns",
+            "host.t_poll": f"{cal['t_poll_ns']:.1f}ns",
+            "host.thread.t_wakeup": f"{cal['t_wakeup_ns']:.1f}ns",
+            "host.thread.wake_latency": f"{max(0.0, wake_latency_ns):.1f}ns",
+            "measure.duration": f"{duration_s:g}s",
+        }
+    )
+
+
+def simulate(cal: dict, rate_pps: float, wake_latency_ns: float) -> dict:
+    r = sim.run(scenario(cal, rate_pps, wake_latency_ns))
+    fwd = r["forwarded_packets"]
+    r["ns_per_packet"] = r["cpu_utilization"] * 1e9 / r["throughput_pps"] if r["throughput_pps"] else None
+    r["packets_per_wakeup"] = fwd / r["io"]["wakeups"] if r["io"]["wakeups"] else None
+    return r
+
+
+def fit_wake_latency(cal: dict, lo: dict) -> float:
+    """Wake-up latency (ns) that makes the simulated median at the lowest load the measured one."""
+    target = lo["latency_ns"]["p50"]
+    wl = max(0.0, target - cal["t_wakeup_ns"] - cal["t_poll_ns"] - cal["t_proc_ns"])
+    for _ in range(4):
+        sim = simulate(cal, lo["offered_pps"], wl)["latency_ns"]["p50"]
+        wl = max(0.0, wl + target - sim)
+    return wl
+
+
+def calibration_points(usable: list[dict]) -> list[dict]:
+    """The lowest load and the ones nearest 45% and 90% of capacity: sparse frames (a
+    wake-up each), short polls, and long polls (below overload)."""
+    chosen = [usable[0]]
+    for target in (0.45, 0.9):
+        rest = [p for p in usable if all(p is not c for c in chosen)]
+        if rest:
+            chosen.append(min(rest, key=lambda p: abs(p["load"] - target)))
+    return chosen
+
+
+def predict_rows(sw: dict) -> tuple[list[dict], dict]:
+    pts = sorted(sw["points"], key=lambda p: p["load"])
+    usable = [p for p in pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
+    if len(usable) < 2:
+        raise runner.TestbedError("fewer than two loads forwarded anything: nothing to calibrate from")
+    cal_points = calibration_points(usable)
+    lo = cal_points[0]
+    cal = calibrate(cal_points)
+    cal["wake_latency_ns"] = fit_wake_latency(cal, lo)
+    rows = []
+    for p in pts:
+        fitted = any(p is c for c in cal_points)
+        sim = simulate(cal, p["offered_pps"], cal["wake_latency_ns"])
+        tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
+        extra = {"fitted": True} if fitted else {}
+        rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], sim["ns_per_packet"], "ns", SOURCE, **extra))
+        rows.append(row(f"frames per wake-up, {tag}", p["packets_per_wakeup"], sim["packets_per_wakeup"], "frames", SOURCE))
+        rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], sim["packets_per_poll"]["mean"], "frames", SOURCE))
+        rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, sim["throughput_pps"] / 1e3, "kpps", SOURCE))
+        rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * sim["loss_ratio"], "%", SOURCE))
+        rows.append(row(f"latency p50, {tag}", p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, sim["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(row(f"latency p99, {tag}", p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None, sim["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
+    probe = sw["capacity_probe"]
+    sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"])
+    rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
+    rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
+    return rows, cal
+
+
+def validate(routes: int, rules: int, quick: bool, duration_s: float | None, reps: int | None, progress=None) -> dict:
+    lo, hi = 0.1, 1.2
+    points = 4 if quick else 12
+    duration_s = duration_s or (0.5 if quick else 3.0)
+    reps = reps or (1 if quick else 3)
+    with Topology(routes=routes, rules=rules) as topo:
+        sw = runner.sweep(topo, lo, hi, points, duration_s, reps, progress=progress)
+    rows, cal = predict_rows(sw)
+    return {
+        "paper": "testbed",
+        "title": TITLE,
+        "rows": rows,
+        "calibration": cal,
+        "setup": {"routes": routes, "rules": rules, "duration_s": duration_s, "repetitions": reps, "points": points, "quick": quick},
+        "machine": machine(),
+        "measurements": sw,
+    }
