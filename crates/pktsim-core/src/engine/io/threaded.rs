@@ -6,17 +6,18 @@
 //!           NAPI not scheduled -> napi_schedule -> wake_up_process(thread)     (no hard IRQ)
 //!   thread: runs wake_latency later (scheduler, idle exit; the CPU is not busy for it)
 //!           t_wakeup of CPU time (switch in and out, thread loop)
-//!           poll: t_poll, then one frame after another (t_proc each) while the ring has
-//!                 frames and fewer than `weight` were taken; frames that arrive during the
-//!                 poll are taken in it
-//!           took `weight` -> poll again at once; else napi_complete; ring still not empty
-//!           -> poll again; else sleep until the next frame schedules the NAPI
+//!           poll: take the frames in the ring (at most `weight`), t_poll, then t_proc for
+//!                 each (GRO batches them; they are forwarded at the GRO flush)
+//!           napi_complete; frames came meanwhile -> poll again at once (veth_poll
+//!           re-checks its ring); else sleep until the next frame schedules the NAPI
 //! ```
 //!
 //! The ring's entries are freed as frames are consumed (no refill batching), and the ring
 //! holds all `nic.rx_ring` entries. Frames go to their tx queue as each is processed; tx
 //! completions are reclaimed at no cost (veth has no tx ring to clean). Each core runs one
 //! thread serving its rings round robin, one poll each.
+
+use std::collections::VecDeque;
 
 use serde_json::json;
 
@@ -61,7 +62,8 @@ struct Thread {
     /// frames taken in it.
     cur: usize,
     in_poll: bool,
-    taken: u32,
+    /// Frames the current poll took from its ring, not yet processed.
+    batch: VecDeque<(Packet, usize)>,
     gen: u32,
 }
 
@@ -82,7 +84,7 @@ impl ThreadedNapi {
                 for &r in &rings {
                     owner[r] = c;
                 }
-                Thread { cur: rings.len() - 1, rings, tx, state: State::Sleeping, in_poll: false, taken: 0, gen: 0 }
+                Thread { cur: rings.len() - 1, rings, tx, state: State::Sleeping, in_poll: false, batch: VecDeque::new(), gen: 0 }
             })
             .collect();
         ThreadedNapi { threads, owner, p, wakeups: 0 }
@@ -126,27 +128,28 @@ impl ThreadedNapi {
         let n = th.rings.len();
         loop {
             if th.in_poll {
-                let r = th.rings[th.cur];
-                if th.taken < weight {
-                    if let Some(p) = ctx.nic.rx[r].pkts.pop_front() {
-                        // The ptr_ring entry is free as soon as the frame is consumed.
-                        let ring = &mut ctx.nic.rx[r];
-                        ring.unrefilled += 1;
-                        ring.refill();
-                        th.taken += 1;
-                        let d = ctx.costs.t_proc(&p);
-                        return Some((Unit::Packet(p, r), d));
-                    }
+                if let Some((p, r)) = th.batch.pop_front() {
+                    let d = ctx.costs.t_proc(&p);
+                    return Some((Unit::Packet(p, r), d));
                 }
-                // The poll ends: weight used (repoll), or ring empty (napi_complete).
-                ctx.stats.poll(t, Some(th.taken));
+                // The poll ends: weight used (repoll), or napi_complete.
                 th.in_poll = false;
-                th.taken = 0;
             }
-            // Next poll: the next ring after the last one polled that has frames.
+            // Next poll: the next ring after the last one polled that has frames. It takes
+            // what the ring holds now, up to the weight; frames that come while they are
+            // processed wait for the next poll (veth_poll re-checks the ring after
+            // napi_complete and polls again).
             let j = (1..=n).map(|i| (th.cur + i) % n).find(|&j| !ctx.nic.rx[th.rings[j]].pkts.is_empty())?;
             th.cur = j;
             th.in_poll = true;
+            let r = th.rings[j];
+            let ring = &mut ctx.nic.rx[r];
+            let take = (weight as usize).min(ring.pkts.len());
+            th.batch.extend(ring.pkts.drain(..take).map(|p| (p, r)));
+            // The ptr_ring entries are free as soon as the frames are consumed.
+            ring.unrefilled += take as u32;
+            ring.refill();
+            ctx.stats.poll(t, Some(take as u32));
             if ctx.costs.t_poll > 0 {
                 return Some((Unit::PollStart, ctx.costs.t_poll));
             }
@@ -156,8 +159,6 @@ impl ThreadedNapi {
     fn wake(&mut self, c: usize, ctx: &mut Ctx) {
         let th = &mut self.threads[c];
         th.state = State::Running { unit: Unit::Wakeup, len: self.p.t_wakeup_ps };
-        th.in_poll = false;
-        th.taken = 0;
         if ctx.stats.in_window(ctx.now) {
             self.wakeups += 1;
         }
