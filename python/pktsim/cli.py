@@ -553,8 +553,8 @@ def cmd_testbed_validate(args) -> int:
     print(f"pktsim testbed validate: {res['title']}")
     print(f"  {m.get('cpu_model', '?')}, {m['cpus']} CPUs, Linux {m['kernel']}; {args.rules} nftables rules, {args.routes} routes")
     print(
-        f"  calibrated at {100 * c['from_loads'][0]:.0f}% and {100 * c['from_loads'][1]:.0f}% load: t_proc {c['t_proc_ns']:.0f} ns, "
-        f"t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
+        f"  calibrated at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
+        f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
     )
     print()
     _print_rows(res)

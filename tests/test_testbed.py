@@ -1,0 +1,192 @@
+"""The real-kernel testbed: calibration and prediction on a recorded sweep, and (as root)
+short real runs that must leave nothing behind, also when interrupted."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, run_cli
+from pktsim.testbed import TestbedError, topology, validate
+
+DATA = ROOT / "tests" / "data" / "testbed-sweep.json"
+
+root_only = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("nft") is None or (os.cpu_count() or 1) < 2,
+    reason="the testbed needs root, iproute2, nftables and 2 CPUs (make install as root provides the tools)",
+)
+
+
+def left_behind() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("pktsim-tb-")]
+
+
+def point(load, t_proc, t_poll, t_wake, fpp, fpw):
+    return {"load": load, "dut_ns_per_packet": t_proc + t_poll / fpp + t_wake / fpw, "packets_per_poll": fpp, "packets_per_wakeup": fpw}
+
+
+# ------------------------------------------------------------------------------ calibration
+
+
+def test_calibration_recovers_the_three_costs_exactly():
+    pts = [point(0.1, 7000, 4000, 9000, 1.0, 1.0), point(0.45, 7000, 4000, 9000, 1.8, 4.0), point(0.9, 7000, 4000, 9000, 27, 83)]
+    cal = validate.calibrate(pts)
+    assert cal["t_proc_ns"] == pytest.approx(7000)
+    assert cal["t_poll_ns"] == pytest.approx(4000)
+    assert cal["t_wakeup_ns"] == pytest.approx(9000)
+    assert cal["from_loads"] == [0.1, 0.45, 0.9]
+
+
+def test_without_poll_counts_two_loads_fix_t_proc_and_t_wakeup():
+    pts = [point(0.1, 2300, 0, 12000, 1.0, 1.0), point(0.7, 2300, 0, 12000, 1.0, 20.0)]
+    for p in pts:
+        p["packets_per_poll"] = None
+    cal = validate.calibrate(pts)
+    assert cal["t_proc_ns"] == pytest.approx(2300)
+    assert cal["t_wakeup_ns"] == pytest.approx(12000)
+    assert cal["t_poll_ns"] == 0 and cal["poll_counts"] is False
+
+
+def test_a_cost_that_fits_negative_is_dropped_and_the_rest_refitted():
+    # Wake-ups cost nothing here; noise would make t_wakeup slightly negative.
+    pts = [point(0.1, 5000, 3000, 0, 1.0, 1.0), point(0.5, 5000, 3000, 0, 2.0, 3.0), point(0.9, 5000, 3000, 0, 30.0, 80.0)]
+    pts[1]["dut_ns_per_packet"] += 30
+    cal = validate.calibrate(pts)
+    assert cal["t_wakeup_ns"] == 0
+    assert cal["t_proc_ns"] == pytest.approx(5000, rel=0.01)
+    assert cal["t_poll_ns"] == pytest.approx(3000, rel=0.03)
+
+
+def test_calibration_points_are_the_lowest_and_nearest_45_and_90_percent():
+    pts = [{"load": x / 10} for x in range(1, 13)]
+    assert [p["load"] for p in validate.calibration_points(pts)] == [0.1, 0.4, 0.9]
+
+
+def test_recorded_sweep_is_predicted_with_its_errors_printed():
+    """A sweep measured on this machine's kind (VALIDATION.md). The costs are fitted with the
+    kernel's measured polls and wake-ups per frame; the simulator makes its own (fewer at
+    mid load), so even the fitted loads are off by up to ~10%, and the rest stay within
+    the errors VALIDATION.md reports."""
+    sw = json.loads(DATA.read_text())
+    rows, cal = validate.predict_rows(sw)
+    for key in ("t_proc_ns", "t_poll_ns", "t_wakeup_ns", "wake_latency_ns"):
+        assert cal[key] >= 0, key
+    for r in rows:
+        assert set(r) >= {"quantity", "reported", "predicted", "unit", "rel_error", "source"}
+    by = {r["quantity"]: r for r in rows}
+    cost = [r for r in rows if r["quantity"].startswith("dut CPU per frame,")]
+    assert len(cost) == len(sw["points"])
+    for r in cost:
+        assert abs(r["rel_error"]) < (0.12 if r.get("fitted") else 0.15), r
+    # The cost per frame falls with load, measured and predicted.
+    assert cost[0]["reported"] > 2 * cost[-1]["reported"]
+    assert cost[0]["predicted"] > 2 * cost[-1]["predicted"]
+    sat = by["saturation rate (overload probe)"]
+    assert abs(sat["rel_error"]) < 0.1, sat
+    assert any(r.get("tail") for r in rows)
+
+
+def test_validate_cli_text_uses_the_reproduce_table(monkeypatch, capsys):
+    from pktsim import cli
+
+    sw = json.loads(DATA.read_text())
+
+    def fake(routes, rules, quick, duration, reps, progress=None):
+        rows, cal = validate.predict_rows(sw)
+        return {"paper": "testbed", "title": validate.TITLE, "rows": rows, "calibration": cal, "machine": validate.machine(), "setup": {}, "measurements": sw}
+
+    monkeypatch.setattr(validate, "validate", fake)
+    assert cli.main(["testbed", "validate"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrated at" in out and "t_proc" in out and "saturation rate" in out and "fitted" in out
+
+
+# ------------------------------------------------------------------------------ refusals
+
+
+def test_refuses_without_root(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(TestbedError, match="as root"):
+        topology.require_root()
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to drop to another user")
+def test_cli_refuses_without_root_and_says_why():
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "1kpps"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "run it as root" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_dials_are_checked_before_anything_is_built():
+    with pytest.raises(TestbedError, match="--routes"):
+        topology.Topology(routes=10**6)
+    with pytest.raises(TestbedError, match="--rules"):
+        topology.Topology(rules=-1)
+
+
+# ------------------------------------------------------------------------------ real runs
+
+
+@root_only
+def test_run_contract_and_nothing_left_behind():
+    subprocess.run(["ip", "netns", "add", "pktsim-tb-dut"], check=True)  # as a crashed run would leave it
+    r = json.loads(run_cli("testbed", "run", "--rate", "20kpps", "--duration", "500ms", "--repetitions", "1", "--json").stdout)
+    for key in ("offered_pps", "forwarded_pps", "ingress_drop_pps", "dut_ns_per_packet", "dut_utilization", "latency_ns", "foreign_cpu"):
+        assert key in r, key
+    assert set(r["latency_ns"]) == {"p50", "p90", "p99", "p999"}
+    assert r["offered_pps"] == pytest.approx(20e3, rel=0.02)
+    assert r["forwarded_pps"] == pytest.approx(r["offered_pps"], rel=0.02)
+    assert 0 < r["dut_ns_per_packet"] < 1e6
+    assert 0 < r["dut_utilization"] < 1.0
+    assert 0 < r["latency_ns"]["p50"] <= r["latency_ns"]["p99"] <= r["latency_ns"]["p999"]
+    run = r["runs"][0]
+    assert run["counts"]["sink_received"] >= 0.98 * run["counts"]["forwarded"]
+    assert run["counts"]["napi_wakeups"] > 0
+    assert left_behind() == []
+
+
+@root_only
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupted_run_tears_down(sig):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "20kpps", "--duration", "20s", "--repetitions", "1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 20
+    while "pktsim-tb-sink" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout:
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(1.5)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    assert left_behind() == []
+
+
+@root_only
+def test_bad_rate_is_an_error_and_tears_down():
+    proc = run_cli("testbed", "run", "--rate", "50Mpps", "--duration", "500ms", check=False)
+    assert proc.returncode == 1
+    assert "--rate" in proc.stderr and "Traceback" not in proc.stderr
+    assert left_behind() == []
+
+
+@root_only
+def test_quick_validate_follows_the_reproduce_contract():
+    res = json.loads(run_cli("testbed", "validate", "--quick", "--json").stdout)
+    assert res["paper"] == "testbed" and res["rows"]
+    for r in res["rows"]:
+        assert set(r) >= {"quantity", "reported", "predicted", "unit", "rel_error", "source"}
+    assert res["calibration"]["t_proc_ns"] > 0
+    assert len(res["measurements"]["points"]) == 4
+    assert left_behind() == []
