@@ -2,7 +2,8 @@
 //!
 //! The sink reads IPv4 frames from an AF_PACKET socket bound to one interface, in
 //! batches (recvmmsg), with a kernel receive timestamp per frame (SO_TIMESTAMPNS,
-//! CLOCK_REALTIME, taken when the frame entered this namespace's stack). For each probe
+//! CLOCK_REALTIME, taken when the frame was queued to the interface: for a veth without
+//! NAPI of its own that is when the peer transmitted it). For each probe
 //! of the expected run it records two latencies:
 //! - kernel: receive timestamp - `tx_real_ns` (wire and kernel path up to the stack);
 //! - app: CLOCK_MONOTONIC read right after recvmmsg returned - `tx_mono_ns` (adds the
