@@ -174,10 +174,21 @@ def test_interrupted_run_tears_down(sig):
 
 
 @root_only
-def test_bad_rate_is_an_error_and_tears_down():
-    proc = run_cli("testbed", "run", "--rate", "50Mpps", "--duration", "500ms", check=False)
-    assert proc.returncode == 1
-    assert "--rate" in proc.stderr and "Traceback" not in proc.stderr
+@pytest.mark.parametrize(
+    "args,named",
+    [
+        (("--rate", "50Mpps"), "--rate"),
+        (("--rate", "1kpps", "--duration", "120s"), "--duration"),
+        (("--rate", "1kpps", "--repetitions", "0"), "--repetitions"),
+        (("--sweep", "50%:10%"), "--sweep"),
+        (("--sweep", "10%:90%", "--points", "1"), "--points"),
+        (("--rules", "-3"), "--rules"),
+    ],
+)
+def test_bad_bounds_are_errors_before_anything_is_built(args, named):
+    proc = run_cli("testbed", "run", *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr
     assert left_behind() == []
 
 

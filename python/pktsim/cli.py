@@ -479,20 +479,28 @@ def _num(x) -> str:
 # ---------------------------------------------------------------------------------------- testbed
 
 
-def _testbed_common(args):
-    duration = _quantity("duration", "--duration", args.duration) / 1e12 if args.duration else None
-    return duration
+def _tb_duration(args) -> float | None:
+    """--duration in seconds (None when not given)."""
+    return _quantity("duration", "--duration", args.duration) / 1e12 if args.duration else None
 
 
 def cmd_testbed_run(args) -> int:
     from .testbed import runner
     from .testbed.topology import Topology
 
-    duration = _testbed_common(args) or 3.0
+    duration = _tb_duration(args) or 3.0
     if args.rate and args.sweep:
         raise UsageError("testbed run: give --rate or --sweep, not both")
     rate = _quantity("packetrate", "--rate", args.rate) if args.rate else None
-    with Topology(routes=args.routes, rules=args.rules) as topo:
+    # Everything is checked before the namespaces are built.
+    try:
+        runner.check(rate, duration, args.repetitions, args.points if args.sweep else None)
+        if args.sweep:
+            runner.parse_sweep(args.sweep)
+        topo = Topology(routes=args.routes, rules=args.rules)
+    except TestbedError as e:
+        raise UsageError(str(e)) from None
+    with topo:
         if args.sweep:
             lo, hi = runner.parse_sweep(args.sweep)
             res = runner.sweep(topo, lo, hi, args.points, duration, args.repetitions, progress=None if args.json else _tb_progress)
@@ -540,9 +548,15 @@ def _format_tb(points: list[dict]) -> str:
 
 
 def cmd_testbed_validate(args) -> int:
-    from .testbed.validate import validate
+    from .testbed.topology import Topology
+    from .testbed.validate import plan, validate
 
-    duration = _testbed_common(args)
+    duration = _tb_duration(args)
+    try:
+        plan(args.quick, duration, args.repetitions)
+        Topology(routes=args.routes, rules=args.rules)  # checks the dials; builds nothing
+    except TestbedError as e:
+        raise UsageError(str(e)) from None
     res = validate(args.routes, args.rules, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
     if args.output:
         atomic_write(args.output, _dump(res) + "\n")

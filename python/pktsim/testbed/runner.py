@@ -97,12 +97,21 @@ def _perf_count(proc: subprocess.Popen | None) -> int | None:
     return None
 
 
-def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1) -> dict:
-    """One run: offered open-loop CBR at ``rate_pps`` (None: as fast as the generator can)."""
+def check(rate_pps: float | None, duration_s: float, reps: int = 1, points: int | None = None) -> None:
+    """The bounds of a run, checked before anything is built."""
     if not 0.05 <= duration_s <= MAX_DURATION_S:
         raise TestbedError(f"--duration {duration_s:g}s: expected from 50ms to {MAX_DURATION_S:g}s")
     if rate_pps is not None and not 0 < rate_pps <= MAX_RATE_PPS:
         raise TestbedError(f"--rate {rate_pps:g}pps: expected above 0 and at most {MAX_RATE_PPS / 1e6:g}Mpps")
+    if not 1 <= reps <= 20:
+        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20")
+    if points is not None and not 2 <= points <= 50:
+        raise TestbedError(f"--points {points}: expected from 2 to 50")
+
+
+def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1) -> dict:
+    """One run: offered open-loop CBR at ``rate_pps`` (None: as fast as the generator can)."""
+    check(rate_pps, duration_s)
     tb = tb_binary()
     p = topo.placement
     devs = {"gen": (GEN, GEN_IF), "dut_in": (DUT, DUT_IN), "dut_out": (DUT, DUT_OUT), "sink": (SINK, SINK_IF)}
@@ -195,8 +204,7 @@ def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -
 def repeat(topo: Topology, rate_pps: float | None, duration_s: float, reps: int = 3, run_id: int = 1) -> dict:
     """``reps`` runs at one rate: their mean for each figure, the spread (min, max, relative
     standard deviation) and every run."""
-    if not 1 <= reps <= 20:
-        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20")
+    check(rate_pps, duration_s, reps)
     runs = [measure(topo, rate_pps, duration_s, run_id + i) for i in range(reps)]
     out = {"rate_pps": rate_pps, "duration_s": duration_s, "repetitions": reps}
     spread = {}
@@ -236,8 +244,7 @@ def capacity(topo: Topology, duration_s: float = 1.0) -> dict:
 
 
 def sweep(topo: Topology, lo: float, hi: float, points: int, duration_s: float, reps: int, progress=None) -> dict:
-    if not 2 <= points <= 50:
-        raise TestbedError(f"--points {points}: expected from 2 to 50")
+    check(None, duration_s, reps, points)
     cap = capacity(topo)
     cap_pps = cap["forwarded_pps"]
     if cap["ingress_drop_pps"] < 0.02 * cap["offered_pps"]:

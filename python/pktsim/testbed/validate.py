@@ -162,11 +162,18 @@ def predict_rows(sw: dict) -> tuple[list[dict], dict]:
     return rows, cal
 
 
-def validate(routes: int, rules: int, quick: bool, duration_s: float | None, reps: int | None, progress=None) -> dict:
-    lo, hi = 0.1, 1.2
+def plan(quick: bool, duration_s: float | None, reps: int | None) -> tuple[int, float, int]:
+    """Loads, seconds per run and runs per load (checked)."""
     points = 4 if quick else 12
     duration_s = duration_s or (0.5 if quick else 3.0)
     reps = reps or (1 if quick else 3)
+    runner.check(None, duration_s, reps, points)
+    return points, duration_s, reps
+
+
+def validate(routes: int, rules: int, quick: bool, duration_s: float | None, reps: int | None, progress=None) -> dict:
+    lo, hi = 0.1, 1.2
+    points, duration_s, reps = plan(quick, duration_s, reps)
     with Topology(routes=routes, rules=rules) as topo:
         sw = runner.sweep(topo, lo, hi, points, duration_s, reps, progress=progress)
     rows, cal = predict_rows(sw)
