@@ -71,6 +71,15 @@ pub struct GenReport {
     pub max_late_ns: u64,
     /// Stopped by SIGINT/SIGTERM.
     pub interrupted: bool,
+    /// Batches sent, by size: 1, 2-3, 4-7, 8-15, 16-31, 32 and more frames. A paced
+    /// generator sends one frame at a time; bigger batches mean it ran late and caught up
+    /// (the frames of a batch reach the device back to back).
+    pub batch_sizes: [u64; 6],
+}
+
+/// Index of a batch of `n` frames in [`GenReport::batch_sizes`].
+pub fn batch_class(n: usize) -> usize {
+    (usize::BITS - 1 - n.max(1).leading_zeros()).min(5) as usize
 }
 
 impl GenReport {
@@ -105,6 +114,11 @@ impl GenReport {
             "sent_pps": per_s(self.sent),
             "max_late_ns": self.max_late_ns,
             "interrupted": self.interrupted,
+            "batches": self.batch_sizes.iter().sum::<u64>(),
+            "batch_sizes": {
+                "1": self.batch_sizes[0], "2-3": self.batch_sizes[1], "4-7": self.batch_sizes[2],
+                "8-15": self.batch_sizes[3], "16-31": self.batch_sizes[4], "32+": self.batch_sizes[5],
+            },
         })
     }
 }
@@ -159,6 +173,7 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
         t_end_mono_ns: t0_mono_ns,
         max_late_ns: 0,
         interrupted: false,
+        batch_sizes: [0; 6],
     };
     let mut next_seq: u64 = 0;
 
@@ -209,6 +224,7 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
                 frame::set_dst_ip(f, Ipv4Addr::from(first_dst + (seq % dst_count) as u32));
             }
         }
+        report.batch_sizes[batch_class(n)] += 1;
         send_batch(&fd, &mut tx, n, due_mono_ns, &mut report)?;
         next_seq += n as u64;
     }
@@ -272,6 +288,12 @@ mod tests {
         (0..limit)
             .take_while(|&i| s.due_offset_ns(i) <= elapsed_ns)
             .count() as u64
+    }
+
+    #[test]
+    fn batch_classes_are_powers_of_two() {
+        let classes: Vec<usize> = [1, 2, 3, 4, 7, 8, 15, 16, 31, 32, 64, 256].iter().map(|&n| batch_class(n)).collect();
+        assert_eq!(classes, [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 5]);
     }
 
     #[test]
@@ -349,8 +371,11 @@ mod tests {
             t_end_mono_ns: 5_000 + 500_000_000,
             max_late_ns: 42,
             interrupted: false,
+            batch_sizes: [800, 0, 0, 0, 0, 3],
         };
         let j = r.to_json();
+        assert_eq!(j["batches"], 803);
+        assert_eq!(j["batch_sizes"]["32+"], 3);
         assert_eq!(j["offered"], 1000);
         assert_eq!(j["elapsed_ns"], 500_000_000);
         assert_eq!(j["offered_pps"], 2000.0);

@@ -198,6 +198,8 @@ def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -
             "window_ns": g["elapsed_ns"],
         },
         "generator_max_late_ns": g.get("max_late_ns"),
+        "generator_batch_sizes": g.get("batch_sizes"),
+        "generator_frames_per_batch": (g["sent"] + g["refused"]) / g["batches"] if g.get("batches") else None,
     }
 
 
