@@ -74,7 +74,9 @@ def test_recorded_sweep_is_predicted_with_its_errors_printed():
     mid load), so even the fitted loads are off by up to ~10%, and the rest stay within
     the errors VALIDATION.md reports."""
     sw = json.loads(DATA.read_text())
-    rows, cal = validate.predict_rows(sw)
+    res = validate.compare(sw)
+    rows, cal = res["rows"], res["calibration"]
+    assert len(res["predictions"]) == len(sw["points"]) + 1
     for key in ("t_proc_ns", "t_poll_ns", "t_wakeup_ns", "wake_latency_ns"):
         assert cal[key] >= 0, key
     for r in rows:
@@ -98,8 +100,7 @@ def test_validate_cli_text_uses_the_reproduce_table(monkeypatch, capsys):
     sw = json.loads(DATA.read_text())
 
     def fake(routes, rules, quick, duration, reps, progress=None):
-        rows, cal = validate.predict_rows(sw)
-        return {"paper": "testbed", "title": validate.TITLE, "rows": rows, "calibration": cal, "machine": validate.machine(), "setup": {}, "measurements": sw}
+        return {"paper": "testbed", "title": validate.TITLE, **validate.compare(sw), "machine": validate.machine(), "setup": {}, "measurements": sw}
 
     monkeypatch.setattr(validate, "validate", fake)
     assert cli.main(["testbed", "validate"]) == 0
@@ -201,3 +202,22 @@ def test_quick_validate_follows_the_reproduce_contract():
     assert res["calibration"]["t_proc_ns"] > 0
     assert len(res["measurements"]["points"]) == 4
     assert left_behind() == []
+
+
+def test_validation_figure_from_a_saved_result(tmp_path):
+    sw = json.loads(DATA.read_text())
+    res = {"paper": "testbed", "title": validate.TITLE, **validate.compare(sw), "machine": sw["machine"], "setup": sw["setup"], "measurements": sw}
+    saved = tmp_path / "validation.json"
+    saved.write_text(json.dumps(res))
+    out = tmp_path / "validation.png"
+    proc = run_cli("testbed", "plot", saved, "-o", out)
+    assert "wrote" in proc.stdout
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 20_000
+
+
+def test_plot_of_something_else_is_a_clear_error(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text('{"rows": []}')
+    proc = run_cli("testbed", "plot", bad, "-o", tmp_path / "y.png", check=False)
+    assert proc.returncode == 2 and "pktsim testbed validate --json" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "y.png").exists()

@@ -560,6 +560,10 @@ def cmd_testbed_validate(args) -> int:
     res = validate(args.routes, args.rules, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
     if args.output:
         atomic_write(args.output, _dump(res) + "\n")
+    if args.plot:
+        from .plots import testbed_validation
+
+        testbed_validation(res, args.plot)
     if args.json:
         print(_dump(res))
         return 0
@@ -574,6 +578,21 @@ def cmd_testbed_validate(args) -> int:
     _print_rows(res)
     print()
     print("  'fitted' rows were used for the calibration; 'tail' rows (p99) include scheduler-tick and timer delays the model leaves out.")
+    return 0
+
+
+def cmd_testbed_plot(args) -> int:
+    from .plots import testbed_validation
+
+    try:
+        res = json.loads(Path(args.result).read_text())
+        res["measurements"]["points"], res["predictions"], res["calibration"]
+    except OSError as e:
+        raise UsageError(f"{args.result}: cannot read ({e.strerror or e})") from None
+    except (ValueError, KeyError, TypeError):
+        raise UsageError(f"{args.result}: expected the JSON of `pktsim testbed validate --json` (or -o)") from None
+    testbed_validation(res, args.output)
+    print(f"wrote {args.output}")
     return 0
 
 
@@ -714,8 +733,13 @@ def build_parser() -> argparse.ArgumentParser:
     tv = tbs.add_parser("validate", help="calibrate the model at two loads, predict the rest, print measured vs predicted")
     tv.add_argument("--quick", action="store_true", help="4 loads, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load (default 3; 1 with --quick)")
+    tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
+    tp = tbs.add_parser("plot", help="draw measured vs predicted from a saved validate result")
+    tp.add_argument("result", metavar="RESULT.json", help="the JSON of `pktsim testbed validate --json` (or -o)")
+    tp.add_argument("-o", "--output", metavar="FILE", required=True, help="PNG or SVG by suffix")
+    tp.set_defaults(func=cmd_testbed_plot)
     td = tbs.add_parser("teardown", help="delete testbed namespaces a killed run left behind")
     td.set_defaults(func=cmd_testbed_teardown)
 

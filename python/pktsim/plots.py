@@ -161,3 +161,62 @@ def sweep_plots(df, directory: str | Path, x: str | None = None) -> list[Path]:
         per_class_latency(mean, path, xs, classes, xlabel=xs, title="Mean latency per class")
         written.append(path)
     return written
+
+
+def testbed_validation(res: dict, path: str | Path) -> None:
+    """Measured (points, min-max bars over the runs) vs predicted (lines) for a
+    ``pktsim testbed validate`` result: CPU per frame, forwarded rate, loss and latency
+    medians against the offered load."""
+    plt = _plt()
+    sw = res["measurements"]
+    pts = sorted(sw["points"], key=lambda p: p["offered_pps"])
+    preds = sorted(res["predictions"][: len(pts)], key=lambda p: p["offered_pps"])
+    x = [p["offered_pps"] / 1e3 for p in pts]
+    xp = [p["offered_pps"] / 1e3 for p in preds]
+    fitted = set(res["calibration"].get("from_loads", []))
+
+    def measured(ax, key, scale, sub=None):
+        def val(p):
+            v = p[key][sub] if sub else p[key]
+            return None if v is None else v * scale
+
+        ys = [val(p) for p in pts]
+        lo, hi = [], []
+        for p, y in zip(pts, ys):
+            sp = p.get("spread", {}).get(f"{key}.{sub}" if sub else key)
+            lo.append(0 if sp is None or y is None else y - sp["min"] * scale)
+            hi.append(0 if sp is None or y is None else sp["max"] * scale - y)
+        ax.errorbar(x, ys, yerr=[lo, hi], fmt="o", color="C0", capsize=3, label="measured")
+        fx = [xi for xi, p in zip(x, pts) if p.get("load") in fitted]
+        fy = [yi for yi, p in zip(ys, pts) if p.get("load") in fitted]
+        ax.plot(fx, fy, "o", mfc="none", mec="k", ms=11, label="calibration loads (costs)")
+
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    ax = axes[0][0]
+    measured(ax, "dut_ns_per_packet", 1e-3)
+    ax.plot(xp, [p["dut_ns_per_packet"] / 1e3 for p in preds], "-", color="C1", label="pktsim")
+    ax.set_ylabel("dut CPU per forwarded frame [us]")
+    ax = axes[0][1]
+    measured(ax, "forwarded_pps", 1e-3)
+    ax.plot(xp, [p["forwarded_pps"] / 1e3 for p in preds], "-", color="C1", label="pktsim")
+    ax.plot([0, max(x)], [0, max(x)], ":", color="grey", label="offered")
+    ax.set_ylabel("forwarded [kpps]")
+    ax = axes[1][0]
+    measured(ax, "loss_ratio", 100)
+    ax.plot(xp, [100 * p["loss_ratio"] for p in preds], "-", color="C1", label="pktsim")
+    ax.set_ylabel("loss [%]")
+    ax = axes[1][1]
+    measured(ax, "latency_ns", 1e-3, "p50")
+    ax.plot(xp, [p["latency_ns"]["p50"] / 1e3 for p in preds], "-", color="C1", label="pktsim p50")
+    ax.plot(x, [p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None for p in pts], "v", color="C2", label="measured p99")
+    ax.plot(xp, [p["latency_ns"]["p99"] / 1e3 for p in preds], "--", color="C2", label="pktsim p99")
+    ax.set_yscale("log")
+    ax.set_ylabel("latency at dut egress [us]")
+    for a in axes.flat:
+        a.set_xlabel("offered [kpps]")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    m = res.get("machine", {})
+    setup = res.get("setup", {})
+    fig.suptitle(f"pktsim testbed: measured vs predicted ({m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {setup.get('rules', '?')} nftables rules)", fontsize=10)
+    _save(fig, path)

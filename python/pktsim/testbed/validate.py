@@ -133,7 +133,10 @@ def calibration_points(usable: list[dict]) -> list[dict]:
     return chosen
 
 
-def predict_rows(sw: dict) -> tuple[list[dict], dict]:
+def compare(sw: dict) -> dict:
+    """Calibrate on a measured sweep and predict each of its loads: ``{"rows"`` (the
+    reproduce contract), ``"calibration"``, ``"predictions"`` (one per load, in load order,
+    then the overload probe)``}``."""
     pts = sorted(sw["points"], key=lambda p: p["load"])
     usable = [p for p in pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
     if len(usable) < 2:
@@ -142,10 +145,11 @@ def predict_rows(sw: dict) -> tuple[list[dict], dict]:
     lo = cal_points[0]
     cal = calibrate(cal_points)
     cal["wake_latency_ns"] = fit_wake_latency(cal, lo)
-    rows = []
+    rows, preds = [], []
     for p in pts:
         fitted = any(p is c for c in cal_points)
         sim = simulate(cal, p["offered_pps"], cal["wake_latency_ns"])
+        preds.append(_prediction(p, sim))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         extra = {"fitted": True} if fitted else {}
         rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], sim["ns_per_packet"], "ns", SOURCE, **extra))
@@ -157,9 +161,23 @@ def predict_rows(sw: dict) -> tuple[list[dict], dict]:
         rows.append(row(f"latency p99, {tag}", p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None, sim["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
     probe = sw["capacity_probe"]
     sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"])
+    preds.append(_prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
-    return rows, cal
+    return {"rows": rows, "calibration": cal, "predictions": preds}
+
+
+def _prediction(p: dict, sim: dict) -> dict:
+    return {
+        "load": p.get("load"),
+        "offered_pps": p["offered_pps"],
+        "dut_ns_per_packet": sim["ns_per_packet"],
+        "forwarded_pps": sim["throughput_pps"],
+        "loss_ratio": sim["loss_ratio"],
+        "packets_per_wakeup": sim["packets_per_wakeup"],
+        "packets_per_poll": sim["packets_per_poll"]["mean"],
+        "latency_ns": {q: sim["latency_ns"][q] for q in ("p50", "p90", "p99", "p999")},
+    }
 
 
 def plan(quick: bool, duration_s: float | None, reps: int | None) -> tuple[int, float, int]:
@@ -176,12 +194,10 @@ def validate(routes: int, rules: int, quick: bool, duration_s: float | None, rep
     points, duration_s, reps = plan(quick, duration_s, reps)
     with Topology(routes=routes, rules=rules) as topo:
         sw = runner.sweep(topo, lo, hi, points, duration_s, reps, progress=progress)
-    rows, cal = predict_rows(sw)
     return {
         "paper": "testbed",
         "title": TITLE,
-        "rows": rows,
-        "calibration": cal,
+        **compare(sw),
         "setup": {"routes": routes, "rules": rules, "duration_s": duration_s, "repetitions": reps, "points": points, "quick": quick},
         "machine": machine(),
         "measurements": sw,
