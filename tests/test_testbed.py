@@ -221,3 +221,26 @@ def test_plot_of_something_else_is_a_clear_error(tmp_path):
     proc = run_cli("testbed", "plot", bad, "-o", tmp_path / "y.png", check=False)
     assert proc.returncode == 2 and "pktsim testbed validate --json" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "y.png").exists()
+
+
+def test_repetitions_report_mean_spread_and_warn_of_foreign_load(monkeypatch, capsys):
+    from pktsim.testbed import runner
+
+    costs = iter([10_000.0, 11_000.0, 12_000.0])
+    foreign = iter([0.01, 0.2, 0.01])
+
+    def fake(topo, rate, duration, run_id):
+        r = dict.fromkeys(runner.NUMERIC, 1.0)
+        r.update(dut_ns_per_packet=next(costs), foreign_cpu=next(foreign), foreign_top=[{"task": "stress", "cpu": 0.19}], offered_pps=rate)
+        r["latency_ns"] = {q: 1000 * (i + 1) for i, q in enumerate(runner.PERCENTILES)}
+        r["latency_app_ns"] = dict(r["latency_ns"])
+        return r
+
+    monkeypatch.setattr(runner, "measure", fake)
+    out = runner.repeat(None, 50e3, 1.0, 3)
+    assert out["dut_ns_per_packet"] == pytest.approx(11_000)
+    assert out["spread"]["dut_ns_per_packet"]["min"] == 10_000 and out["spread"]["dut_ns_per_packet"]["max"] == 12_000
+    assert out["spread"]["dut_ns_per_packet"]["rel_sd"] == pytest.approx(1000 / 11_000)
+    assert len(out["runs"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "20% of a CPU" in err and "stress" in err

@@ -22,6 +22,8 @@ SINK_IDLE_MS = 300
 # generator on their shared CPU (below the dut NAPI thread's priority).
 SINK_PRIORITY = 10
 PERCENTILES = ("p50", "p90", "p99", "p999")
+# Foreign load (CPUs) above which a run is reported as disturbed.
+FOREIGN_WARN = 0.05
 # Figures averaged over repetitions (their spread is reported too).
 NUMERIC = (
     "offered_pps",
@@ -208,6 +210,14 @@ def repeat(topo: Topology, rate_pps: float | None, duration_s: float, reps: int 
     standard deviation) and every run."""
     check(rate_pps, duration_s, reps)
     runs = [measure(topo, rate_pps, duration_s, run_id + i) for i in range(reps)]
+    for r in runs:
+        if r["foreign_cpu"] > FOREIGN_WARN:
+            top = ", ".join(f"{t['task']} {100 * t['cpu']:.0f}%" for t in r["foreign_top"])
+            print(
+                f"pktsim testbed: warning: other tasks used {100 * r['foreign_cpu']:.0f}% of a CPU during a run at "
+                f"{r['offered_pps'] / 1e3:.1f} kpps ({top}): its figures are disturbed",
+                file=sys.stderr,
+            )
     out = {"rate_pps": rate_pps, "duration_s": duration_s, "repetitions": reps}
     spread = {}
     for k in NUMERIC:
