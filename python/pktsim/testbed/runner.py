@@ -22,6 +22,8 @@ SINK_IDLE_MS = 300
 # generator on their shared CPU (below the dut NAPI thread's priority).
 SINK_PRIORITY = 10
 PERCENTILES = ("p50", "p90", "p99", "p999")
+# Time perf needs before it counts: runs start this much later, so no poll is missed.
+PERF_START_S = 0.3
 # Foreign load (CPUs) above which a run is reported as disturbed.
 FOREIGN_WARN = 0.05
 # Figures averaged over repetitions (their spread is reported too).
@@ -122,8 +124,10 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
     with tempfile.TemporaryDirectory(prefix="pktsim-tb-") as tmp:
         ready = Path(tmp) / "sink-ready"
         before = counters.Snapshot.take(topo.napi_pid, devs)
-        perf = _perf_polls(p.dut_cpu, duration_s + 0.5)
+        perf = _perf_polls(p.dut_cpu, duration_s + PERF_START_S + 1.0)
         procs: list[subprocess.Popen] = [x for x in (perf,) if x]
+        if perf:
+            time.sleep(PERF_START_S)  # perf counts only once it has set up its counters
         try:
             sink = subprocess.Popen(
                 ["ip", "netns", "exec", SINK, "chrt", "-f", str(SINK_PRIORITY), tb, "sink", "--iface", SINK_IF, "--duration-ms", str(dur_ms + 5000),
