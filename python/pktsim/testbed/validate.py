@@ -117,8 +117,8 @@ def fit_wake_latency(cal: dict, lo: dict) -> float:
     target = lo["latency_ns"]["p50"]
     wl = max(0.0, target - cal["t_wakeup_ns"] - cal["t_poll_ns"] - cal["t_proc_ns"])
     for _ in range(4):
-        sim = simulate(cal, lo["offered_pps"], wl)["latency_ns"]["p50"]
-        wl = max(0.0, wl + target - sim)
+        got = simulate(cal, lo["offered_pps"], wl)["latency_ns"]["p50"]
+        wl = max(0.0, wl + target - got)
     return wl
 
 
@@ -148,17 +148,17 @@ def compare(sw: dict) -> dict:
     rows, preds = [], []
     for p in pts:
         fitted = any(p is c for c in cal_points)
-        sim = simulate(cal, p["offered_pps"], cal["wake_latency_ns"])
-        preds.append(_prediction(p, sim))
+        m = simulate(cal, p["offered_pps"], cal["wake_latency_ns"])
+        preds.append(_prediction(p, m))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         extra = {"fitted": True} if fitted else {}
-        rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], sim["ns_per_packet"], "ns", SOURCE, **extra))
-        rows.append(row(f"frames per wake-up, {tag}", p["packets_per_wakeup"], sim["packets_per_wakeup"], "frames", SOURCE))
-        rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], sim["packets_per_poll"]["mean"], "frames", SOURCE))
-        rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, sim["throughput_pps"] / 1e3, "kpps", SOURCE))
-        rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * sim["loss_ratio"], "%", SOURCE))
-        rows.append(row(f"latency p50, {tag}", p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, sim["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
-        rows.append(row(f"latency p99, {tag}", p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None, sim["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
+        rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **extra))
+        rows.append(row(f"frames per wake-up, {tag}", p["packets_per_wakeup"], m["packets_per_wakeup"], "frames", SOURCE))
+        rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], m["packets_per_poll"]["mean"], "frames", SOURCE))
+        rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, m["throughput_pps"] / 1e3, "kpps", SOURCE))
+        rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * m["loss_ratio"], "%", SOURCE))
+        rows.append(row(f"latency p50, {tag}", p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(row(f"latency p99, {tag}", p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None, m["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
     probe = sw["capacity_probe"]
     sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"])
     preds.append(_prediction(probe, sat))
@@ -167,16 +167,16 @@ def compare(sw: dict) -> dict:
     return {"rows": rows, "calibration": cal, "predictions": preds}
 
 
-def _prediction(p: dict, sim: dict) -> dict:
+def _prediction(p: dict, m: dict) -> dict:
     return {
         "load": p.get("load"),
         "offered_pps": p["offered_pps"],
-        "dut_ns_per_packet": sim["ns_per_packet"],
-        "forwarded_pps": sim["throughput_pps"],
-        "loss_ratio": sim["loss_ratio"],
-        "packets_per_wakeup": sim["packets_per_wakeup"],
-        "packets_per_poll": sim["packets_per_poll"]["mean"],
-        "latency_ns": {q: sim["latency_ns"][q] for q in ("p50", "p90", "p99", "p999")},
+        "dut_ns_per_packet": m["ns_per_packet"],
+        "forwarded_pps": m["throughput_pps"],
+        "loss_ratio": m["loss_ratio"],
+        "packets_per_wakeup": m["packets_per_wakeup"],
+        "packets_per_poll": m["packets_per_poll"]["mean"],
+        "latency_ns": {q: m["latency_ns"][q] for q in ("p50", "p90", "p99", "p999")},
     }
 
 
