@@ -18,7 +18,7 @@ pub mod scenario;
 pub mod units;
 
 pub use error::{ConfigError, Error, Result};
-pub use scenario::{Node, Scenario};
+pub use scenario::{ResolvedScenario, Scenario};
 
 /// pktsim's version, as recorded in every output file.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -16,9 +16,9 @@ use serde::Serialize;
 
 use crate::cost::{Group, GroupCycles, GROUP_NAMES};
 use crate::fib::{FibModel, FibReport};
-use crate::scenario::Node;
+use crate::scenario::ResolvedScenario;
 
-/// Everything the analytical model says about a node.
+/// Everything the analytical model says about a sc.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
     pub name: String,
@@ -55,21 +55,21 @@ pub struct Prediction {
 /// sizes weighted by packet share, routing moved to the scenario's FIB, the buffer variant
 /// applied. Packet I/O of the batched modes is not included (the simulator charges it per
 /// call; [`predict`] adds its share per packet).
-pub fn group_cycles(node: &Node) -> (GroupCycles, FibReport) {
+pub fn group_cycles(sc: &ResolvedScenario) -> (GroupCycles, FibReport) {
     let mut cycles = GroupCycles::default();
-    for src in &node.sources {
+    for src in &sc.sources {
         for (size, p) in src.size.distribution() {
-            let c = node.cost.cycles_for_size(size as f64);
+            let c = sc.cost.cycles_for_size(size as f64);
             for i in 0..8 {
                 cycles.0[i] += src.share * p * c.0[i];
             }
         }
     }
-    let s = &node.scenario;
+    let s = &sc.scenario;
     let fib = FibModel::new(&s.fib, &s.cpu.caches, s.cpu.frequency.hz);
-    let flows = node.total_flows();
+    let flows = sc.total_flows();
     let routes = s.fib.routes.unwrap_or(flows);
-    let routing = fib.routing_cycles(cycles.get(Group::Routing), node.cost.reference_routes, node.cost.reference_flows, routes, flows);
+    let routing = fib.routing_cycles(cycles.get(Group::Routing), sc.cost.reference_routes, sc.cost.reference_flows, routes, flows);
     cycles.set(Group::Routing, routing);
     // Buffer management: recycling replaces allocation and free; a shared allocator's lock
     // costs more with each core contending for it.
@@ -83,17 +83,17 @@ pub fn group_cycles(node: &Node) -> (GroupCycles, FibReport) {
     (cycles, fib.report(routes, flows, &s.cpu.caches))
 }
 
-/// The analytical prediction for a node.
-pub fn predict(node: &Node) -> Prediction {
-    let s = &node.scenario;
+/// The analytical prediction for a sc.
+pub fn predict(sc: &ResolvedScenario) -> Prediction {
+    let s = &sc.scenario;
     let f = s.cpu.frequency.hz;
     let k = s.cpu.cores;
-    let (mut cycles, fib) = group_cycles(node);
+    let (mut cycles, fib) = group_cycles(sc);
     // Batched I/O (busy-poll, batched-syscall): the call cost shared by a full batch, the
     // per-frame I/O and the copy belong to reception (000's C_RX).
     if matches!(s.host.io, crate::scenario::IoModeKind::BusyPoll | crate::scenario::IoModeKind::BatchedSyscall) {
         let b = &s.host.batch;
-        let ps = b.t_packet.ps as f64 + b.t_call.ps as f64 / b.size as f64 + b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64 / 1e3 * node.mean_frame_bytes());
+        let ps = b.t_packet.ps as f64 + b.t_call.ps as f64 / b.size as f64 + b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64 / 1e3 * sc.mean_frame_bytes());
         cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
     }
     // Threaded NAPI at saturation: every poll takes a full weight and the thread never
@@ -106,16 +106,16 @@ pub fn predict(node: &Node) -> Prediction {
     let c_core = c_total + (k as f64 - 1.0) * s.cpu.contention.cycles;
     let r_max = f / c_total;
     let r_cpu = k as f64 * f / c_core;
-    let line = node.line_rate_pps();
-    let offered = node.offered_pps();
+    let line = sc.line_rate_pps();
+    let offered = sc.offered_pps();
     let capacity = r_cpu.min(line);
     let predicted = offered.min(capacity);
     let cpu_load = (predicted * c_core / (k as f64 * f)).min(1.0);
     Prediction {
-        name: s.name.clone().unwrap_or_else(|| node.origin.clone()),
+        name: s.name.clone().unwrap_or_else(|| sc.origin.clone()),
         frequency_hz: f,
         cores: k,
-        mean_frame_bytes: node.mean_frame_bytes(),
+        mean_frame_bytes: sc.mean_frame_bytes(),
         cycles_by_group: GROUP_NAMES.iter().map(|g| g.to_string()).zip(cycles.0).collect(),
         c_total_cycles: c_total,
         c_core_cycles: c_core,
@@ -186,7 +186,7 @@ mod tests {
     use crate::scenario::Scenario;
     use std::path::Path;
 
-    fn node(extra: &str) -> Node {
+    fn node(extra: &str) -> ResolvedScenario {
         let text = format!(
             r#"
             [cpu]

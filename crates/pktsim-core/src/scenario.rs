@@ -906,7 +906,7 @@ impl ResolvedSource {
 
 /// A validated scenario with its cost profile loaded.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Node {
+pub struct ResolvedScenario {
     pub scenario: Scenario,
     pub origin: String,
     pub cost: CostProfile,
@@ -1057,15 +1057,15 @@ pub fn split_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
 impl Scenario {
     /// Load from TOML text. `origin` names the file in errors, `base_dir` resolves relative
     /// profile paths.
-    pub fn load_toml(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<Node> {
+    pub fn load_toml(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
         let mut table = parse_toml_table(text, origin)?;
         apply_sets(&mut table, sets)?;
         let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        scenario.into_node(origin, base_dir)
+        scenario.resolve(origin, base_dir)
     }
 
     /// Load from JSON text (what Python sends).
-    pub fn load_json(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<Node> {
+    pub fn load_json(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
         let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             Error::Config(ConfigError {
                 origin: origin.into(),
@@ -1083,18 +1083,18 @@ impl Scenario {
         };
         apply_sets(&mut table, sets)?;
         let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        scenario.into_node(origin, base_dir)
+        scenario.resolve(origin, base_dir)
     }
 
     /// Load a scenario file.
-    pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<Node> {
+    pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         Self::load_toml(&text, &path.display().to_string(), &base, sets)
     }
 
     /// Validate and resolve the cost profile.
-    pub fn into_node(self, origin: &str, base_dir: &Path) -> Result<Node> {
+    pub fn resolve(self, origin: &str, base_dir: &Path) -> Result<ResolvedScenario> {
         let err = |path: &str, value: String, expected: String| -> Error { ConfigError::new(origin, path, Some(value), expected).into() };
 
         if !(self.cpu.frequency.hz > 0.0) {
@@ -1199,7 +1199,7 @@ impl Scenario {
             )
             .into());
         }
-        Ok(Node { scenario: self, origin: origin.to_string(), cost, sources })
+        Ok(ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources })
     }
 
     fn validate_simulator_sections(&self, origin: &str) -> Result<()> {
@@ -1458,7 +1458,7 @@ pub fn line_rate_pps(link_bps: f64, mean_frame_bytes: f64, overhead_bytes: f64) 
     link_bps / (8.0 * (mean_frame_bytes + overhead_bytes))
 }
 
-impl Node {
+impl ResolvedScenario {
     /// The offered rate in packets per second (the line rate when none is given).
     pub fn offered_pps(&self) -> f64 {
         let line = self.line_rate_pps();

@@ -34,8 +34,8 @@ fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
         "#
     );
     let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let node = Scenario::load_toml(&text, "batched.toml", Path::new("."), &sets).unwrap();
-    run(&node, &mut || false).unwrap()
+    let sc = Scenario::load_toml(&text, "batched.toml", Path::new("."), &sets).unwrap();
+    run(&sc, &mut || false).unwrap()
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {

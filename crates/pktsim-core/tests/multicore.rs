@@ -27,8 +27,8 @@ fn server(cores: u32, sets: &[(&str, &str)]) -> SimResult {
         "#
     );
     let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let node = Scenario::load_toml(&text, "mc.toml", Path::new("."), &sets).unwrap();
-    run(&node, &mut || false).unwrap()
+    let sc = Scenario::load_toml(&text, "mc.toml", Path::new("."), &sets).unwrap();
+    run(&sc, &mut || false).unwrap()
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -106,8 +106,8 @@ fn napi_scales_with_cores_too() {
             duration = "20ms"
             "#
         );
-        let node = Scenario::load_toml(&text, "napi-mc.toml", Path::new("."), &[]).unwrap();
-        run(&node, &mut || false).unwrap()
+        let sc = Scenario::load_toml(&text, "napi-mc.toml", Path::new("."), &[]).unwrap();
+        run(&sc, &mut || false).unwrap()
     };
     let one = napi(1);
     let four = napi(4);
@@ -156,8 +156,8 @@ fn each_core_can_run_its_own_strategy() {
         warmup = "2ms"
         duration = "100ms"
     "#;
-    let node = Scenario::load_toml(text, "per-core.toml", Path::new("."), &[]).unwrap();
-    let r = run(&node, &mut || false).unwrap();
+    let sc = Scenario::load_toml(text, "per-core.toml", Path::new("."), &[]).unwrap();
+    let r = run(&sc, &mut || false).unwrap();
     assert_eq!(r.io["strategy_per_core"], serde_json::json!(["prio", "sq"]));
     let rt0 = r.per_ring[0].summary.latency_ns.mean; // core 0, rt ring
     let rt1 = r.per_ring[2].summary.latency_ns.mean; // core 1, rt ring

@@ -30,8 +30,8 @@ fn node(sets: &[(&str, &str)]) -> SimResult {
         t_off = "7521ns"
     "#;
     let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let node = Scenario::load_toml(text, "napi.toml", Path::new("."), &sets).unwrap();
-    run(&node, &mut || false).unwrap()
+    let sc = Scenario::load_toml(text, "napi.toml", Path::new("."), &sets).unwrap();
+    run(&sc, &mut || false).unwrap()
 }
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -181,14 +181,14 @@ fn simulator_and_analytical_model_agree_on_saturation_including_the_fib() {
         )
     };
     for flows in [1, 1_048_576] {
-        let node = Scenario::load_toml(&text(flows), "fib.toml", Path::new("."), &[]).unwrap();
-        let analytic = pktsim_core::model::predict(&node);
-        let sim = run(&node, &mut || false).unwrap();
+        let sc = Scenario::load_toml(&text(flows), "fib.toml", Path::new("."), &[]).unwrap();
+        let analytic = pktsim_core::model::predict(&sc);
+        let sim = run(&sc, &mut || false).unwrap();
         assert!(close(sim.throughput_pps, analytic.r_max_pps, 0.003), "{flows} flows: sim {} vs model {}", sim.throughput_pps, analytic.r_max_pps);
     }
     let big = Scenario::load_toml(&text(1_048_576), "fib.toml", Path::new("."), &[]).unwrap();
     let r = run(&big, &mut || false).unwrap();
-    assert!(r.throughput_pps < 1.40e6, "the FIB slows the simulated node: {}", r.throughput_pps);
+    assert!(r.throughput_pps < 1.40e6, "the FIB slows the simulated sc: {}", r.throughput_pps);
 }
 
 #[test]

@@ -18,9 +18,9 @@ size = "64B"
 profile = "raumer2015-64B"
 "#;
 
-fn load_with(sets: &[(&str, &str)]) -> Result<pktsim_core::Node, Error> {
+fn load_with(sets: &[(&str, &str)]) -> Result<pktsim_core::ResolvedScenario, Error> {
     let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Scenario::load_toml(BASE, "node.toml", Path::new("."), &sets)
+    Scenario::load_toml(BASE, "sc.toml", Path::new("."), &sets)
 }
 
 fn message(sets: &[(&str, &str)]) -> String {
@@ -31,7 +31,7 @@ fn message(sets: &[(&str, &str)]) -> String {
 }
 
 fn assert_names(msg: &str, parts: &[&str]) {
-    assert!(msg.starts_with("node.toml: "), "origin missing: {msg}");
+    assert!(msg.starts_with("sc.toml: "), "origin missing: {msg}");
     for p in parts {
         assert!(msg.contains(p), "{p:?} missing from: {msg}");
     }
@@ -39,8 +39,8 @@ fn assert_names(msg: &str, parts: &[&str]) {
 
 #[test]
 fn the_base_scenario_is_valid() {
-    let node = load_with(&[]).unwrap();
-    assert_eq!(node.offered_pps(), 1e6);
+    let sc = load_with(&[]).unwrap();
+    assert_eq!(sc.offered_pps(), 1e6);
 }
 
 #[test]
@@ -111,10 +111,10 @@ fn inconsistent_values_are_rejected() {
 #[test]
 fn sources_must_share_the_whole_rate() {
     let text = format!("{BASE}\n[[traffic.sources]]\nshare = \"30%\"\n[[traffic.sources]]\nshare = \"60%\"\n");
-    let e = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap_err().to_string();
+    let e = Scenario::load_toml(&text, "sc.toml", Path::new("."), &[]).unwrap_err().to_string();
     assert_names(&e, &["traffic.sources", "90%", "100%"]);
     let text = format!("{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\nsize = \"12B\"\n");
-    let e = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap_err().to_string();
+    let e = Scenario::load_toml(&text, "sc.toml", Path::new("."), &[]).unwrap_err().to_string();
     assert_names(&e, &["traffic.sources[1].size", "12B"]);
 }
 
@@ -124,9 +124,9 @@ fn the_total_rate_is_split_by_share_and_sizes_mix() {
     let text = format!(
         "{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\n"
     );
-    let node = Scenario::load_toml(&text, "node.toml", Path::new("."), &[]).unwrap();
-    assert!((node.mean_frame_bytes() - (0.3 * 1500.0 + 0.7 * 64.0)).abs() < 1e-9);
-    assert_eq!(node.offered_pps(), 1e6);
+    let sc = Scenario::load_toml(&text, "sc.toml", Path::new("."), &[]).unwrap();
+    assert!((sc.mean_frame_bytes() - (0.3 * 1500.0 + 0.7 * 64.0)).abs() < 1e-9);
+    assert_eq!(sc.offered_pps(), 1e6);
 }
 
 #[test]
@@ -139,8 +139,8 @@ fn toml_syntax_errors_give_line_and_column() {
 fn json_input_uses_the_same_schema() {
     let json = r#"{"cpu": {"frequency": "3.3GHz"}, "link": {"rate": "10Gbit/s"},
                    "traffic": {"rate": "1Mpps"}, "cost": {"profile": "raumer2015-64B"}}"#;
-    let node = Scenario::load_json(json, "<dict>", Path::new("."), &[]).unwrap();
-    assert_eq!(node.offered_pps(), 1e6);
+    let sc = Scenario::load_json(json, "<dict>", Path::new("."), &[]).unwrap();
+    assert_eq!(sc.offered_pps(), 1e6);
     let bad = r#"{"cpu": {"frequency": 3.3}, "link": {"rate": "10Gbit/s"}, "traffic": {}, "cost": {"profile": "raumer2015-64B"}}"#;
     let e = Scenario::load_json(bad, "<dict>", Path::new("."), &[]).unwrap_err().to_string();
     assert!(e.starts_with("<dict>: cpu.frequency = 3.3"), "{e}");
@@ -151,10 +151,10 @@ fn json_input_uses_the_same_schema() {
 
 #[test]
 fn set_overrides_reach_nested_keys_and_refuse_to_clobber_values() {
-    let node = load_with(&[("seed", "42"), ("cpu.cores", "4"), ("traffic.rate", "2.5Mpps")]).unwrap();
-    assert_eq!(node.scenario.seed, 42);
-    assert_eq!(node.scenario.cpu.cores, 4);
-    assert_eq!(node.offered_pps(), 2.5e6);
+    let sc = load_with(&[("seed", "42"), ("cpu.cores", "4"), ("traffic.rate", "2.5Mpps")]).unwrap();
+    assert_eq!(sc.scenario.seed, 42);
+    assert_eq!(sc.scenario.cpu.cores, 4);
+    assert_eq!(sc.offered_pps(), 2.5e6);
     let e = message(&[("cpu.frequency.x", "1")]);
     assert!(e.contains("cpu.frequency") && e.contains("plain value"), "{e}");
 }

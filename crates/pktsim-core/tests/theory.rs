@@ -33,8 +33,8 @@ fn simulate(rate: &str, service: &str, dist: &str, ring: u32, duration: &str, se
         duration = "{duration}"
         "#
     );
-    let node = Scenario::load_toml(&text, "theory.toml", Path::new("."), &[]).unwrap();
-    run(&node, &mut || false).unwrap()
+    let sc = Scenario::load_toml(&text, "theory.toml", Path::new("."), &[]).unwrap();
+    run(&sc, &mut || false).unwrap()
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 use pktsim_core::engine::{run, SimResult};
 use pktsim_core::{model, Scenario};
 
-fn scenario(sets: &[(&str, &str)]) -> pktsim_core::Node {
+fn scenario(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
     let text = r#"
         [cpu]
         frequency = "2GHz"
@@ -84,8 +84,8 @@ fn hand_trace_eight_frames_per_wakeup() {
 #[test]
 fn saturation_polls_full_weights_and_the_ring_overflows() {
     // Offered 3 Mpps against 1 / (600 ns + 6.4 us / 64) = 1.4286 Mpps.
-    let node = scenario(&[("traffic.rate", "3Mpps"), ("host.t_poll", "6400ns")]);
-    let r = run(&node, &mut || false).unwrap();
+    let sc = scenario(&[("traffic.rate", "3Mpps"), ("host.t_poll", "6400ns")]);
+    let r = run(&sc, &mut || false).unwrap();
     let cap = 1e9 / (600.0 + 6400.0 / 64.0);
     assert!(close(r.throughput_pps, cap, 2e-3), "{} vs {cap}", r.throughput_pps);
     assert!(close(r.packets_per_poll.mean, 64.0, 1e-3), "{}", r.packets_per_poll.mean);
@@ -97,7 +97,7 @@ fn saturation_polls_full_weights_and_the_ring_overflows() {
     let service_ns = 1e9 / cap;
     assert!(r.latency_ns.p50 > 256.0 * service_ns && r.latency_ns.p50 < 320.0 * service_ns, "{:?}", r.latency_ns);
     // The analytical model gives the same capacity.
-    let p = model::predict(&node);
+    let p = model::predict(&sc);
     assert!(close(p.r_max_pps, cap, 1e-9), "{}", p.r_max_pps);
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use pktsim_core::{model, scenario, ConfigError, Error, Node, Scenario};
+use pktsim_core::{model, scenario, ConfigError, Error, ResolvedScenario, Scenario};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -30,7 +30,7 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-fn load(text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> Result<Node, Error> {
+fn load(text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> Result<ResolvedScenario, Error> {
     let base = Path::new(base_dir);
     match format {
         "toml" => Scenario::load_toml(text, origin, base, &sets),
@@ -43,16 +43,16 @@ fn load(text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(Strin
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, base_dir, sets))]
 fn load_scenario(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
-    json(&node.scenario)
+    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    json(&sc.scenario)
 }
 
 /// The analytical prediction (000) for a scenario, as JSON.
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, base_dir, sets))]
 fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
-    json(&model::predict(&node))
+    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    json(&model::predict(&sc))
 }
 
 /// Simulate a scenario; returns the result as JSON. The GIL is released while the engine
@@ -60,7 +60,7 @@ fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &st
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, base_dir, sets))]
 fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let node = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
     let mut last_check = std::time::Instant::now();
     let mut interrupted: Option<PyErr> = None;
     let result = py.detach(|| {
@@ -77,7 +77,7 @@ fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, s
                 }
             }
         };
-        pktsim_core::engine::run(&node, &mut cancel)
+        pktsim_core::engine::run(&sc, &mut cancel)
     });
     if let Some(e) = interrupted {
         return Err(e);

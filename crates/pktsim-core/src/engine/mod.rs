@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::cost::Group;
 use crate::error::{Error, Result};
 use crate::model;
-use crate::scenario::{IoModeKind, ItrMode, Node, TxVector};
+use crate::scenario::{IoModeKind, ItrMode, ResolvedScenario, TxVector};
 
 use io::batched::{Batched, CallCosts, Wait};
 use io::napi::{Napi, NapiParams};
@@ -112,7 +112,7 @@ pub struct RingSummary {
 /// Why a run stopped early.
 pub const INTERRUPTED: &str = "interrupted";
 
-fn moderation_for(node: &Node) -> Box<dyn Moderation> {
+fn moderation_for(node: &ResolvedScenario) -> Box<dyn Moderation> {
     let itr = &node.scenario.nic.itr;
     match itr.mode {
         ItrMode::Off => Box::new(NoThrottle),
@@ -125,7 +125,7 @@ fn moderation_for(node: &Node) -> Box<dyn Moderation> {
 /// (with the FIB model applied) at the CPU frequency — the same numbers the analytical
 /// model uses. t_clean takes C_free (skbs are freed when tx completions are cleaned) and
 /// t_proc the rest.
-fn costs_for(node: &Node) -> Costs {
+fn costs_for(node: &ResolvedScenario) -> Costs {
     let s = &node.scenario;
     let f = s.cpu.frequency.hz;
     let (groups, _) = model::group_cycles(node);
@@ -166,7 +166,7 @@ fn costs_for(node: &Node) -> Costs {
 
 /// Simulate a node. `cancel` is asked every simulated millisecond whether to stop (for
 /// Ctrl-C); a cancelled run returns `Error::Invalid("interrupted")`.
-pub fn run(node: &Node, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
+pub fn run(node: &ResolvedScenario, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
     let wall = std::time::Instant::now();
     let s = &node.scenario;
     let m = &s.measure;
