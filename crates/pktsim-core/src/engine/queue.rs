@@ -1,19 +1,37 @@
-//! The event queue: a binary heap ordered by (time, insertion number), so that events at
-//! the same picosecond run in the order they were scheduled.
+//! The event queue and keyed, cancellable timers.
+//!
+//! The queue is a binary heap ordered by (time, insertion number), so events at the same
+//! picosecond run in the order they were scheduled; it knows no component. Components keep
+//! their own state; an event only says whose it is ([`Key`]). A component that may have to
+//! take back an event it scheduled owns a [`Timer`] for it: setting the timer again or
+//! cancelling it makes the event already in the heap stale, and its owner ignores it when
+//! it pops (the heap is never searched).
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::time::Ps;
+use super::time::Instant;
 
-/// What an event is for. Components keep their own state; an event only names whom to
-/// wake. `gen` lets a component cancel an event by moving on to a new generation.
+/// Whose an event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key {
+    /// An interrupt of NIC vector `.0` fires.
+    Irq(u32),
+    /// A transmitted descriptor of the tx ring on vector `.0` completes: a cause.
+    TxCause(u32),
+    /// The work unit core `.0` is running ends.
+    Step(u32),
+    /// The sleeping thread of core `.0` starts to run.
+    Wake(u32),
+}
+
+/// What an event is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
-    /// The next frame arrives at the NIC while some ring wants to hear of it.
+    /// The next frame reaches the NIC while some ring wants to hear of it.
     Arrival,
-    /// An I/O-mode event (`tag` chooses the handler, `index` the vector or core).
-    Mode { tag: u8, index: u32, gen: u32 },
+    /// A timer's event: valid only while the timer has not been set again or cancelled.
+    Timer(Key, u32),
     /// Periodic housekeeping: interruption checks.
     Tick,
     /// End of the measurement.
@@ -22,7 +40,7 @@ pub enum EventKind {
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    time: Ps,
+    time: Instant,
     seq: u64,
     kind: EventKind,
 }
@@ -49,6 +67,7 @@ impl Ord for Entry {
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     seq: u64,
+    /// Events scheduled so far (stale ones included).
     pub scheduled: u64,
 }
 
@@ -57,20 +76,20 @@ impl EventQueue {
         Self::default()
     }
 
-    pub fn schedule(&mut self, time: Ps, kind: EventKind) {
+    pub fn schedule(&mut self, time: Instant, kind: EventKind) {
         self.seq += 1;
         self.scheduled += 1;
         self.heap.push(Entry { time, seq: self.seq, kind });
     }
 
-    pub fn pop(&mut self) -> Option<(Ps, EventKind)> {
+    pub fn pop(&mut self) -> Option<(Instant, EventKind)> {
         self.heap.pop().map(|e| (e.time, e.kind))
     }
 
     /// Time of the next event (the horizon up to which a component may run ahead).
     #[inline]
-    pub fn peek_time(&self) -> Ps {
-        self.heap.peek().map_or(Ps::MAX, |e| e.time)
+    pub fn peek_time(&self) -> Instant {
+        self.heap.peek().map_or(Instant::NEVER, |e| e.time)
     }
 
     pub fn len(&self) -> usize {
@@ -82,21 +101,89 @@ impl EventQueue {
     }
 }
 
+/// One cancellable event of a component: at most one of its events is valid at a time.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timer {
+    gen: u32,
+    pending: bool,
+}
+
+impl Timer {
+    /// Schedule the event `key` at `at`; an event this timer had pending becomes stale.
+    #[inline]
+    pub fn set(&mut self, queue: &mut EventQueue, at: Instant, key: Key) {
+        self.gen = self.gen.wrapping_add(1);
+        self.pending = true;
+        queue.schedule(at, EventKind::Timer(key, self.gen));
+    }
+
+    /// Make the pending event, if any, stale.
+    #[inline]
+    pub fn cancel(&mut self) {
+        self.gen = self.gen.wrapping_add(1);
+        self.pending = false;
+    }
+
+    /// Whether a valid event of this timer is in the queue.
+    #[inline]
+    pub fn is_pending(&self) -> bool {
+        self.pending
+    }
+
+    /// An event of this timer popped with generation `gen`: true (and no longer pending) if
+    /// it is the valid one, false if it is stale.
+    #[inline]
+    pub fn fired(&mut self, gen: u32) -> bool {
+        if self.pending && self.gen == gen {
+            self.pending = false;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn at(ps: u64) -> Instant {
+        Instant::from_ps(ps)
+    }
+
     #[test]
     fn ties_break_by_insertion_order() {
         let mut q = EventQueue::new();
-        q.schedule(5, EventKind::Mode { tag: 0, index: 1, gen: 0 });
-        q.schedule(3, EventKind::Tick);
-        q.schedule(5, EventKind::Mode { tag: 0, index: 2, gen: 0 });
-        q.schedule(5, EventKind::End);
-        assert_eq!(q.pop(), Some((3, EventKind::Tick)));
-        assert_eq!(q.pop(), Some((5, EventKind::Mode { tag: 0, index: 1, gen: 0 })));
-        assert_eq!(q.pop(), Some((5, EventKind::Mode { tag: 0, index: 2, gen: 0 })));
-        assert_eq!(q.pop(), Some((5, EventKind::End)));
+        q.schedule(at(5), EventKind::Timer(Key::Step(1), 0));
+        q.schedule(at(3), EventKind::Tick);
+        q.schedule(at(5), EventKind::Timer(Key::Step(2), 0));
+        q.schedule(at(5), EventKind::End);
+        assert_eq!(q.pop(), Some((at(3), EventKind::Tick)));
+        assert_eq!(q.pop(), Some((at(5), EventKind::Timer(Key::Step(1), 0))));
+        assert_eq!(q.pop(), Some((at(5), EventKind::Timer(Key::Step(2), 0))));
+        assert_eq!(q.pop(), Some((at(5), EventKind::End)));
         assert_eq!(q.pop(), None);
+        assert_eq!(q.peek_time(), Instant::NEVER);
+    }
+
+    #[test]
+    fn a_timer_set_again_or_cancelled_leaves_its_old_event_stale() {
+        let mut q = EventQueue::new();
+        let mut t = Timer::default();
+        t.set(&mut q, at(10), Key::Irq(0));
+        t.set(&mut q, at(20), Key::Irq(0));
+        let (_, EventKind::Timer(_, g1)) = q.pop().unwrap() else { panic!() };
+        assert!(!t.fired(g1), "the event of the first set is stale");
+        assert!(t.is_pending());
+        let (when, EventKind::Timer(_, g2)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(20));
+        assert!(t.fired(g2));
+        assert!(!t.is_pending());
+        assert!(!t.fired(g2), "an event fires once");
+        t.set(&mut q, at(30), Key::Irq(0));
+        t.cancel();
+        let (_, EventKind::Timer(_, g3)) = q.pop().unwrap() else { panic!() };
+        assert!(!t.fired(g3), "cancelled");
+        assert_eq!(q.scheduled, 3);
     }
 }

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use crate::scenario::{LatencyFrom, LatencyTo};
 
-use super::time::{Ps, PS_PER_NS};
-use super::traffic::Packet;
+use super::ingress::Packet;
+use super::time::{Instant, Span};
 
 /// What a core spends its time on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,11 +76,11 @@ impl Group {
     }
 
     #[inline]
-    fn record(&mut self, size: u16, ps: Ps, batch: usize) {
-        let ns = ps as f64 / PS_PER_NS as f64;
+    fn record(&mut self, size: u16, latency: Span, batch: usize) {
+        let ns = latency.as_ns_f64();
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
-        self.latency.saturating_record((ps / PS_PER_NS).max(1));
+        self.latency.saturating_record((latency.ps() / 1_000).max(1));
         self.latency_sum_ns += ns;
         self.batch_sum_ns[batch] += ns;
         self.batch_n[batch] += 1;
@@ -182,23 +182,26 @@ pub struct GroupSummary {
 /// 001's latency adder: 4 T_DMA + 2 nic_batch x, with x the frame's mean service time.
 #[derive(Debug, Clone, Copy)]
 pub struct TPlus {
-    pub dma4_ps: Ps,
+    /// 4 T_DMA.
+    pub dma4: Span,
+    /// 2 nic_batch.
     pub batch2: u64,
-    pub proc_fixed_ps: Ps,
+    /// Mean service time of a frame: fixed part and femtoseconds per byte.
+    pub proc_fixed: Span,
     pub proc_per_byte_fs: u64,
 }
 
 impl TPlus {
     #[inline]
-    fn of(&self, size: u16) -> Ps {
-        self.dma4_ps + self.batch2 * (self.proc_fixed_ps + self.proc_per_byte_fs * size as u64 / 1000)
+    fn of(&self, size: u16) -> Span {
+        self.dma4 + (self.proc_fixed + Span::from_ps(self.proc_per_byte_fs * size as u64 / 1000)) * self.batch2
     }
 }
 
 pub struct Stats {
-    pub warm: Ps,
-    pub stop: Ps,
-    t_off_ps: Ps,
+    pub warm: Instant,
+    pub stop: Instant,
+    t_off: Span,
     t_plus: Option<TPlus>,
     from: LatencyFrom,
     to: LatencyTo,
@@ -209,30 +212,31 @@ pub struct Stats {
     class_of_source: Vec<usize>,
     groups_on: bool,
     batches: usize,
-    batch_ps: Ps,
+    batch_len: Span,
     pub irqs: u64,
     pub polls: u64,
     pub softirqs: u64,
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
-    pub busy_ps: [u64; 8],
+    /// CPU time per activity, all cores together.
+    pub busy: [Span; 8],
     pub empty_polls: u64,
-    pub busy_core_ps: Vec<u64>,
+    pub busy_core: Vec<Span>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
     pub rx_per_poll: Vec<u64>,
-    interval_ps: Option<Ps>,
+    interval: Option<Span>,
     pub series: Vec<Bucket>,
 }
 
 pub struct StatsConfig {
-    pub warm: Ps,
-    pub duration: Ps,
-    pub t_off_ps: Ps,
+    pub warm: Instant,
+    pub duration: Span,
+    pub t_off: Span,
     pub t_plus: Option<TPlus>,
     pub from: LatencyFrom,
     pub to: LatencyTo,
     pub max_per_poll: usize,
-    pub interval_ps: Option<Ps>,
+    pub interval: Option<Span>,
     pub batches: usize,
     pub classes: usize,
     pub class_of_source: Vec<usize>,
@@ -242,7 +246,7 @@ pub struct StatsConfig {
 
 impl Stats {
     pub fn new(c: StatsConfig) -> Self {
-        let series = match c.interval_ps {
+        let series = match c.interval {
             Some(i) => vec![Bucket::default(); c.duration.div_ceil(i) as usize],
             None => Vec::new(),
         };
@@ -251,7 +255,7 @@ impl Stats {
         Stats {
             warm: c.warm,
             stop: c.warm + c.duration,
-            t_off_ps: c.t_off_ps,
+            t_off: c.t_off,
             t_plus: c.t_plus,
             from: c.from,
             to: c.to,
@@ -261,30 +265,30 @@ impl Stats {
             class_of_source: c.class_of_source,
             groups_on,
             batches: c.batches,
-            batch_ps: c.duration.div_ceil(c.batches as Ps).max(1),
+            batch_len: Span::from_ps(c.duration.ps().div_ceil(c.batches as u64).max(1)),
             irqs: 0,
             polls: 0,
             softirqs: 0,
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
-            busy_ps: [0; 8],
+            busy: [Span::ZERO; 8],
             empty_polls: 0,
-            busy_core_ps: vec![0; c.cores],
+            busy_core: vec![Span::ZERO; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
-            interval_ps: c.interval_ps,
+            interval: c.interval,
             series,
         }
     }
 
     #[inline]
-    pub fn in_window(&self, t: Ps) -> bool {
+    pub fn in_window(&self, t: Instant) -> bool {
         t >= self.warm && t < self.stop
     }
 
     #[inline]
-    fn bucket(&mut self, t: Ps) -> Option<&mut Bucket> {
-        let i = self.interval_ps?;
-        self.series.get_mut(((t - self.warm) / i) as usize)
+    fn bucket(&mut self, t: Instant) -> Option<&mut Bucket> {
+        let i = self.interval?;
+        self.series.get_mut(((t - self.warm).ps() / i.ps()) as usize)
     }
 
     /// Apply `f` to the whole-node group and, when kept, the packet's class and ring groups.
@@ -317,7 +321,7 @@ impl Stats {
         }
     }
 
-    pub fn drop_qdisc(&mut self, p: &Packet, t: Ps) {
+    pub fn drop_qdisc(&mut self, p: &Packet, t: Instant) {
         if self.in_window(t) {
             self.each_group(p, |g| g.drop_qdisc += 1);
             if let Some(b) = self.bucket(t) {
@@ -328,7 +332,7 @@ impl Stats {
 
     /// A packet's descriptor was written to a tx ring at `t_tx`; its last bit leaves at `t_done`.
     #[inline]
-    pub fn forwarded(&mut self, p: &Packet, t_tx: Ps, t_done: Ps) {
+    pub fn forwarded(&mut self, p: &Packet, t_tx: Instant, t_done: Instant) {
         if !self.in_window(t_tx) {
             return;
         }
@@ -340,18 +344,18 @@ impl Stats {
             LatencyTo::TxRing => t_tx,
             LatencyTo::WireOut => t_done,
         };
-        debug_assert!(end >= start, "packet leaves at {end} ps before it arrived at {start} ps: {p:?}");
-        let adder = self.t_off_ps + self.t_plus.map_or(0, |t| t.of(p.size));
-        let ps = end - start + adder;
-        let batch = (((t_tx - self.warm) / self.batch_ps) as usize).min(self.batches - 1);
-        self.each_group(p, |g| g.record(p.size, ps, batch));
+        debug_assert!(end >= start, "packet leaves at {end:?} before it arrived at {start:?}: {p:?}");
+        let adder = self.t_off + self.t_plus.map_or(Span::ZERO, |t| t.of(p.size));
+        let latency = end - start + adder;
+        let batch = (((t_tx - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
+        self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;
-            b.latency_sum_ns += ps as f64 / PS_PER_NS as f64;
+            b.latency_sum_ns += latency.as_ns_f64();
         }
     }
 
-    pub fn irq(&mut self, t: Ps) {
+    pub fn irq(&mut self, t: Instant) {
         if self.in_window(t) {
             self.irqs += 1;
             if let Some(b) = self.bucket(t) {
@@ -360,7 +364,7 @@ impl Stats {
         }
     }
 
-    pub fn poll(&mut self, t: Ps, rx_packets: Option<u32>) {
+    pub fn poll(&mut self, t: Instant, rx_packets: Option<u32>) {
         if self.in_window(t) {
             self.polls += 1;
             if let Some(n) = rx_packets {
@@ -374,19 +378,19 @@ impl Stats {
     }
 
     /// `n` empty polls, the first at `t`.
-    pub fn empty_polls_add(&mut self, t: Ps, n: u64) {
+    pub fn empty_polls_add(&mut self, t: Instant, n: u64) {
         if self.in_window(t) {
             self.empty_polls += n;
         }
     }
 
-    pub fn softirq(&mut self, t: Ps) {
+    pub fn softirq(&mut self, t: Instant) {
         if self.in_window(t) {
             self.softirqs += 1;
         }
     }
 
-    pub fn squeeze(&mut self, t: Ps) {
+    pub fn squeeze(&mut self, t: Instant) {
         if self.in_window(t) {
             self.time_squeeze += 1;
         }
@@ -394,12 +398,12 @@ impl Stats {
 
     /// CPU time `[start, end)` core `core` spent on `a`; only the part inside the window counts.
     #[inline]
-    pub fn busy(&mut self, core: usize, a: Activity, start: Ps, end: Ps) {
+    pub fn busy(&mut self, core: usize, a: Activity, start: Instant, end: Instant) {
         let s = start.max(self.warm);
         let e = end.min(self.stop);
         if e > s {
-            self.busy_ps[a as usize] += e - s;
-            self.busy_core_ps[core] += e - s;
+            self.busy[a as usize] += e - s;
+            self.busy_core[core] += e - s;
         }
     }
 }

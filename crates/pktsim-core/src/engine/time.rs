@@ -1,21 +1,167 @@
-//! Simulated time: an integer count of picoseconds.
+//! Simulated time: [`Instant`]s and [`Span`]s, distinct types with integer picoseconds
+//! inside, so an instant is never added to an instant and a span never stands for a point
+//! in time.
+//!
+//! ```text
+//!   Instant + Span = Instant      Instant - Instant = Span      Span * n = Span
+//! ```
+//!
+//! Conversions from the scenario's units ([`crate::units::Duration`]) and to the figures a
+//! result reports (seconds, nanoseconds) live here and nowhere else.
+
+use std::ops::{Add, AddAssign, Div, Mul, Sub, SubAssign};
+
+use crate::units::Duration;
+
+pub const PS_PER_NS: u64 = 1_000;
+pub const PS_PER_US: u64 = 1_000_000;
+pub const PS_PER_S: u64 = 1_000_000_000_000;
 
 /// A point in simulated time, in picoseconds since the start of the run.
-pub type Ps = u64;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Instant(u64);
 
-pub const PS_PER_NS: Ps = 1_000;
-pub const PS_PER_US: Ps = 1_000_000;
-pub const PS_PER_S: Ps = 1_000_000_000_000;
+/// A length of simulated time, in picoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Span(u64);
 
-/// Picoseconds a link needs for `bytes` of frame plus `overhead` bytes at `bps`.
-pub fn wire_time_ps(bytes: u64, overhead: u64, bps: f64) -> Ps {
-    round_ps(((bytes + overhead) as f64 * 8.0) / bps * 1e12)
+impl Instant {
+    pub const ZERO: Instant = Instant(0);
+    /// Later than every event: what an empty queue's horizon is.
+    pub const NEVER: Instant = Instant(u64::MAX);
+
+    pub const fn from_ps(ps: u64) -> Self {
+        Instant(ps)
+    }
+    pub const fn ps(self) -> u64 {
+        self.0
+    }
+    /// Seconds since the start (for reports).
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / PS_PER_S as f64
+    }
+    /// Time since `earlier`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Instant) -> Span {
+        Span(self.0.saturating_sub(earlier.0))
+    }
 }
 
-/// Round a non-negative time to whole picoseconds (half up; no libm call on the hot path).
-#[inline]
-pub fn round_ps(x: f64) -> Ps {
-    (x + 0.5) as Ps
+impl Span {
+    pub const ZERO: Span = Span(0);
+
+    pub const fn from_ps(ps: u64) -> Self {
+        Span(ps)
+    }
+    pub const fn from_us(us: u64) -> Self {
+        Span(us * PS_PER_US)
+    }
+    /// A non-negative time in picoseconds as a float, rounded half up to whole picoseconds
+    /// (no libm call: this sits on the hot path of random service times).
+    #[inline]
+    pub fn from_ps_f64(ps: f64) -> Self {
+        Span((ps + 0.5) as u64)
+    }
+    pub const fn ps(self) -> u64 {
+        self.0
+    }
+    pub const fn is_zero(self) -> bool {
+        self.0 == 0
+    }
+    /// Nanoseconds (for reports).
+    pub fn as_ns_f64(self) -> f64 {
+        self.0 as f64 / PS_PER_NS as f64
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / PS_PER_S as f64
+    }
+    /// How many whole `unit`s fit, rounded up (`unit` above zero).
+    pub fn div_ceil(self, unit: Span) -> u64 {
+        self.0.div_ceil(unit.0)
+    }
+}
+
+impl From<Duration> for Span {
+    fn from(d: Duration) -> Span {
+        Span(d.ps)
+    }
+}
+
+impl Add<Span> for Instant {
+    type Output = Instant;
+    #[inline]
+    fn add(self, d: Span) -> Instant {
+        Instant(self.0 + d.0)
+    }
+}
+impl AddAssign<Span> for Instant {
+    #[inline]
+    fn add_assign(&mut self, d: Span) {
+        self.0 += d.0;
+    }
+}
+impl Sub<Span> for Instant {
+    type Output = Instant;
+    #[inline]
+    fn sub(self, d: Span) -> Instant {
+        Instant(self.0 - d.0)
+    }
+}
+impl Sub for Instant {
+    type Output = Span;
+    #[inline]
+    fn sub(self, earlier: Instant) -> Span {
+        Span(self.0 - earlier.0)
+    }
+}
+impl Add for Span {
+    type Output = Span;
+    #[inline]
+    fn add(self, d: Span) -> Span {
+        Span(self.0 + d.0)
+    }
+}
+impl AddAssign for Span {
+    #[inline]
+    fn add_assign(&mut self, d: Span) {
+        self.0 += d.0;
+    }
+}
+impl Sub for Span {
+    type Output = Span;
+    #[inline]
+    fn sub(self, d: Span) -> Span {
+        Span(self.0 - d.0)
+    }
+}
+impl SubAssign for Span {
+    #[inline]
+    fn sub_assign(&mut self, d: Span) {
+        self.0 -= d.0;
+    }
+}
+impl Mul<u64> for Span {
+    type Output = Span;
+    #[inline]
+    fn mul(self, n: u64) -> Span {
+        Span(self.0 * n)
+    }
+}
+impl Div<u64> for Span {
+    type Output = Span;
+    #[inline]
+    fn div(self, n: u64) -> Span {
+        Span(self.0 / n)
+    }
+}
+impl std::iter::Sum for Span {
+    fn sum<I: Iterator<Item = Span>>(iter: I) -> Span {
+        Span(iter.map(|s| s.0).sum())
+    }
+}
+
+/// Time a link needs for `bytes` of frame plus `overhead` bytes at `bps`.
+pub fn wire_time(bytes: u64, overhead: u64, bps: f64) -> Span {
+    Span::from_ps_f64(((bytes + overhead) as f64 * 8.0) / bps * 1e12)
 }
 
 /// Wire time of the last frame size seen: frames mostly repeat their size.
@@ -23,19 +169,51 @@ pub fn round_ps(x: f64) -> Ps {
 pub struct WireTime {
     overhead: u64,
     bps: f64,
-    last: (u16, Ps),
+    last: (u16, Span),
 }
 
 impl WireTime {
     pub fn new(overhead: u64, bps: f64) -> Self {
-        WireTime { overhead, bps, last: (0, wire_time_ps(0, overhead, bps)) }
+        WireTime { overhead, bps, last: (0, wire_time(0, overhead, bps)) }
     }
 
     #[inline]
-    pub fn of(&mut self, size: u16) -> Ps {
+    pub fn of(&mut self, size: u16) -> Span {
         if self.last.0 != size {
-            self.last = (size, wire_time_ps(size as u64, self.overhead, self.bps));
+            self.last = (size, wire_time(size as u64, self.overhead, self.bps));
         }
         self.last.1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_and_spans_combine_as_time_does() {
+        let t = Instant::from_ps(1_000);
+        let d = Span::from_ps(250);
+        assert_eq!(t + d, Instant::from_ps(1_250));
+        assert_eq!((t + d) - t, d);
+        assert_eq!(t - d, Instant::from_ps(750));
+        assert_eq!(d * 4, Span::from_ps(1_000));
+        assert_eq!(Span::from_ps(1_001).div_ceil(d), 5);
+        assert_eq!(t.saturating_since(t + d), Span::ZERO);
+        assert_eq!(Span::from(Duration::from_ps(7)), Span::from_ps(7));
+    }
+
+    #[test]
+    fn float_times_round_half_up_to_whole_picoseconds() {
+        assert_eq!(Span::from_ps_f64(2.4), Span::from_ps(2));
+        assert_eq!(Span::from_ps_f64(2.5), Span::from_ps(3));
+    }
+
+    #[test]
+    fn a_64_byte_frame_takes_67_2_ns_at_10_gbit() {
+        assert_eq!(wire_time(64, 20, 1e10), Span::from_ps(67_200));
+        let mut w = WireTime::new(20, 1e10);
+        assert_eq!(w.of(64), Span::from_ps(67_200));
+        assert_eq!(w.of(1518), Span::from_ps(1_230_400));
     }
 }

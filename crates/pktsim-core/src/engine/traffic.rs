@@ -1,4 +1,4 @@
-//! Traffic sources and the ingress link.
+//! Synthetic traffic: sources behind the ingress link (an [`Ingress`]).
 //!
 //! ```text
 //!   source 0 --.
@@ -14,25 +14,9 @@
 
 use crate::scenario::{Pattern, ResolvedSource};
 
+use super::ingress::{Ingress, Packet};
 use super::rng::Stream;
-use super::time::{round_ps, Ps, WireTime};
-
-/// A frame as the simulator carries it: a plain record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Packet {
-    /// Last bit received from the wire.
-    pub t_wire: Ps,
-    /// Descriptor written back to the rx ring (t_wire + DMA delay).
-    pub t_ring: Ps,
-    /// Frame size in bytes (FCS included).
-    pub size: u16,
-    /// Source index.
-    pub source: u16,
-    /// Flow number within the source.
-    pub flow: u32,
-    /// Rx ring the NIC put it in.
-    pub ring: u16,
-}
+use super::time::{Instant, Span, WireTime};
 
 struct SourceGen {
     pattern: Pattern,
@@ -103,14 +87,13 @@ impl SourceGen {
 pub struct Traffic {
     sources: Vec<SourceGen>,
     wire: WireTime,
-    dma_ps: Ps,
-    link_free: Ps,
-    pub generated: u64,
+    link_free: Instant,
+    generated: u64,
 }
 
 impl Traffic {
     /// `offered_pps` is the total; each source gets its share.
-    pub fn new(sources: &[ResolvedSource], offered_pps: f64, link_bps: f64, overhead: u64, dma_ps: Ps, seed: u64) -> Self {
+    pub fn new(sources: &[ResolvedSource], offered_pps: f64, link_bps: f64, overhead: u64, seed: u64) -> Self {
         let gens = sources
             .iter()
             .enumerate()
@@ -155,11 +138,14 @@ impl Traffic {
                 }
             })
             .collect();
-        Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), dma_ps, link_free: 0, generated: 0 }
+        Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, generated: 0 }
     }
 
+}
+
+impl Ingress for Traffic {
     /// The next frame off the link.
-    pub fn next_packet(&mut self) -> Packet {
+    fn next_packet(&mut self) -> Option<Packet> {
         // Few sources: a linear scan beats a heap (sources with no share never win).
         let mut best = 0;
         for i in 1..self.sources.len() {
@@ -168,14 +154,18 @@ impl Traffic {
             }
         }
         let src = &mut self.sources[best];
-        let start = round_ps(src.next_start);
+        let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
         let size = src.sample_size();
         let flow = src.sample_flow();
         src.advance();
         let t_wire = start.max(self.link_free) + self.wire.of(size);
         self.link_free = t_wire;
         self.generated += 1;
-        Packet { t_wire, t_ring: t_wire + self.dma_ps, size, source: best as u16, flow, ring: 0 }
+        Some(Packet::arriving(t_wire, size, best as u16, flow))
+    }
+
+    fn delivered(&self) -> u64 {
+        self.generated
     }
 }
 
@@ -183,6 +173,12 @@ impl Traffic {
 mod tests {
     use super::*;
     use crate::scenario::PacketSize;
+
+    impl Traffic {
+        fn next(&mut self) -> Packet {
+            self.next_packet().unwrap()
+        }
+    }
     use crate::units::Bytes;
 
     fn src(pattern: Pattern, share: f64, size: u64) -> ResolvedSource {
@@ -194,20 +190,20 @@ mod tests {
         let mut s = src(Pattern::Burst, 1.0, 1518);
         s.burst = 16;
         let wire = 1538 * 8 * 100; // ps per frame at 10 Gbit/s
-        let mut t = Traffic::new(&[s], 1e5, 1e10, 20, 0, 9);
-        let pkts: Vec<Packet> = (0..160_000).map(|_| t.next_packet()).collect();
+        let mut t = Traffic::new(&[s], 1e5, 1e10, 20, 9);
+        let pkts: Vec<Packet> = (0..160_000).map(|_| t.next()).collect();
         // Within a burst: back to back at line rate, one flow (a burst that starts while
         // the previous one is still on the wire, ~1 in 5000 at cv 0.25, joins it).
         let (mut back_to_back, mut same_flow) = (0, 0);
         for w in pkts.windows(2) {
-            if w[1].t_wire - w[0].t_wire == wire as u64 {
+            if w[1].t_wire - w[0].t_wire == Span::from_ps(wire) {
                 back_to_back += 1;
                 same_flow += (w[0].flow == w[1].flow) as u32;
             }
         }
         assert!(back_to_back >= 160_000 * 15 / 16 - 200, "{back_to_back}");
         assert!(same_flow as f64 >= 0.999 * back_to_back as f64, "{same_flow} of {back_to_back}");
-        let span = (pkts[pkts.len() - 1].t_wire - pkts[0].t_wire) as f64 / 1e12;
+        let span = (pkts[pkts.len() - 1].t_wire - pkts[0].t_wire).as_secs_f64();
         assert!(((pkts.len() as f64 / span) - 1e5).abs() / 1e5 < 0.01);
     }
 
@@ -215,13 +211,13 @@ mod tests {
     fn normal_gaps_keep_the_mean_rate() {
         let mut s = src(Pattern::Normal, 1.0, 64);
         s.cv = 0.5;
-        let mut t = Traffic::new(&[s], 1e6, 1e10, 20, 0, 4);
-        let first = t.next_packet().t_wire;
+        let mut t = Traffic::new(&[s], 1e6, 1e10, 20, 4);
+        let first = t.next().t_wire;
         let mut last = first;
         for _ in 0..100_000 {
-            last = t.next_packet().t_wire;
+            last = t.next().t_wire;
         }
-        let rate = 100_000.0 / ((last - first) as f64 / 1e12);
+        let rate = 100_000.0 / (last - first).as_secs_f64();
         assert!((rate - 1e6).abs() / 1e6 < 0.01, "{rate}");
     }
 
@@ -229,37 +225,37 @@ mod tests {
     fn cbr_at_line_rate_is_back_to_back() {
         // 64 B at 10 Gbit/s: 84 B on the wire = 67.2 ns.
         let line = 1e10 / (84.0 * 8.0);
-        let mut t = Traffic::new(&[src(Pattern::Cbr, 1.0, 64)], line, 1e10, 20, 0, 1);
-        let a = t.next_packet();
-        let b = t.next_packet();
-        let c = t.next_packet();
-        assert_eq!(b.t_wire - a.t_wire, 67_200);
-        assert_eq!(c.t_wire - b.t_wire, 67_200);
+        let mut t = Traffic::new(&[src(Pattern::Cbr, 1.0, 64)], line, 1e10, 20, 1);
+        let a = t.next();
+        let b = t.next();
+        let c = t.next();
+        assert_eq!(b.t_wire - a.t_wire, Span::from_ps(67_200));
+        assert_eq!(c.t_wire - b.t_wire, Span::from_ps(67_200));
         assert_eq!((a.flow, b.flow, c.flow), (0, 1, 2));
     }
 
     #[test]
     fn poisson_rate_and_link_cap() {
-        let mut t = Traffic::new(&[src(Pattern::Poisson, 1.0, 64)], 1e6, 1e10, 20, 500, 3);
+        let mut t = Traffic::new(&[src(Pattern::Poisson, 1.0, 64)], 1e6, 1e10, 20, 3);
         let n = 200_000;
-        let mut last = t.next_packet();
+        let mut last = t.next();
         let first = last.t_wire;
         for _ in 0..n {
-            let p = t.next_packet();
-            assert!(p.t_wire - last.t_wire >= 67_200, "link serialises frames");
-            assert_eq!(p.t_ring, p.t_wire + 500);
+            let p = t.next();
+            assert!(p.t_wire - last.t_wire >= Span::from_ps(67_200), "link serialises frames");
+            assert_eq!(p.t_origin, p.t_wire);
             last = p;
         }
-        let rate = n as f64 / ((last.t_wire - first) as f64 / 1e12);
+        let rate = n as f64 / (last.t_wire - first).as_secs_f64();
         assert!((rate - 1e6).abs() / 1e6 < 0.01, "{rate}");
     }
 
     #[test]
     fn sources_share_the_rate() {
-        let mut t = Traffic::new(&[src(Pattern::Cbr, 0.25, 1500), src(Pattern::Cbr, 0.75, 64)], 4e5, 1e10, 20, 0, 1);
+        let mut t = Traffic::new(&[src(Pattern::Cbr, 0.25, 1500), src(Pattern::Cbr, 0.75, 64)], 4e5, 1e10, 20, 1);
         let mut count = [0u32; 2];
         for _ in 0..40_000 {
-            count[t.next_packet().source as usize] += 1;
+            count[t.next().source as usize] += 1;
         }
         assert!((count[0] as i64 - 10_000).abs() <= 2, "{count:?}");
     }

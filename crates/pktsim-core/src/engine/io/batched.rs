@@ -16,178 +16,167 @@
 //! write-back it resumes at the first empty-call boundary at or after it, charging the
 //! empty calls in between.
 
+use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
+use crate::engine::ingress::Packet;
+use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
-use crate::engine::time::Ps;
-use crate::engine::traffic::Packet;
-
-const EV_STEP: u8 = 0;
+use crate::engine::time::{Instant, Span};
+use crate::engine::topology::Topology;
+use crate::scenario::{IoModeKind, ResolvedScenario};
 
 /// What a core does when its rings are empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    Spin { t_empty: Ps },
-    Sleep { t_irq: Ps, t_wakeup: Ps },
+    Spin { t_empty: Span },
+    Sleep { t_irq: Span, t_wakeup: Span },
 }
 
 /// Per-call costs.
 #[derive(Debug, Clone, Copy)]
 pub struct CallCosts {
     pub batch: usize,
-    pub t_call: Ps,
-    pub t_packet: Ps,
+    pub t_call: Span,
+    pub t_packet: Span,
     pub t_byte_fs: u64,
 }
 
-enum Unit {
+pub enum Unit {
     /// A call and the processing of the frames it moved.
-    Call { frames: Vec<(Packet, usize)>, io: Ps },
+    Call { frames: Vec<(Packet, usize)>, io: Span },
     /// Spinning until a write-back is seen at an empty-call boundary.
     Spin,
     /// Interrupt and scheduler wake-up of a sleeping thread.
     Wake,
 }
 
-enum State {
-    Running(Unit, Ps),
-    /// Rings empty and armed: spinning since, or asleep since.
-    Waiting(Ps),
-}
-
 struct Core {
-    rings: Vec<usize>,
-    tx: usize,
     strategy: Box<dyn Strategy>,
-    state: State,
+    worker: Worker<Unit>,
+    /// When the rings were last found empty (spinning or asleep since then).
+    idle_since: Instant,
     views: Vec<RingView>,
-    gen: u32,
 }
 
 pub struct Batched {
     cores: Vec<Core>,
-    owner: Vec<usize>,
+    topo: Topology,
     wait: Wait,
     costs: CallCosts,
 }
 
 impl Batched {
-    pub fn new(cores: Vec<(Vec<usize>, usize, Box<dyn Strategy>)>, rings: usize, wait: Wait, costs: CallCosts) -> Self {
-        let mut owner = vec![0; rings];
-        let cores = cores
-            .into_iter()
-            .enumerate()
-            .map(|(c, (rings, tx, strategy))| {
-                for &r in &rings {
-                    owner[r] = c;
-                }
-                Core { views: vec![RingView::default(); rings.len()], rings, tx, strategy, state: State::Waiting(0), gen: 0 }
-            })
-            .collect();
-        Batched { cores, owner, wait, costs }
+    pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
+        let wait = match h.io {
+            IoModeKind::BusyPoll => Wait::Spin { t_empty: if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() } },
+            _ => Wait::Sleep { t_irq: h.t_irq.into(), t_wakeup: b.t_wakeup.into() },
+        };
+        let costs = CallCosts { batch: b.size as usize, t_call: b.t_call.into(), t_packet: b.t_packet.into(), t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte) };
+        Self::with_parts(*topo, super::core_strategies(sc, topo), wait, costs)
     }
 
-    fn run(&mut self, c: usize, mut t: Ps, ctx: &mut Ctx) {
-        loop {
-            // Finish the running unit.
-            let state = std::mem::replace(&mut self.cores[c].state, State::Waiting(t));
-            if let State::Running(unit, d) = state {
-                match unit {
-                    Unit::Call { frames, io } => {
-                        ctx.stats.busy(c, Activity::Io, t - d, t - d + io);
-                        ctx.stats.busy(c, Activity::RxClean, t - d + io, t);
-                        ctx.stats.poll(t, Some(frames.len() as u32));
-                        ctx.nic.advance_to(t, ctx.stats);
-                        let tx = self.cores[c].tx;
-                        for &(_, r) in &frames {
-                            let ring = &mut ctx.nic.rx[r];
-                            ring.unrefilled += 1;
-                        }
-                        for &r in &self.cores[c].rings {
-                            ctx.nic.rx[r].refill();
-                        }
-                        ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                        for (p, _) in frames {
-                            ctx.nic.xmit(tx, p, t, ctx.stats);
-                        }
-                    }
-                    Unit::Spin => ctx.stats.busy(c, Activity::Spin, t - d, t),
-                    Unit::Wake => ctx.stats.busy(c, Activity::Irq, t - d, t),
+    pub fn with_parts(topo: Topology, strategies: Vec<Box<dyn Strategy>>, wait: Wait, costs: CallCosts) -> Self {
+        let cores = strategies
+            .into_iter()
+            .map(|strategy| Core { strategy, worker: Worker::default(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
+            .collect();
+        Batched { cores, topo, wait, costs }
+    }
+}
+
+impl Units for Batched {
+    type Unit = Unit;
+
+    fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
+        &mut self.cores[core].worker
+    }
+
+    fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
+        match unit {
+            Unit::Call { frames, io } => {
+                ctx.stats.busy(c, Activity::Io, start, start + io);
+                ctx.stats.busy(c, Activity::RxClean, start + io, t);
+                ctx.stats.poll(t, Some(frames.len() as u32));
+                // The call's descriptors go back at its end.
+                ctx.nic.advance_to(t, ctx.stats);
+                for r in self.topo.rings_of_core(c) {
+                    ctx.nic.refill(r, t, 1, ctx.stats);
+                }
+                let tx = self.topo.tx_of_core(c);
+                ctx.nic.tx_reclaim(tx, t, ctx.stats);
+                for (p, _) in frames {
+                    ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
                 }
             }
-            // Next call.
-            ctx.nic.advance_to(t, ctx.stats);
-            let core = &mut self.cores[c];
-            super::ring_views(&core.rings, &mut core.views, ctx);
-            let Some(i) = core.strategy.pick(&core.views, t) else {
-                core.state = State::Waiting(t);
-                super::arm_rings(&core.rings, ctx);
-                return;
-            };
-            let r = core.rings[i];
-            let n = self.costs.batch.min(ctx.nic.rx[r].pkts.len());
-            let mut frames = Vec::with_capacity(n);
-            let (mut io, mut work) = (self.costs.t_call, 0);
-            for _ in 0..n {
-                let Some(p) = ctx.nic.rx[r].pkts.pop_front() else { break };
-                core.strategy.served(i, p.size);
-                io += self.costs.t_packet + self.costs.t_byte_fs * p.size as u64 / 1000;
-                work += ctx.costs.t_proc(&p);
-                frames.push((p, r));
-            }
-            let d = io + work;
-            core.state = State::Running(Unit::Call { frames, io }, d);
-            if !super::continue_or_suspend(ctx, t, d, EV_STEP, c, &mut self.cores[c].gen) {
-                return;
-            }
-            t += d;
+            Unit::Spin => ctx.stats.busy(c, Activity::Spin, start, t),
+            Unit::Wake => ctx.stats.busy(c, Activity::Irq, start, t),
         }
+    }
+
+    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        ctx.nic.advance_to(t, ctx.stats);
+        let rings = self.topo.rings_of_core(c);
+        let core = &mut self.cores[c];
+        super::ring_views(rings.clone(), &mut core.views, ctx);
+        let Some(i) = core.strategy.pick(&core.views, t) else {
+            core.idle_since = t;
+            super::arm_rings(rings, ctx);
+            return None;
+        };
+        let r = rings.start + i;
+        let n = self.costs.batch.min(ctx.nic.rx(r).len());
+        let mut frames = Vec::with_capacity(n);
+        let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
+        for _ in 0..n {
+            let Some(p) = ctx.nic.take(r, t, ctx.stats) else { break };
+            core.strategy.served(i, p.size);
+            io += self.costs.t_packet + Span::from_ps(self.costs.t_byte_fs * p.size as u64 / 1000);
+            work += ctx.costs.t_proc(&p);
+            frames.push((p, r));
+        }
+        Some((Unit::Call { frames, io }, io + work))
     }
 }
 
 impl IoMode for Batched {
     fn start(&mut self, ctx: &mut Ctx) {
-        super::arm_rings(self.cores.iter().flat_map(|c| &c.rings), ctx);
+        super::arm_rings(0..self.topo.rings(), ctx);
     }
 
-    fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
-        let c = index as usize;
-        if tag == EV_STEP && self.cores[c].gen == gen {
-            self.run(c, ctx.now, ctx);
+    fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
+        if let Key::Step(c) = key {
+            units::on_step(self, c as usize, gen, ctx);
         }
     }
 
-    fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx) {
-        let c = self.owner[ring];
-        let State::Waiting(since) = self.cores[c].state else { return };
-        for &r in &self.cores[c].rings {
-            ctx.nic.rx[r].wake = false;
+    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
+        let c = self.topo.core_of_ring(ring);
+        if !self.cores[c].worker.is_idle() {
+            return;
         }
+        let since = self.cores[c].idle_since;
+        super::disarm_rings(self.topo.rings_of_core(c), ctx);
         // The core notices the frame at the next empty-call boundary (spinning), or after
         // the interrupt and the wake-up (sleeping).
-        let (unit, d) = match self.wait {
+        let (unit, start, d) = match self.wait {
             Wait::Spin { t_empty } => {
-                let calls = (t - since).div_ceil(t_empty.max(1));
+                let calls = (t - since).div_ceil(Span::from_ps(t_empty.ps().max(1)));
                 ctx.stats.empty_polls_add(since, calls);
-                let resume = since + calls * t_empty;
-                (Unit::Spin, resume - since)
+                (Unit::Spin, since, t_empty * calls)
             }
             Wait::Sleep { t_irq, t_wakeup } => {
                 ctx.stats.irq(t);
-                (Unit::Wake, t_irq + t_wakeup)
+                (Unit::Wake, t, t_irq + t_wakeup)
             }
         };
-        let start = match self.wait {
-            Wait::Spin { .. } => since,
-            Wait::Sleep { .. } => t,
-        };
-        self.cores[c].state = State::Running(unit, d);
-        if super::continue_or_suspend(ctx, start, d, EV_STEP, c, &mut self.cores[c].gen) {
-            self.run(c, start + d, ctx);
+        if units::begin(self, c, unit, start, d, ctx) {
+            units::run(self, c, start + d, ctx);
         }
     }
 
-    fn report(&self) -> serde_json::Value {
+    fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {
         serde_json::json!({
             "wait": match self.wait { Wait::Spin { .. } => "spin", Wait::Sleep { .. } => "sleep" },
             "batch": self.costs.batch,

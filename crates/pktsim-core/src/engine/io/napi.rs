@@ -14,46 +14,50 @@
 //!           budget or time exhausted -> time_squeeze, re-raise (ksoftirqd after 10)
 //! ```
 //!
-//! A core runs a sequence of work units (a handler, a poll's fixed cost, one tx clean, one
-//! packet's rx clean). Units run back to back without touching the event queue as long as
-//! they end before the next scheduled event; otherwise the core suspends at the unit's end
-//! and an interrupt arriving meanwhile extends that unit by `t_irq` (preemption).
+//! A core runs a sequence of work units ([`super::units`]: a handler, a poll's fixed cost,
+//! one tx clean, one packet's rx clean); an interrupt arriving while a unit runs extends
+//! that unit by `t_irq` (preemption). The vectors, their throttling and the moderation
+//! policy are the NIC's; this mode decides what the cores do with interrupts and polls.
+
 
 use std::collections::VecDeque;
 
 use serde_json::json;
 
+use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
-use crate::engine::nic::Vector;
-use crate::engine::queue::EventKind;
+use crate::engine::ingress::Packet;
+use crate::engine::moderation::Episode;
+use crate::engine::nic::{Irq, Nic};
+use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
-use crate::engine::time::Ps;
-use crate::engine::traffic::Packet;
-use crate::scenario::NetRxAction;
+use crate::engine::time::{Instant, Span};
+use crate::engine::topology::Topology;
+use crate::scenario::{NetRxAction, ResolvedScenario};
 
-const EV_IRQ: u8 = 0;
-const EV_TX_CAUSE: u8 = 1;
-const EV_CORE: u8 = 2;
-
+/// A core's unit of work.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Work {
-    Idle,
+pub enum Work {
+    /// The hard IRQ handler of a vector.
     Irq(usize),
+    /// A poll's fixed cost.
     PollStart,
+    /// Cleaning one completed descriptor of a tx queue.
     TxClean(usize),
+    /// Rx clean of one frame from a ring.
     RxPacket(Packet, usize),
+    /// Waiting for and holding a shared tx queue's lock, then posting the frame.
     TxLock(Packet, usize),
 }
 
 impl Work {
-    fn activity(&self) -> Option<Activity> {
+    fn activity(&self) -> Activity {
         match self {
-            Work::Idle => None,
-            Work::Irq(_) => Some(Activity::Irq),
-            Work::PollStart => Some(Activity::Poll),
-            Work::TxClean(_) => Some(Activity::TxClean),
-            Work::RxPacket(..) => Some(Activity::RxClean),
-            Work::TxLock(..) => Some(Activity::TxLock),
+            Work::Irq(_) => Activity::Irq,
+            Work::PollStart => Activity::Poll,
+            Work::TxClean(_) => Activity::TxClean,
+            Work::RxPacket(..) => Activity::RxClean,
+            Work::TxLock(..) => Activity::TxLock,
         }
     }
 }
@@ -65,6 +69,7 @@ enum Phase {
     Rx,
 }
 
+/// One driver `poll()` of a vector's NAPI.
 #[derive(Debug)]
 struct Poll {
     vector: usize,
@@ -86,11 +91,10 @@ struct NetRx {
     polled: bool,
 }
 
+#[derive(Default)]
 struct Core {
-    work: Work,
-    work_len: Ps,
-    work_end: Ps,
-    gen: u32,
+    worker: Worker<Work>,
+    /// Vectors whose hard IRQ handler waits to run.
     irq_queue: VecDeque<usize>,
     poll_list: VecDeque<usize>,
     softirq_pending: bool,
@@ -98,22 +102,21 @@ struct Core {
     net_rx: Option<NetRx>,
     poll: Option<Poll>,
     /// A packet waiting for its shared tx queue's lock, and how long that takes.
-    lock: Option<(Packet, usize, Ps)>,
+    lock: Option<(Packet, usize, Span)>,
 }
 
-/// Per-vector NAPI state and the episode's totals for ITR.
+/// Per-vector NAPI state and what its episode did so far.
 #[derive(Default, Clone)]
 struct NapiInstance {
     scheduled: bool,
-    ep_rx: (u64, u64),
-    ep_tx: (u64, u64),
-    tx_cause_at: Option<Ps>,
+    episode: Episode,
 }
 
+/// NAPI and driver limits.
 pub struct NapiParams {
     pub weight: u32,
     pub budget: u32,
-    pub budget_time_ps: Ps,
+    pub budget_time: Span,
     pub hz: u32,
     pub tx_work_limit: u32,
     pub refill_batch: u32,
@@ -122,118 +125,43 @@ pub struct NapiParams {
 }
 
 pub struct Napi {
-    pub vectors: Vec<Vector>,
     napi: Vec<NapiInstance>,
     cores: Vec<Core>,
-    /// Tx queue each rx ring forwards to.
-    route: Vec<usize>,
+    topo: Topology,
     p: NapiParams,
-    jiffy_ps: Ps,
+    jiffy: Span,
     budget_jiffies: u64,
 }
 
 impl Napi {
-    pub fn new(vectors: Vec<Vector>, cores: usize, route: Vec<usize>, p: NapiParams) -> Self {
-        let jiffy_ps = 1_000_000_000_000 / p.hz as Ps;
-        let budget_jiffies = p.budget_time_ps.div_ceil(jiffy_ps).max(1);
-        let napi = vec![NapiInstance::default(); vectors.len()];
-        let cores = (0..cores)
-            .map(|_| Core {
-                work: Work::Idle,
-                work_len: 0,
-                work_end: 0,
-                gen: 0,
-                irq_queue: VecDeque::new(),
-                poll_list: VecDeque::new(),
-                softirq_pending: false,
-                restarts: 0,
-                net_rx: None,
-                poll: None,
-                lock: None,
-            })
-            .collect();
-        Napi { vectors, napi, cores, route, p, jiffy_ps, budget_jiffies }
+    pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        let (h, n) = (&sc.scenario.host, &sc.scenario.nic);
+        Self::with_params(
+            *topo,
+            NapiParams {
+                weight: h.weight,
+                budget: h.budget,
+                budget_time: h.budget_time.into(),
+                hz: h.hz,
+                tx_work_limit: n.tx_work_limit,
+                refill_batch: n.refill_batch,
+                refill_at_poll_end: n.refill_at_poll_end,
+                net_rx_action: h.net_rx_action,
+            },
+        )
     }
 
-    fn jiffy(&self, t: Ps) -> u64 {
-        t / self.jiffy_ps
+    pub fn with_params(topo: Topology, p: NapiParams) -> Self {
+        let jiffy = Span::from_ps(1_000_000_000_000 / p.hz as u64);
+        let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
+        let napi = vec![NapiInstance::default(); topo.vectors()];
+        let cores = (0..topo.cores()).map(|_| Core::default()).collect();
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies }
     }
 
-    // ----------------------------------------------------------------- vector hardware
-
-    /// Unmask vector `v` at `t` (after napi_complete): fire at once if a cause is pending,
-    /// else wait for the next one.
-    fn unmask(&mut self, v: usize, t: Ps, ctx: &mut Ctx) {
-        ctx.nic.advance_to(t, ctx.stats);
-        self.vectors[v].masked = false;
-        if self.vectors[v].cause_pending(ctx.nic, t) {
-            let at = t.max(self.vectors[v].counter_zero);
-            self.schedule_fire(v, at, ctx);
-        } else {
-            self.arm(v, t, ctx);
-        }
+    fn jiffy(&self, t: Instant) -> u64 {
+        t.ps() / self.jiffy.ps()
     }
-
-    fn arm(&mut self, v: usize, t: Ps, ctx: &mut Ctx) {
-        let vec = &mut self.vectors[v];
-        vec.armed = true;
-        vec.gen = vec.gen.wrapping_add(1);
-        if let Some(r) = vec.rx {
-            ctx.nic.arm(r, ctx.queue);
-        }
-        self.napi[v].tx_cause_at = None;
-        if let Some(q) = vec.tx {
-            if let Some(d) = ctx.nic.tx[q].first_done_after(t) {
-                self.napi[v].tx_cause_at = Some(d);
-                ctx.queue.schedule(d, EventKind::Mode { tag: EV_TX_CAUSE, index: v as u32, gen: vec.gen });
-            }
-        }
-    }
-
-    fn schedule_fire(&mut self, v: usize, at: Ps, ctx: &mut Ctx) {
-        let vec = &mut self.vectors[v];
-        vec.armed = false;
-        vec.gen = vec.gen.wrapping_add(1);
-        if let Some(r) = vec.rx {
-            ctx.nic.rx[r].wake = false;
-        }
-        self.napi[v].tx_cause_at = None;
-        ctx.queue.schedule(at, EventKind::Mode { tag: EV_IRQ, index: v as u32, gen: vec.gen });
-    }
-
-    /// A cause on an armed vector at `t`.
-    fn cause(&mut self, v: usize, t: Ps, ctx: &mut Ctx) {
-        if self.vectors[v].armed {
-            let at = t.max(self.vectors[v].counter_zero);
-            self.schedule_fire(v, at, ctx);
-        }
-    }
-
-    fn fire(&mut self, v: usize, ctx: &mut Ctx) {
-        let now = ctx.now;
-        let vec = &mut self.vectors[v];
-        vec.masked = true;
-        vec.last_fire = Some(now);
-        vec.counter_zero = now + vec.moderation.interval_ps();
-        ctx.stats.irq(now);
-        let c = vec.core;
-        if self.cores[c].work == Work::Idle {
-            self.cores[c].irq_queue.push_back(v);
-            self.run_core(c, now, ctx);
-        } else {
-            // Preempt: the running unit finishes t_irq later; the handler's effect
-            // (napi_schedule) is visible to net_rx_action at its next poll boundary.
-            let t_irq = ctx.costs.t_irq;
-            ctx.stats.busy(c, Activity::Irq, now, now + t_irq);
-            let core = &mut self.cores[c];
-            core.work_end += t_irq;
-            core.gen = core.gen.wrapping_add(1);
-            ctx.queue.schedule(core.work_end, EventKind::Mode { tag: EV_CORE, index: c as u32, gen: core.gen });
-            self.napi_schedule(c, v);
-        }
-    }
-
-    // ----------------------------------------------------------------- NAPI core
 
     fn napi_schedule(&mut self, c: usize, v: usize) {
         if self.napi[v].scheduled {
@@ -252,150 +180,8 @@ impl Napi {
         }
     }
 
-    /// Run core `c` from time `t` until it idles or its next unit would cross the next event.
-    fn run_core(&mut self, c: usize, mut t: Ps, ctx: &mut Ctx) {
-        loop {
-            // Finish the current unit.
-            let work = std::mem::replace(&mut self.cores[c].work, Work::Idle);
-            if let Some(a) = work.activity() {
-                ctx.stats.busy(c, a, t - self.cores[c].work_len, t);
-            }
-            match work {
-                Work::Idle | Work::PollStart => {}
-                Work::Irq(v) => self.napi_schedule(c, v),
-                Work::TxClean(q) => {
-                    if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
-                        if let Some(poll) = &mut self.cores[c].poll {
-                            poll.tx_done += 1;
-                            poll.tx_bytes += size.saturating_sub(4) as u64;
-                        }
-                    }
-                }
-                Work::RxPacket(p, r) => {
-                    let q = self.route[r];
-                    if let Some(poll) = &mut self.cores[c].poll {
-                        poll.rx_done += 1;
-                        poll.rx_bytes += p.size.saturating_sub(4) as u64;
-                    }
-                    let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
-                    if lock > 0 {
-                        self.cores[c].lock = Some((p, q, lock));
-                    } else {
-                        self.xmit(p, q, t, ctx);
-                    }
-                }
-                Work::TxLock(p, q) => self.xmit(p, q, t, ctx),
-            }
-            // Pick the next one.
-            let (next, d) = self.next_work(c, t, ctx);
-            if next == Work::Idle {
-                return;
-            }
-            let core = &mut self.cores[c];
-            core.work = next;
-            core.work_len = d;
-            core.work_end = t + d;
-            if t + d <= ctx.queue.peek_time() {
-                t += d;
-                continue;
-            }
-            core.gen = core.gen.wrapping_add(1);
-            ctx.queue.schedule(t + d, EventKind::Mode { tag: EV_CORE, index: c as u32, gen: core.gen });
-            return;
-        }
-    }
-
-    /// Post a packet to tx queue `q` (marker B); its completion is a cause for the queue's
-    /// vector if that one waits for one.
-    fn xmit(&mut self, p: Packet, q: usize, t: Ps, ctx: &mut Ctx) {
-        if let Some(done) = ctx.nic.xmit(q, p, t, ctx.stats) {
-            let tv = ctx.nic.tx[q].vector;
-            if self.vectors[tv].armed && self.napi[tv].tx_cause_at.is_none() {
-                self.napi[tv].tx_cause_at = Some(done);
-                let gen = self.vectors[tv].gen;
-                ctx.queue.schedule(done, EventKind::Mode { tag: EV_TX_CAUSE, index: tv as u32, gen });
-            }
-        }
-    }
-
-    fn next_work(&mut self, c: usize, t: Ps, ctx: &mut Ctx) -> (Work, Ps) {
-        if let Some((p, q, d)) = self.cores[c].lock.take() {
-            return (Work::TxLock(p, q), d);
-        }
-        loop {
-            if let Some(v) = self.cores[c].irq_queue.pop_front() {
-                return (Work::Irq(v), ctx.costs.t_irq);
-            }
-            if let Some(poll) = &mut self.cores[c].poll {
-                let v = poll.vector;
-                match poll.phase {
-                    Phase::Start => {
-                        poll.phase = Phase::Tx;
-                        if ctx.costs.t_poll > 0 {
-                            return (Work::PollStart, ctx.costs.t_poll);
-                        }
-                    }
-                    Phase::Tx => {
-                        if let Some(q) = self.vectors[v].tx {
-                            if poll.tx_done >= self.p.tx_work_limit {
-                                poll.tx_complete = false;
-                            } else if ctx.nic.tx[q].head_done().is_some_and(|d| d <= t) {
-                                return (Work::TxClean(q), ctx.costs.t_clean);
-                            }
-                        }
-                        poll.phase = Phase::Rx;
-                    }
-                    Phase::Rx => {
-                        if let Some(r) = self.vectors[v].rx {
-                            if poll.rx_done < self.p.weight {
-                                let ring = &ctx.nic.rx[r];
-                                if ring.unrefilled >= self.p.refill_batch {
-                                    ctx.nic.advance_to(t, ctx.stats);
-                                    ctx.nic.rx[r].refill();
-                                }
-                                ctx.nic.advance_to(t, ctx.stats);
-                                if let Some(p) = ctx.nic.rx[r].pkts.pop_front() {
-                                    ctx.nic.rx[r].unrefilled += 1;
-                                    let d = ctx.costs.t_proc(&p);
-                                    return (Work::RxPacket(p, r), d);
-                                }
-                            }
-                            if self.p.refill_at_poll_end && ctx.nic.rx[r].unrefilled > 0 {
-                                ctx.nic.advance_to(t, ctx.stats);
-                                ctx.nic.rx[r].refill();
-                            }
-                        }
-                        self.finish_poll(c, t, ctx);
-                    }
-                }
-                continue;
-            }
-            if self.cores[c].net_rx.is_some() {
-                if let Some(v) = self.next_poll(c, t, ctx) {
-                    self.cores[c].poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
-                }
-                continue;
-            }
-            if self.cores[c].softirq_pending {
-                self.cores[c].softirq_pending = false;
-                ctx.stats.softirq(t);
-                let list = std::mem::take(&mut self.cores[c].poll_list);
-                self.cores[c].net_rx = Some(NetRx {
-                    budget: self.p.budget as i64,
-                    time_limit_jiffy: self.jiffy(t) + self.budget_jiffies,
-                    local: list,
-                    repoll: VecDeque::new(),
-                    polled: false,
-                });
-                continue;
-            }
-            self.cores[c].restarts = 0;
-            return (Work::Idle, 0);
-        }
-    }
-
     /// The next NAPI net_rx_action polls, or None after ending the invocation.
-    fn next_poll(&mut self, c: usize, t: Ps, ctx: &mut Ctx) -> Option<usize> {
+    fn next_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<usize> {
         let jiffy = self.jiffy(t);
         let core = &mut self.cores[c];
         let nr = core.net_rx.as_mut()?;
@@ -450,15 +236,15 @@ impl Napi {
         None
     }
 
-    fn finish_poll(&mut self, c: usize, t: Ps, ctx: &mut Ctx) {
+    fn finish_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
         let Some(poll) = self.cores[c].poll.take() else { return };
         let v = poll.vector;
-        ctx.stats.poll(t, self.vectors[v].rx.map(|_| poll.rx_done));
-        let inst = &mut self.napi[v];
-        inst.ep_rx.0 += poll.rx_done as u64;
-        inst.ep_rx.1 += poll.rx_bytes;
-        inst.ep_tx.0 += poll.tx_done as u64;
-        inst.ep_tx.1 += poll.tx_bytes;
+        ctx.stats.poll(t, ctx.nic.vector(v).layout().rx.map(|_| poll.rx_done));
+        let ep = &mut self.napi[v].episode;
+        ep.rx_packets += poll.rx_done as u64;
+        ep.rx_bytes += poll.rx_bytes;
+        ep.tx_packets += poll.tx_done as u64;
+        ep.tx_bytes += poll.tx_bytes;
         let incomplete = poll.rx_done >= self.p.weight || !poll.tx_complete;
         let legacy = self.p.net_rx_action == NetRxAction::Legacy;
         if let Some(nr) = self.cores[c].net_rx.as_mut() {
@@ -473,45 +259,160 @@ impl Napi {
             }
         }
         if !incomplete {
-            // napi_complete, then ixgbe_set_itr once per episode, then unmask.
+            // napi_complete: the episode ends (the moderation policy hears of it), unmask.
             let inst = &mut self.napi[v];
             inst.scheduled = false;
-            let (rx, tx) = (std::mem::take(&mut inst.ep_rx), std::mem::take(&mut inst.ep_tx));
-            self.vectors[v].moderation.episode_done(rx, tx);
-            self.unmask(v, t, ctx);
+            let episode = std::mem::take(&mut inst.episode);
+            ctx.nic.complete(v, t, episode, ctx.queue, ctx.stats);
+        }
+    }
+}
+
+impl Units for Napi {
+    type Unit = Work;
+
+    fn worker(&mut self, core: usize) -> &mut Worker<Work> {
+        &mut self.cores[core].worker
+    }
+
+    fn finish(&mut self, c: usize, work: Work, start: Instant, t: Instant, ctx: &mut Ctx) {
+        ctx.stats.busy(c, work.activity(), start, t);
+        match work {
+            Work::PollStart => {}
+            Work::Irq(v) => self.napi_schedule(c, v),
+            Work::TxClean(q) => {
+                if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
+                    if let Some(poll) = &mut self.cores[c].poll {
+                        poll.tx_done += 1;
+                        poll.tx_bytes += size.saturating_sub(4) as u64;
+                    }
+                }
+            }
+            Work::RxPacket(p, r) => {
+                let q = self.topo.tx_of_ring(r);
+                if let Some(poll) = &mut self.cores[c].poll {
+                    poll.rx_done += 1;
+                    poll.rx_bytes += p.size.saturating_sub(4) as u64;
+                }
+                let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
+                if lock > Span::ZERO {
+                    self.cores[c].lock = Some((p, q, lock));
+                } else {
+                    ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats);
+                }
+            }
+            Work::TxLock(p, q) => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+        }
+    }
+
+    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
+        if let Some((p, q, d)) = self.cores[c].lock.take() {
+            return Some((Work::TxLock(p, q), d));
+        }
+        loop {
+            if let Some(v) = self.cores[c].irq_queue.pop_front() {
+                return Some((Work::Irq(v), ctx.costs.t_irq));
+            }
+            if let Some(poll) = &mut self.cores[c].poll {
+                let layout = ctx.nic.vector(poll.vector).layout();
+                match poll.phase {
+                    Phase::Start => {
+                        poll.phase = Phase::Tx;
+                        if ctx.costs.t_poll > Span::ZERO {
+                            return Some((Work::PollStart, ctx.costs.t_poll));
+                        }
+                    }
+                    Phase::Tx => {
+                        if let Some(q) = layout.tx {
+                            if poll.tx_done >= self.p.tx_work_limit {
+                                poll.tx_complete = false;
+                            } else if ctx.nic.tx(q).head_done().is_some_and(|d| d <= t) {
+                                return Some((Work::TxClean(q), ctx.costs.t_clean));
+                            }
+                        }
+                        poll.phase = Phase::Rx;
+                    }
+                    Phase::Rx => {
+                        if let Some(r) = layout.rx {
+                            if poll.rx_done < self.p.weight {
+                                // Descriptors go back in batches at the top of each iteration.
+                                ctx.nic.refill(r, t, self.p.refill_batch, ctx.stats);
+                                if let Some(p) = ctx.nic.take(r, t, ctx.stats) {
+                                    let d = ctx.costs.t_proc(&p);
+                                    return Some((Work::RxPacket(p, r), d));
+                                }
+                            }
+                            if self.p.refill_at_poll_end {
+                                ctx.nic.refill(r, t, 1, ctx.stats);
+                            }
+                        }
+                        self.finish_poll(c, t, ctx);
+                    }
+                }
+                continue;
+            }
+            if self.cores[c].net_rx.is_some() {
+                if let Some(v) = self.next_poll(c, t, ctx) {
+                    self.cores[c].poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                }
+                continue;
+            }
+            if self.cores[c].softirq_pending {
+                self.cores[c].softirq_pending = false;
+                ctx.stats.softirq(t);
+                let list = std::mem::take(&mut self.cores[c].poll_list);
+                self.cores[c].net_rx = Some(NetRx {
+                    budget: self.p.budget as i64,
+                    time_limit_jiffy: self.jiffy(t) + self.budget_jiffies,
+                    local: list,
+                    repoll: VecDeque::new(),
+                    polled: false,
+                });
+                continue;
+            }
+            self.cores[c].restarts = 0;
+            return None;
         }
     }
 }
 
 impl IoMode for Napi {
     fn start(&mut self, ctx: &mut Ctx) {
-        for v in 0..self.vectors.len() {
-            self.arm(v, 0, ctx);
+        for v in 0..self.napi.len() {
+            ctx.nic.arm_vector(v, Instant::ZERO, ctx.queue);
         }
     }
 
-    fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
-        let i = index as usize;
-        match tag {
-            EV_IRQ if self.vectors[i].gen == gen => self.fire(i, ctx),
-            EV_TX_CAUSE if self.vectors[i].gen == gen => {
-                self.napi[i].tx_cause_at = None;
-                self.cause(i, ctx.now, ctx)
-            }
-            EV_CORE if self.cores[i].gen == gen => self.run_core(i, ctx.now, ctx),
-            _ => {}
+    fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
+        if let Key::Step(c) = key {
+            units::on_step(self, c as usize, gen, ctx);
         }
     }
 
-    fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx) {
-        let v = ctx.nic.rx[ring].vector;
-        self.cause(v, t, ctx);
+    fn on_irq(&mut self, irq: Irq, ctx: &mut Ctx) {
+        let (c, now) = (irq.core, ctx.now);
+        if self.cores[c].worker.is_idle() {
+            self.cores[c].irq_queue.push_back(irq.vector);
+            units::run(self, c, now, ctx);
+        } else {
+            // Preempt: the running unit finishes t_irq later; the handler's effect
+            // (napi_schedule) is visible to net_rx_action at its next poll boundary.
+            let t_irq = ctx.costs.t_irq;
+            ctx.stats.busy(c, Activity::Irq, now, now + t_irq);
+            self.cores[c].worker.stretch(t_irq, Key::Step(c as u32), ctx);
+            self.napi_schedule(c, irq.vector);
+        }
     }
 
-    fn report(&self) -> serde_json::Value {
+    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
+        let v = ctx.nic.rx(ring).vector();
+        ctx.nic.cause(v, t, ctx.queue);
+    }
+
+    fn report(&self, nic: &Nic) -> serde_json::Value {
         json!({
-            "itr_interval_ns": self.vectors.iter().map(|v| v.moderation.interval_ps() as f64 / 1e3).collect::<Vec<_>>(),
-            "moderation": self.vectors.first().map(|v| v.moderation.name()),
+            "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),
+            "moderation": nic.vectors().first().map(|v| v.moderation().name()),
         })
     }
 }

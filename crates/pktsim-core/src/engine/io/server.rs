@@ -11,131 +11,124 @@
 //! in the system (one descriptor always stays empty): one core with one ring is an M/G/1/K
 //! queue with K = N - 1. An idle core waits for the next write-back on any of its rings.
 
+use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
+use crate::engine::ingress::Packet;
+use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
-use crate::engine::time::Ps;
-use crate::engine::traffic::Packet;
+use crate::engine::time::{Instant, Span};
+use crate::engine::topology::Topology;
+use crate::scenario::ResolvedScenario;
 
-const EV_STEP: u8 = 0;
-
-enum Unit {
+pub enum Unit {
+    /// Serving a frame from a ring.
     Serve(Packet, usize),
+    /// Waiting for and holding the shared tx queue's lock, then posting the frame.
     Lock(Packet),
 }
 
 struct Core {
-    rings: Vec<usize>,
-    tx: usize,
     strategy: Box<dyn Strategy>,
-    unit: Option<(Unit, Ps)>,
+    worker: Worker<Unit>,
+    /// A served frame waiting for its shared tx queue's lock, and how long that takes.
+    lock: Option<(Packet, Span)>,
     views: Vec<RingView>,
-    gen: u32,
 }
 
 pub struct Server {
     cores: Vec<Core>,
-    /// Core owning each ring.
-    owner: Vec<usize>,
+    topo: Topology,
 }
 
 impl Server {
-    /// `cores[c] = (rings in priority order, tx queue, strategy)`.
-    pub fn new(cores: Vec<(Vec<usize>, usize, Box<dyn Strategy>)>, rings: usize) -> Self {
-        let mut owner = vec![0; rings];
-        let cores = cores
-            .into_iter()
-            .enumerate()
-            .map(|(c, (rings, tx, strategy))| {
-                for &r in &rings {
-                    owner[r] = c;
-                }
-                Core { views: vec![RingView::default(); rings.len()], rings, tx, strategy, unit: None, gen: 0 }
-            })
-            .collect();
-        Server { cores, owner }
+    pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        Self::with_strategies(*topo, super::core_strategies(sc, topo))
     }
 
-    /// Run core `c` from `t` until it idles or its next unit would cross the next event.
-    fn run(&mut self, c: usize, mut t: Ps, ctx: &mut Ctx) {
-        loop {
-            let core = &mut self.cores[c];
-            // Finish the current unit.
-            match core.unit.take() {
-                Some((Unit::Serve(p, r), d)) => {
-                    ctx.stats.busy(c, Activity::RxClean, t - d, t);
-                    // Frames that arrived during the service saw the ring before this
-                    // descriptor came back.
-                    ctx.nic.advance_to(t, ctx.stats);
-                    let ring = &mut ctx.nic.rx[r];
-                    ring.unrefilled += 1;
-                    ring.refill();
-                    let hold = ctx.costs.tx_lock;
-                    let lock = ctx.nic.tx_lock(core.tx, t, hold);
-                    if lock > 0 {
-                        core.unit = Some((Unit::Lock(p), lock));
-                        if super::continue_or_suspend(ctx, t, lock, EV_STEP, c, &mut self.cores[c].gen) {
-                            t += lock;
-                            continue;
-                        }
-                        return;
-                    }
-                    ctx.nic.tx_reclaim(core.tx, t, ctx.stats);
-                    ctx.nic.xmit(core.tx, p, t, ctx.stats);
+    /// One strategy per core.
+    pub fn with_strategies(topo: Topology, strategies: Vec<Box<dyn Strategy>>) -> Self {
+        let cores = strategies
+            .into_iter()
+            .map(|strategy| Core { strategy, worker: Worker::default(), lock: None, views: vec![RingView::default(); topo.queues_per_core()] })
+            .collect();
+        Server { cores, topo }
+    }
+}
+
+impl Units for Server {
+    type Unit = Unit;
+
+    fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
+        &mut self.cores[core].worker
+    }
+
+    fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
+        let tx = self.topo.tx_of_core(c);
+        match unit {
+            Unit::Serve(p, r) => {
+                ctx.stats.busy(c, Activity::RxClean, start, t);
+                // The frame's descriptor comes back now; frames that arrived during the
+                // service saw the ring without it.
+                ctx.nic.refill(r, t, 1, ctx.stats);
+                let lock = ctx.nic.tx_lock(tx, t, ctx.costs.tx_lock);
+                if lock > Span::ZERO {
+                    self.cores[c].lock = Some((p, lock));
+                    return;
                 }
-                Some((Unit::Lock(p), d)) => {
-                    ctx.stats.busy(c, Activity::TxLock, t - d, t);
-                    ctx.nic.tx_reclaim(core.tx, t, ctx.stats);
-                    ctx.nic.xmit(core.tx, p, t, ctx.stats);
-                }
-                None => {}
+                ctx.nic.tx_reclaim(tx, t, ctx.stats);
+                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
             }
-            // Choose the next frame.
-            ctx.nic.advance_to(t, ctx.stats);
-            let core = &mut self.cores[c];
-            super::ring_views(&core.rings, &mut core.views, ctx);
-            let Some(i) = core.strategy.pick(&core.views, t) else {
-                // Idle: wake on the next write-back to any of this core's rings.
-                super::arm_rings(&core.rings, ctx);
-                return;
-            };
-            let r = core.rings[i];
-            let Some(p) = ctx.nic.rx[r].pkts.pop_front() else { return };
-            core.strategy.served(i, p.size);
-            let d = ctx.costs.t_proc(&p);
-            core.unit = Some((Unit::Serve(p, r), d));
-            if super::continue_or_suspend(ctx, t, d, EV_STEP, c, &mut self.cores[c].gen) {
-                t += d;
-                continue;
+            Unit::Lock(p) => {
+                ctx.stats.busy(c, Activity::TxLock, start, t);
+                ctx.nic.tx_reclaim(tx, t, ctx.stats);
+                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
             }
-            return;
         }
+    }
+
+    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        if let Some((p, lock)) = self.cores[c].lock.take() {
+            return Some((Unit::Lock(p), lock));
+        }
+        // Choose the next frame.
+        ctx.nic.advance_to(t, ctx.stats);
+        let rings = self.topo.rings_of_core(c);
+        let core = &mut self.cores[c];
+        super::ring_views(rings.clone(), &mut core.views, ctx);
+        let Some(i) = core.strategy.pick(&core.views, t) else {
+            // Idle: wake on the next write-back to any of this core's rings.
+            super::arm_rings(rings, ctx);
+            return None;
+        };
+        let r = rings.start + i;
+        let p = ctx.nic.take(r, t, ctx.stats)?;
+        core.strategy.served(i, p.size);
+        let d = ctx.costs.t_proc(&p);
+        Some((Unit::Serve(p, r), d))
     }
 }
 
 impl IoMode for Server {
     fn start(&mut self, ctx: &mut Ctx) {
-        super::arm_rings(self.cores.iter().flat_map(|c| &c.rings), ctx);
+        super::arm_rings(0..self.topo.rings(), ctx);
     }
 
-    fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
-        let c = index as usize;
-        if tag == EV_STEP && self.cores[c].gen == gen {
-            self.run(c, ctx.now, ctx);
+    fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
+        if let Key::Step(c) = key {
+            units::on_step(self, c as usize, gen, ctx);
         }
     }
 
-    fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx) {
-        let c = self.owner[ring];
-        if self.cores[c].unit.is_none() {
-            for &r in &self.cores[c].rings {
-                ctx.nic.rx[r].wake = false;
-            }
-            self.run(c, t, ctx);
+    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
+        let c = self.topo.core_of_ring(ring);
+        if self.cores[c].worker.is_idle() {
+            super::disarm_rings(self.topo.rings_of_core(c), ctx);
+            units::run(self, c, t, ctx);
         }
     }
 
-    fn report(&self) -> serde_json::Value {
+    fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {
         let names: Vec<&str> = self.cores.iter().map(|c| c.strategy.name()).collect();
         serde_json::json!({ "strategy": names.first(), "strategy_per_core": names })
     }

@@ -21,111 +21,104 @@ use std::collections::VecDeque;
 
 use serde_json::json;
 
+use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
+use crate::engine::ingress::Packet;
+use crate::engine::nic::rx::RxRingKind;
+use crate::engine::nic::Nic;
+use crate::engine::queue::{Key, Timer};
 use crate::engine::stats::Activity;
-use crate::engine::time::Ps;
-use crate::engine::traffic::Packet;
-
-const EV_STEP: u8 = 0;
-const EV_WAKE: u8 = 1;
+use crate::engine::time::{Instant, Span};
+use crate::engine::topology::Topology;
+use crate::scenario::ResolvedScenario;
 
 /// Timing of the NAPI thread.
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadParams {
     pub weight: u32,
-    pub wake_latency_ps: Ps,
-    pub t_wakeup_ps: Ps,
+    pub wake_latency: Span,
+    pub t_wakeup: Span,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Unit {
+pub enum Unit {
     Wakeup,
     PollStart,
     Packet(Packet, usize),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum State {
-    /// Asleep; the rings are armed.
-    Sleeping,
-    /// Woken at the given time, not yet running.
-    Waking,
-    /// Running a unit that ends at `end` and lasted `len`.
-    Running { unit: Unit, len: Ps },
-}
-
 struct Thread {
-    rings: Vec<usize>,
-    tx: usize,
-    state: State,
-    /// Ring polled now or last (index into `rings`), whether a poll is under way, and
-    /// frames taken in it.
+    worker: Worker<Unit>,
+    /// Woken and not yet running (between napi_schedule and the scheduler running it).
+    waking: bool,
+    wake: Timer,
+    /// Ring polled now or last (index into the core's rings), and whether a poll is under
+    /// way.
     cur: usize,
     in_poll: bool,
     /// Frames the current poll took from its ring, not yet processed.
     batch: VecDeque<(Packet, usize)>,
-    gen: u32,
 }
 
 pub struct ThreadedNapi {
     threads: Vec<Thread>,
-    owner: Vec<usize>,
+    topo: Topology,
     p: ThreadParams,
     wakeups: u64,
 }
 
 impl ThreadedNapi {
-    pub fn new(cores: Vec<(Vec<usize>, usize)>, rings: usize, p: ThreadParams) -> Self {
-        let mut owner = vec![0; rings];
-        let threads = cores
-            .into_iter()
-            .enumerate()
-            .map(|(c, (rings, tx))| {
-                for &r in &rings {
-                    owner[r] = c;
-                }
-                Thread { cur: rings.len() - 1, rings, tx, state: State::Sleeping, in_poll: false, batch: VecDeque::new(), gen: 0 }
-            })
-            .collect();
-        ThreadedNapi { threads, owner, p, wakeups: 0 }
+    pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        let h = &sc.scenario.host;
+        Self::with_params(*topo, ThreadParams { weight: h.weight, wake_latency: h.thread.wake_latency.into(), t_wakeup: h.thread.t_wakeup.into() })
     }
 
-    /// Run thread `c` from `t`: finish its unit, then pick units until it sleeps or a unit
-    /// crosses the next event.
-    fn run(&mut self, c: usize, mut t: Ps, ctx: &mut Ctx) {
-        loop {
-            let state = std::mem::replace(&mut self.threads[c].state, State::Sleeping);
-            if let State::Running { unit, len } = state {
-                match unit {
-                    Unit::Wakeup => ctx.stats.busy(c, Activity::Wakeup, t - len, t),
-                    Unit::PollStart => ctx.stats.busy(c, Activity::Poll, t - len, t),
-                    Unit::Packet(p, _) => {
-                        ctx.stats.busy(c, Activity::RxClean, t - len, t);
-                        let tx = self.threads[c].tx;
-                        ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                        ctx.nic.xmit(tx, p, t, ctx.stats);
-                    }
-                }
+    pub fn with_params(topo: Topology, p: ThreadParams) -> Self {
+        let threads = (0..topo.cores())
+            .map(|_| Thread { worker: Worker::default(), waking: false, wake: Timer::default(), cur: topo.queues_per_core() - 1, in_poll: false, batch: VecDeque::new() })
+            .collect();
+        ThreadedNapi { threads, topo, p, wakeups: 0 }
+    }
+
+    /// Thread `c` starts running at `t`: its wake-up cost first.
+    fn wake(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
+        self.threads[c].waking = false;
+        if ctx.stats.in_window(t) {
+            self.wakeups += 1;
+        }
+        if units::begin(self, c, Unit::Wakeup, t, self.p.t_wakeup, ctx) {
+            units::run(self, c, t + self.p.t_wakeup, ctx);
+        }
+    }
+}
+
+impl Units for ThreadedNapi {
+    type Unit = Unit;
+
+    fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
+        &mut self.threads[core].worker
+    }
+
+    fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
+        match unit {
+            Unit::Wakeup => ctx.stats.busy(c, Activity::Wakeup, start, t),
+            Unit::PollStart => ctx.stats.busy(c, Activity::Poll, start, t),
+            Unit::Packet(p, _) => {
+                ctx.stats.busy(c, Activity::RxClean, start, t);
+                let tx = self.topo.tx_of_core(c);
+                ctx.nic.tx_reclaim(tx, t, ctx.stats);
+                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
             }
-            let Some((unit, d)) = self.next_unit(c, t, ctx) else {
-                self.threads[c].state = State::Sleeping;
-                super::arm_rings(&self.threads[c].rings, ctx);
-                return;
-            };
-            self.threads[c].state = State::Running { unit, len: d };
-            if !super::continue_or_suspend(ctx, t, d, EV_STEP, c, &mut self.threads[c].gen) {
-                return;
-            }
-            t += d;
         }
     }
 
-    /// The thread's next unit at `t`, or None when it goes to sleep.
-    fn next_unit(&mut self, c: usize, t: Ps, ctx: &mut Ctx) -> Option<(Unit, Ps)> {
+    /// The thread's next unit at `t`, or None when it goes to sleep (its rings armed).
+    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         ctx.nic.advance_to(t, ctx.stats);
-        let weight = self.p.weight;
+        let weight = self.p.weight as usize;
+        let rings = self.topo.rings_of_core(c);
+        let n = rings.len();
         let th = &mut self.threads[c];
-        let n = th.rings.len();
         loop {
             if th.in_poll {
                 if let Some((p, r)) = th.batch.pop_front() {
@@ -139,82 +132,71 @@ impl ThreadedNapi {
             // what the ring holds now, up to the weight; frames that come while they are
             // processed wait for the next poll (veth_poll re-checks the ring after
             // napi_complete and polls again).
-            let j = (1..=n).map(|i| (th.cur + i) % n).find(|&j| !ctx.nic.rx[th.rings[j]].pkts.is_empty())?;
+            let Some(j) = (1..=n).map(|i| (th.cur + i) % n).find(|&j| !ctx.nic.rx(rings.start + j).is_empty()) else {
+                super::arm_rings(rings, ctx);
+                return None;
+            };
             th.cur = j;
             th.in_poll = true;
-            let r = th.rings[j];
-            let ring = &mut ctx.nic.rx[r];
-            let take = (weight as usize).min(ring.pkts.len());
-            th.batch.extend(ring.pkts.drain(..take).map(|p| (p, r)));
+            let r = rings.start + j;
+            let take = ctx.nic.take_batch(r, t, weight, ctx.stats, &mut th.batch);
             // The ptr_ring entries are free as soon as the frames are consumed.
-            ring.unrefilled += take as u32;
-            ring.refill();
+            ctx.nic.refill(r, t, 1, ctx.stats);
             ctx.stats.poll(t, Some(take as u32));
-            if ctx.costs.t_poll > 0 {
+            if ctx.costs.t_poll > Span::ZERO {
                 return Some((Unit::PollStart, ctx.costs.t_poll));
             }
-        }
-    }
-
-    fn wake(&mut self, c: usize, ctx: &mut Ctx) {
-        let th = &mut self.threads[c];
-        th.state = State::Running { unit: Unit::Wakeup, len: self.p.t_wakeup_ps };
-        if ctx.stats.in_window(ctx.now) {
-            self.wakeups += 1;
-        }
-        let now = ctx.now;
-        if super::continue_or_suspend(ctx, now, self.p.t_wakeup_ps, EV_STEP, c, &mut self.threads[c].gen) {
-            self.run(c, now + self.p.t_wakeup_ps, ctx);
         }
     }
 }
 
 impl IoMode for ThreadedNapi {
     fn start(&mut self, ctx: &mut Ctx) {
-        for th in &self.threads {
-            for &r in &th.rings {
-                // A ptr_ring holds all its entries (a NIC ring keeps one free).
-                ctx.nic.rx[r].hw_avail = ctx.nic.rx[r].size;
-            }
-        }
-        super::arm_rings(self.threads.iter().flat_map(|t| &t.rings), ctx);
+        super::arm_rings(0..self.topo.rings(), ctx);
     }
 
-    fn on_event(&mut self, tag: u8, index: u32, gen: u32, ctx: &mut Ctx) {
-        let c = index as usize;
-        match tag {
-            EV_STEP if self.threads[c].gen == gen => self.run(c, ctx.now, ctx),
-            EV_WAKE if self.threads[c].gen == gen && self.threads[c].state == State::Waking => self.wake(c, ctx),
+    fn rx_ring_kind(&self) -> RxRingKind {
+        // A ptr_ring holds all its entries (a NIC ring keeps one free).
+        RxRingKind::Software
+    }
+
+    fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
+        match key {
+            Key::Step(c) => units::on_step(self, c as usize, gen, ctx),
+            Key::Wake(c) => {
+                let c = c as usize;
+                if self.threads[c].wake.fired(gen) && self.threads[c].waking {
+                    let now = ctx.now;
+                    self.wake(c, now, ctx);
+                }
+            }
             _ => {}
         }
     }
 
-    fn on_rx_wake(&mut self, ring: usize, t: Ps, ctx: &mut Ctx) {
-        let c = self.owner[ring];
-        if self.threads[c].state != State::Sleeping {
+    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
+        let c = self.topo.core_of_ring(ring);
+        let th = &self.threads[c];
+        if !th.worker.is_idle() || th.waking {
             return;
         }
         // napi_schedule masks further notifications until the thread completes.
-        for &r in &self.threads[c].rings {
-            ctx.nic.rx[r].wake = false;
-        }
+        super::disarm_rings(self.topo.rings_of_core(c), ctx);
         let th = &mut self.threads[c];
-        th.state = State::Waking;
-        th.gen = th.gen.wrapping_add(1);
-        if self.p.wake_latency_ps == 0 {
-            let mut sub = Ctx { now: t, queue: ctx.queue, nic: ctx.nic, stats: ctx.stats, costs: ctx.costs };
-            self.wake(c, &mut sub);
+        th.waking = true;
+        if self.p.wake_latency.is_zero() {
+            self.wake(c, t, ctx);
         } else {
-            ctx.queue.schedule(t + self.p.wake_latency_ps, crate::engine::queue::EventKind::Mode { tag: EV_WAKE, index: c as u32, gen: th.gen });
+            th.wake.set(ctx.queue, t + self.p.wake_latency, Key::Wake(c as u32));
         }
     }
 
-    fn report(&self) -> serde_json::Value {
+    fn report(&self, _nic: &Nic) -> serde_json::Value {
         json!({
             "wakeups": self.wakeups,
             "weight": self.p.weight,
-            "wake_latency_ns": self.p.wake_latency_ps as f64 / 1e3,
-            "t_wakeup_ns": self.p.t_wakeup_ps as f64 / 1e3,
+            "wake_latency_ns": self.p.wake_latency.as_ns_f64(),
+            "t_wakeup_ns": self.p.t_wakeup.as_ns_f64(),
         })
     }
 }

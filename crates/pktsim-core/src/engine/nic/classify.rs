@@ -5,7 +5,7 @@
 //!             standard 40-byte key; its low 7 bits index a 128-entry indirection
 //!             table whose entry i names core i mod k                 --> core
 //!         --> filters (n-tuple, TOS/DSCP, VLAN PCP), first match wins --> queue
-//!   ring = core * queues_per_core + queue
+//!   ring = the topology's ring of (core, queue)
 //! ```
 //!
 //! Every frame of a flow has the same tuple, so a flow stays on one ring, in order.
@@ -15,7 +15,8 @@
 
 use crate::scenario::{parse_prefix, Filter, Proto, ResolvedSource};
 
-use super::traffic::Packet;
+use crate::engine::ingress::Packet;
+use crate::engine::topology::Topology;
 
 /// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).
 pub const RSS_KEY: [u8; 40] = [
@@ -102,8 +103,7 @@ struct SourceInfo {
 }
 
 pub struct Classifier {
-    cores: usize,
-    queues: usize,
+    topo: Topology,
     reta: [u16; 128],
     rules: Vec<Rule>,
     default_queue: usize,
@@ -111,7 +111,8 @@ pub struct Classifier {
 }
 
 impl Classifier {
-    pub fn new(cores: usize, queue_names: &[String], default_queue: usize, filters: &[Filter], sources: &[ResolvedSource]) -> Self {
+    pub fn new(topo: Topology, queue_names: &[String], default_queue: usize, filters: &[Filter], sources: &[ResolvedSource]) -> Self {
+        let cores = topo.cores();
         let idx = |name: &str| queue_names.iter().position(|q| q == name).unwrap_or(default_queue);
         let rules: Vec<Rule> = filters
             .iter()
@@ -131,7 +132,7 @@ impl Classifier {
         for (i, e) in reta.iter_mut().enumerate() {
             *e = (i % cores.max(1)) as u16;
         }
-        let mut c = Classifier { cores, queues: queue_names.len(), reta, rules, default_queue, sources: Vec::new() };
+        let mut c = Classifier { topo, reta, rules, default_queue, sources: Vec::new() };
         c.sources = sources
             .iter()
             .enumerate()
@@ -151,10 +152,6 @@ impl Classifier {
             })
             .collect();
         c
-    }
-
-    pub fn rings(&self) -> usize {
-        self.cores * self.queues
     }
 
     fn match_rules(&self, s: &SourceInfo, t: Tuple) -> usize {
@@ -183,7 +180,7 @@ impl Classifier {
     /// Rx ring of a frame.
     #[inline]
     pub fn ring(&mut self, p: &Packet) -> usize {
-        let core = if self.cores == 1 {
+        let core = if self.topo.cores() == 1 {
             0
         } else {
             let s = p.source as usize;
@@ -204,7 +201,7 @@ impl Classifier {
             Some(q) => q,
             None => self.match_rules(info, tuple(p.source, p.flow, info.dst_port)),
         };
-        core * self.queues + queue
+        self.topo.ring(core, queue)
     }
 }
 
@@ -230,11 +227,11 @@ mod tests {
         let bulk = ResolvedSource::simple("bulk", 0.7, Pattern::Poisson, PacketSize::default(), 4096);
         let queues = vec!["rt".to_string(), "nrt".to_string()];
         let filter = Filter { queue: "rt".into(), tos: Some(0xb8), dscp: None, vlan_pcp: None, proto: None, dst_port: None, src: None, dst: None };
-        let mut c = Classifier::new(4, &queues, 1, &[filter], &[rt, bulk]);
+        let mut c = Classifier::new(Topology::new(4, 2, 4, false), &queues, 1, &[filter], &[rt, bulk]);
         let mut per_ring = [0u32; 8];
         for source in 0..2u16 {
             for flow in 0..4096 {
-                let p = Packet { t_wire: 0, t_ring: 0, size: 64, source, flow, ring: 0 };
+                let p = Packet::arriving(crate::engine::time::Instant::ZERO, 64, source, flow);
                 let r = c.ring(&p);
                 assert_eq!(r % 2, if source == 0 { 0 } else { 1 }, "RT by TOS into queue 0 of its core");
                 assert_eq!(c.ring(&p), r, "a flow stays on its ring");

@@ -1,64 +1,11 @@
-//! Interrupt moderation policies of a NIC vector (pluggable).
-//!
-//! The hardware side is the same for all of them (see [`super::nic::Vector`]): after an
-//! interrupt the vector's throttle counter is loaded with the current interval, and causes
-//! that arrive before it runs out wait for it. A policy only decides the interval:
-//!
-//! - [`NoThrottle`]: interval 0 (`ethtool -C rx-usecs 0`).
-//! - [`Fixed`]: `rx-usecs N`, in the NIC's 2.048 us steps.
-//! - [`IxgbeDynamic`]: ixgbe 3.x dynamic ITR (002 section III-C): per-container states
-//!   lowest / low / bulk chosen by bytes per interval, the vector taking the bulkier of rx
-//!   and tx, smoothed towards the state's target by 002 Eq. 1, once per completed
-//!   interrupt-to-poll episode.
+//! ixgbe 3.x dynamic interrupt throttling (002 section III-C; `ixgbe_update_itr`,
+//! `ixgbe_set_itr` in ixgbe 3.14): per-container latency states lowest / low / bulk chosen
+//! by bytes per interval, the vector taking the bulkier of rx and tx, smoothed towards the
+//! state's target by 002 Eq. 1, once per completed interrupt-to-poll episode.
 
-use super::time::Ps;
-
-/// A vector's interrupt moderation.
-pub trait Moderation: Send {
-    /// The throttle interval loaded into the counter when an interrupt fires.
-    fn interval_ps(&self) -> Ps;
-    /// End of an interrupt-to-poll episode (after `napi_complete`), with the rx and tx
-    /// `(packets, bytes)` the episode cleaned.
-    fn episode_done(&mut self, _rx: (u64, u64), _tx: (u64, u64)) {}
-    fn name(&self) -> &'static str;
-}
-
-/// EITR register value (`usecs << 2`, bits 11:3 used) to an interval: one unit of the
-/// bits-11:3 field is 2.048 us.
-pub fn eitr_interval_ps(itr_reg: u32) -> Ps {
-    ((itr_reg & 0x0FF8) >> 3) as Ps * 2_048_000
-}
-
-pub struct NoThrottle;
-
-impl Moderation for NoThrottle {
-    fn interval_ps(&self) -> Ps {
-        0
-    }
-    fn name(&self) -> &'static str {
-        "off"
-    }
-}
-
-pub struct Fixed {
-    interval_ps: Ps,
-}
-
-impl Fixed {
-    /// From `rx-usecs` (whole microseconds): the NIC uses 2.048 * floor(N / 2) us.
-    pub fn from_usecs(usecs: u32) -> Self {
-        Fixed { interval_ps: eitr_interval_ps(usecs << 2) }
-    }
-}
-
-impl Moderation for Fixed {
-    fn interval_ps(&self) -> Ps {
-        self.interval_ps
-    }
-    fn name(&self) -> &'static str {
-        "static"
-    }
-}
+use super::fixed::eitr_interval;
+use super::{Episode, Moderation};
+use crate::engine::time::{Instant, Span};
 
 /// Latency states of ixgbe 3.x dynamic ITR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -117,13 +64,13 @@ impl IxgbeDynamic {
 }
 
 impl Moderation for IxgbeDynamic {
-    fn interval_ps(&self) -> Ps {
-        eitr_interval_ps(self.itr)
+    fn interval(&self) -> Span {
+        eitr_interval(self.itr)
     }
 
-    fn episode_done(&mut self, rx: (u64, u64), tx: (u64, u64)) {
-        self.rx_state = self.update(self.rx_state, rx.0, rx.1);
-        self.tx_state = self.update(self.tx_state, tx.0, tx.1);
+    fn episode_done(&mut self, _now: Instant, ep: &Episode) {
+        self.rx_state = self.update(self.rx_state, ep.rx_packets, ep.rx_bytes);
+        self.tx_state = self.update(self.tx_state, ep.tx_packets, ep.tx_bytes);
         let target = self.target(self.rx_state.max(self.tx_state));
         if target != self.itr {
             // 002 Eq. 1 in register units (an EWMA of the interrupt rate), integer as in
@@ -142,24 +89,18 @@ impl Moderation for IxgbeDynamic {
 mod tests {
     use super::*;
 
-    #[test]
-    fn eitr_granularity_is_2_048_us() {
-        assert_eq!(eitr_interval_ps(ITR_100K), 10_240_000);
-        assert_eq!(eitr_interval_ps(ITR_20K), 51_200_000);
-        assert_eq!(eitr_interval_ps(500), 126_976_000); // 500 & 0xFF8 = 496
-        assert_eq!(Fixed::from_usecs(50).interval_ps(), 51_200_000);
-        assert_eq!(Fixed::from_usecs(51).interval_ps(), 51_200_000);
-        assert_eq!(Fixed::from_usecs(1).interval_ps(), 0);
+    fn ep(rx: (u64, u64), tx: (u64, u64)) -> Episode {
+        Episode { rx_packets: rx.0, rx_bytes: rx.1, tx_packets: tx.0, tx_bytes: tx.1, irqs: 1 }
     }
 
     #[test]
     fn eq1_moves_a_tenth_of_the_rate_towards_the_target() {
         let mut m = IxgbeDynamic::new(8000);
         // Heavy traffic: 64 B frames (60 bytes counted), many per interval -> bulk.
-        m.episode_done((1000, 60_000), (0, 0));
+        m.episode_done(Instant::ZERO, &ep((1000, 60_000), (0, 0)));
         assert_eq!(m.rx_state, ItrState::Low);
         let before = m.itr;
-        m.episode_done((1000, 60_000), (0, 0));
+        m.episode_done(Instant::ZERO, &ep((1000, 60_000), (0, 0)));
         assert_eq!(m.rx_state, ItrState::Bulk);
         // r' = 10*500*200/(9*500+200) = 212 (integer).
         assert_eq!(before, 200);
@@ -168,19 +109,19 @@ mod tests {
         let rate = |reg: u32| 1.0 / reg as f64;
         assert!((rate(212) - (0.9 * rate(200) + 0.1 * rate(500))).abs() / rate(212) < 0.01);
         for _ in 0..200 {
-            m.episode_done((1000, 60_000), (0, 0));
+            m.episode_done(Instant::ZERO, &ep((1000, 60_000), (0, 0)));
         }
         // Integer truncation stalls the approach where r (t - r) / (9 t + r) < 1: at 490
         // for t = 500, which the NIC runs as 488 & 0xFF8 -> 61 * 2.048 us = 124.9 us.
         assert_eq!(m.itr, 490);
-        assert_eq!(m.interval_ps(), 124_928_000);
+        assert_eq!(m.interval(), Span::from_ps(124_928_000));
     }
 
     #[test]
     fn light_traffic_stays_at_lowest_latency() {
         let mut m = IxgbeDynamic::new(8000);
         for _ in 0..100 {
-            m.episode_done((1, 60), (1, 60));
+            m.episode_done(Instant::ZERO, &ep((1, 60), (1, 60)));
         }
         assert_eq!(m.rx_state, ItrState::Lowest);
         assert!(m.itr <= ITR_100K + 1, "{}", m.itr);
@@ -189,9 +130,9 @@ mod tests {
     #[test]
     fn the_bulkier_container_wins() {
         let mut m = IxgbeDynamic::new(12_000);
-        m.episode_done((1, 60), (10_000, 600_000));
+        m.episode_done(Instant::ZERO, &ep((1, 60), (10_000, 600_000)));
         assert_eq!((m.rx_state, m.tx_state), (ItrState::Lowest, ItrState::Low));
-        m.episode_done((1, 60), (10_000, 600_000));
+        m.episode_done(Instant::ZERO, &ep((1, 60), (10_000, 600_000)));
         assert_eq!(m.tx_state, ItrState::Bulk);
         assert!(m.itr > ITR_20K);
     }

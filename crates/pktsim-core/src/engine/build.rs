@@ -1,0 +1,106 @@
+//! Assembly: a validated scenario becomes a [`SimNode`] — its topology, costs, ingress,
+//! NIC (rings, vectors with their moderation policies, classifier), I/O mode and
+//! statistics. No simulation happens here; `mod.rs` runs the node and `report.rs` reads
+//! its figures.
+
+use crate::scenario::{ResolvedScenario, TxVector};
+
+use super::costs::Costs;
+use super::ingress::Ingress;
+use super::io;
+use super::moderation;
+use super::nic::classify::Classifier;
+use super::nic::rx::RxRing;
+use super::nic::tx::TxRing;
+use super::nic::vector::Vector;
+use super::nic::{Nic, NicParts};
+use super::queue::EventQueue;
+use super::stats::{self, Stats, StatsConfig};
+use super::time::{Instant, Span};
+use super::topology::Topology;
+use super::traffic::Traffic;
+use super::{ReportInfo, SimNode};
+
+impl SimNode {
+    /// The node a scenario describes, fed by the scenario's traffic.
+    pub fn build(sc: &ResolvedScenario) -> SimNode {
+        let s = &sc.scenario;
+        let traffic = Traffic::new(&sc.sources, sc.offered_pps(), s.link.rate.bps, s.link.overhead.bytes, s.seed);
+        Self::with_ingress(sc, Box::new(traffic))
+    }
+
+    /// The node a scenario describes, fed by `ingress` (the scenario's traffic keys then
+    /// only name the classes and flows the classifier and statistics expect).
+    pub fn with_ingress(sc: &ResolvedScenario, ingress: Box<dyn Ingress>) -> SimNode {
+        let s = &sc.scenario;
+        let (m, nic_spec) = (&s.measure, &s.nic);
+        let costs = Costs::of(sc);
+        let cores = s.cpu.cores as usize;
+        let topo = Topology::new(cores, nic_spec.queues.len(), nic_spec.tx_queues.map_or(cores, |q| q as usize), nic_spec.tx_vector == TxVector::Shared);
+
+        let default_queue = nic_spec
+            .default_queue
+            .as_ref()
+            .and_then(|d| nic_spec.queues.iter().position(|q| q == d))
+            .unwrap_or(topo.queues_per_core() - 1);
+        let classifier = Classifier::new(topo, &nic_spec.queues, default_queue, &nic_spec.filters, &sc.sources);
+        let mode = io::build(sc, &topo);
+        let kind = mode.rx_ring_kind();
+        let nic = Nic::new(NicParts {
+            rx: (0..topo.rings()).map(|r| RxRing::new(nic_spec.rx_ring, topo.vector_of_ring(r), kind)).collect(),
+            tx: (0..topo.tx_queues()).map(|q| TxRing::new(nic_spec.tx_ring, nic_spec.qdisc_len, topo.vector_of_tx(q), topo.sharers(q))).collect(),
+            vectors: (0..topo.vectors()).map(|v| Vector::new(topo.vector(v), moderation::build(&nic_spec.itr))).collect(),
+            classifier,
+            ingress,
+            dma: nic_spec.dma_delay.into(),
+            egress_bps: s.link.rate.bps,
+            overhead_bytes: s.link.overhead.bytes,
+        });
+
+        // Traffic classes, in the order sources first name them.
+        let mut class_names: Vec<String> = Vec::new();
+        let class_of_source: Vec<usize> = sc
+            .sources
+            .iter()
+            .map(|src| match class_names.iter().position(|c| *c == src.class) {
+                Some(i) => i,
+                None => {
+                    class_names.push(src.class.clone());
+                    class_names.len() - 1
+                }
+            })
+            .collect();
+        let t_plus = m.t_plus.as_ref().map(|tp| stats::TPlus {
+            dma4: Span::from(tp.t_dma) * 4,
+            batch2: 2 * tp.nic_batch as u64,
+            proc_fixed: costs.proc_fixed,
+            proc_per_byte_fs: costs.proc_per_byte_fs,
+        });
+        let warm = Instant::ZERO + m.warmup.into();
+        let stats = Stats::new(StatsConfig {
+            warm,
+            duration: m.duration.into(),
+            t_off: m.t_off.into(),
+            t_plus,
+            from: m.latency_from,
+            to: m.latency_to,
+            max_per_poll: (s.host.weight as usize).max(s.host.batch.size as usize),
+            interval: m.interval.map(Into::into),
+            batches: m.batches as usize,
+            classes: class_names.len(),
+            class_of_source,
+            rings: topo.rings(),
+            cores,
+        });
+        let info = ReportInfo {
+            name: s.name.clone().unwrap_or_else(|| sc.origin.clone()),
+            seed: s.seed,
+            duration: m.duration.into(),
+            interval: m.interval.map(Into::into),
+            queue_names: nic_spec.queues.clone(),
+            class_names,
+            mean_frame_bytes: sc.mean_frame_bytes(),
+        };
+        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), info }
+    }
+}

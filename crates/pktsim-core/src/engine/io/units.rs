@@ -1,0 +1,95 @@
+//! Cores as sequences of work units, shared by every I/O mode.
+//!
+//! ```text
+//!   run(core, t):  finish the unit that ends at t (its effects: a frame transmitted, ...)
+//!                  next unit? none: the core idles (the mode arranged to be woken)
+//!                  ends before the next event: run on to its end without the event queue
+//!                  else: set the core's step timer for its end and return
+//! ```
+//!
+//! A unit that would cross the next event suspends at its end; an event before then may
+//! stretch it (an interrupt preempting it) by setting the timer again. This is what lets a
+//! busy core process frame after frame at the speed of a plain loop while staying exact
+//! wherever something can interrupt it.
+
+use super::Ctx;
+use crate::engine::queue::{Key, Timer};
+use crate::engine::time::{Instant, Span};
+
+/// A core's running unit and the timer of its end.
+#[derive(Debug)]
+pub struct Worker<U> {
+    unit: Option<U>,
+    len: Span,
+    end: Instant,
+    timer: Timer,
+}
+
+impl<U> Default for Worker<U> {
+    fn default() -> Self {
+        Worker { unit: None, len: Span::ZERO, end: Instant::ZERO, timer: Timer::default() }
+    }
+}
+
+impl<U> Worker<U> {
+    /// Whether no unit is running.
+    pub fn is_idle(&self) -> bool {
+        self.unit.is_none()
+    }
+    pub fn unit(&self) -> Option<&U> {
+        self.unit.as_ref()
+    }
+    /// The running unit ends `d` later than planned (it was preempted for `d`).
+    pub fn stretch(&mut self, d: Span, key: Key, ctx: &mut Ctx) {
+        self.end += d;
+        self.timer.set(ctx.queue, self.end, key);
+    }
+}
+
+/// A mode whose cores run work units.
+pub trait Units {
+    type Unit;
+    fn worker(&mut self, core: usize) -> &mut Worker<Self::Unit>;
+    /// `unit` ran on `core` from `start` to `end`: apply its effects.
+    fn finish(&mut self, core: usize, unit: Self::Unit, start: Instant, end: Instant, ctx: &mut Ctx);
+    /// The core's next unit at `t` and its length, or None when it idles.
+    fn next(&mut self, core: usize, t: Instant, ctx: &mut Ctx) -> Option<(Self::Unit, Span)>;
+}
+
+/// Run `core` from `t` until it idles or a unit would end after the next event.
+pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
+    loop {
+        let w = m.worker(core);
+        if let Some(unit) = w.unit.take() {
+            let len = w.len;
+            m.finish(core, unit, t - len, t, ctx);
+        }
+        let Some((unit, d)) = m.next(core, t, ctx) else { return };
+        if !begin(m, core, unit, t, d, ctx) {
+            return;
+        }
+        t += d;
+    }
+}
+
+/// Start `unit` on `core` at `t`, lasting `d`: true if it ends no later than the next
+/// event (the caller runs on to `t + d`), else its end is scheduled and false.
+pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
+    let w = m.worker(core);
+    w.unit = Some(unit);
+    w.len = d;
+    w.end = t + d;
+    if t + d <= ctx.queue.peek_time() {
+        return true;
+    }
+    w.timer.set(ctx.queue, t + d, Key::Step(core as u32));
+    false
+}
+
+/// The step timer of `core` popped with `gen`: run the core on if the event is current.
+pub fn on_step<M: Units>(m: &mut M, core: usize, gen: u32, ctx: &mut Ctx) {
+    if m.worker(core).timer.fired(gen) {
+        let now = ctx.now;
+        run(m, core, now, ctx);
+    }
+}

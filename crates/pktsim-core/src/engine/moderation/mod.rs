@@ -1,0 +1,61 @@
+//! Interrupt moderation policies of a NIC vector, one file each, registered in [`build`].
+//!
+//! The hardware side is the same for all of them (see [`super::nic::vector`]): after an
+//! interrupt the vector's throttle counter is loaded with the policy's interval, and causes
+//! that arrive before it runs out wait for it. A policy decides the interval; it hears of
+//! every interrupt-to-poll episode when it ends (after `napi_complete`), with the time and
+//! what the episode did ([`Episode`]), so policies driven by time, by counts or by both fit.
+//!
+//! | `nic.itr.mode` | file | policy |
+//! |---|---|---|
+//! | `off` | [`off`] | interval 0 (`ethtool -C rx-usecs 0`) |
+//! | `static` | [`fixed`] | `rx-usecs N`, in the NIC's 2.048 us steps |
+//! | `dynamic` | [`ixgbe_dynamic`] | ixgbe 3.x dynamic ITR (002 section III-C) |
+//!
+//! To add a policy: a file here with the policy, its `impl Moderation` and its tests; a
+//! variant of [`ItrMode`] (with any keys it reads in [`crate::scenario::ItrSpec`], checked
+//! where that spec is validated); one arm in [`build`].
+
+pub mod fixed;
+pub mod ixgbe_dynamic;
+pub mod off;
+
+use crate::scenario::{ItrMode, ItrSpec};
+
+use super::time::{Instant, Span};
+
+pub use fixed::{eitr_interval, Fixed};
+pub use ixgbe_dynamic::IxgbeDynamic;
+pub use off::NoThrottle;
+
+/// What one interrupt-to-poll episode of a vector did, from the interrupt that started it
+/// to the `napi_complete` that ended it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Episode {
+    pub rx_packets: u64,
+    /// Rx bytes as the driver counts them (frame without FCS).
+    pub rx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes: u64,
+    /// Interrupts the vector raised in the episode.
+    pub irqs: u64,
+}
+
+/// A vector's interrupt moderation.
+pub trait Moderation: Send {
+    /// The throttle interval loaded into the counter when an interrupt fires.
+    fn interval(&self) -> Span;
+    /// End of an episode at `now`.
+    fn episode_done(&mut self, _now: Instant, _episode: &Episode) {}
+    /// The `nic.itr.mode` name.
+    fn name(&self) -> &'static str;
+}
+
+/// The policy a scenario asks for (the one place policies are registered).
+pub fn build(spec: &ItrSpec) -> Box<dyn Moderation> {
+    match spec.mode {
+        ItrMode::Off => Box::new(NoThrottle),
+        ItrMode::Static => Box::new(Fixed::from_usecs((spec.interval.map_or(0, |d| d.ps) / 1_000_000) as u32)),
+        ItrMode::Dynamic => Box::new(IxgbeDynamic::new(spec.bulk_rate)),
+    }
+}

@@ -1,0 +1,356 @@
+//! The NIC: it takes frames from the node's ingress, classifies them into rx rings
+//! ([`classify`], [`rx`]), sends what the host transmits through tx queues ([`tx`]) to the
+//! egress, and raises interrupts on its vectors ([`vector`]) as its moderation policies
+//! allow.
+//!
+//! ```text
+//!  ingress --> DMA --> classify --> rx ring (N descriptors) --> [driver takes] --> xmit
+//!                                     |  no free descriptor: drop (rx_missed_errors)
+//!                                     '-- write-back = interrupt cause on the ring's vector
+//!
+//!  xmit --> qdisc (txqueuelen) --> tx ring --> egress link --> egress port
+//!                                               '-- completion = cause on the tx vector
+//! ```
+//!
+//! I/O modes drive the NIC only through its methods: take frames, refill descriptors,
+//! transmit, clean completions, ask to be woken by a ring, complete a NAPI episode.
+//!
+//! Arrivals are processed lazily: [`Nic::advance_to`] moves every frame that has reached
+//! the NIC by a time into its ring. Only rings whose owner asked to be woken make the
+//! engine stop at each arrival; a ring drained by a busy poller is filled in batches when
+//! the poller looks, which is exact because the ring's free descriptors change only when
+//! the driver refills them.
+
+pub mod classify;
+pub mod rx;
+pub mod tx;
+pub mod vector;
+
+use classify::Classifier;
+use rx::RxRing;
+use tx::{TxRing, Xmit};
+use vector::Vector;
+
+use super::ingress::{Ingress, Packet};
+use super::moderation::Episode;
+use super::queue::{EventKind, EventQueue, Key};
+use super::stats::Stats;
+use super::time::{Instant, Span, WireTime};
+
+/// Where a node's transmitted frames go (the next node of a chain, a collector): it hears
+/// of every frame whose descriptor was posted, with the time it was posted and the time its
+/// last bit left.
+pub trait Egress: Send {
+    fn depart(&mut self, p: &Packet, t_tx: Instant, t_done: Instant);
+}
+
+/// An interrupt that fired: its vector and the core it interrupts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Irq {
+    pub vector: usize,
+    pub core: usize,
+}
+
+/// All rings and vectors of the node, and its ports.
+pub struct Nic {
+    rx: Vec<RxRing>,
+    tx: Vec<TxRing>,
+    vectors: Vec<Vector>,
+    classifier: Classifier,
+    ingress: Box<dyn Ingress>,
+    /// From a frame's last bit on the wire to its descriptor written back.
+    dma: Span,
+    next: Packet,
+    /// Rings whose owner asked to be woken, and were: (ring, write-back time).
+    woken: Vec<(usize, Instant)>,
+    egress: WireTime,
+    egress_port: Option<Box<dyn Egress>>,
+    /// Time of the pending arrival event, if one is scheduled.
+    arrival_event: Option<Instant>,
+}
+
+/// Parts of a NIC (see [`Nic::new`]).
+pub struct NicParts {
+    pub rx: Vec<RxRing>,
+    pub tx: Vec<TxRing>,
+    pub vectors: Vec<Vector>,
+    pub classifier: Classifier,
+    pub ingress: Box<dyn Ingress>,
+    pub dma: Span,
+    /// Egress line rate and per-frame framing overhead.
+    pub egress_bps: f64,
+    pub overhead_bytes: u64,
+}
+
+impl Nic {
+    pub fn new(parts: NicParts) -> Self {
+        let mut nic = Nic {
+            rx: parts.rx,
+            tx: parts.tx,
+            vectors: parts.vectors,
+            classifier: parts.classifier,
+            ingress: parts.ingress,
+            dma: parts.dma,
+            next: Packet::arriving(Instant::NEVER, 0, 0, 0),
+            woken: Vec::new(),
+            egress: WireTime::new(parts.overhead_bytes, parts.egress_bps),
+            egress_port: None,
+            arrival_event: None,
+        };
+        nic.pull();
+        nic
+    }
+
+    /// Send transmitted frames to `port` as well.
+    pub fn connect_egress(&mut self, port: Box<dyn Egress>) {
+        self.egress_port = Some(port);
+    }
+
+    fn pull(&mut self) {
+        self.next = match self.ingress.next_packet() {
+            Some(mut p) => {
+                p.t_ring = p.t_wire + self.dma;
+                p
+            }
+            None => Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) },
+        };
+    }
+
+    pub fn rx(&self, r: usize) -> &RxRing {
+        &self.rx[r]
+    }
+    pub fn tx(&self, q: usize) -> &TxRing {
+        &self.tx[q]
+    }
+    pub fn vector(&self, v: usize) -> &Vector {
+        &self.vectors[v]
+    }
+    pub fn vectors(&self) -> &[Vector] {
+        &self.vectors
+    }
+    /// Frames the ingress handed out (warm-up included).
+    pub fn generated(&self) -> u64 {
+        self.ingress.delivered()
+    }
+
+    // ------------------------------------------------------------------ receive
+
+    /// When the next frame's descriptor would be written.
+    #[inline]
+    pub fn next_arrival(&self) -> Instant {
+        self.next.t_ring
+    }
+
+    fn any_wake(&self) -> bool {
+        self.rx.iter().any(|r| r.is_armed())
+    }
+
+    /// Ask to be woken by the next write-back on ring `r`.
+    ///
+    /// Invariant: while any ring is armed, an arrival event sits in the queue at or before
+    /// the next frame's write-back, so no core runs ahead of a frame that would wake
+    /// another one.
+    pub fn arm(&mut self, r: usize, queue: &mut EventQueue) {
+        self.rx[r].set_armed(true);
+        self.ensure_arrival_event(queue);
+    }
+
+    /// No longer wake the owner of ring `r`.
+    pub fn disarm(&mut self, r: usize) {
+        self.rx[r].set_armed(false);
+    }
+
+    fn ensure_arrival_event(&mut self, queue: &mut EventQueue) {
+        let next = self.next.t_ring;
+        if self.arrival_event.is_none_or(|a| a > next) {
+            self.arrival_event = Some(next);
+            queue.schedule(next, EventKind::Arrival);
+        }
+    }
+
+    /// The arrival event at `t` fired: bring the rings up to `t` and keep the invariant.
+    pub fn on_arrival_event(&mut self, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        if self.arrival_event == Some(t) {
+            self.arrival_event = None;
+        }
+        self.advance_to(t, stats);
+        if self.any_wake() {
+            self.ensure_arrival_event(queue);
+        }
+    }
+
+    /// Move every frame whose descriptor write-back is due by `t` into its ring (or drop it).
+    #[inline]
+    pub fn advance_to(&mut self, t: Instant, stats: &mut Stats) {
+        while self.next.t_ring <= t {
+            let mut p = self.next;
+            self.pull();
+            let r = self.classifier.ring(&p);
+            p.ring = r as u16;
+            stats.offered(&p);
+            match self.rx[r].write_back(p) {
+                None => stats.drop_rx_ring(&p),
+                Some(true) => self.woken.push((r, p.t_ring)),
+                Some(false) => {}
+            }
+        }
+    }
+
+    /// The rings that woke their owners since the last call: (ring, write-back time).
+    pub fn take_woken(&mut self) -> Vec<(usize, Instant)> {
+        std::mem::take(&mut self.woken)
+    }
+
+    /// The driver takes the oldest frame of ring `r` at `t` (frames due by `t` are in the
+    /// ring first); its descriptor stays the driver's until refilled.
+    #[inline]
+    pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats) -> Option<Packet> {
+        self.advance_to(t, stats);
+        self.rx[r].take()
+    }
+
+    /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
+    pub fn take_batch(&mut self, r: usize, t: Instant, max: usize, stats: &mut Stats, out: &mut impl Extend<(Packet, usize)>) -> usize {
+        self.advance_to(t, stats);
+        let ring = &mut self.rx[r];
+        let n = max.min(ring.len());
+        out.extend((0..n).filter_map(|_| ring.take()).map(|p| (p, r)));
+        n
+    }
+
+    /// The driver gives ring `r`'s taken descriptors back at `t` if it holds at least
+    /// `min_batch` of them (frames due by `t` see the ring before they come back).
+    #[inline]
+    pub fn refill(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
+        if self.rx[r].unrefilled() >= min_batch.max(1) {
+            self.advance_to(t, stats);
+            self.rx[r].refill();
+        }
+    }
+
+    // ------------------------------------------------------------------ transmit
+
+    fn posted(stats: &mut Stats, port: &mut Option<Box<dyn Egress>>, p: &Packet, now: Instant, done: Instant) {
+        stats.forwarded(p, now, done);
+        if let Some(port) = port {
+            port.depart(p, now, done);
+        }
+    }
+
+    /// Hand a frame to tx queue `q` at `now` (marker B when its descriptor is posted): into
+    /// the ring if it has room, else into the qdisc, else drop. A posted frame's completion
+    /// is a cause for the queue's vector if that one is armed and waits for none.
+    pub fn xmit(&mut self, q: usize, p: Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        match self.tx[q].xmit(&p, now, &mut self.egress) {
+            Xmit::Posted(done) => {
+                Self::posted(stats, &mut self.egress_port, &p, now, done);
+                let v = self.tx[q].vector();
+                let vec = &mut self.vectors[v];
+                if vec.armed && !vec.tx_cause.is_pending() {
+                    vec.tx_cause.set(queue, done, Key::TxCause(v as u32));
+                }
+            }
+            Xmit::Queued => {}
+            Xmit::Dropped => stats.drop_qdisc(&p, now),
+        }
+    }
+
+    /// Clean one completed descriptor of tx queue `q` at `now`; frames waiting in the qdisc
+    /// move into the freed room. Returns the cleaned frame's size.
+    pub fn tx_clean_one(&mut self, q: usize, now: Instant, stats: &mut Stats) -> Option<u16> {
+        let port = &mut self.egress_port;
+        self.tx[q].clean_one(now, &mut self.egress, |p, done| Self::posted(stats, port, p, now, done))
+    }
+
+    /// Reclaim every descriptor of tx queue `q` completed by `now`, at no cost (modes
+    /// without a tx-clean phase).
+    pub fn tx_reclaim(&mut self, q: usize, now: Instant, stats: &mut Stats) {
+        while self.tx_clean_one(q, now, stats).is_some() {}
+    }
+
+    /// Take tx queue `q`'s lock at `now` for `hold`: how long the core spins for it plus
+    /// how long it holds it (zero for a queue of its own).
+    pub fn tx_lock(&mut self, q: usize, now: Instant, hold: Span) -> Span {
+        self.tx[q].lock(now, hold)
+    }
+
+    // ------------------------------------------------------------------ interrupts
+
+    /// Whether a cause reached vector `v` since its last interrupt (EICR set), by `t`.
+    fn cause_pending(&self, v: usize, t: Instant) -> bool {
+        let vec = &self.vectors[v];
+        let after_fire = |w: Instant| vec.last_fire.is_none_or(|f| w > f);
+        let rx = vec.layout.rx.is_some_and(|r| self.rx[r].last_write().is_some_and(after_fire));
+        let tx = vec.layout.tx.is_some_and(|q| self.tx[q].last_done_by(t).is_some_and(after_fire));
+        rx || tx
+    }
+
+    /// Arm vector `v` at `t`: the next cause (a write-back on its rx ring, the next
+    /// completion on its tx ring) schedules an interrupt.
+    pub fn arm_vector(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
+        let layout = self.vectors[v].layout;
+        let vec = &mut self.vectors[v];
+        vec.armed = true;
+        vec.irq.cancel();
+        vec.tx_cause.cancel();
+        if let Some(r) = layout.rx {
+            self.arm(r, queue);
+        }
+        if let Some(q) = layout.tx {
+            if let Some(d) = self.tx[q].first_done_after(t) {
+                self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
+            }
+        }
+    }
+
+    fn schedule_irq(&mut self, v: usize, at: Instant, queue: &mut EventQueue) {
+        let vec = &mut self.vectors[v];
+        vec.armed = false;
+        vec.tx_cause.cancel();
+        vec.irq.set(queue, at, Key::Irq(v as u32));
+        if let Some(r) = vec.layout.rx {
+            self.rx[r].set_armed(false);
+        }
+    }
+
+    /// A cause reached vector `v` at `t`: an armed vector schedules its interrupt for when
+    /// the throttle counter allows.
+    pub fn cause(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
+        if self.vectors[v].armed {
+            let at = t.max(self.vectors[v].counter_zero);
+            self.schedule_irq(v, at, queue);
+        }
+    }
+
+    /// A timer of the NIC's popped at `now`: a tx completion (a cause), or an interrupt,
+    /// which fires and is returned for the host to handle.
+    pub fn on_timer(&mut self, key: Key, gen: u32, now: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Irq> {
+        match key {
+            Key::TxCause(v) if self.vectors[v as usize].tx_cause.fired(gen) => {
+                self.cause(v as usize, now, queue);
+                None
+            }
+            Key::Irq(v) if self.vectors[v as usize].irq.fired(gen) => {
+                let vec = &mut self.vectors[v as usize];
+                vec.fire(now);
+                stats.irq(now);
+                Some(Irq { vector: v as usize, core: vec.layout.core })
+            }
+            _ => None,
+        }
+    }
+
+    /// `napi_complete` of vector `v`'s episode at `t`: the moderation policy hears of it,
+    /// then the vector is unmasked — a cause that came meanwhile interrupts when the
+    /// throttle counter allows, else the vector waits for the next one.
+    pub fn complete(&mut self, v: usize, t: Instant, episode: Episode, queue: &mut EventQueue, stats: &mut Stats) {
+        self.vectors[v].episode_done(t, episode);
+        self.advance_to(t, stats);
+        if self.cause_pending(v, t) {
+            let at = t.max(self.vectors[v].counter_zero);
+            self.schedule_irq(v, at, queue);
+        } else {
+            self.arm_vector(v, t, queue);
+        }
+    }
+}

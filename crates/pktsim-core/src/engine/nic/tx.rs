@@ -1,0 +1,192 @@
+//! One tx queue: the qdisc in front (`txqueuelen`), the tx ring with descriptors in flight,
+//! the egress link they leave by, and the queue's lock when several cores share it.
+//!
+//! ```text
+//!   xmit --> [ring has room and qdisc empty] --> descriptor posted (marker B); completes
+//!                                                when the egress link has sent the frame
+//!        --> [else qdisc not full] ----------> qdisc; posted when cleaning frees room
+//!        --> [else] -------------------------> dropped (qdisc_full)
+//! ```
+
+use std::collections::VecDeque;
+
+use crate::engine::ingress::Packet;
+use crate::engine::time::{Instant, Span, WireTime};
+
+/// What happened to a frame handed to a tx queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Xmit {
+    /// Its descriptor was posted; it completes (last bit on the wire) at the given time.
+    Posted(Instant),
+    Queued,
+    Dropped,
+}
+
+/// One tx ring and its qdisc.
+pub struct TxRing {
+    size: u32,
+    /// Completion times (and frame sizes) of posted, not yet cleaned descriptors, in order.
+    in_flight: VecDeque<(Instant, u16)>,
+    /// Frames waiting in the qdisc while the ring is full.
+    qdisc: VecDeque<Packet>,
+    qdisc_len: u32,
+    /// When the egress link is free.
+    link_free: Instant,
+    /// Latest completion time among descriptors already cleaned.
+    last_cleaned_done: Option<Instant>,
+    vector: usize,
+    /// Cores transmitting on this queue; more than one share its lock.
+    sharers: u32,
+    /// When the queue's lock is free.
+    lock_free: Instant,
+}
+
+impl TxRing {
+    pub fn new(size: u32, qdisc_len: u32, vector: usize, sharers: u32) -> Self {
+        TxRing {
+            size,
+            in_flight: VecDeque::with_capacity(size as usize),
+            qdisc: VecDeque::new(),
+            qdisc_len,
+            link_free: Instant::ZERO,
+            last_cleaned_done: None,
+            vector,
+            sharers,
+            lock_free: Instant::ZERO,
+        }
+    }
+
+    /// Vector whose interrupt this ring's completions raise.
+    pub fn vector(&self) -> usize {
+        self.vector
+    }
+
+    /// Descriptors posted and not yet cleaned.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Frames waiting in the qdisc.
+    pub fn queued(&self) -> usize {
+        self.qdisc.len()
+    }
+
+    /// The driver keeps one descriptor free.
+    fn has_room(&self) -> bool {
+        self.in_flight.len() + 1 < self.size as usize
+    }
+
+    /// Completion time of the oldest descriptor in flight, if any.
+    #[inline]
+    pub fn head_done(&self) -> Option<Instant> {
+        self.in_flight.front().map(|&(t, _)| t)
+    }
+
+    /// Latest completion at or before `t` (a cause the vector has seen by then).
+    pub fn last_done_by(&self, t: Instant) -> Option<Instant> {
+        let n = self.in_flight.partition_point(|&(d, _)| d <= t);
+        if n == 0 {
+            self.last_cleaned_done
+        } else {
+            Some(self.in_flight[n - 1].0)
+        }
+    }
+
+    /// First completion strictly after `t`.
+    pub fn first_done_after(&self, t: Instant) -> Option<Instant> {
+        let n = self.in_flight.partition_point(|&(d, _)| d <= t);
+        self.in_flight.get(n).map(|&(d, _)| d)
+    }
+
+    /// Hand a frame to the queue at `now`. A posted frame's descriptor completes when the
+    /// egress link has sent it (`egress` gives the frame's time on the wire).
+    #[inline]
+    pub(super) fn xmit(&mut self, p: &Packet, now: Instant, egress: &mut WireTime) -> Xmit {
+        if self.has_room() && self.qdisc.is_empty() {
+            Xmit::Posted(self.post(p, now, egress))
+        } else if self.qdisc.len() < self.qdisc_len as usize {
+            self.qdisc.push_back(*p);
+            Xmit::Queued
+        } else {
+            Xmit::Dropped
+        }
+    }
+
+    fn post(&mut self, p: &Packet, now: Instant, egress: &mut WireTime) -> Instant {
+        let done = now.max(self.link_free) + egress.of(p.size);
+        self.link_free = done;
+        self.in_flight.push_back((done, p.size));
+        done
+    }
+
+    /// Clean the oldest descriptor if it completed by `now`: its frame's size. Frames then
+    /// move from the qdisc into the freed room; `posted` hears of each with its completion.
+    #[inline]
+    pub(super) fn clean_one(&mut self, now: Instant, egress: &mut WireTime, mut posted: impl FnMut(&Packet, Instant)) -> Option<u16> {
+        let &(done, size) = self.in_flight.front()?;
+        if done > now {
+            return None;
+        }
+        self.in_flight.pop_front();
+        self.last_cleaned_done = Some(done);
+        while self.has_room() {
+            let Some(p) = self.qdisc.pop_front() else { break };
+            let d = self.post(&p, now, egress);
+            posted(&p, d);
+        }
+        Some(size)
+    }
+
+    /// Take the queue's lock at `now` for `hold`: how long the core spins for it plus how
+    /// long it holds it (zero for a queue of its own).
+    pub(super) fn lock(&mut self, now: Instant, hold: Span) -> Span {
+        if self.sharers <= 1 || hold.is_zero() {
+            return Span::ZERO;
+        }
+        let start = now.max(self.lock_free);
+        self.lock_free = start + hold;
+        start + hold - now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(size: u16) -> Packet {
+        Packet::arriving(Instant::ZERO, size, 0, 0)
+    }
+    fn at(ps: u64) -> Instant {
+        Instant::from_ps(ps)
+    }
+
+    #[test]
+    fn frames_leave_back_to_back_at_the_link_rate_and_overflow_into_the_qdisc() {
+        // 64 B at 10 Gbit/s with 20 B framing: 67.2 ns each.
+        let mut egress = WireTime::new(20, 1e10);
+        let mut q = TxRing::new(3, 1, 0, 1);
+        assert_eq!(q.xmit(&frame(64), at(0), &mut egress), Xmit::Posted(at(67_200)));
+        assert_eq!(q.xmit(&frame(64), at(0), &mut egress), Xmit::Posted(at(134_400)));
+        assert_eq!(q.xmit(&frame(64), at(0), &mut egress), Xmit::Queued, "one descriptor stays free");
+        assert_eq!(q.xmit(&frame(64), at(0), &mut egress), Xmit::Dropped, "qdisc of 1 full");
+        assert_eq!(q.last_done_by(at(100_000)), Some(at(67_200)));
+        assert_eq!(q.first_done_after(at(67_200)), Some(at(134_400)));
+        let mut posted = Vec::new();
+        assert_eq!(q.clean_one(at(50_000), &mut egress, |_, d| posted.push(d)), None, "not complete yet");
+        assert_eq!(q.clean_one(at(70_000), &mut egress, |_, d| posted.push(d)), Some(64));
+        // The queued frame takes the freed descriptor and leaves after the second.
+        assert_eq!(posted, [at(201_600)]);
+        assert_eq!((q.in_flight(), q.queued()), (2, 0));
+        assert_eq!(q.last_done_by(at(0)), Some(at(67_200)), "the cleaned completion is remembered");
+    }
+
+    #[test]
+    fn a_shared_lock_serialises_its_holders() {
+        let mut own = TxRing::new(8, 8, 0, 1);
+        assert_eq!(own.lock(at(0), Span::from_ps(40)), Span::ZERO);
+        let mut shared = TxRing::new(8, 8, 0, 2);
+        assert_eq!(shared.lock(at(0), Span::from_ps(40)), Span::from_ps(40));
+        assert_eq!(shared.lock(at(10), Span::from_ps(40)), Span::from_ps(70), "waits 30 ps, holds 40");
+        assert_eq!(shared.lock(at(200), Span::from_ps(40)), Span::from_ps(40));
+    }
+}

@@ -1,0 +1,152 @@
+//! What a run measured, as the `pktsim run --json` contract: [`SimResult`], read from a
+//! node's statistics after its run.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::stats::{self, Activity, GroupSummary, LatencySummary, ACTIVITY_NAMES};
+use super::SimNode;
+
+/// Rx packets per poll.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PerPoll {
+    pub mean: f64,
+    /// Count of polls that cleaned 0, 1, ..., weight rx packets.
+    pub histogram: Vec<u64>,
+}
+
+/// What one run measured (the `pktsim run --json` contract).
+#[derive(Debug, Clone, Serialize)]
+pub struct SimResult {
+    pub name: String,
+    pub seed: u64,
+    pub offered_pps: f64,
+    pub throughput_pps: f64,
+    pub throughput_bps: f64,
+    pub loss_ratio: f64,
+    pub latency_ns: LatencySummary,
+    pub irq_per_s: f64,
+    pub irqs_per_packet: f64,
+    pub polls_per_packet: f64,
+    pub softirqs_per_packet: f64,
+    pub packets_per_poll: PerPoll,
+    pub time_squeeze: u64,
+    pub ksoftirqd_wakeups: u64,
+    pub cpu_utilization: f64,
+    /// CPU busy with packets (all but spinning on empty rings), 0..1.
+    pub cpu_useful: f64,
+    pub cpu_by_activity: BTreeMap<String, f64>,
+    /// Busy polls that found nothing.
+    pub empty_polls: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub offered_packets: u64,
+    pub forwarded_packets: u64,
+    /// 95% confidence half-width of latency_ns.mean (batch means).
+    pub latency_mean_ci95_ns: Option<f64>,
+    /// The fields above for each traffic class.
+    pub per_class: BTreeMap<String, GroupSummary>,
+    /// The fields above for each rx ring.
+    pub per_ring: Vec<RingSummary>,
+    /// Utilisation of each core (0..1).
+    pub cpu_per_core: Vec<f64>,
+    /// Frames the simulator generated (warm-up included).
+    pub sim_packets: u64,
+    pub events: u64,
+    pub sim_time_s: f64,
+    pub wall_s: f64,
+    pub t_proc_ns: f64,
+    pub t_clean_ns: f64,
+    pub t_irq_ns: f64,
+    pub io: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series: Option<Vec<stats::Bucket>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub series_interval_s: Option<f64>,
+}
+
+/// One rx ring's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct RingSummary {
+    pub ring: usize,
+    pub core: usize,
+    pub queue: String,
+    #[serde(flatten)]
+    pub summary: GroupSummary,
+}
+
+impl SimNode {
+    /// The figures of the run so far (`wall_s`: the wall-clock time it took).
+    pub fn report(&self, wall_s: f64) -> SimResult {
+        let (st, info, topo) = (&self.stats, &self.info, &self.topo);
+        let k = topo.cores();
+        let duration_s = info.duration.as_secs_f64();
+        let all = st.all.summary(duration_s);
+        let fwd = st.all.forwarded.max(1) as f64;
+        let cpu_window = info.duration.ps() as f64 * k as f64;
+        let share = |busy: u64| busy as f64 / cpu_window;
+        let busy_total: u64 = st.busy.iter().map(|b| b.ps()).sum();
+        let cpu_by_activity: BTreeMap<String, f64> = ACTIVITY_NAMES
+            .iter()
+            .zip(st.busy.iter())
+            .map(|(n, b)| (n.to_string(), share(b.ps())))
+            .chain(std::iter::once(("idle".to_string(), 1.0 - share(busy_total))))
+            .collect();
+        let polls_with_rx: u64 = st.rx_per_poll.iter().sum();
+        let per_poll_mean = if polls_with_rx == 0 {
+            0.0
+        } else {
+            st.rx_per_poll.iter().enumerate().map(|(i, n)| i as f64 * *n as f64).sum::<f64>() / polls_with_rx as f64
+        };
+        let per_class: BTreeMap<String, GroupSummary> = if st.classes.is_empty() {
+            info.class_names.iter().map(|c| (c.clone(), all.clone())).collect()
+        } else {
+            info.class_names.iter().cloned().zip(st.classes.iter().map(|g| g.summary(duration_s))).collect()
+        };
+        let per_ring: Vec<RingSummary> = (0..topo.rings())
+            .map(|r| RingSummary {
+                ring: r,
+                core: topo.core_of_ring(r),
+                queue: info.queue_names[topo.queue_of_ring(r)].clone(),
+                summary: st.rings.get(r).map_or_else(|| all.clone(), |g| g.summary(duration_s)),
+            })
+            .collect();
+        SimResult {
+            name: info.name.clone(),
+            seed: info.seed,
+            offered_pps: all.offered_pps,
+            throughput_pps: all.throughput_pps,
+            throughput_bps: all.throughput_bps,
+            loss_ratio: all.loss_ratio,
+            latency_ns: all.latency_ns.clone(),
+            irq_per_s: st.irqs as f64 / duration_s,
+            irqs_per_packet: st.irqs as f64 / fwd,
+            polls_per_packet: st.polls as f64 / fwd,
+            softirqs_per_packet: st.softirqs as f64 / fwd,
+            packets_per_poll: PerPoll { mean: per_poll_mean, histogram: st.rx_per_poll.clone() },
+            time_squeeze: st.time_squeeze,
+            ksoftirqd_wakeups: st.ksoftirqd_wakeups,
+            cpu_utilization: share(busy_total),
+            cpu_useful: share(busy_total - st.busy[Activity::Spin as usize].ps()),
+            empty_polls: st.empty_polls,
+            cpu_by_activity,
+            drops: all.drops.clone(),
+            offered_packets: all.offered_packets,
+            forwarded_packets: all.forwarded_packets,
+            latency_mean_ci95_ns: all.latency_mean_ci95_ns,
+            per_class,
+            per_ring,
+            cpu_per_core: st.busy_core.iter().map(|b| b.ps() as f64 / info.duration.ps() as f64).collect(),
+            sim_packets: self.nic.generated(),
+            events: self.queue.scheduled,
+            sim_time_s: self.stop.as_secs_f64(),
+            wall_s,
+            t_proc_ns: self.costs.t_proc_mean(info.mean_frame_bytes.round() as u64).as_ns_f64(),
+            t_clean_ns: self.costs.t_clean.as_ns_f64(),
+            t_irq_ns: self.costs.t_irq.as_ns_f64(),
+            io: self.mode.report(&self.nic),
+            series: info.interval.map(|_| st.series.clone()),
+            series_interval_s: info.interval.map(|i| i.as_secs_f64()),
+        }
+    }
+}
