@@ -89,10 +89,12 @@ impl Batched {
 impl Units for Batched {
     type Unit = Unit;
 
+    #[inline]
     fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
         &mut self.cores[core].worker
     }
 
+    #[inline]
     fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
             Unit::Call { frames, io } => {
@@ -115,6 +117,7 @@ impl Units for Batched {
         }
     }
 
+    #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         ctx.nic.advance_to(t, ctx.stats);
         let rings = self.topo.rings_of_core(c);

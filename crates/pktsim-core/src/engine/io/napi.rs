@@ -271,10 +271,12 @@ impl Napi {
 impl Units for Napi {
     type Unit = Work;
 
+    #[inline]
     fn worker(&mut self, core: usize) -> &mut Worker<Work> {
         &mut self.cores[core].worker
     }
 
+    #[inline]
     fn finish(&mut self, c: usize, work: Work, start: Instant, t: Instant, ctx: &mut Ctx) {
         ctx.stats.busy(c, work.activity(), start, t);
         match work {
@@ -305,6 +307,7 @@ impl Units for Napi {
         }
     }
 
+    #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
         if let Some((p, q, d)) = self.cores[c].lock.take() {
             return Some((Work::TxLock(p, q), d));

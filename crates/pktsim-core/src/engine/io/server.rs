@@ -59,10 +59,12 @@ impl Server {
 impl Units for Server {
     type Unit = Unit;
 
+    #[inline]
     fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
         &mut self.cores[core].worker
     }
 
+    #[inline]
     fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
         let tx = self.topo.tx_of_core(c);
         match unit {
@@ -87,6 +89,7 @@ impl Units for Server {
         }
     }
 
+    #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         if let Some((p, lock)) = self.cores[c].lock.take() {
             return Some((Unit::Lock(p), lock));

@@ -95,10 +95,12 @@ impl ThreadedNapi {
 impl Units for ThreadedNapi {
     type Unit = Unit;
 
+    #[inline]
     fn worker(&mut self, core: usize) -> &mut Worker<Unit> {
         &mut self.threads[core].worker
     }
 
+    #[inline]
     fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
             Unit::Wakeup => ctx.stats.busy(c, Activity::Wakeup, start, t),
@@ -113,6 +115,7 @@ impl Units for ThreadedNapi {
     }
 
     /// The thread's next unit at `t`, or None when it goes to sleep (its rings armed).
+    #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         ctx.nic.advance_to(t, ctx.stats);
         let weight = self.p.weight as usize;

@@ -57,6 +57,7 @@ pub trait Units {
 }
 
 /// Run `core` from `t` until it idles or a unit would end after the next event.
+#[inline]
 pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     loop {
         let w = m.worker(core);
@@ -74,6 +75,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 
 /// Start `unit` on `core` at `t`, lasting `d`: true if it ends no later than the next
 /// event (the caller runs on to `t + d`), else its end is scheduled and false.
+#[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
     w.unit = Some(unit);
