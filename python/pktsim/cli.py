@@ -454,26 +454,9 @@ def cmd_reproduce(args) -> int:
 
 def _print_rows(res: dict) -> None:
     """A reproduce-style table: quantity, reported (measured), predicted, error."""
-    rows = []
-    for r in res["rows"]:
-        err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
-        note = []
-        if r.get("fitted"):
-            note.append("fitted")
-        if r.get("tail"):
-            note.append("tail")
-        if "holds" in r:
-            note.append("holds" if r["holds"] else "DOES NOT HOLD")
-        rows.append([r["quantity"], _num(r["reported"]), _num(r["predicted"]), r["unit"], err, ", ".join(note), r["source"]])
-    print(table(rows, ["quantity", "reported", "predicted", "unit", "error", "", "source"], "lrrlrll"))
+    from .reproduce.rows import text_table
 
-
-def _num(x) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:.4g}" if abs(x) < 100 else f"{x:.1f}"
-    return str(x)
+    print(text_table(res["rows"]))
 
 
 # ---------------------------------------------------------------------------------------- testbed

@@ -10,29 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, plots
+from .reproduce.rows import html_table
 from .textio import atomic_write
-
-
-def _table(rows: list[dict]) -> str:
-    head = "<tr><th>quantity</th><th>reported</th><th>predicted</th><th>unit</th><th>error</th><th></th><th>source</th></tr>"
-    body = []
-    for r in rows:
-        err = "" if r.get("rel_error") is None else f"{100 * r['rel_error']:+.2f}%"
-        note = []
-        if r.get("fitted"):
-            note.append("fitted")
-        if "holds" in r:
-            note.append("holds" if r["holds"] else "does not hold")
-        cls = ' class="bad"' if r.get("holds") is False else ""
-
-        def num(x):
-            return f"{x:.4g}" if isinstance(x, float) else html.escape(str(x))
-
-        body.append(
-            f"<tr{cls}><td>{html.escape(r['quantity'])}</td><td>{num(r['reported'])}</td><td>{num(r['predicted'])}</td>"
-            f"<td>{html.escape(r['unit'])}</td><td>{err}</td><td>{', '.join(note)}</td><td>{html.escape(r.get('source', ''))}</td></tr>"
-        )
-    return f"<table>{head}{''.join(body)}</table>"
 
 
 def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
@@ -139,7 +118,7 @@ def build(directory: str | Path, papers: list[str]) -> Path:
         parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper][0])}</h2>")
         if paper in SCENARIOS:
             parts.append(f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>")
-        parts.append(_table(res["rows"]))
+        parts.append(html_table(res["rows"]))
         for fname, caption in FIGURES[paper](d, res):
             parts.append(f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>")
     parts.append("</body></html>")

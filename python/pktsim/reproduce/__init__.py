@@ -7,6 +7,8 @@ Contract (``pktsim reproduce PAPER --json``)::
 
 Rows may carry ``fitted: true`` (the value was used to fit a parameter, so its error says
 how well the fit closes, not how well pktsim predicts) and ``holds`` (for relations).
+A row is built by :func:`pktsim.reproduce.rows.row` and shown by ``rows.text_table`` /
+``rows.html_table``; that module stands alone (the paper modules import it, not this one).
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from __future__ import annotations
 from typing import Callable
 
 from . import paper000, paper001, paper002, paper003, paper004
+from .rows import row
 
+__all__ = ["PAPERS", "reproduce", "row"]
+
+# Paper id -> (title, the function that reproduces it).
 PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
     "000": (paper000.TITLE, paper000.reproduce),
     "001": (paper001.TITLE, paper001.reproduce),
@@ -25,17 +31,8 @@ PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
 
 
 def reproduce(paper: str) -> dict:
+    """The result of one paper's reproduction (``pktsim reproduce PAPER --json``)."""
     if paper not in PAPERS:
         raise KeyError(paper)
     return PAPERS[paper][1]()
 
-
-def row(quantity: str, reported, predicted, unit: str, source: str, **extra) -> dict:
-    """One predicted-vs-reported row; ``rel_error`` is (predicted - reported) / reported."""
-    r = {"quantity": quantity, "reported": reported, "predicted": predicted, "unit": unit, "source": source}
-    if isinstance(reported, (int, float)) and isinstance(predicted, (int, float)) and reported != 0:
-        r["rel_error"] = (predicted - reported) / reported
-    else:
-        r["rel_error"] = None
-    r.update(extra)
-    return r

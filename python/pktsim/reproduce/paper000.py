@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..model import predict
 from ..scenario import Scenario
+from .rows import row
 
 TITLE = "Raumer et al., Performance Exploration of Software-based Packet Processing Systems"
 FREQ = "3.3GHz"
@@ -50,8 +51,6 @@ def node(size: int, profile: str, flows: int = 1, cycles: dict | None = None) ->
 
 
 def reproduce() -> dict:
-    from . import row
-
     rows = []
     for size, (r_mpps, load, c_total) in TABLE_I.items():
         p = predict(node(size, f"raumer2015-{size}B"))

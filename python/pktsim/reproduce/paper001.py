@@ -31,6 +31,7 @@ from __future__ import annotations
 from ..scenario import Scenario
 from ..scenarios import path
 from ..sim import run
+from .rows import row
 
 TITLE = "Meyer et al., Low Latency Packet Processing in Software Routers"
 STRATEGIES = ("sq", "rr", "prio", "priowfq")
@@ -82,8 +83,6 @@ def _at(points, strategy, key, value):
 
 
 def reproduce(duration: str | None = None) -> dict:
-    from . import row
-
     c = curves(duration)
     rs, ut = c["rt_share"], c["utilisation"]
     rows = []

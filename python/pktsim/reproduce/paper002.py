@@ -24,6 +24,7 @@ from __future__ import annotations
 from ..scenario import Scenario
 from ..scenarios import path
 from ..sim import expand_values, run
+from .rows import row
 
 TITLE = "Beifuss et al., A Study of Networking Software Induced Latency"
 
@@ -56,8 +57,6 @@ def curve(sc: Scenario | None = None, values: list[str] | None = None) -> list[d
 
 
 def reproduce() -> dict:
-    from . import row
-
     sc = scenario()
     host = sc.data["host"]
     ns = lambda key: float(host[key].removesuffix("ns"))  # noqa: E731  (Table I values are whole ns)

@@ -29,6 +29,7 @@ interrupt moderation with a bulk rate of 8000/s, Linux 2.6's net_rx_action loop.
 from __future__ import annotations
 
 from ..sim import run
+from .rows import row
 
 TITLE = "Bolla et al., Analyzing and Optimizing the Linux Networking Stack"
 FREQ_HZ = 3.0e9
@@ -71,8 +72,6 @@ def node(groups: dict, recycling: bool, rate: str) -> dict:
 
 
 def reproduce() -> dict:
-    from . import row
-
     pcie = cycles(RECYCLING_KPPS, STANDARD_KPPS)
     std = run(node(pcie, False, "100%"))
     rec = run(node(pcie, True, "100%"))

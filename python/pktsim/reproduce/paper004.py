@@ -17,6 +17,7 @@ original Click over netmapcap, and the pool over libpcap with burst 50.
 from __future__ import annotations
 
 from ..sim import run
+from .rows import row
 
 TITLE = "Rizzo et al., Transparent acceleration of software packet forwarding using netmap"
 
@@ -69,8 +70,6 @@ def fit(b1: int, t1_pps: float, b2: int, t2_pps: float) -> tuple[float, float]:
 
 
 def reproduce() -> dict:
-    from . import row
-
     rows, fits = [], {}
     for li, lib in enumerate(("libpcap", "netmapcap")):
         (b1, b2) = FIT_AT

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import sim
-from ..reproduce import row
+from ..reproduce.rows import row
 from ..scenario import Scenario
 from . import runner
 from .topology import Topology
