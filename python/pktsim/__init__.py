@@ -10,7 +10,9 @@ from . import _core
 from .errors import ScenarioError
 from .model import GROUPS, Prediction, from_measurement, parse_quantity, predict
 from .scenario import Scenario
-from .sim import RunResult, expand_values, run, sweep
+from .sim import RunResult, run
+from .values import expand_values
+from .experiments import summarize, sweep
 from . import plots
 
 __version__ = _core.VERSION
@@ -26,6 +28,7 @@ __all__ = [
     "predict",
     "run",
     "sweep",
+    "summarize",
     "expand_values",
     "__version__",
 ]

@@ -201,7 +201,7 @@ def _wakeup_rows(r: dict) -> list:
 
 def cmd_sweep(args) -> int:
     from .experiments import run_grid, summarize
-    from .sim import expand_values
+    from .values import expand_values
 
     sc = Scenario.load(args.file, args.set)
     spec = sc.data.get("sweep") or {}

@@ -1,6 +1,11 @@
 """Experiments at scale: grids of scenario keys with replications, on local processes or a
 Dask cluster, resumable, with one tidy row per (point, replication).
 
+``sweep`` (exported as ``pktsim.sweep``) is the entry point; ``summarize`` (``pktsim.summarize``)
+turns the replications of each point into means with 95% confidence intervals. Each point
+runs through :func:`pktsim.sim.run`'s path to the core; this module builds on ``sim`` and
+``values``, which never import it.
+
 A point that fails is kept as a row with ``status = "error"`` and its message; the others
 go on. Finished rows are appended to ``OUT.partial.jsonl`` as they come, so an interrupted
 sweep resumes where it stopped; the table is written all at once at the end.
@@ -12,14 +17,13 @@ import itertools
 import json
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import __version__
+from . import _core
 from .scenario import Scenario, as_scenario
-from .sim import expand_values, flatten
+from .values import expand_values, flatten
 
 RUN_FIELDS_DROPPED = ("swept",)
 
@@ -96,6 +100,35 @@ def _load_checkpoint(path: Path) -> dict:
     return done
 
 
+def sweep(
+    scenario: "Scenario | str | Mapping[str, Any]",
+    param: "str | Mapping[str, Any] | None" = None,
+    values: "str | Sequence[Any] | None" = None,
+    sets=None,
+    progress: "bool | Callable[[int, int, str], None]" = False,
+    *,
+    replications: int = 1,
+    jobs: int | None = None,
+    dask: str | None = None,
+    output: "str | None" = None,
+):
+    """Run the scenario at every point of a grid: ``sweep(sc, "traffic.rate", "0.1Mpps:2Mpps:0.1Mpps")``
+    or ``sweep(sc, {"traffic.rate": [...], "cpu.cores": [1, 2, 4]}, replications=5)``.
+
+    Returns a pandas DataFrame with one row per (point, replication): the swept keys, the
+    replication and its seed, then the flattened ``run`` fields (``latency_ns_p99``, ...).
+    Points run on local processes (``jobs``, default all cores) or on a Dask cluster
+    (``dask="tcp://host:8786"``); with ``output`` the table is written (Parquet or CSV) and an
+    interrupted sweep resumes. ``df.attrs["results"]`` holds the full results."""
+    if isinstance(param, Mapping):
+        params = dict(param)
+    elif param is not None:
+        params = {param: values}
+    else:
+        params = {}
+    return run_grid(scenario, params, replications, sets=sets, jobs=jobs, dask=dask, output=output, progress=progress)
+
+
 def run_grid(
     scenario: "Scenario | str | Mapping[str, Any]",
     params: Mapping[str, Any],
@@ -147,6 +180,8 @@ def run_grid(
         for t in todo:
             finished(t, run_task(t))
     else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
         with ProcessPoolExecutor(max_workers=min(jobs or os.cpu_count() or 1, len(todo))) as ex:
             futures = {ex.submit(run_task, t): t for t in todo}
             for fut in as_completed(futures):
@@ -163,7 +198,7 @@ def run_grid(
         r.pop("_key", None)
         r.pop("_full", None)
     df = pd.DataFrame(ordered)
-    df["pktsim_version"] = __version__
+    df["pktsim_version"] = _core.VERSION
     df["scenario"] = sc.origin
     df.attrs["results"] = results
     df.attrs["params"] = list(params)
@@ -209,7 +244,7 @@ def write_table(df, path: str | Path, scenario: Scenario | None = None) -> None:
 
         table = pa.Table.from_pandas(flat, preserve_index=False)
         meta = dict(table.schema.metadata or {})
-        meta[b"pktsim_version"] = __version__.encode()
+        meta[b"pktsim_version"] = _core.VERSION.encode()
         if scenario is not None:
             meta[b"pktsim_scenario"] = scenario.text.encode()
             meta[b"pktsim_scenario_origin"] = scenario.origin.encode()
@@ -236,8 +271,6 @@ def summarize(df, keys: Sequence[str] | None = None, metrics: Sequence[str] | No
     per point: columns ``<metric>_mean``, ``<metric>_ci95`` and ``n``."""
     import pandas as pd
 
-    from ._core import student_t95
-
     keys = list(keys if keys is not None else df.attrs.get("params", []))
     ok = df[df["status"] == "ok"] if "status" in df else df
     if metrics is None:
@@ -251,7 +284,7 @@ def summarize(df, keys: Sequence[str] | None = None, metrics: Sequence[str] | No
         for m in metrics:
             vals = g[m].astype(float)
             row[f"{m}_mean"] = vals.mean()
-            row[f"{m}_ci95"] = student_t95(n - 1) * vals.std(ddof=1) / n**0.5 if n > 1 else float("nan")
+            row[f"{m}_ci95"] = _core.student_t95(n - 1) * vals.std(ddof=1) / n**0.5 if n > 1 else float("nan")
         out.append(row)
     return pd.DataFrame(out)
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from ..scenario import Scenario
 from ..scenarios import path
-from ..sim import expand_values, run
+from ..sim import run
+from ..values import expand_values
 from .rows import row
 
 TITLE = "Beifuss et al., A Study of Networking Software Induced Latency"

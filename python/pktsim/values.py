@@ -1,0 +1,88 @@
+"""Plain values around a run: the values a sweep key takes, and a result as one flat row.
+
+``expand_values`` turns what a user writes after ``--values`` (a range with units, a comma
+list, or a Python list) into the texts each point sets; ``flatten`` turns a nested ``run``
+result into the columns of a sweep table. Both are used by ``sim`` (one run) and by
+``experiments`` (grids of runs), and import nothing of either.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping, Sequence
+
+from .model import parse_quantity
+
+# Kinds tried, in order, when a sweep range is written with units.
+_RANGE_KINDS = ("packetrate", "bitrate", "percent", "duration", "frequency", "bytes", "cycles")
+_NUM_UNIT = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(.*?)\s*$")
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
+    """One level of keys: ``{"latency_ns": {"p99": x}}`` becomes ``{"latency_ns_p99": x}``;
+    lists (per-core, per-ring, time series) are dropped."""
+    out: dict = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(flatten(v, key + "_"))
+        elif isinstance(v, (list, tuple)):
+            continue
+        else:
+            out[key] = v
+    return out
+
+
+def expand_values(spec: "str | Sequence[Any]") -> list[str]:
+    """``"0.1Mpps:2.4Mpps:0.1Mpps"`` -> ``["0.1Mpps", "0.2Mpps", ..., "2.4Mpps"]``;
+    ``"1,2,4"`` -> ``["1", "2", "4"]``; a list is taken as it is (non-strings as JSON).
+
+    A range's START, STOP and STEP are quantities of one kind (rate, duration, percent...)
+    and the points are written in START's unit; a bad range raises ``ValueError`` saying
+    what was expected."""
+    if not isinstance(spec, str):
+        return [v if isinstance(v, str) else json.dumps(v) for v in spec]
+    spec = spec.strip()
+    if ":" not in spec:
+        return [v.strip() for v in spec.split(",") if v.strip()]
+    parts = [p.strip() for p in spec.split(":")]
+    if len(parts) != 3:
+        raise ValueError(f"{spec!r}: expected START:STOP:STEP, e.g. 0.1Mpps:2.4Mpps:0.1Mpps")
+    m = _NUM_UNIT.match(parts[0])
+    if not m:
+        raise ValueError(f"{spec!r}: START {parts[0]!r} is not a number with a unit")
+    unit = m.group(2)
+    if unit:
+        kind = next((k for k in _RANGE_KINDS if _try(k, parts[0]) is not None), None)
+        if kind is None:
+            raise ValueError(f"{spec!r}: {parts[0]!r} is not a quantity pktsim knows")
+        start, stop, step = (_try(kind, p) for p in parts)
+        if stop is None or step is None:
+            raise ValueError(f"{spec!r}: START, STOP and STEP must be quantities of the same kind ({kind})")
+        scale = _try(kind, f"1{unit}")
+    else:
+        try:
+            start, stop, step = (float(p) for p in parts)
+        except ValueError:
+            raise ValueError(f"{spec!r}: START:STOP:STEP must all be numbers, or all carry units") from None
+        scale = 1.0
+    if not step > 0 or stop < start:
+        raise ValueError(f"{spec!r}: expected STEP > 0 and STOP >= START")
+    n = int(round((stop - start) / step)) + 1
+    if n > 100_000:
+        raise ValueError(f"{spec!r}: {n} points is too many (at most 100,000)")
+    out = []
+    for i in range(n):
+        v = (start + i * step) / scale
+        text = f"{round(v, 12):g}"
+        out.append(f"{text}{unit}")
+    return out
+
+
+def _try(kind: str, text: str):
+    """``parse_quantity(kind, text)``, or None when the text is not of that kind."""
+    try:
+        return parse_quantity(kind, text)
+    except ValueError:
+        return None

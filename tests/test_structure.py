@@ -1,0 +1,149 @@
+"""The package's shape: every module imports, and no two modules import each other, even
+through a chain or inside a function.
+
+The graph is read from the source with ``ast`` (module-level and function-level ``import``
+and ``from ... import`` statements alike), so a circle is caught even when it only closes
+at call time. ``from . import name`` counts as an edge to the submodule ``name`` when
+there is one, else to the package itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pktsim
+
+PACKAGE = "pktsim"
+ROOT = Path(pktsim.__file__).resolve().parent
+
+
+def modules() -> dict[str, Path]:
+    """Dotted name -> source file of every Python module in the package."""
+    out = {}
+    for f in sorted(ROOT.rglob("*.py")):
+        parts = list(f.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join([PACKAGE, *parts])] = f
+    return out
+
+
+def extensions() -> set[str]:
+    """Compiled modules (the Rust core): leaves of the graph, importing nothing of ours."""
+    out = {f"{PACKAGE}._core"}  # wherever the build put it
+    for f in ROOT.rglob("*"):
+        if f.suffix in (".so", ".pyd"):
+            parts = list(f.relative_to(ROOT).parts)
+            parts[-1] = parts[-1].split(".", 1)[0]
+            out.add(".".join([PACKAGE, *parts]))
+    return out
+
+
+def _resolve(mod: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute name of ``from <level dots><target>`` written in ``mod``."""
+    if level == 0:
+        return target or ""
+    base = mod.split(".") if is_package else mod.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (anywhere in its source)."""
+    sources = modules()
+    mods = set(sources) | extensions()
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+
+    def known(name: str) -> str | None:
+        # `import pktsim.a.b` or `from pktsim.a import b`: the longest prefix that is a module.
+        parts = name.split(".")
+        while parts:
+            candidate = ".".join(parts)
+            if candidate in mods:
+                return candidate
+            parts.pop()
+        return None
+
+    for mod, path in sources.items():
+        is_package = path.name == "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                src = _resolve(mod, is_package, node.level, node.module)
+                for a in node.names:
+                    sub = f"{src}.{a.name}"
+                    targets.append(sub if sub in mods else src)
+            for t in targets:
+                k = known(t)
+                if k and k != mod:
+                    graph[mod].add(k)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as a list of modules (first == last), or None."""
+    WHITE, GREY, BLACK = 0, 1, 2
+    colour = {m: WHITE for m in graph}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        colour[m] = GREY
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if colour[n] == GREY:
+                return stack[stack.index(n):] + [n]
+            if colour[n] == WHITE:
+                found = visit(n)
+                if found:
+                    return found
+        stack.pop()
+        colour[m] = BLACK
+        return None
+
+    for m in sorted(graph):
+        if colour[m] == WHITE:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_every_module_imports():
+    for name in modules():
+        if name == f"{PACKAGE}.__main__":
+            continue  # runs the command on import
+        importlib.import_module(name)
+
+
+def test_the_import_graph_has_no_cycle():
+    graph = import_graph()
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_sees_a_cycle():
+    # The check above is only as good as this: an edge back must be reported.
+    graph = import_graph()
+    assert "pktsim.sim" in graph["pktsim.experiments"], "experiments runs points through sim"
+    graph["pktsim.sim"] = graph["pktsim.sim"] | {"pktsim.experiments"}
+    assert find_cycle(graph) is not None
+
+
+def test_function_level_imports_count():
+    # `from .experiments import summarize` inside a function of plots is an edge.
+    assert "pktsim.experiments" in import_graph()["pktsim.plots"]
+
+
+def test_the_core_layers_do_not_reach_up():
+    # The library's lower layers never import the command line or the reproductions.
+    graph = import_graph()
+    upper = {f"{PACKAGE}.cli", f"{PACKAGE}.report", f"{PACKAGE}.__main__"}
+    for mod, deps in graph.items():
+        if mod not in upper:
+            assert not deps & upper, f"{mod} imports {deps & upper}"
+    rows = f"{PACKAGE}.reproduce.rows"
+    assert graph[rows] <= {f"{PACKAGE}.textio"}, f"{rows} imports {graph[rows]}"
