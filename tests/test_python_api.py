@@ -7,7 +7,7 @@ import pytest
 import tomllib
 
 import pktsim
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_cli
 
 
 def test_predict_from_a_dict_equals_the_toml_file():
@@ -79,3 +79,18 @@ def test_fib_fit_reproduces_the_bundled_defaults():
     assert fit["node_cycles"] == pytest.approx(47.3, abs=0.05)
     assert fit["misses_per_lookup"] == pytest.approx(0.62, abs=0.005)
     assert fit["memory_latency_ns"] == pytest.approx(160, abs=0.5)
+
+
+def test_compare_is_in_the_library_and_matches_the_command():
+    a, b = EXAMPLES / "linux-router-64B.toml", EXAMPLES / "linux-router-1500B.toml"
+    sets = {"measure.warmup": "2ms", "measure.duration": "10ms"}
+    res = pktsim.compare(a, b, sets=sets)
+    assert res["a"]["origin"] == str(a) and res["b"]["origin"] == str(b)
+    rows = {r["quantity"]: r for r in res["rows"]}
+    assert rows["C_total"]["diff"] == rows["C_total"]["b"] - rows["C_total"]["a"] > 0
+    cli = json.loads(run_cli("compare", a, b, "--set", "measure.warmup=2ms", "--set", "measure.duration=10ms", "--json").stdout)
+    assert cli == res, "pktsim compare --json prints what pktsim.compare returns"
+
+
+def test_summarize_is_exported():
+    assert pktsim.summarize is pktsim.experiments.summarize

@@ -13,6 +13,7 @@ from .scenario import Scenario
 from .sim import RunResult, run
 from .values import expand_values
 from .experiments import summarize, sweep
+from .comparison import compare
 from . import plots
 
 __version__ = _core.VERSION
@@ -23,6 +24,7 @@ __all__ = [
     "RunResult",
     "Scenario",
     "ScenarioError",
+    "compare",
     "from_measurement",
     "parse_quantity",
     "predict",

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, _core
+from .comparison import compare
 from .errors import ScenarioError
 from .model import GROUPS, from_measurement, parse_quantity, predict
 from .scenario import Scenario
@@ -359,39 +360,6 @@ def cmd_plot_groups(args) -> int:
 
 
 # ---------------------------------------------------------------------------------------- compare
-
-
-def compare(a: Scenario, b: Scenario) -> dict:
-    """Model and simulate two scenarios; rows of the figures people compare, with B - A."""
-    from .sim import run
-
-    pa, pb = predict(a), predict(b)
-    ra, rb = run(a), run(b)
-    rows = []
-
-    def add(quantity, va, vb, unit):
-        d = None if va is None or vb is None else vb - va
-        rel = None if d is None or abs(va) < 1e-6 else d / va
-        rows.append({"quantity": quantity, "a": va, "b": vb, "diff": d, "rel_diff": rel, "unit": unit})
-
-    add("offered", ra["offered_pps"], rb["offered_pps"], "pps")
-    add("throughput (simulated)", ra["throughput_pps"], rb["throughput_pps"], "pps")
-    add("throughput (analytical)", pa["predicted_pps"], pb["predicted_pps"], "pps")
-    add("loss", ra["loss_ratio"], rb["loss_ratio"], "fraction")
-    for k in ("p50", "p90", "p99", "p999", "max", "mean"):
-        add(f"latency {k}", ra["latency_ns"][k], rb["latency_ns"][k], "ns")
-    add("CPU utilisation", ra["cpu_utilization"], rb["cpu_utilization"], "fraction")
-    add("CPU doing packet work", ra["cpu_useful"], rb["cpu_useful"], "fraction")
-    for k in sorted(set(ra["cpu_by_activity"]) | set(rb["cpu_by_activity"])):
-        add(f"CPU {k}", ra["cpu_by_activity"].get(k), rb["cpu_by_activity"].get(k), "fraction")
-    add("IRQs", ra["irq_per_s"], rb["irq_per_s"], "1/s")
-    add("polls per packet", ra["polls_per_packet"], rb["polls_per_packet"], "polls/packet")
-    add("packets per poll", ra["packets_per_poll"]["mean"], rb["packets_per_poll"]["mean"], "packets")
-    for g in GROUPS:
-        add(f"C_{g}", pa["cycles_by_group"][g], pb["cycles_by_group"][g], "cycles/packet")
-    add("C_total", pa["c_total_cycles"], pb["c_total_cycles"], "cycles/packet")
-    add("R_max (Eq. 1)", pa["r_max_pps"], pb["r_max_pps"], "pps")
-    return {"a": {"name": ra["name"], "origin": a.origin}, "b": {"name": rb["name"], "origin": b.origin}, "rows": rows}
 
 
 def cmd_compare(args) -> int:
