@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+from collections import Counter
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -64,18 +65,59 @@ def test_an_interrupted_sweep_resumes_and_skips_finished_points(tmp_path):
 
 
 def test_a_failing_point_is_isolated(monkeypatch):
-    real = pktsim.sim.run
+    real = pktsim.sim.run_text
 
-    def flaky(sc, sets=None):
-        if sc.data["traffic"]["pattern"] == "poisson" and sc.data["traffic"]["rate"] == "1.9Mpps":
+    def flaky(text, fmt, origin, base_dir, sets=()):
+        point = dict(sets)
+        if point["traffic.pattern"] == "poisson" and point["traffic.rate"] == "1.9Mpps":
             raise RuntimeError("worker crashed")
-        return real(sc, sets)
+        return real(text, fmt, origin, base_dir, sets)
 
-    monkeypatch.setattr(pktsim.sim, "run", flaky)
+    monkeypatch.setattr(pktsim.sim, "run_text", flaky)
     df = pktsim.sweep(NAPI, GRID, sets=SETS, jobs=1)
     bad = df[df["status"] == "error"]
     assert len(bad) == 1 and bad.iloc[0]["traffic.rate"] == "1.9Mpps" and "worker crashed" in bad.iloc[0]["error"]
     assert (df[df["status"] == "ok"]["throughput_pps"] > 0).all() and len(df) == 4
+
+
+def _count_core_parses(monkeypatch) -> Counter:
+    """Count the calls into the core that each parse and validate a scenario."""
+    counts: Counter = Counter()
+    for name in ("load_scenario", "run", "predict"):
+        real = getattr(pktsim._core, name)
+
+        def counted(*args, _real=real, _name=name):
+            counts[_name] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(pktsim._core, name, counted)
+    return counts
+
+
+def test_a_sweep_point_is_validated_once_and_parsed_once_per_run(monkeypatch, capsys):
+    sc = pktsim.Scenario.load(NAPI, SETS)
+    counts = _count_core_parses(monkeypatch)
+    df = pktsim.sweep(sc, GRID, replications=3, jobs=1)
+    points = 2 * 2
+    assert (df["status"] == "ok").all() and len(df) == points * 3
+    # One validation per point when the grid is built, then the run's own parse per replication.
+    assert counts == {"load_scenario": points, "run": points * 3}
+
+    counts.clear()
+    from pktsim import cli
+
+    argv = ["sweep", NAPI, "--set", "measure.duration=10ms", "--param", "traffic.rate", "--values", "0.5Mpps:1.5Mpps:0.5Mpps", "--replications", "2", "--jobs", "1"]
+    assert cli.main(list(map(str, argv))) == 0
+    capsys.readouterr()
+    # The scenario file once, each of the 3 points once, each of the 6 runs once.
+    assert counts == {"load_scenario": 1 + 3, "run": 3 * 2}
+
+
+def test_a_bad_point_fails_before_any_run(monkeypatch):
+    counts = _count_core_parses(monkeypatch)
+    with pytest.raises(pktsim.ScenarioError, match="bogus"):
+        pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus"]}, sets=SETS, jobs=1)
+    assert counts["run"] == 0
 
 
 def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):

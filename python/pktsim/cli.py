@@ -215,7 +215,8 @@ def cmd_sweep(args) -> int:
         raise UsageError("sweep: nothing to sweep (--param KEY --values ..., or a [sweep] table in the scenario)")
     for key, vals in params.items():
         try:
-            if not expand_values(vals):
+            params[key] = expand_values(vals)  # once: the grid takes the list as it is
+            if not params[key]:
                 raise ValueError("no values")
         except ValueError as e:
             raise UsageError(f"--values for {key}: {e}") from None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from . import _core
+from . import _core, sim
 from .scenario import Scenario, as_scenario
 from .values import expand_values, flatten
 
@@ -30,6 +30,10 @@ RUN_FIELDS_DROPPED = ("swept",)
 
 @dataclass(frozen=True)
 class Task:
+    """One run of a sweep: a point of the grid and a replication, with what the core needs
+    to run it (the base scenario's text and overrides; the point's values and the seed go
+    on top). Tasks are pickled to worker processes or Dask workers as they are."""
+
     index: int
     params: tuple  # ((key, value), ...)
     replication: int
@@ -44,16 +48,21 @@ class Task:
     def key(self) -> tuple:
         return (*(v for _, v in self.params), self.replication)
 
+    @property
+    def run_sets(self) -> list:
+        """The overrides of this run: the base scenario's, the point's, then its seed."""
+        return list(self.sets) + [*self.params, ("seed", str(self.seed))]
+
 
 def run_task(task: Task) -> dict:
-    """Run one point; never raises (a failure becomes an error row)."""
-    from .sim import run
+    """Run one point; never raises (a failure becomes an error row).
 
+    The point was validated when the grid was built (:func:`grid`); here the core parses
+    it once more, to run it, and nothing else does."""
     row: dict = {k: v for k, v in task.params}
     row.update({"replication": task.replication, "seed": task.seed})
     try:
-        sc = Scenario(task.text, task.fmt, task.origin, task.base_dir).with_sets(list(task.sets) + [*task.params, ("seed", str(task.seed))])
-        r = run(sc)
+        r = sim.run_text(task.text, task.fmt, task.origin, task.base_dir, task.run_sets)
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
         flat.pop("seed", None)
         row.update(flat)
@@ -71,16 +80,20 @@ def run_task(task: Task) -> dict:
 def grid(scenario: Scenario, params: Mapping[str, Any], replications: int) -> list[Task]:
     """Tasks for the cartesian product of the parameter values, `replications` each with
     seeds base, base + 1, ... (independent streams: each component's seed is derived from
-    the scenario seed)."""
+    the scenario seed).
+
+    Each point is validated here, once, before any runs, so a bad value fails fast with a
+    :class:`~pktsim.errors.ScenarioError`; the replications of a point differ only in
+    their seed and are not validated again."""
     keys = list(params)
     values = [expand_values(params[k]) for k in keys]
     base_seed = scenario.seed
     tasks = []
     for combo in itertools.product(*values):
+        point = tuple(zip(keys, combo))
+        scenario.with_sets(list(point))
         for r in range(replications):
-            tasks.append(
-                Task(len(tasks), tuple(zip(keys, combo)), r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir, scenario.sets)
-            )
+            tasks.append(Task(len(tasks), point, r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir, scenario.sets))
     return tasks
 
 
@@ -150,10 +163,6 @@ def run_grid(
     if replications < 1:
         raise ValueError(f"replications = {replications}: expected at least 1")
     tasks = grid(sc, params, replications)
-    # Validate every point before running any, so a bad value fails fast.
-    for t in tasks:
-        if t.replication == 0:
-            sc.with_sets(list(t.params))
     out = Path(output) if output else None
     checkpoint = _checkpoint_path(out) if out else None
     done = _load_checkpoint(checkpoint) if checkpoint else {}
