@@ -140,6 +140,14 @@ def test_sweep_table_in_the_scenario(tmp_path):
     out = tmp_path / "t.csv"
     run_cli("sweep", sc, "--set", "measure.duration=10ms", "-o", out)
     assert len(pd.read_csv(out)) == 4
+    # From Python, a sweep without a grid runs the table too, as the command does.
+    df = pktsim.sweep(sc, sets=SETS, jobs=1)
+    assert list(df["traffic.rate"]) == ["0.5Mpps", "0.5Mpps", "1Mpps", "1Mpps"] and list(df["replication"]) == [0, 1, 0, 1]
+    cols = ["traffic.rate", "replication", "seed", "throughput_pps", "latency_ns_p99"]
+    pd.testing.assert_frame_equal(df[cols], pd.read_csv(out)[cols], check_dtype=False)
+    assert len(pktsim.sweep(sc, sets=SETS, jobs=1, replications=1)) == 2
+    # A grid given is the whole grid, once per point unless told otherwise.
+    assert len(pktsim.sweep(sc, "traffic.pattern", "cbr", sets=SETS, jobs=1)) == 1
 
 
 def test_standard_plots(tmp_path):

@@ -201,16 +201,13 @@ def _wakeup_rows(r: dict) -> list:
 
 
 def cmd_sweep(args) -> int:
-    from .experiments import run_grid, summarize
+    from .experiments import run_grid, summarize, sweep_plan
     from .values import expand_values
 
     sc = Scenario.load(args.file, args.set)
-    spec = sc.data.get("sweep") or {}
-    params = dict(spec.get("params", {}))
     if len(args.param) != len(args.values):
         raise UsageError("sweep: give one --values after each --param")
-    for key, vals in zip(args.param, args.values):
-        params[key] = vals
+    params, replications = sweep_plan(sc, dict(zip(args.param, args.values)), args.replications)
     if not params:
         raise UsageError("sweep: nothing to sweep (--param KEY --values ..., or a [sweep] table in the scenario)")
     for key, vals in params.items():
@@ -220,7 +217,6 @@ def cmd_sweep(args) -> int:
                 raise ValueError("no values")
         except ValueError as e:
             raise UsageError(f"--values for {key}: {e}") from None
-    replications = args.replications or int(spec.get("replications", 1))
     try:
         df = run_grid(sc, params, replications, jobs=args.jobs, dask=args.dask, output=args.output, progress=not args.json and sys.stderr.isatty())
     except ValueError as e:

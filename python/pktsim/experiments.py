@@ -3,8 +3,9 @@ Dask cluster, resumable, with one tidy row per (point, replication).
 
 ``sweep`` (exported as ``pktsim.sweep``) is the entry point; ``summarize`` (``pktsim.summarize``)
 turns the replications of each point into means with 95% confidence intervals. Each point
-runs through :func:`pktsim.sim.run`'s path to the core; this module builds on ``sim`` and
-``values``, which never import it.
+is validated once when the grid is built, then each run hands the scenario text and the
+point's overrides to the core (:func:`pktsim.sim.run_text`), which parses it once more to
+run it. This module builds on ``sim`` and ``values``, which never import it.
 
 A point that fails is kept as a row with ``status = "error"`` and its message; the others
 go on. Finished rows are appended to ``OUT.partial.jsonl`` as they come, so an interrupted
@@ -120,13 +121,16 @@ def sweep(
     sets=None,
     progress: "bool | Callable[[int, int, str], None]" = False,
     *,
-    replications: int = 1,
+    replications: int | None = None,
     jobs: int | None = None,
     dask: str | None = None,
     output: "str | None" = None,
 ):
     """Run the scenario at every point of a grid: ``sweep(sc, "traffic.rate", "0.1Mpps:2Mpps:0.1Mpps")``
     or ``sweep(sc, {"traffic.rate": [...], "cpu.cores": [1, 2, 4]}, replications=5)``.
+    Without ``param`` the grid is the scenario's ``[sweep]`` table, with its replications
+    unless ``replications`` is given (what ``pktsim sweep FILE`` runs); with ``param``, it
+    is the whole grid and ``replications`` defaults to 1.
 
     Returns a pandas DataFrame with one row per (point, replication): the swept keys, the
     replication and its seed, then the flattened ``run`` fields (``latency_ns_p99``, ...).
@@ -138,8 +142,21 @@ def sweep(
     elif param is not None:
         params = {param: values}
     else:
-        params = {}
-    return run_grid(scenario, params, replications, sets=sets, jobs=jobs, dask=dask, output=output, progress=progress)
+        scenario = as_scenario(scenario, sets)
+        sets = None
+        params, planned = sweep_plan(scenario)
+        replications = planned if replications is None else replications
+    return run_grid(scenario, params, 1 if replications is None else replications, sets=sets, jobs=jobs, dask=dask, output=output, progress=progress)
+
+
+def sweep_plan(scenario: Scenario, params: Mapping[str, Any] | None = None, replications: int | None = None) -> tuple[dict, int]:
+    """The grid and replications a sweep of ``scenario`` runs: the keys of its ``[sweep]``
+    table (``[sweep.params]``), then ``params`` (a key given in both takes the value given
+    here); ``replications`` if given (and not 0), else the table's, else 1. The values are
+    as written; :func:`pktsim.expand_values` expands them."""
+    spec = scenario.data.get("sweep") or {}
+    grid_params = {**dict(spec.get("params", {})), **dict(params or {})}
+    return grid_params, replications or int(spec.get("replications", 1))
 
 
 def run_grid(
