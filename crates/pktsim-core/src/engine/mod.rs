@@ -29,6 +29,8 @@ pub mod report;
 pub mod rng;
 pub mod stats;
 pub mod strategy;
+#[cfg(test)]
+pub mod testing;
 pub mod time;
 pub mod topology;
 pub mod traffic;

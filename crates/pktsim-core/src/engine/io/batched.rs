@@ -187,3 +187,35 @@ impl IoMode for Batched {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::testing::{node_toml, trace};
+
+    const BATCH: &str = "[host.batch]\nsize = 2\nt_call = \"1us\"\nt_empty = \"500ns\"\nt_wakeup = \"2us\"";
+    const FRAMES: [(u64, u16); 3] = [(10_200, 64), (10_400, 64), (10_600, 64)];
+
+    /// Spinning since 0 with 0.5 us empty calls, the core sees the frame of 10.2 us at the
+    /// call boundary of 10.5 us (21 empty calls); a call takes 2 frames: 1 us + 2 x 1 us.
+    #[test]
+    fn a_busy_poller_notices_frames_at_its_next_empty_call_and_moves_them_in_batches() {
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let (r, dep) = trace(&toml, &FRAMES);
+        assert_eq!(dep, [(13_500.0, 13_567.2), (13_500.0, 13_634.4), (15_500.0, 15_567.2)]);
+        assert_eq!(r.empty_polls, 21);
+        assert_eq!(r.packets_per_poll.histogram[..3], [0, 1, 1]);
+        assert!((r.cpu_by_activity["spin"] - 10.5e-6 / 1e-3).abs() < 1e-12, "21 empty calls of 0.5 us");
+        assert!((r.cpu_useful - 5e-6 / 1e-3).abs() < 1e-12, "two calls: 3 us + 2 us of 1 ms");
+    }
+
+    /// Asleep, the core pays the interrupt (1 us) and the wake-up (2 us) first.
+    #[test]
+    fn a_sleeping_thread_wakes_on_an_interrupt_then_calls() {
+        let toml = node_toml("io = \"batched-syscall\"\nt_irq = \"1us\"\nt_proc = \"1us\"", BATCH);
+        let (r, dep) = trace(&toml, &FRAMES);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [16_200.0, 16_200.0, 18_200.0]);
+        assert_eq!(r.irq_per_s, 1e3, "one interrupt in 1 ms");
+        assert_eq!(r.empty_polls, 0);
+    }
+}

@@ -136,3 +136,22 @@ impl IoMode for Server {
         serde_json::json!({ "strategy": names.first(), "strategy_per_core": names })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::testing::{node_toml, trace};
+
+    /// t_proc 2 us; a ring of 4 descriptors holds 3 frames, and a frame in service keeps
+    /// its descriptor: of 4 frames 100 ns apart, the fourth is dropped.
+    #[test]
+    fn frames_are_served_in_turn_and_a_full_ring_drops() {
+        let toml = node_toml("io = \"server\"\nt_proc = \"2us\"", "[nic]\nrx_ring = 4\nrefill_batch = 1");
+        let frames = [(10_000, 64), (11_000, 64), (20_000, 64), (30_000, 64), (30_100, 64), (30_200, 64), (30_300, 64)];
+        let (r, dep) = trace(&toml, &frames);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [12_000.0, 14_000.0, 22_000.0, 32_000.0, 34_000.0, 36_000.0]);
+        assert!(dep.iter().all(|(tx, done)| (done - tx - 67.2).abs() < 1e-9), "{dep:?}");
+        assert_eq!((r.offered_packets, r.forwarded_packets, r.drops["rx_ring_full"]), (7, 6, 1));
+        assert!((r.latency_ns.max - 5_800.0).abs() < 6.0, "the third of the burst: 3.8 us waiting + 2 us: {}", r.latency_ns.max);
+    }
+}

@@ -203,3 +203,22 @@ impl IoMode for ThreadedNapi {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::testing::{node_toml, trace};
+
+    /// wake_latency 2 us, t_wakeup 1 us, t_proc 1 us, weight 2. The frame of 10 us wakes the
+    /// thread at 12 us; after its wake-up (to 13 us) the ring holds 3 frames: a poll of 2,
+    /// then a poll of 1; the thread sleeps until the frame of 30 us wakes it at 32 us.
+    #[test]
+    fn the_thread_wakes_late_polls_up_to_its_weight_and_sleeps_when_the_ring_is_empty() {
+        let toml = node_toml("io = \"threaded-napi\"\nt_proc = \"1us\"\nweight = 2", "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"");
+        let (r, dep) = trace(&toml, &[(10_000, 64), (10_500, 64), (11_000, 64), (30_000, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [14_000.0, 15_000.0, 16_000.0, 34_000.0]);
+        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.packets_per_poll.histogram[..3], [0, 2, 1], "polls of 2, 1 and 1 frames");
+        assert!((r.cpu_by_activity["wakeup"] - 2e-6 / 1e-3).abs() < 1e-12);
+    }
+}

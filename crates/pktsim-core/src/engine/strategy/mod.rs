@@ -74,11 +74,11 @@ pub(crate) fn next_nonempty(rings: &[RingView], from: usize) -> Option<usize> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::units::{Bytes, Duration};
 
-    fn spec(kind: StrategyKind) -> StrategySpec {
+    pub(super) fn spec(kind: StrategyKind) -> StrategySpec {
         StrategySpec {
             kind,
             quota: 3,
@@ -116,37 +116,4 @@ mod tests {
         assert_eq!(share(StrategyKind::Drr, 120), [90, 30]);
     }
 
-    #[test]
-    fn a_slice_shorter_than_a_frame_still_serves_one_frame_per_turn() {
-        let mut s = build(&spec(StrategyKind::Rr), 2);
-        let rings = [RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 100, head_service: Span::from_ps(25) }, RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 100, head_service: Span::from_ps(25) }];
-        let mut now = Instant::ZERO;
-        let mut order = Vec::new();
-        for _ in 0..4 {
-            let i = s.pick(&rings, now).unwrap();
-            order.push(i);
-            now += Span::from_ps(25);
-        }
-        assert_eq!(order, [1, 0, 1, 0]);
-    }
-
-    #[test]
-    fn priowfq_without_contention_serves_whoever_waits() {
-        let mut s = build(&spec(StrategyKind::Priowfq), 2);
-        let only_low = [RingView::default(), RingView { len: 3, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        assert_eq!(s.pick(&only_low, Instant::from_ps(0)), Some(1));
-        // A high-priority frame arrives: it gets the core at the next packet boundary.
-        let both = [RingView { len: 1, head_arrival: Instant::from_ps(7), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 2, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        assert_eq!(s.pick(&both, Instant::from_ps(8)), Some(0));
-    }
-
-    #[test]
-    fn quota_moves_on_when_a_ring_empties() {
-        let mut s = build(&spec(StrategyKind::Quota), 2);
-        let rings = [RingView { len: 1, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 5, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        let first = s.pick(&rings, Instant::from_ps(0)).unwrap();
-        s.served(first, 64);
-        let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];
-        assert_eq!(s.pick(&emptied, Instant::from_ps(1)), Some(1));
-    }
 }

@@ -43,3 +43,21 @@ impl Strategy for PrioWfq {
         "priowfq"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::spec;
+    use super::super::{build, RingView};
+    use crate::engine::time::{Instant, Span};
+    use crate::scenario::StrategyKind;
+
+    #[test]
+    fn priowfq_without_contention_serves_whoever_waits() {
+        let mut s = build(&spec(StrategyKind::Priowfq), 2);
+        let only_low = [RingView::default(), RingView { len: 3, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
+        assert_eq!(s.pick(&only_low, Instant::from_ps(0)), Some(1));
+        // A high-priority frame arrives: it gets the core at the next packet boundary.
+        let both = [RingView { len: 1, head_arrival: Instant::from_ps(7), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 2, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
+        assert_eq!(s.pick(&both, Instant::from_ps(8)), Some(0));
+    }
+}

@@ -26,3 +26,21 @@ impl Strategy for Quota {
         "quota"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::spec;
+    use super::super::{build, RingView};
+    use crate::engine::time::{Instant, Span};
+    use crate::scenario::StrategyKind;
+
+    #[test]
+    fn quota_moves_on_when_a_ring_empties() {
+        let mut s = build(&spec(StrategyKind::Quota), 2);
+        let rings = [RingView { len: 1, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 5, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
+        let first = s.pick(&rings, Instant::from_ps(0)).unwrap();
+        s.served(first, 64);
+        let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];
+        assert_eq!(s.pick(&emptied, Instant::from_ps(1)), Some(1));
+    }
+}

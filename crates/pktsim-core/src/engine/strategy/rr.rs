@@ -26,3 +26,25 @@ impl Strategy for TimeSlice {
         "rr"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::spec;
+    use super::super::{build, RingView};
+    use crate::engine::time::{Instant, Span};
+    use crate::scenario::StrategyKind;
+
+    #[test]
+    fn a_slice_shorter_than_a_frame_still_serves_one_frame_per_turn() {
+        let mut s = build(&spec(StrategyKind::Rr), 2);
+        let rings = [RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 100, head_service: Span::from_ps(25) }, RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 100, head_service: Span::from_ps(25) }];
+        let mut now = Instant::ZERO;
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            let i = s.pick(&rings, now).unwrap();
+            order.push(i);
+            now += Span::from_ps(25);
+        }
+        assert_eq!(order, [1, 0, 1, 0]);
+    }
+}
