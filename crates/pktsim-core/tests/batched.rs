@@ -1,9 +1,9 @@
 //! Batched I/O (busy polling, batched system calls) against closed forms.
 
-use std::path::Path;
+mod common;
 
-use pktsim_core::engine::{run, SimResult};
-use pktsim_core::Scenario;
+use common::{close, simulate};
+use pktsim_core::engine::SimResult;
 
 fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
     let text = format!(
@@ -33,14 +33,9 @@ fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
         duration = "20ms"
         "#
     );
-    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let sc = Scenario::load_toml(&text, "batched.toml", Path::new("."), &sets).unwrap();
-    run(&sc, &mut || false).unwrap()
+    simulate(&text, "batched.toml", sets)
 }
 
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs()
-}
 
 #[test]
 fn saturated_throughput_is_one_over_per_packet_plus_per_call_over_batch() {

@@ -1,8 +1,11 @@
 //! Several cores, several rings per core, shared tx queues.
 
+mod common;
+
 use std::path::Path;
 
-use pktsim_core::engine::{run, SimResult};
+use common::{close, load, sim, simulate};
+use pktsim_core::engine::SimResult;
 use pktsim_core::Scenario;
 
 fn server(cores: u32, sets: &[(&str, &str)]) -> SimResult {
@@ -26,14 +29,9 @@ fn server(cores: u32, sets: &[(&str, &str)]) -> SimResult {
         duration = "40ms"
         "#
     );
-    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let sc = Scenario::load_toml(&text, "mc.toml", Path::new("."), &sets).unwrap();
-    run(&sc, &mut || false).unwrap()
+    simulate(&text, "mc.toml", sets)
 }
 
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs()
-}
 
 #[test]
 fn no_packet_leaves_before_it_arrives_on_any_core() {
@@ -106,8 +104,7 @@ fn napi_scales_with_cores_too() {
             duration = "20ms"
             "#
         );
-        let sc = Scenario::load_toml(&text, "napi-mc.toml", Path::new("."), &[]).unwrap();
-        run(&sc, &mut || false).unwrap()
+        simulate(&text, "napi-mc.toml", &[])
     };
     let one = napi(1);
     let four = napi(4);
@@ -156,8 +153,7 @@ fn each_core_can_run_its_own_strategy() {
         warmup = "2ms"
         duration = "100ms"
     "#;
-    let sc = Scenario::load_toml(text, "per-core.toml", Path::new("."), &[]).unwrap();
-    let r = run(&sc, &mut || false).unwrap();
+    let r = sim(&load(text, "per-core.toml", &[]));
     assert_eq!(r.io["strategy_per_core"], serde_json::json!(["prio", "sq"]));
     let rt0 = r.per_ring[0].summary.latency_ns.mean; // core 0, rt ring
     let rt1 = r.per_ring[2].summary.latency_ns.mean; // core 1, rt ring

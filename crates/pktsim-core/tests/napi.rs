@@ -1,9 +1,9 @@
 //! The NAPI/ixgbe node against hand-computed traces and closed forms.
 
-use std::path::Path;
+mod common;
 
-use pktsim_core::engine::{run, SimResult};
-use pktsim_core::Scenario;
+use common::{close, load, sim, simulate};
+use pktsim_core::engine::SimResult;
 
 /// The 002 node (Table I costs) with overrides.
 fn node(sets: &[(&str, &str)]) -> SimResult {
@@ -29,14 +29,9 @@ fn node(sets: &[(&str, &str)]) -> SimResult {
         duration = "50ms"
         t_off = "7521ns"
     "#;
-    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let sc = Scenario::load_toml(text, "napi.toml", Path::new("."), &sets).unwrap();
-    run(&sc, &mut || false).unwrap()
+    simulate(text, "napi.toml", sets)
 }
 
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs()
-}
 
 #[test]
 fn an_isolated_packet_costs_irq_plus_proc_and_a_second_irq_cleans_its_descriptor() {
@@ -181,13 +176,13 @@ fn simulator_and_analytical_model_agree_on_saturation_including_the_fib() {
         )
     };
     for flows in [1, 1_048_576] {
-        let sc = Scenario::load_toml(&text(flows), "fib.toml", Path::new("."), &[]).unwrap();
+        let sc = load(&text(flows), "fib.toml", &[]);
         let analytic = pktsim_core::model::predict(&sc);
-        let sim = run(&sc, &mut || false).unwrap();
+        let sim = sim(&sc);
         assert!(close(sim.throughput_pps, analytic.r_max_pps, 0.003), "{flows} flows: sim {} vs model {}", sim.throughput_pps, analytic.r_max_pps);
     }
-    let big = Scenario::load_toml(&text(1_048_576), "fib.toml", Path::new("."), &[]).unwrap();
-    let r = run(&big, &mut || false).unwrap();
+    let big = load(&text(1_048_576), "fib.toml", &[]);
+    let r = sim(&big);
     assert!(r.throughput_pps < 1.40e6, "the FIB slows the simulated sc: {}", r.throughput_pps);
 }
 

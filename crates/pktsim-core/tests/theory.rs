@@ -3,10 +3,10 @@
 //! than 10^6 packets each. A very fast link keeps the arrivals Poisson (framing spacing
 //! negligible), and a zero DMA delay makes the latency the sojourn time.
 
-use std::path::Path;
+mod common;
 
-use pktsim_core::engine::{run, SimResult};
-use pktsim_core::Scenario;
+use common::simulate as sim_toml;
+use pktsim_core::engine::SimResult;
 
 fn simulate(rate: &str, service: &str, dist: &str, ring: u32, duration: &str, seed: u64) -> SimResult {
     let text = format!(
@@ -33,8 +33,7 @@ fn simulate(rate: &str, service: &str, dist: &str, ring: u32, duration: &str, se
         duration = "{duration}"
         "#
     );
-    let sc = Scenario::load_toml(&text, "theory.toml", Path::new("."), &[]).unwrap();
-    run(&sc, &mut || false).unwrap()
+    sim_toml(&text, "theory.toml", &[])
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! Threaded NAPI on a veth-like device against closed forms and a hand-computed trace.
 
-use std::path::Path;
+mod common;
 
-use pktsim_core::engine::{run, SimResult};
-use pktsim_core::{model, Scenario};
+use common::{close, load};
+use pktsim_core::engine::SimResult;
+use pktsim_core::model;
 
 fn scenario(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
     let text = r#"
@@ -31,21 +32,17 @@ fn scenario(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
         warmup = "1ms"
         duration = "20ms"
         "#;
-    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    Scenario::load_toml(text, "threaded.toml", Path::new("."), &sets).unwrap()
+    load(text, "threaded.toml", sets)
 }
 
 fn sim(sets: &[(&str, &str)]) -> SimResult {
-    run(&scenario(sets), &mut || false).unwrap()
+    common::sim(&scenario(sets))
 }
 
 fn wakeups(r: &SimResult) -> f64 {
     r.io["wakeups"].as_u64().unwrap() as f64
 }
 
-fn close(a: f64, b: f64, rel: f64) -> bool {
-    (a - b).abs() <= rel * b.abs()
-}
 
 #[test]
 fn sparse_arrivals_wake_the_thread_for_every_frame() {
@@ -85,7 +82,7 @@ fn hand_trace_eight_frames_per_wakeup() {
 fn saturation_polls_full_weights_and_the_ring_overflows() {
     // Offered 3 Mpps against 1 / (600 ns + 6.4 us / 64) = 1.4286 Mpps.
     let sc = scenario(&[("traffic.rate", "3Mpps"), ("host.t_poll", "6400ns")]);
-    let r = run(&sc, &mut || false).unwrap();
+    let r = common::sim(&sc);
     let cap = 1e9 / (600.0 + 6400.0 / 64.0);
     assert!(close(r.throughput_pps, cap, 2e-3), "{} vs {cap}", r.throughput_pps);
     assert!(close(r.packets_per_poll.mean, 64.0, 1e-3), "{}", r.packets_per_poll.mean);
