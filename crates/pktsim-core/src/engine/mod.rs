@@ -81,11 +81,6 @@ struct ReportInfo {
 }
 
 impl SimNode {
-    /// The node's layout.
-    pub fn topology(&self) -> &Topology {
-        &self.topo
-    }
-
     /// Send every transmitted frame to `port` too (the next node, a collector).
     pub fn connect_egress(&mut self, port: Box<dyn Egress>) {
         self.nic.connect_egress(port);

@@ -39,20 +39,22 @@ impl Ingress for Scripted {
     }
 }
 
-/// Departures as the egress port saw them: (descriptor posted, last bit left), in ns.
+/// Departures as the egress port saw them: (descriptor posted, last bit left), in ns,
+/// and each frame's origin time (ns), which a next node would carry on.
 #[derive(Clone, Default)]
-pub struct Departures(Arc<Mutex<Vec<(f64, f64)>>>);
+pub struct Departures(Arc<Mutex<(Vec<(f64, f64)>, Vec<f64>)>>);
 
 impl Departures {
-    pub fn get(&self) -> Vec<(f64, f64)> {
+    pub fn get(&self) -> (Vec<(f64, f64)>, Vec<f64>) {
         self.0.lock().map(|v| v.clone()).unwrap_or_default()
     }
 }
 
 impl Egress for Departures {
-    fn depart(&mut self, _p: &Packet, t_tx: Instant, t_done: Instant) {
+    fn depart(&mut self, p: &Packet, t_tx: Instant, t_done: Instant) {
         if let Ok(mut v) = self.0.lock() {
-            v.push((t_tx.ps() as f64 / 1e3, t_done.ps() as f64 / 1e3));
+            v.0.push((t_tx.ps() as f64 / 1e3, t_done.ps() as f64 / 1e3));
+            v.1.push(p.t_origin.ps() as f64 / 1e3);
         }
     }
 }
@@ -64,12 +66,19 @@ pub fn scenario(toml: &str) -> ResolvedScenario {
 
 /// Run the node `toml` describes on `frames` (ns, bytes): its report and its departures.
 pub fn trace(toml: &str, frames: &[(u64, u16)]) -> (SimResult, Vec<(f64, f64)>) {
+    let (r, departures, _) = trace_origins(toml, frames);
+    (r, departures)
+}
+
+/// [`trace`], with the origin time of each departed frame.
+pub fn trace_origins(toml: &str, frames: &[(u64, u16)]) -> (SimResult, Vec<(f64, f64)>, Vec<f64>) {
     let sc = scenario(toml);
     let mut node = SimNode::with_ingress(&sc, Box::new(Scripted::new(frames)));
     let departures = Departures::default();
     node.connect_egress(Box::new(departures.clone()));
     node.run(&mut || false).unwrap_or_else(|e| panic!("{e}"));
-    (node.report(0.0), departures.get())
+    let (departed, origins) = departures.get();
+    (node.report(0.0), departed, origins)
 }
 
 /// A 1-core node at 10 Gbit/s (64 B frames: 67.2 ns on the wire), no DMA delay, measured

@@ -422,7 +422,7 @@ impl IoMode for Napi {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::testing::{node_toml, trace};
+    use crate::engine::testing::{node_toml, trace, trace_origins};
 
     /// ITR off, t_irq 1 us, t_proc 2 us, t_clean 0.5 us; tx completions on their own
     /// vector. Frames reach the rx ring at 10 and 12 us.
@@ -440,8 +440,9 @@ mod tests {
     #[test]
     fn an_interrupt_preempts_a_poll_and_causes_that_came_while_masked_interrupt_at_unmask() {
         let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"\nt_clean = \"500ns\"", "[nic.itr]\nmode = \"off\"");
-        let (r, dep) = trace(&toml, &[(10_000, 64), (12_000, 64)]);
+        let (r, dep, origins) = trace_origins(&toml, &[(10_000, 64), (12_000, 64)]);
         assert_eq!(dep, [(13_000.0, 13_067.2), (16_000.0, 16_067.2)]);
+        assert_eq!(origins, [10_000.0, 12_000.0], "the egress port sees where each frame began");
         assert_eq!(r.irq_per_s * 1e-3, 4.0, "IRQs at 10, 13.07, 16, 18 us");
         assert_eq!(r.polls_per_packet, 2.0, "four polls for two frames");
         assert_eq!(r.packets_per_poll.histogram[..3], [1, 0, 1], "rx polls: one with both frames, one empty");

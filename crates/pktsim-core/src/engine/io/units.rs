@@ -36,9 +36,6 @@ impl<U> Worker<U> {
     pub fn is_idle(&self) -> bool {
         self.unit.is_none()
     }
-    pub fn unit(&self) -> Option<&U> {
-        self.unit.as_ref()
-    }
     /// The running unit ends `d` later than planned (it was preempted for `d`).
     pub fn stretch(&mut self, d: Span, key: Key, ctx: &mut Ctx) {
         self.end += d;

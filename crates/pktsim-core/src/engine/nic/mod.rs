@@ -135,12 +135,6 @@ impl Nic {
 
     // ------------------------------------------------------------------ receive
 
-    /// When the next frame's descriptor would be written.
-    #[inline]
-    pub fn next_arrival(&self) -> Instant {
-        self.next.t_ring
-    }
-
     fn any_wake(&self) -> bool {
         self.rx.iter().any(|r| r.is_armed())
     }
