@@ -2,6 +2,7 @@
 //!
 //! Modules, in the order a scenario flows through them:
 //! - [`units`]: quantities with units (`"3.3GHz"`, `"479ns"`, `"64B"`, ...).
+//! - [`loader`]: TOML and JSON text to serde types, with key paths in errors; `--set`.
 //! - [`scenario`]: the scenario format (defined once, here) and its validation.
 //! - [`cost`]: cycles per packet by processing group (000), bundled profiles.
 //! - [`fib`]: routing cost as a function of FIB size and caches.
@@ -13,6 +14,7 @@ pub mod engine;
 pub mod error;
 pub mod fib;
 pub mod flame;
+pub mod loader;
 pub mod model;
 pub mod scenario;
 pub mod units;

@@ -24,17 +24,21 @@
 //! [cost]
 //! profile = "raumer2015-64B"
 //! ```
+//!
+//! Reading the text, key paths in errors and `--set` are in [`crate::loader`].
 
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
-use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
 use crate::cost::{self, CostProfile, Groups};
 use crate::error::{join_path, ConfigError, Error, Result, VALUE_SEP};
 use crate::fib::{Caches, FibParams};
 use crate::units::{BitRate, Bytes, Cycles, CyclesPerByte, Duration, Frequency, OfferedRate, Percent, TimePerByte};
+
+pub use crate::loader::{apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -914,176 +918,20 @@ pub struct ResolvedScenario {
 }
 
 // ---------------------------------------------------------------------------------------
-// Deserialization with key paths
-
-fn path_string(path: &serde_path_to_error::Path) -> String {
-    let s = path.to_string();
-    if s == "." {
-        String::new()
-    } else {
-        s
-    }
-}
-
-/// Deserialize any serde value tree, reporting errors by key path.
-pub fn deserialize_value<'de, T: DeserializeOwned, D>(deserializer: D, origin: &str) -> Result<T>
-where
-    D: Deserializer<'de>,
-    D::Error: std::fmt::Display,
-{
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = path_string(e.path());
-        // toml's messages end with its own "in `key`" context; the path already says it.
-        let message = e.inner().to_string();
-        let message = message.split("\nin `").next().unwrap_or_default().trim().to_string();
-        Error::Config(ConfigError::from_serde(origin, path, &message))
-    })
-}
-
-/// Parse TOML text into a table, with line and column on syntax errors.
-pub fn parse_toml_table(text: &str, origin: &str) -> Result<toml::Table> {
-    text.parse::<toml::Table>().map_err(|e| {
-        let position = e.span().map(|span| line_col(text, span.start));
-        Error::Config(ConfigError {
-            origin: origin.to_string(),
-            path: String::new(),
-            value: None,
-            expected: format!("valid TOML ({})", e.message().trim()),
-            position,
-        })
-    })
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, col)
-}
-
-/// Parse and deserialize TOML text.
-pub fn deserialize_toml<T: DeserializeOwned>(text: &str, origin: &str) -> Result<T> {
-    let table = parse_toml_table(text, origin)?;
-    deserialize_value(toml::Value::Table(table), origin)
-}
-
-// ---------------------------------------------------------------------------------------
-// --set overrides
-
-/// Parse the value of a `--set key=value`: a TOML value if it is one (`5`, `true`,
-/// `"x"`, `[1, 2]`), otherwise the text itself as a string (`1.2Mpps`).
-pub fn parse_set_value(text: &str) -> toml::Value {
-    let snippet = format!("v = {text}");
-    if let Ok(t) = snippet.parse::<toml::Table>() {
-        if let Some(v) = t.get("v") {
-            return v.clone();
-        }
-    }
-    toml::Value::String(text.to_string())
-}
-
-/// Apply `key.path=value` overrides to a TOML table, creating tables as needed.
-pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<()> {
-    let mut root = toml::Value::Table(std::mem::take(table));
-    let result = sets.iter().try_for_each(|(key, value)| set_one(&mut root, key, value));
-    if let toml::Value::Table(t) = root {
-        *table = t;
-    }
-    result
-}
-
-/// Set one dotted key, walking tables by name and arrays by index
-/// (`traffic.sources.0.share`).
-fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
-    let parts: Vec<&str> = key.split('.').collect();
-    if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
-        return Err(ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into());
-    }
-    let mut cur = root;
-    for (i, part) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        cur = match cur {
-            toml::Value::Table(t) => {
-                if last {
-                    t.insert(part.to_string(), parse_set_value(value));
-                    return Ok(());
-                }
-                t.entry(part.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()))
-            }
-            toml::Value::Array(a) => {
-                let n = a.len();
-                let Some(idx) = part.parse::<usize>().ok().filter(|&j| j < n) else {
-                    return Err(ConfigError::new(
-                        "--set",
-                        parts[..=i].join("."),
-                        Some(value.to_string()),
-                        format!("an index from 0 to {} into this list", n.saturating_sub(1)),
-                    )
-                    .into());
-                };
-                if last {
-                    a[idx] = parse_set_value(value);
-                    return Ok(());
-                }
-                &mut a[idx]
-            }
-            _ => {
-                return Err(ConfigError::new(
-                    "--set",
-                    parts[..i].join("."),
-                    Some(value.to_string()),
-                    format!("a table to hold {key}, but it is a plain value"),
-                )
-                .into())
-            }
-        };
-    }
-    Ok(())
-}
-
-/// Split `key=value` strings.
-pub fn split_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
-    sets.iter()
-        .map(|s| match s.split_once('=') {
-            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
-            None => Err(ConfigError::new("--set", s.clone(), None, "key=value, e.g. traffic.rate=1.2Mpps").into()),
-        })
-        .collect()
-}
-
-// ---------------------------------------------------------------------------------------
 // Loading and validation
 
 impl Scenario {
     /// Load from TOML text. `origin` names the file in errors, `base_dir` resolves relative
     /// profile paths.
     pub fn load_toml(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
-        let mut table = parse_toml_table(text, origin)?;
-        apply_sets(&mut table, sets)?;
-        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        scenario.resolve(origin, base_dir)
+        let table = parse_toml_table(text, origin)?;
+        Self::load_table(table, origin, base_dir, sets)
     }
 
     /// Load from JSON text (what Python sends).
     pub fn load_json(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
-        let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
-            Error::Config(ConfigError {
-                origin: origin.into(),
-                path: String::new(),
-                value: None,
-                expected: format!("valid JSON ({e})"),
-                position: Some((e.line(), e.column())),
-            })
-        })?;
-        // Round-trip through TOML so that --set and the TOML path share one code path; JSON
-        // null has no TOML form and is rejected with its key.
-        let mut table = match json_to_toml(&value, origin, "")? {
-            toml::Value::Table(t) => t,
-            _ => return Err(ConfigError::new(origin, "", None, "a table (a dict) at the top level").into()),
-        };
-        apply_sets(&mut table, sets)?;
-        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        scenario.resolve(origin, base_dir)
+        let table = crate::loader::parse_json_table(text, origin)?;
+        Self::load_table(table, origin, base_dir, sets)
     }
 
     /// Load a scenario file.
@@ -1091,6 +939,13 @@ impl Scenario {
         let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         Self::load_toml(&text, &path.display().to_string(), &base, sets)
+    }
+
+    /// Apply the `--set` overrides to a parsed table, deserialize and resolve it.
+    fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        apply_sets(&mut table, sets)?;
+        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
+        scenario.resolve(origin, base_dir)
     }
 
     /// Validate and resolve the cost profile.
@@ -1477,35 +1332,6 @@ impl ResolvedScenario {
     pub fn total_flows(&self) -> u64 {
         self.sources.iter().map(|s| s.flows).sum()
     }
-}
-
-fn json_to_toml(v: &serde_json::Value, origin: &str, path: &str) -> Result<toml::Value> {
-    use serde_json::Value as J;
-    Ok(match v {
-        J::Null => return Err(ConfigError::new(origin, path, Some("null".into()), "a value (leave the key out instead of null)").into()),
-        J::Bool(b) => toml::Value::Boolean(*b),
-        J::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                toml::Value::Integer(i)
-            } else if let Some(u) = n.as_u64() {
-                // Larger than i64: keep as float so it is rejected with a key path later.
-                toml::Value::Float(u as f64)
-            } else {
-                toml::Value::Float(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        J::String(s) => toml::Value::String(s.clone()),
-        J::Array(a) => toml::Value::Array(
-            a.iter().enumerate().map(|(i, x)| json_to_toml(x, origin, &format!("{path}[{i}]"))).collect::<Result<_>>()?,
-        ),
-        J::Object(m) => {
-            let mut t = toml::Table::new();
-            for (k, x) in m {
-                t.insert(k.clone(), json_to_toml(x, origin, &join_path(path, k))?);
-            }
-            toml::Value::Table(t)
-        }
-    })
 }
 
 /// JSON Schema of the scenario format (for editors and for Python-side validation).
