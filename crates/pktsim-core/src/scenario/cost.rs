@@ -109,3 +109,59 @@ impl CostSpec {
         Ok(cost)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::scenario::BatchSpec;
+    use crate::units::Duration;
+
+    const GHZ_3: Frequency = Frequency { hz: 3e9 };
+
+    fn resolve(spec: &CostSpec, host: &HostSpec) -> Result<CostProfile> {
+        spec.resolve("t", Path::new("."), GHZ_3, host, 4, None)
+    }
+
+    fn profile(buffers: BufferSpec) -> CostSpec {
+        CostSpec { profile: Some("raumer2015-64B".into()), buffers, ..CostSpec::default() }
+    }
+
+    #[test]
+    fn recycling_needs_a_recycle_cost_and_only_recycling_has_one() {
+        let host = HostSpec::default();
+        let recycling = BufferSpec { recycling: true, recycle: Some(Cycles::new(40.0)), ..BufferSpec::default() };
+        assert!(resolve(&profile(recycling.clone()), &host).is_ok());
+        let e = config_error(resolve(&profile(BufferSpec { recycle: None, ..recycling.clone() }), &host));
+        assert_eq!(e.to_string(), "t: cost.buffers.recycle: the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"");
+        let e = config_error(resolve(&profile(BufferSpec { recycling: false, ..recycling }), &host));
+        assert_eq!(e.to_string(), "t: cost.buffers.recycle = \"40cycles\": expected no recycle cost unless cost.buffers.recycling = true");
+    }
+
+    #[test]
+    fn the_buffer_model_needs_alloc_and_free_cycles() {
+        let lock = BufferSpec { shared_lock: Cycles::new(10.0), ..BufferSpec::default() };
+        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), ..HostSpec::default() };
+        assert_eq!(config_error(resolve(&CostSpec { buffers: lock.clone(), ..CostSpec::default() }, &host)).path, "cost.buffers");
+        assert!(resolve(&profile(lock), &HostSpec::default()).is_ok());
+    }
+
+    #[test]
+    fn host_times_stand_in_for_a_profile() {
+        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), t_clean: Some(Duration::from_ps(20_000)), ..HostSpec::default() };
+        let cost = resolve(&CostSpec::default(), &host).unwrap();
+        assert_eq!(cost.name, "host times");
+        assert!((cost.fixed.get(Group::Other) - 300.0).abs() < 1e-9);
+        assert!((cost.fixed.get(Group::Free) - 60.0).abs() < 1e-9);
+        assert_eq!((cost.reference_flows, cost.reference_routes), (4, 4));
+    }
+
+    #[test]
+    fn a_packet_must_cost_something() {
+        let e = config_error(resolve(&CostSpec::default(), &HostSpec::default()));
+        assert_eq!(e.path, "cost");
+        let batch = BatchSpec { t_call: Duration::from_ps(50_000), ..Default::default() };
+        let busy_poll = HostSpec { io: IoModeKind::BusyPoll, batch, ..HostSpec::default() };
+        assert!(resolve(&CostSpec::default(), &busy_poll).is_ok());
+    }
+}

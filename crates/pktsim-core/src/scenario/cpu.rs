@@ -50,3 +50,41 @@ impl Cpu {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::units::Bytes;
+
+    fn cpu(cores: u32) -> Cpu {
+        Cpu { frequency: Frequency::from_hz(3.3e9), cores, contention: Cycles::default(), caches: Caches::default() }
+    }
+
+    #[test]
+    fn cores_range_from_1_to_4096() {
+        assert!(cpu(1).validate("t").is_ok());
+        assert!(cpu(4096).validate("t").is_ok());
+        assert_eq!(config_error(cpu(0).validate("t")).to_string(), "t: cpu.cores = 0: expected a number of cores from 1 to 4096");
+        assert_eq!(config_error(cpu(4097).validate("t")).path, "cpu.cores");
+    }
+
+    #[test]
+    fn a_clock_of_0_hz_is_rejected() {
+        let c = Cpu { frequency: Frequency::from_hz(0.0), ..cpu(1) };
+        assert_eq!(config_error(c.validate("t")).to_string(), "t: cpu.frequency = \"0Hz\": expected a frequency above 0 Hz");
+    }
+
+    #[test]
+    fn caches_grow_from_l1d_to_l3() {
+        let mut c = cpu(1);
+        c.caches.l2 = Bytes::new(c.caches.l1d.bytes - 1);
+        assert_eq!(config_error(c.validate("t")).path, "cpu.caches");
+        let mut c = cpu(1);
+        c.caches.l3 = Bytes::new(c.caches.l2.bytes - 1);
+        assert_eq!(config_error(c.validate("t")).path, "cpu.caches");
+        let mut c = cpu(1);
+        c.caches.l1d = Bytes::new(0);
+        assert_eq!(config_error(c.validate("t")).path, "cpu.caches");
+    }
+}

@@ -17,3 +17,27 @@ pub(super) fn validate(fib: &FibParams, origin: &str) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::units::Bytes;
+
+    #[test]
+    fn zero_routes_and_empty_entries_are_rejected() {
+        assert!(validate(&FibParams::default(), "t").is_ok());
+        let fib = FibParams { routes: Some(0), ..FibParams::default() };
+        assert_eq!(config_error(validate(&fib, "t")).to_string(), "t: fib.routes = 0: expected at least 1 route");
+        let fib = FibParams { entry_size: Bytes::new(0), ..FibParams::default() };
+        assert_eq!(config_error(validate(&fib, "t")).path, "fib.entry_size");
+    }
+
+    #[test]
+    fn misses_per_lookup_is_finite_and_not_negative() {
+        for bad in [-0.1, f64::NAN, f64::INFINITY] {
+            let fib = FibParams { misses_per_lookup: bad, ..FibParams::default() };
+            assert_eq!(config_error(validate(&fib, "t")).path, "fib.misses_per_lookup");
+        }
+    }
+}

@@ -320,3 +320,66 @@ impl HostSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    fn with_strategy(strategy: StrategySpec) -> HostSpec {
+        HostSpec { strategy, ..HostSpec::default() }
+    }
+
+    #[test]
+    fn priowfq_gives_one_slice_per_queue() {
+        let slices = vec![Duration::from_ps(1_000_000); 2];
+        let st = StrategySpec { kind: StrategyKind::Priowfq, slices, ..StrategySpec::default() };
+        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
+        let e = config_error(with_strategy(st.clone()).validate("t", 3, 1));
+        assert_eq!(e.to_string(), "t: host.strategy.slices = 2 slices: expected one time slice above 0 per queue in nic.queues (3), highest priority first");
+        let zero = StrategySpec { slices: vec![Duration::from_ps(1_000_000), Duration::from_ps(0)], ..st };
+        assert_eq!(config_error(with_strategy(zero).validate("t", 2, 1)).path, "host.strategy.slices");
+    }
+
+    #[test]
+    fn drr_gives_one_weight_per_queue_and_a_quantum() {
+        let st = StrategySpec { kind: StrategyKind::Drr, weights: vec![3, 1], ..StrategySpec::default() };
+        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
+        assert_eq!(config_error(with_strategy(st.clone()).validate("t", 1, 1)).path, "host.strategy.weights");
+        let no_quantum = StrategySpec { quantum: Bytes::new(0), ..st };
+        assert_eq!(config_error(with_strategy(no_quantum).validate("t", 2, 1)).path, "host.strategy.weights");
+    }
+
+    #[test]
+    fn core_strategies_give_one_per_core_and_are_checked_each() {
+        let quota = StrategySpec { kind: StrategyKind::Quota, quota: 0, ..StrategySpec::default() };
+        let host = HostSpec { core_strategies: vec![StrategySpec::default(), quota], ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 3)).to_string(), "t: host.core_strategies = 2 entries: expected one strategy per core (3)");
+        assert_eq!(config_error(host.validate("t", 1, 2)).path, "host.core_strategies[1].quota");
+    }
+
+    #[test]
+    fn busy_polling_for_free_is_rejected() {
+        let host = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.batch.t_empty");
+        let batch = BatchSpec { t_call: Duration::from_ps(10_000), ..BatchSpec::default() };
+        assert!(HostSpec { batch, ..host }.validate("t", 1, 1).is_ok());
+    }
+
+    #[test]
+    fn only_threaded_napi_has_a_thread() {
+        let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
+        let host = HostSpec { thread, ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.thread");
+        assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1).is_ok());
+    }
+
+    #[test]
+    fn napi_limits_are_in_range() {
+        assert!(HostSpec::default().validate("t", 1, 1).is_ok());
+        let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1));
+        assert_eq!(e.to_string(), "t: host.weight = 0: expected a number of packets from 1 to 65536");
+        assert_eq!(config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1)).path, "host.hz");
+        assert_eq!(config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate("t", 1, 1)).path, "host.budget_time");
+    }
+}

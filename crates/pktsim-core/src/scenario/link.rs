@@ -36,3 +36,23 @@ impl Link {
 pub fn line_rate_pps(link_bps: f64, mean_frame_bytes: f64, overhead_bytes: f64) -> f64 {
     link_bps / (8.0 * (mean_frame_bytes + overhead_bytes))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    #[test]
+    fn a_rate_of_0_is_rejected() {
+        let link = Link { rate: BitRate::from_bps(0.0), overhead: default_overhead() };
+        assert_eq!(config_error(link.validate("t")).to_string(), "t: link.rate = \"0bit/s\": expected a line rate above 0 bit/s");
+        let link = Link { rate: BitRate::from_bps(f64::NAN), overhead: default_overhead() };
+        assert_eq!(config_error(link.validate("t")).path, "link.rate");
+        assert!(Link { rate: BitRate::from_bps(1e10), overhead: default_overhead() }.validate("t").is_ok());
+    }
+
+    #[test]
+    fn ten_gigabit_carries_14_88_mpps_of_64_byte_frames() {
+        assert!((line_rate_pps(10e9, 64.0, 20.0) - 14_880_952.380952).abs() < 1e-3);
+    }
+}

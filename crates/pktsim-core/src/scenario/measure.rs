@@ -115,3 +115,35 @@ impl MeasureSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    #[test]
+    fn batches_range_from_2_to_1000() {
+        assert!(MeasureSpec::default().validate("t").is_ok());
+        let m = MeasureSpec { batches: 1, ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).to_string(), "t: measure.batches = 1: expected a number of batches from 2 to 1000");
+        let m = MeasureSpec { batches: 1001, ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.batches");
+    }
+
+    #[test]
+    fn at_most_a_million_time_series_buckets() {
+        // 100 ms measured: 100 ns buckets are a million, 99 ns ones too many.
+        let m = MeasureSpec { interval: Some(Duration::from_ps(100_000)), ..MeasureSpec::default() };
+        assert!(m.validate("t").is_ok());
+        let m = MeasureSpec { interval: Some(Duration::from_ps(99_000)), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.interval");
+        let m = MeasureSpec { interval: Some(Duration::from_ps(0)), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.interval");
+    }
+
+    #[test]
+    fn a_duration_of_0_is_rejected() {
+        let m = MeasureSpec { duration: Duration::from_ps(0), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.duration");
+    }
+}

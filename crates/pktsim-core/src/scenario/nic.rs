@@ -253,3 +253,70 @@ pub fn parse_prefix(text: &str) -> Option<(u32, u8)> {
     let ip: std::net::Ipv4Addr = addr.trim().parse().ok()?;
     Some((u32::from(ip), len))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    fn with_itr(mode: ItrMode, interval_us: Option<u64>) -> NicSpec {
+        let itr = ItrSpec { mode, interval: interval_us.map(|us| Duration::from_ps(us * 1_000_000)), ..ItrSpec::default() };
+        NicSpec { itr, ..NicSpec::default() }
+    }
+
+    #[test]
+    fn static_itr_needs_an_interval() {
+        assert!(with_itr(ItrMode::Static, Some(50)).validate("t").is_ok());
+        let e = config_error(with_itr(ItrMode::Static, None).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval: an interval for mode = \"static\", e.g. \"50us\"");
+        let e = config_error(with_itr(ItrMode::Static, Some(1023)).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval = \"1023us\": expected at most 1022us (ixgbe's rx-usecs range)");
+    }
+
+    #[test]
+    fn only_static_itr_reads_an_interval() {
+        assert!(with_itr(ItrMode::Dynamic, None).validate("t").is_ok());
+        let e = config_error(with_itr(ItrMode::Dynamic, Some(50)).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
+        assert_eq!(config_error(with_itr(ItrMode::Off, Some(50)).validate("t")).path, "nic.itr.interval");
+    }
+
+    #[test]
+    fn the_refill_batch_fits_the_ring() {
+        let nic = NicSpec { rx_ring: 64, refill_batch: 64, ..NicSpec::default() };
+        assert!(nic.validate("t").is_ok());
+        let nic = NicSpec { rx_ring: 64, refill_batch: 65, ..NicSpec::default() };
+        assert_eq!(
+            config_error(nic.validate("t")).to_string(),
+            "t: nic.refill_batch = 65: expected a number of descriptors (at most nic.rx_ring) from 1 to 64"
+        );
+    }
+
+    #[test]
+    fn queue_names_are_unique_and_filters_name_them() {
+        let queues = vec!["hi".to_string(), "lo".to_string()];
+        let nic = NicSpec { queues: vec!["hi".into(), "hi".into()], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.queues[1]");
+        let filter = Filter { queue: "hi".into(), tos: None, dscp: Some(46), vlan_pcp: None, proto: None, dst_port: None, src: Some("10.0.0.0/8".into()), dst: None };
+        let nic = NicSpec { queues: queues.clone(), filters: vec![filter.clone()], ..NicSpec::default() };
+        assert!(nic.validate("t").is_ok());
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { queue: "mid".into(), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).to_string(), "t: nic.filters[0].queue = \"mid\": expected one of nic.queues (hi, lo)");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dst: Some("10.0.0.0/33".into()), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dst");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dscp: Some(64), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dscp");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { vlan_pcp: Some(8), ..filter }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].vlan_pcp");
+        let nic = NicSpec { queues, default_queue: Some("mid".into()), ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.default_queue");
+    }
+
+    #[test]
+    fn prefixes_are_ipv4_with_at_most_32_bits() {
+        assert_eq!(parse_prefix("198.18.0.0/15"), Some((0xC612_0000, 15)));
+        assert_eq!(parse_prefix("10.1.2.3"), Some((0x0A01_0203, 32)));
+        assert_eq!(parse_prefix("10.0.0.0/33"), None);
+        assert_eq!(parse_prefix("10.0.0/8"), None);
+    }
+}

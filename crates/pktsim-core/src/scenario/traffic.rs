@@ -373,3 +373,70 @@ fn fmt_mean_frame(mean: f64) -> String {
 pub fn mean_frame_bytes(sources: &[ResolvedSource]) -> f64 {
     sources.iter().map(|s| s.share * s.size.mean_bytes()).sum()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::units::{BitRate, PacketRate};
+
+    /// A source with every default but its share.
+    fn source(share: &str) -> Source {
+        crate::loader::deserialize_toml(&format!("share = {share:?}"), "t").unwrap()
+    }
+
+    fn traffic(sources: Vec<Source>) -> Traffic {
+        Traffic { rate: None, pattern: Pattern::Cbr, size: PacketSize::default(), flows: 1, sources }
+    }
+
+    #[test]
+    fn shares_add_up_to_100_percent() {
+        assert_eq!(traffic(vec![source("30%"), source("70%")]).resolve_sources("t").unwrap().len(), 2);
+        let e = config_error(traffic(vec![source("30%"), source("60%")]).resolve_sources("t"));
+        assert_eq!(e.to_string(), "t: traffic.sources = shares adding up to 90%: expected shares adding up to 100%");
+        let e = config_error(traffic(vec![source("0%"), source("0%")]).resolve_sources("t"));
+        assert_eq!(e.to_string(), "t: traffic.sources: at least one source with a share above 0%");
+    }
+
+    #[test]
+    fn sources_inherit_what_they_do_not_set() {
+        let mut t = traffic(vec![Source { name: Some("voice".into()), flows: Some(4), ..source("25%") }, source("75%")]);
+        t.size = PacketSize::imix();
+        t.pattern = Pattern::Poisson;
+        let r = t.resolve_sources("t").unwrap();
+        assert_eq!((r[0].name.as_str(), r[0].class.as_str(), r[0].flows), ("voice", "voice", 4));
+        assert_eq!((r[1].name.as_str(), r[1].flows, r[1].pattern), ("source1", 1, Pattern::Poisson));
+        assert_eq!(r[1].size, PacketSize::imix());
+    }
+
+    #[test]
+    fn frames_are_64_to_9216_bytes_and_sources_are_checked_by_index() {
+        let mut t = traffic(vec![]);
+        t.size = PacketSize::Fixed(Bytes::new(63));
+        assert_eq!(
+            config_error(t.resolve_sources("t")).to_string(),
+            "t: traffic.size = \"63B\": expected an Ethernet frame size from 64B to 9216B (FCS included)"
+        );
+        let t = traffic(vec![source("50%"), Source { size: Some(PacketSize::Fixed(Bytes::new(9217))), ..source("50%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[1].size");
+        let t = traffic(vec![Source { burst: 0, ..source("100%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].burst");
+        let t = traffic(vec![Source { cv: -0.5, ..source("100%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].cv");
+        let t = Traffic { flows: 0, ..traffic(vec![]) };
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.flows");
+    }
+
+    #[test]
+    fn the_offered_rate_is_at_most_the_line_rate() {
+        let link = Link { rate: BitRate::from_bps(10e9), overhead: Bytes::new(20) };
+        let mut t = traffic(vec![]);
+        let sources = t.resolve_sources("t").unwrap();
+        t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.88e6)));
+        assert!(t.validate_rate("t", &sources, &link).is_ok());
+        t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.89e6)));
+        let e = config_error(t.validate_rate("t", &sources, &link));
+        assert_eq!(e.path, "traffic.rate");
+        assert!(e.expected.starts_with("at most the link's line rate of 14.880952 Mpps (64B frames + 20B framing on 10Gbit/s)"), "{e}");
+    }
+}
