@@ -234,7 +234,7 @@ pub fn bundled_names() -> Vec<&'static str> {
 
 /// Parse a cost-profile TOML text. `origin` names it in errors.
 pub fn parse_profile(text: &str, origin: &str, default_name: &str) -> Result<CostProfile> {
-    let file: CostProfileFile = crate::scenario::deserialize_toml(text, origin)?;
+    let file: CostProfileFile = crate::loader::deserialize_toml(text, origin)?;
     let profile = CostProfile::from_file(file, default_name);
     if !(profile.fixed.total() > 0.0) {
         return Err(ConfigError::new(origin, "cycles", None, "a profile whose groups add up to more than 0 cycles per packet").into());

@@ -105,3 +105,12 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The `ConfigError` of a rejected input; panics if it was accepted (for tests of checks).
+#[cfg(test)]
+pub(crate) fn config_error<T: std::fmt::Debug>(r: Result<T>) -> ConfigError {
+    match r {
+        Err(Error::Config(e)) => e,
+        other => panic!("expected a ConfigError, got {other:?}"),
+    }
+}

@@ -2,7 +2,9 @@
 //!
 //! Modules, in the order a scenario flows through them:
 //! - [`units`]: quantities with units (`"3.3GHz"`, `"479ns"`, `"64B"`, ...).
-//! - [`scenario`]: the scenario format (defined once, here) and its validation.
+//! - [`loader`]: TOML and JSON text to serde types, with key paths in errors; `--set`.
+//! - [`scenario`]: the scenario format (defined once, here) and its validation, one file
+//!   per section (cpu, link, traffic, nic, host, measure, sweep, cost, fib).
 //! - [`cost`]: cycles per packet by processing group (000), bundled profiles.
 //! - [`fib`]: routing cost as a function of FIB size and caches.
 //! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores).
@@ -13,6 +15,7 @@ pub mod engine;
 pub mod error;
 pub mod fib;
 pub mod flame;
+pub mod loader;
 pub mod model;
 pub mod scenario;
 pub mod units;

@@ -1,0 +1,167 @@
+//! `[cost]`: where per-packet costs come from (a cost profile, per-group cycles, the host's
+//! times) and the packet-buffer model; resolving them into the node's [`CostProfile`], and
+//! their checks. Profiles themselves are in [`crate::cost`].
+
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::host::{HostSpec, IoModeKind};
+use crate::cost::{load_profile, CostProfile, CostProfileFile, Group, Groups};
+use crate::error::{ConfigError, Result};
+use crate::units::{Cycles, CyclesPerByte, Frequency};
+
+/// Where per-packet costs come from: a profile (bundled name or file), optionally with
+/// some groups overridden.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CostSpec {
+    /// Bundled profile name (e.g. "raumer2015-64B") or a profile file, relative to the scenario.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Cycles per packet per group (override the profile's, or give all without a profile).
+    #[serde(default)]
+    pub cycles: Groups<Cycles>,
+    /// Cycles per byte per group.
+    #[serde(default)]
+    pub per_byte: Groups<CyclesPerByte>,
+    /// Packet-buffer management: per-packet allocation and free, or recycling from a pool.
+    #[serde(default)]
+    pub buffers: BufferSpec,
+}
+
+/// How packet buffers are obtained (003 skb recycling, 004 Click packet pool).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    /// Take buffers from a per-core pool instead of allocating and freeing each one: the
+    /// alloc and free groups are replaced by `recycle`.
+    #[serde(default)]
+    pub recycling: bool,
+    /// Cycles per packet to take a buffer from the pool and give it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recycle: Option<Cycles>,
+    /// Cycles per packet added to alloc for each additional core sharing the allocator's
+    /// lock (without recycling).
+    #[serde(default)]
+    pub shared_lock: Cycles,
+}
+
+impl CostSpec {
+    /// Load the profile (bundled, or a file relative to `base_dir`) and overlay the given
+    /// groups; without either, take the costs from the host's times. Then check the buffer
+    /// model, and that a packet costs something.
+    ///
+    /// What this needs from the neighbouring sections is passed in: the CPU `frequency`
+    /// (to turn `host.t_proc` and `host.t_clean` into cycles), the `host` (its times and
+    /// batched I/O costs), `total_flows` over all traffic sources and `fib_routes`
+    /// (`fib.routes`), the FIB that host times were measured with.
+    pub(super) fn resolve(&self, origin: &str, base_dir: &Path, frequency: Frequency, host: &HostSpec, total_flows: u64, fib_routes: Option<u64>) -> Result<CostProfile> {
+        // Cost profile: bundled or file, then overrides.
+        let profile = match &self.profile {
+            Some(p) => load_profile(p, base_dir, origin, "cost.profile")?,
+            None => CostProfile::from_file(CostProfileFile::default(), "inline"),
+        };
+        let mut cost = profile.with_overrides(&self.cycles, &self.per_byte);
+        let groups_given = cost.fixed.get(Group::Alloc) + cost.fixed.get(Group::Free) > 0.0;
+        if cost.fixed.total() == 0.0 && self.profile.is_none() {
+            // No cycle costs given: take them from the host's times, so that the analytical
+            // model and the simulator describe the same node (t_clean frees the transmitted
+            // skbs: C_free; the rest of the path is in t_proc, reported under C_other).
+            let f = frequency.hz;
+            if let Some(t) = host.t_proc {
+                cost.fixed.set(Group::Other, t.as_secs() * f);
+                cost.fixed.set(Group::Free, host.t_clean.map_or(0.0, |c| c.as_secs() * f));
+                cost.name = "host times".into();
+                // Times measured on this node already include its own FIB.
+                cost.reference_flows = total_flows;
+                cost.reference_routes = fib_routes.unwrap_or(total_flows);
+            }
+        }
+        let b = &self.buffers;
+        if b.recycling && b.recycle.is_none() {
+            return Err(ConfigError::new(origin, "cost.buffers.recycle", None, "the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"").into());
+        }
+        if !b.recycling && b.recycle.is_some() {
+            return Err(ConfigError::new(origin, "cost.buffers.recycle", b.recycle.map(|c| format!("{:?}", c.to_string())), "no recycle cost unless cost.buffers.recycling = true").into());
+        }
+        if (b.recycling || b.shared_lock.cycles > 0.0) && (host.t_proc.is_some() || !groups_given) {
+            return Err(ConfigError::new(
+                origin,
+                "cost.buffers",
+                None,
+                "per-packet costs from a cost profile or [cost.cycles] (with alloc and free groups) for the buffer model to change; host.t_proc and host.t_clean are fixed times",
+            )
+            .into());
+        }
+        let batched = matches!(host.io, IoModeKind::BusyPoll | IoModeKind::BatchedSyscall);
+        let batch_cost = batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
+        if !(cost.fixed.total() > 0.0) && !batch_cost {
+            return Err(ConfigError::new(
+                origin,
+                "cost",
+                None,
+                "a cost profile (cost.profile), cycles per group ([cost.cycles]), host.t_proc or batched I/O costs (host.batch), giving more than 0 cycles per packet",
+            )
+            .into());
+        }
+        Ok(cost)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::scenario::BatchSpec;
+    use crate::units::Duration;
+
+    const GHZ_3: Frequency = Frequency { hz: 3e9 };
+
+    fn resolve(spec: &CostSpec, host: &HostSpec) -> Result<CostProfile> {
+        spec.resolve("t", Path::new("."), GHZ_3, host, 4, None)
+    }
+
+    fn profile(buffers: BufferSpec) -> CostSpec {
+        CostSpec { profile: Some("raumer2015-64B".into()), buffers, ..CostSpec::default() }
+    }
+
+    #[test]
+    fn recycling_needs_a_recycle_cost_and_only_recycling_has_one() {
+        let host = HostSpec::default();
+        let recycling = BufferSpec { recycling: true, recycle: Some(Cycles::new(40.0)), ..BufferSpec::default() };
+        assert!(resolve(&profile(recycling.clone()), &host).is_ok());
+        let e = config_error(resolve(&profile(BufferSpec { recycle: None, ..recycling.clone() }), &host));
+        assert_eq!(e.to_string(), "t: cost.buffers.recycle: the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"");
+        let e = config_error(resolve(&profile(BufferSpec { recycling: false, ..recycling }), &host));
+        assert_eq!(e.to_string(), "t: cost.buffers.recycle = \"40cycles\": expected no recycle cost unless cost.buffers.recycling = true");
+    }
+
+    #[test]
+    fn the_buffer_model_needs_alloc_and_free_cycles() {
+        let lock = BufferSpec { shared_lock: Cycles::new(10.0), ..BufferSpec::default() };
+        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), ..HostSpec::default() };
+        assert_eq!(config_error(resolve(&CostSpec { buffers: lock.clone(), ..CostSpec::default() }, &host)).path, "cost.buffers");
+        assert!(resolve(&profile(lock), &HostSpec::default()).is_ok());
+    }
+
+    #[test]
+    fn host_times_stand_in_for_a_profile() {
+        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), t_clean: Some(Duration::from_ps(20_000)), ..HostSpec::default() };
+        let cost = resolve(&CostSpec::default(), &host).unwrap();
+        assert_eq!(cost.name, "host times");
+        assert!((cost.fixed.get(Group::Other) - 300.0).abs() < 1e-9);
+        assert!((cost.fixed.get(Group::Free) - 60.0).abs() < 1e-9);
+        assert_eq!((cost.reference_flows, cost.reference_routes), (4, 4));
+    }
+
+    #[test]
+    fn a_packet_must_cost_something() {
+        let e = config_error(resolve(&CostSpec::default(), &HostSpec::default()));
+        assert_eq!(e.path, "cost");
+        let batch = BatchSpec { t_call: Duration::from_ps(50_000), ..Default::default() };
+        let busy_poll = HostSpec { io: IoModeKind::BusyPoll, batch, ..HostSpec::default() };
+        assert!(resolve(&CostSpec::default(), &busy_poll).is_ok());
+    }
+}

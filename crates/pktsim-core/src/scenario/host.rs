@@ -1,0 +1,385 @@
+//! `[host]`: host-side packet I/O (the I/O mode, IRQ and NAPI costs and limits, batched I/O,
+//! the NAPI thread) and how each core schedules its rx rings; and their checks.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::check_range;
+use crate::error::{ConfigError, Result};
+use crate::units::{Bytes, Duration, TimePerByte};
+
+/// How a core moves packets between rings and the stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoModeKind {
+    /// Linux NAPI with an ixgbe-style driver: hard IRQ, poll list, tx clean + rx clean.
+    #[default]
+    Napi,
+    /// A plain single server: FIFO service from the rx ring, no IRQ or NAPI effects (for
+    /// checks against queueing theory).
+    Server,
+    /// DPDK-style: the core spins on its rings, each call moves up to `host.batch.size`
+    /// frames; no interrupts; an empty call costs `t_empty`.
+    BusyPoll,
+    /// netmap / libpcap style: a system call moves up to `host.batch.size` frames; with
+    /// nothing to move the thread sleeps until an interrupt wakes it (`t_wakeup`).
+    BatchedSyscall,
+    /// Threaded NAPI on a software device (veth): no hard IRQ; the sender schedules the
+    /// NAPI, whose kernel thread wakes after `host.thread.wake_latency`, pays
+    /// `host.thread.t_wakeup`, then polls up to `host.weight` packets per poll until the
+    /// ring is empty and sleeps again.
+    ThreadedNapi,
+}
+
+/// The NAPI kernel thread of io = "threaded-napi".
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadSpec {
+    /// From the sender's napi_schedule (wake_up_process) to the thread running on its CPU:
+    /// scheduler and idle-exit latency, during which the CPU does none of this thread's work.
+    #[serde(default)]
+    pub wake_latency: Duration,
+    /// CPU time the thread spends per wake-up besides polling (switching in and out, the
+    /// thread loop), charged to the thread like its packet work.
+    #[serde(default)]
+    pub t_wakeup: Duration,
+}
+
+/// Costs of batched packet I/O (io = "busy-poll" or "batched-syscall"). A call that moves
+/// n frames costs t_call + n t_packet + bytes t_byte, then each frame its t_proc; the n
+/// frames go to the tx ring together at the end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSpec {
+    /// Most frames one call moves (rx burst size).
+    #[serde(default = "default_batch")]
+    pub size: u32,
+    /// Fixed cost of one call (rx_burst, poll/ioctl system call, pcap_dispatch).
+    #[serde(default)]
+    pub t_call: Duration,
+    /// I/O cost per frame moved (descriptor handling, buffer hand-over).
+    #[serde(default)]
+    pub t_packet: Duration,
+    /// Copy cost per byte (libpcap copies frames; netmap and DPDK do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_byte: Option<TimePerByte>,
+    /// Cost of a call that finds nothing (busy-poll).
+    #[serde(default)]
+    pub t_empty: Duration,
+    /// From the interrupt to the sleeping thread running again (batched-syscall).
+    #[serde(default)]
+    pub t_wakeup: Duration,
+}
+
+fn default_batch() -> u32 {
+    32
+}
+
+impl Default for BatchSpec {
+    fn default() -> Self {
+        BatchSpec { size: default_batch(), t_call: Duration::default(), t_packet: Duration::default(), t_byte: None, t_empty: Duration::default(), t_wakeup: Duration::default() }
+    }
+}
+
+/// Which `net_rx_action` loop the kernel runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetRxAction {
+    /// Linux >= 4.x: the per-CPU list is spliced; a NAPI that used its whole weight is
+    /// polled again in the next softirq run.
+    #[default]
+    Modern,
+    /// Linux 2.6 - 3.x (002, 003): the per-CPU list is iterated in place until the budget
+    /// or the time limit runs out.
+    Legacy,
+}
+
+/// Distribution of the per-packet service time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServiceDist {
+    #[default]
+    Constant,
+    Exponential,
+}
+
+/// Host-side costs and NAPI limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    #[serde(default)]
+    pub io: IoModeKind,
+    /// Cost of one hard IRQ (it preempts softirq work).
+    #[serde(default)]
+    pub t_irq: Duration,
+    /// Rx-clean cost per packet (driver rx to descriptor in the tx ring). Default: the cost
+    /// profile's C_total minus C_free, at the CPU frequency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_proc: Option<Duration>,
+    /// Tx-clean cost per completed packet. Default: the profile's C_free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_clean: Option<Duration>,
+    /// Fixed cost of one poll() call.
+    #[serde(default)]
+    pub t_poll: Duration,
+    /// Distribution of t_proc around its mean.
+    #[serde(default)]
+    pub service: ServiceDist,
+    /// NAPI poll weight (packets per poll).
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// `netdev_budget`: packets per net_rx_action.
+    #[serde(default = "default_budget")]
+    pub budget: u32,
+    /// `netdev_budget_usecs`: time limit of one net_rx_action (checked in jiffies).
+    #[serde(default = "default_budget_time")]
+    pub budget_time: Duration,
+    /// Kernel tick rate (CONFIG_HZ), for jiffy-granular time limits.
+    #[serde(default = "default_hz")]
+    pub hz: u32,
+    #[serde(default)]
+    pub net_rx_action: NetRxAction,
+    /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_proc_per_byte: Option<TimePerByte>,
+    /// Lock hold time per packet on a tx queue shared by several cores.
+    #[serde(default)]
+    pub tx_lock: Duration,
+    /// How a core chooses among its rx rings (io = "server").
+    #[serde(default)]
+    pub strategy: StrategySpec,
+    /// One strategy per core, overriding `strategy` (as many entries as cpu.cores).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub core_strategies: Vec<StrategySpec>,
+    /// Batched I/O costs (io = "busy-poll" or "batched-syscall").
+    #[serde(default)]
+    pub batch: BatchSpec,
+    /// The NAPI thread's wake-up (io = "threaded-napi").
+    #[serde(default)]
+    pub thread: ThreadSpec,
+}
+
+/// Ring-scheduling strategy of a core (001 V-C and friends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StrategyKind {
+    /// Single queue: first come, first served across the core's rings (001 SQ).
+    #[default]
+    Sq,
+    /// Round robin with a packet quota per turn (NAPI's weight).
+    Quota,
+    /// Round robin with a time slice per turn (001 RR).
+    Rr,
+    /// Strict priority, non-preemptive (001 Prio).
+    Prio,
+    /// Priority when uncontended, per-queue time slices under contention (001 PrioWFQ).
+    Priowfq,
+    /// Deficit round robin with per-queue weights.
+    Drr,
+}
+
+/// Strategy and its parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StrategySpec {
+    #[serde(default)]
+    pub kind: StrategyKind,
+    /// Packets per turn (quota).
+    #[serde(default = "default_weight")]
+    pub quota: u32,
+    /// Time slice per turn (rr).
+    #[serde(default = "default_slice")]
+    pub slice: Duration,
+    /// Time slice per queue, in nic.queues order (priowfq).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slices: Vec<Duration>,
+    /// Weight per queue, in nic.queues order (drr).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<u32>,
+    /// Bytes per weight unit and turn (drr).
+    #[serde(default = "default_quantum")]
+    pub quantum: Bytes,
+}
+
+fn default_slice() -> Duration {
+    Duration::from_ps(1_500_000)
+}
+fn default_quantum() -> Bytes {
+    Bytes::new(1518)
+}
+
+impl Default for StrategySpec {
+    fn default() -> Self {
+        StrategySpec { kind: StrategyKind::Sq, quota: default_weight(), slice: default_slice(), slices: Vec::new(), weights: Vec::new(), quantum: default_quantum() }
+    }
+}
+
+fn default_weight() -> u32 {
+    64
+}
+fn default_budget() -> u32 {
+    300
+}
+fn default_budget_time() -> Duration {
+    Duration::from_ps(2_000_000_000)
+}
+fn default_hz() -> u32 {
+    1000
+}
+
+impl Default for HostSpec {
+    fn default() -> Self {
+        HostSpec {
+            io: IoModeKind::default(),
+            t_irq: Duration::default(),
+            t_proc: None,
+            t_clean: None,
+            t_poll: Duration::default(),
+            service: ServiceDist::default(),
+            weight: default_weight(),
+            budget: default_budget(),
+            budget_time: default_budget_time(),
+            hz: default_hz(),
+            net_rx_action: NetRxAction::default(),
+            t_proc_per_byte: None,
+            tx_lock: Duration::default(),
+            strategy: StrategySpec::default(),
+            core_strategies: Vec::new(),
+            batch: BatchSpec::default(),
+            thread: ThreadSpec::default(),
+        }
+    }
+}
+
+impl HostSpec {
+    /// The strategies' parameters, batched I/O, the NAPI thread and the NAPI limits.
+    ///
+    /// Strategies are checked against the neighbouring sections, passed in: `queues` is the
+    /// number of rx queues per core (`nic.queues`; priowfq and drr give one slice or weight
+    /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
+    pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32) -> Result<()> {
+        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
+        if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
+            return Err(ConfigError::new(
+                origin,
+                "host.core_strategies",
+                Some(format!("{} entries", self.core_strategies.len())),
+                format!("one strategy per core ({cores})"),
+            )
+            .into());
+        }
+        let specs = std::iter::once(("host.strategy".to_string(), &self.strategy))
+            .chain(self.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
+        for (base, st) in specs {
+            let key = |k: &str| format!("{base}.{k}");
+            match st.kind {
+                StrategyKind::Quota => range(&key("quota"), st.quota as u64, 1, 1 << 20, "a number of packets")?,
+                StrategyKind::Rr if st.slice.ps == 0 => {
+                    return Err(ConfigError::new(origin, key("slice"), Some("\"0ps\"".into()), "a time slice above 0").into())
+                }
+                StrategyKind::Priowfq if st.slices.len() != queues || st.slices.iter().any(|d| d.ps == 0) => {
+                    return Err(ConfigError::new(
+                        origin,
+                        key("slices"),
+                        Some(format!("{} slices", st.slices.len())),
+                        format!("one time slice above 0 per queue in nic.queues ({queues}), highest priority first"),
+                    )
+                    .into())
+                }
+                StrategyKind::Drr if st.weights.len() != queues || st.weights.contains(&0) || st.quantum.bytes == 0 => {
+                    return Err(ConfigError::new(
+                        origin,
+                        key("weights"),
+                        Some(format!("{:?}", st.weights)),
+                        format!("one weight above 0 per queue in nic.queues ({queues}), and a quantum above 0 B"),
+                    )
+                    .into())
+                }
+                _ => {}
+            }
+        }
+        range("host.batch.size", self.batch.size as u64, 1, 1 << 16, "a number of frames per call")?;
+        if self.io == IoModeKind::BusyPoll && self.batch.t_empty.ps == 0 && self.batch.t_call.ps == 0 {
+            return Err(ConfigError::new(
+                origin,
+                "host.batch.t_empty",
+                Some("\"0ns\"".into()),
+                "a cost above 0 for an empty poll (or host.batch.t_call): a core spinning for free never lets time pass",
+            )
+            .into());
+        }
+        if self.io != IoModeKind::ThreadedNapi && self.thread != ThreadSpec::default() {
+            return Err(ConfigError::new(origin, "host.thread", None, "no [host.thread] unless host.io = \"threaded-napi\" (only a NAPI thread has a wake-up)").into());
+        }
+        range("host.weight", self.weight as u64, 1, 1 << 16, "a number of packets")?;
+        range("host.budget", self.budget as u64, 1, 1 << 24, "a number of packets")?;
+        range("host.hz", self.hz as u64, 100, 10_000, "a tick rate in Hz")?;
+        if self.budget_time.ps == 0 {
+            return Err(ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    fn with_strategy(strategy: StrategySpec) -> HostSpec {
+        HostSpec { strategy, ..HostSpec::default() }
+    }
+
+    #[test]
+    fn priowfq_gives_one_slice_per_queue() {
+        let slices = vec![Duration::from_ps(1_000_000); 2];
+        let st = StrategySpec { kind: StrategyKind::Priowfq, slices, ..StrategySpec::default() };
+        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
+        let e = config_error(with_strategy(st.clone()).validate("t", 3, 1));
+        assert_eq!(e.to_string(), "t: host.strategy.slices = 2 slices: expected one time slice above 0 per queue in nic.queues (3), highest priority first");
+        let zero = StrategySpec { slices: vec![Duration::from_ps(1_000_000), Duration::from_ps(0)], ..st };
+        assert_eq!(config_error(with_strategy(zero).validate("t", 2, 1)).path, "host.strategy.slices");
+    }
+
+    #[test]
+    fn drr_gives_one_weight_per_queue_and_a_quantum() {
+        let st = StrategySpec { kind: StrategyKind::Drr, weights: vec![3, 1], ..StrategySpec::default() };
+        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
+        assert_eq!(config_error(with_strategy(st.clone()).validate("t", 1, 1)).path, "host.strategy.weights");
+        let no_quantum = StrategySpec { quantum: Bytes::new(0), ..st };
+        assert_eq!(config_error(with_strategy(no_quantum).validate("t", 2, 1)).path, "host.strategy.weights");
+    }
+
+    #[test]
+    fn core_strategies_give_one_per_core_and_are_checked_each() {
+        let quota = StrategySpec { kind: StrategyKind::Quota, quota: 0, ..StrategySpec::default() };
+        let host = HostSpec { core_strategies: vec![StrategySpec::default(), quota], ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 3)).to_string(), "t: host.core_strategies = 2 entries: expected one strategy per core (3)");
+        assert_eq!(config_error(host.validate("t", 1, 2)).path, "host.core_strategies[1].quota");
+    }
+
+    #[test]
+    fn busy_polling_for_free_is_rejected() {
+        let host = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.batch.t_empty");
+        let batch = BatchSpec { t_call: Duration::from_ps(10_000), ..BatchSpec::default() };
+        assert!(HostSpec { batch, ..host }.validate("t", 1, 1).is_ok());
+    }
+
+    #[test]
+    fn only_threaded_napi_has_a_thread() {
+        let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
+        let host = HostSpec { thread, ..HostSpec::default() };
+        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.thread");
+        assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1).is_ok());
+    }
+
+    #[test]
+    fn napi_limits_are_in_range() {
+        assert!(HostSpec::default().validate("t", 1, 1).is_ok());
+        let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1));
+        assert_eq!(e.to_string(), "t: host.weight = 0: expected a number of packets from 1 to 65536");
+        assert_eq!(config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1)).path, "host.hz");
+        assert_eq!(config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate("t", 1, 1)).path, "host.budget_time");
+    }
+}

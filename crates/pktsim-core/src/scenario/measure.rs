@@ -1,0 +1,149 @@
+//! `[measure]`: what the simulator measures, and for how long; and its checks.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::check_range;
+use crate::error::{ConfigError, Result};
+use crate::units::Duration;
+
+/// Where a latency measurement starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyFrom {
+    /// The frame's last bit received.
+    WireIn,
+    /// Its descriptor written to the rx ring (002 marker A).
+    #[default]
+    RxRing,
+}
+
+/// Where a latency measurement ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LatencyTo {
+    /// Its descriptor written to the tx ring (002 marker B).
+    #[default]
+    TxRing,
+    /// Its last bit sent on the egress link.
+    WireOut,
+}
+
+/// What to measure and for how long (simulated time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeasureSpec {
+    /// Simulated time before statistics start.
+    #[serde(default = "default_warmup")]
+    pub warmup: Duration,
+    /// Simulated time measured after the warm-up.
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    /// Constant added to every latency (hardware not modelled: 002 t_off, 001 T+).
+    #[serde(default)]
+    pub t_off: Duration,
+    #[serde(default)]
+    pub latency_from: LatencyFrom,
+    #[serde(default)]
+    pub latency_to: LatencyTo,
+    /// Width of the time-series buckets (none: no time series).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    /// 001's latency adder T+ = 4 T_DMA + 2 nic_batch x (x: the packet's service time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_plus: Option<TPlus>,
+    /// Batches for the 95% confidence interval of mean latencies (batch means).
+    #[serde(default = "default_batches")]
+    pub batches: u32,
+}
+
+/// Parameters of 001's T+.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TPlus {
+    /// One DMA transfer (001: 2.56us); four per packet.
+    pub t_dma: Duration,
+    /// Packets batched by the NIC on average on each side (001: 8).
+    pub nic_batch: u32,
+}
+
+fn default_batches() -> u32 {
+    20
+}
+
+fn default_warmup() -> Duration {
+    Duration::from_ps(10_000_000_000)
+}
+fn default_duration() -> Duration {
+    Duration::from_ps(100_000_000_000)
+}
+
+impl Default for MeasureSpec {
+    fn default() -> Self {
+        MeasureSpec {
+            warmup: default_warmup(),
+            duration: default_duration(),
+            t_off: Duration::default(),
+            latency_from: LatencyFrom::default(),
+            latency_to: LatencyTo::default(),
+            interval: None,
+            t_plus: None,
+            batches: default_batches(),
+        }
+    }
+}
+
+impl MeasureSpec {
+    /// 2 to 1000 batches, a duration above 0, and time-series buckets above 0 giving at most
+    /// 1,000,000 buckets.
+    pub(super) fn validate(&self, origin: &str) -> Result<()> {
+        check_range(origin, "measure.batches", self.batches as u64, 2, 1000, "a number of batches")?;
+        if self.duration.ps == 0 {
+            return Err(ConfigError::new(origin, "measure.duration", Some(format!("{:?}", self.duration.to_string())), "a simulated time above 0").into());
+        }
+        if let Some(i) = self.interval {
+            if i.ps == 0 || self.duration.ps / i.ps > 1_000_000 {
+                return Err(ConfigError::new(
+                    origin,
+                    "measure.interval",
+                    Some(format!("{:?}", i.to_string())),
+                    "a bucket width above 0 giving at most 1,000,000 buckets over measure.duration",
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    #[test]
+    fn batches_range_from_2_to_1000() {
+        assert!(MeasureSpec::default().validate("t").is_ok());
+        let m = MeasureSpec { batches: 1, ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).to_string(), "t: measure.batches = 1: expected a number of batches from 2 to 1000");
+        let m = MeasureSpec { batches: 1001, ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.batches");
+    }
+
+    #[test]
+    fn at_most_a_million_time_series_buckets() {
+        // 100 ms measured: 100 ns buckets are a million, 99 ns ones too many.
+        let m = MeasureSpec { interval: Some(Duration::from_ps(100_000)), ..MeasureSpec::default() };
+        assert!(m.validate("t").is_ok());
+        let m = MeasureSpec { interval: Some(Duration::from_ps(99_000)), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.interval");
+        let m = MeasureSpec { interval: Some(Duration::from_ps(0)), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.interval");
+    }
+
+    #[test]
+    fn a_duration_of_0_is_rejected() {
+        let m = MeasureSpec { duration: Duration::from_ps(0), ..MeasureSpec::default() };
+        assert_eq!(config_error(m.validate("t")).path, "measure.duration");
+    }
+}

@@ -1,0 +1,207 @@
+//! The scenario format, defined once.
+//!
+//! A scenario describes one node (CPU, link, traffic, costs, FIB) in TOML, or the same
+//! structure as JSON from Python. These serde types are the only definition of the format:
+//! the JSON Schema (`pktsim schema`) is generated from them, and Python passes its dicts
+//! through them.
+//!
+//! ```toml
+//! name = "Linux router, 64 B"
+//! seed = 1
+//!
+//! [cpu]
+//! frequency = "3.3GHz"
+//! cores = 1
+//!
+//! [link]
+//! rate = "10Gbit/s"
+//!
+//! [traffic]
+//! rate = "1.5Mpps"
+//! size = "64B"
+//! flows = 1
+//!
+//! [cost]
+//! profile = "raumer2015-64B"
+//! ```
+//!
+//! Each section is defined in its own file, next to its defaults and its checks:
+//! `cpu.rs` (`[cpu]`), `link.rs` (`[link]`), `traffic.rs` (`[traffic]` and its sources),
+//! `nic.rs` (`[nic]`: rings, interrupt throttling, queues and filters), `host.rs`
+//! (`[host]`: I/O mode, NAPI limits, ring strategies), `measure.rs` (`[measure]`),
+//! `sweep.rs` (`[sweep]`), `cost.rs` (`[cost]` and the cost profile it resolves to) and
+//! `fib.rs` (the checks of `[fib]`, whose parameters are [`crate::fib::FibParams`]). Every
+//! public item is re-exported here. [`Scenario::resolve`] runs the sections' checks in a
+//! fixed order, so that of several problems the same one is always reported. Reading the
+//! text, key paths in errors and `--set` are in [`crate::loader`].
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::cost::{CostProfile, CostProfileFile};
+use crate::error::{ConfigError, Error, Result};
+use crate::fib::FibParams;
+
+mod cost;
+mod cpu;
+mod fib;
+mod host;
+mod link;
+mod measure;
+mod nic;
+mod sweep;
+mod traffic;
+
+pub use self::cost::{BufferSpec, CostSpec};
+pub use self::cpu::Cpu;
+pub use self::host::{BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec};
+pub use self::link::{line_rate_pps, Link};
+pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
+pub use self::nic::{parse_prefix, Filter, ItrMode, ItrSpec, NicSpec, TxVector};
+pub use self::sweep::{SweepSpec, SweepValues};
+pub use self::traffic::{mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES};
+pub use crate::loader::{apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets};
+
+/// A whole scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name for tables and plots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Free text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Seed of every random stream (same scenario + same seed = identical results).
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub cpu: Cpu,
+    pub link: Link,
+    pub traffic: Traffic,
+    /// Cycles per packet: a profile, per-group cycles, or both. May be left out when the
+    /// host's times (host.t_proc, host.t_clean) are given.
+    #[serde(default)]
+    pub cost: CostSpec,
+    /// FIB size and lookup-cost model (000 V-C, V-D).
+    #[serde(default)]
+    pub fib: FibParams,
+    /// NIC rings, descriptor refill and interrupt moderation (simulator).
+    #[serde(default)]
+    pub nic: NicSpec,
+    /// Host-side packet I/O: IRQ and NAPI costs and limits (simulator).
+    #[serde(default)]
+    pub host: HostSpec,
+    /// What the simulator measures, and for how long.
+    #[serde(default)]
+    pub measure: MeasureSpec,
+    /// A sweep over scenario keys (read by `pktsim sweep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// A validated scenario with its cost profile loaded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedScenario {
+    pub scenario: Scenario,
+    pub origin: String,
+    pub cost: CostProfile,
+    pub sources: Vec<ResolvedSource>,
+}
+
+impl ResolvedScenario {
+    /// The offered rate in packets per second (the line rate when none is given).
+    pub fn offered_pps(&self) -> f64 {
+        let line = self.line_rate_pps();
+        match self.scenario.traffic.rate {
+            Some(r) => r.to_pps(self.mean_frame_bytes(), line),
+            None => line,
+        }
+    }
+    pub fn mean_frame_bytes(&self) -> f64 {
+        mean_frame_bytes(&self.sources)
+    }
+    pub fn line_rate_pps(&self) -> f64 {
+        line_rate_pps(self.scenario.link.rate.bps, self.mean_frame_bytes(), self.scenario.link.overhead.bytes as f64)
+    }
+    /// Distinct flows over all sources.
+    pub fn total_flows(&self) -> u64 {
+        self.sources.iter().map(|s| s.flows).sum()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading and validation
+
+impl Scenario {
+    /// Load from TOML text. `origin` names the file in errors, `base_dir` resolves relative
+    /// profile paths.
+    pub fn load_toml(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        let table = parse_toml_table(text, origin)?;
+        Self::load_table(table, origin, base_dir, sets)
+    }
+
+    /// Load from JSON text (what Python sends).
+    pub fn load_json(text: &str, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        let table = crate::loader::parse_json_table(text, origin)?;
+        Self::load_table(table, origin, base_dir, sets)
+    }
+
+    /// Load a scenario file.
+    pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        Self::load_toml(&text, &path.display().to_string(), &base, sets)
+    }
+
+    /// Apply the `--set` overrides to a parsed table, deserialize and resolve it.
+    fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        apply_sets(&mut table, sets)?;
+        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
+        scenario.resolve(origin, base_dir)
+    }
+
+    /// Validate and resolve the cost profile.
+    ///
+    /// Each section checks itself, in this order (of several problems, the first one found
+    /// is reported): cpu, link, fib, nic, host, measure, traffic, cost.
+    pub fn resolve(self, origin: &str, base_dir: &Path) -> Result<ResolvedScenario> {
+        self.cpu.validate(origin)?;
+        self.link.validate(origin)?;
+        fib::validate(&self.fib, origin)?;
+        self.nic.validate(origin)?;
+        self.host.validate(origin, self.nic.queues.len(), self.cpu.cores)?;
+        self.measure.validate(origin)?;
+        let sources = self.traffic.resolve_sources(origin)?;
+        self.traffic.validate_rate(origin, &sources, &self.link)?;
+        let total_flows = sources.iter().map(|s| s.flows).sum();
+        let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
+        Ok(ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources })
+    }
+}
+
+/// Reject `value` at `path` unless it lies in `lo..=hi`; `what` names the quantity
+/// ("a number of packets"), the range is added to it.
+fn check_range(origin: &str, path: &str, value: u64, lo: u64, hi: u64, what: &str) -> Result<()> {
+    if value < lo || value > hi {
+        return Err(ConfigError::new(origin, path, Some(value.to_string()), format!("{what} from {lo} to {hi}")).into());
+    }
+    Ok(())
+}
+
+/// JSON Schema of the scenario format (for editors and for Python-side validation).
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(Scenario);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}
+
+/// JSON Schema of the cost-profile file format.
+pub fn profile_json_schema() -> serde_json::Value {
+    let schema = schemars::schema_for!(CostProfileFile);
+    serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
+}

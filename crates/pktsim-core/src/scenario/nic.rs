@@ -1,0 +1,322 @@
+//! `[nic]`: the NIC's rings, descriptor refill, interrupt throttling, rx queues and
+//! classification filters (ixgbe semantics); and their checks.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::check_range;
+use super::traffic::Proto;
+use crate::error::{ConfigError, Result};
+use crate::units::Duration;
+
+/// Which vector completes transmitted descriptors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TxVector {
+    /// The egress port's own vector (a router forwarding from one port to another): tx
+    /// completions raise their own IRQs and NAPI polls (002, 003).
+    #[default]
+    Separate,
+    /// The same TxRx vector as the rx ring (forwarding out of the ingress port).
+    Shared,
+}
+
+/// Interrupt moderation policy of a vector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItrMode {
+    /// No throttling: every cause interrupts at once (`rx-usecs 0`).
+    Off,
+    /// A fixed interval (`rx-usecs N`, in 2.048 us steps).
+    Static,
+    /// ixgbe's dynamic ITR: states lowest / low / bulk, smoothed by 002 Eq. 1.
+    #[default]
+    Dynamic,
+}
+
+/// Interrupt throttling (ITR) of the NIC's vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItrSpec {
+    #[serde(default)]
+    pub mode: ItrMode,
+    /// Static interval (`ethtool -C rx-usecs`); the NIC rounds down to 2.048 us steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Duration>,
+    /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
+    #[serde(default = "default_bulk_rate")]
+    pub bulk_rate: u32,
+}
+
+fn default_bulk_rate() -> u32 {
+    8000
+}
+
+impl Default for ItrSpec {
+    fn default() -> Self {
+        ItrSpec { mode: ItrMode::Dynamic, interval: None, bulk_rate: default_bulk_rate() }
+    }
+}
+
+/// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NicSpec {
+    /// Rx descriptors per ring (one is always left empty, as in ixgbe).
+    #[serde(default = "default_ring")]
+    pub rx_ring: u32,
+    /// Tx descriptors per ring.
+    #[serde(default = "default_ring")]
+    pub tx_ring: u32,
+    /// From the frame's last bit on the wire to its descriptor written back (DMA).
+    #[serde(default)]
+    pub dma_delay: Duration,
+    #[serde(default)]
+    pub tx_vector: TxVector,
+    /// Rx descriptors are returned to the NIC in batches of at least this many
+    /// (`IXGBE_RX_BUFFER_WRITE` = 16), at the top of each rx-clean iteration.
+    #[serde(default = "default_refill_batch")]
+    pub refill_batch: u32,
+    /// Also return the remainder at the end of every rx clean (ixgbe 3.14; modern drivers
+    /// leave it for the next poll).
+    #[serde(default = "yes")]
+    pub refill_at_poll_end: bool,
+    /// Most completed tx packets one poll cleans (`IXGBE_DEFAULT_TX_WORK`).
+    #[serde(default = "default_tx_work")]
+    pub tx_work_limit: u32,
+    /// Packets the qdisc holds while the tx ring is full (`txqueuelen`).
+    #[serde(default = "default_qdisc")]
+    pub qdisc_len: u32,
+    #[serde(default)]
+    pub itr: ItrSpec,
+    /// Rx queues per core, highest priority first (filters name them; one ring each).
+    #[serde(default = "default_queues")]
+    pub queues: Vec<String>,
+    /// Queue for packets no filter matches (default: the last of `queues`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_queue: Option<String>,
+    /// n-tuple / priority rules, first match wins (after RSS has chosen the core).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<Filter>,
+    /// Tx queues on the egress port (default: one per core). Cores share queue
+    /// `core % tx_queues` and pay host.tx_lock per packet for its lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_queues: Option<u32>,
+}
+
+/// One classification rule; every given field must match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// Queue (a name in nic.queues) matching packets go to.
+    pub queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dscp: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan_pcp: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proto: Option<Proto>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst_port: Option<u16>,
+    /// Source address prefix, e.g. "198.18.1.0/24".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
+    /// Destination address prefix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<String>,
+}
+
+fn default_queues() -> Vec<String> {
+    vec!["default".to_string()]
+}
+
+fn default_ring() -> u32 {
+    512
+}
+fn default_refill_batch() -> u32 {
+    16
+}
+fn default_tx_work() -> u32 {
+    256
+}
+fn default_qdisc() -> u32 {
+    1000
+}
+fn yes() -> bool {
+    true
+}
+
+impl Default for NicSpec {
+    fn default() -> Self {
+        NicSpec {
+            rx_ring: default_ring(),
+            tx_ring: default_ring(),
+            dma_delay: Duration::default(),
+            tx_vector: TxVector::default(),
+            refill_batch: default_refill_batch(),
+            refill_at_poll_end: true,
+            tx_work_limit: default_tx_work(),
+            qdisc_len: default_qdisc(),
+            itr: ItrSpec::default(),
+            queues: default_queues(),
+            default_queue: None,
+            filters: Vec::new(),
+            tx_queues: None,
+        }
+    }
+}
+
+impl NicSpec {
+    /// Ring, refill, tx-work and qdisc sizes in range; an ITR interval exactly when the mode
+    /// is static (at most ixgbe's 1022 us); queue names given once; filters naming known
+    /// queues, with valid prefixes, DSCP and PCP; tx queues from 1 to 4096.
+    pub(super) fn validate(&self, origin: &str) -> Result<()> {
+        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
+        range("nic.rx_ring", self.rx_ring as u64, 2, 65_536, "a number of descriptors")?;
+        range("nic.tx_ring", self.tx_ring as u64, 2, 65_536, "a number of descriptors")?;
+        range("nic.refill_batch", self.refill_batch as u64, 1, self.rx_ring as u64, "a number of descriptors (at most nic.rx_ring)")?;
+        range("nic.tx_work_limit", self.tx_work_limit as u64, 1, 1 << 20, "a number of packets")?;
+        range("nic.qdisc_len", self.qdisc_len as u64, 0, 1 << 24, "a number of packets")?;
+        range("nic.itr.bulk_rate", self.itr.bulk_rate as u64, 956, 488_281, "an interrupt rate in interrupts per second (ixgbe's range)")?;
+        match (self.itr.mode, self.itr.interval) {
+            (ItrMode::Static, None) => {
+                return Err(ConfigError::new(origin, "nic.itr.interval", None, "an interval for mode = \"static\", e.g. \"50us\"").into())
+            }
+            (ItrMode::Static, Some(i)) => {
+                if i.ps > 1_022_000_000 {
+                    return Err(ConfigError::new(origin, "nic.itr.interval", Some(format!("{:?}", i.to_string())), "at most 1022us (ixgbe's rx-usecs range)").into());
+                }
+            }
+            (mode, Some(i)) => {
+                return Err(ConfigError::new(
+                    origin,
+                    "nic.itr.interval",
+                    Some(format!("{:?}", i.to_string())),
+                    format!("no interval with mode = {:?} (only mode = \"static\" reads it)", format!("{mode:?}").to_lowercase()),
+                )
+                .into())
+            }
+            _ => {}
+        }
+        if self.queues.is_empty() {
+            return Err(ConfigError::new(origin, "nic.queues", Some("[]".into()), "at least one queue name").into());
+        }
+        for (i, q) in self.queues.iter().enumerate() {
+            if self.queues[..i].contains(q) {
+                return Err(ConfigError::new(origin, format!("nic.queues[{i}]"), Some(format!("{q:?}")), "a name not used twice").into());
+            }
+        }
+        let known = |path: String, q: &str| -> Result<()> {
+            if self.queues.iter().any(|x| x == q) {
+                Ok(())
+            } else {
+                Err(ConfigError::new(origin, path, Some(format!("{q:?}")), format!("one of nic.queues ({})", self.queues.join(", "))).into())
+            }
+        };
+        if let Some(d) = &self.default_queue {
+            known("nic.default_queue".into(), d)?;
+        }
+        for (i, f) in self.filters.iter().enumerate() {
+            known(format!("nic.filters[{i}].queue"), &f.queue)?;
+            for (key, v) in [("src", &f.src), ("dst", &f.dst)] {
+                if let Some(v) = v {
+                    if parse_prefix(v).is_none() {
+                        return Err(ConfigError::new(origin, format!("nic.filters[{i}].{key}"), Some(format!("{v:?}")), "an IPv4 prefix such as \"198.18.0.0/15\"").into());
+                    }
+                }
+            }
+            if f.dscp.is_some_and(|d| d > 63) {
+                return Err(ConfigError::new(origin, format!("nic.filters[{i}].dscp"), f.dscp.map(|d| d.to_string()), "a DSCP from 0 to 63").into());
+            }
+            if f.vlan_pcp.is_some_and(|d| d > 7) {
+                return Err(ConfigError::new(origin, format!("nic.filters[{i}].vlan_pcp"), f.vlan_pcp.map(|d| d.to_string()), "a priority code point from 0 to 7").into());
+            }
+        }
+        if let Some(q) = self.tx_queues {
+            range("nic.tx_queues", q as u64, 1, 4096, "a number of tx queues")?;
+        }
+        Ok(())
+    }
+}
+
+/// `"198.18.0.0/15"` -> (address, prefix length).
+pub fn parse_prefix(text: &str) -> Option<(u32, u8)> {
+    let (addr, len) = match text.split_once('/') {
+        Some((a, l)) => (a, l.parse::<u8>().ok()?),
+        None => (text, 32),
+    };
+    if len > 32 {
+        return None;
+    }
+    let ip: std::net::Ipv4Addr = addr.trim().parse().ok()?;
+    Some((u32::from(ip), len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+
+    fn with_itr(mode: ItrMode, interval_us: Option<u64>) -> NicSpec {
+        let itr = ItrSpec { mode, interval: interval_us.map(|us| Duration::from_ps(us * 1_000_000)), ..ItrSpec::default() };
+        NicSpec { itr, ..NicSpec::default() }
+    }
+
+    #[test]
+    fn static_itr_needs_an_interval() {
+        assert!(with_itr(ItrMode::Static, Some(50)).validate("t").is_ok());
+        let e = config_error(with_itr(ItrMode::Static, None).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval: an interval for mode = \"static\", e.g. \"50us\"");
+        let e = config_error(with_itr(ItrMode::Static, Some(1023)).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval = \"1023us\": expected at most 1022us (ixgbe's rx-usecs range)");
+    }
+
+    #[test]
+    fn only_static_itr_reads_an_interval() {
+        assert!(with_itr(ItrMode::Dynamic, None).validate("t").is_ok());
+        let e = config_error(with_itr(ItrMode::Dynamic, Some(50)).validate("t"));
+        assert_eq!(e.to_string(), "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
+        assert_eq!(config_error(with_itr(ItrMode::Off, Some(50)).validate("t")).path, "nic.itr.interval");
+    }
+
+    #[test]
+    fn the_refill_batch_fits_the_ring() {
+        let nic = NicSpec { rx_ring: 64, refill_batch: 64, ..NicSpec::default() };
+        assert!(nic.validate("t").is_ok());
+        let nic = NicSpec { rx_ring: 64, refill_batch: 65, ..NicSpec::default() };
+        assert_eq!(
+            config_error(nic.validate("t")).to_string(),
+            "t: nic.refill_batch = 65: expected a number of descriptors (at most nic.rx_ring) from 1 to 64"
+        );
+    }
+
+    #[test]
+    fn queue_names_are_unique_and_filters_name_them() {
+        let queues = vec!["hi".to_string(), "lo".to_string()];
+        let nic = NicSpec { queues: vec!["hi".into(), "hi".into()], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.queues[1]");
+        let filter = Filter { queue: "hi".into(), tos: None, dscp: Some(46), vlan_pcp: None, proto: None, dst_port: None, src: Some("10.0.0.0/8".into()), dst: None };
+        let nic = NicSpec { queues: queues.clone(), filters: vec![filter.clone()], ..NicSpec::default() };
+        assert!(nic.validate("t").is_ok());
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { queue: "mid".into(), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).to_string(), "t: nic.filters[0].queue = \"mid\": expected one of nic.queues (hi, lo)");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dst: Some("10.0.0.0/33".into()), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dst");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dscp: Some(64), ..filter.clone() }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dscp");
+        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { vlan_pcp: Some(8), ..filter }], ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].vlan_pcp");
+        let nic = NicSpec { queues, default_queue: Some("mid".into()), ..NicSpec::default() };
+        assert_eq!(config_error(nic.validate("t")).path, "nic.default_queue");
+    }
+
+    #[test]
+    fn prefixes_are_ipv4_with_at_most_32_bits() {
+        assert_eq!(parse_prefix("198.18.0.0/15"), Some((0xC612_0000, 15)));
+        assert_eq!(parse_prefix("10.1.2.3"), Some((0x0A01_0203, 32)));
+        assert_eq!(parse_prefix("10.0.0.0/33"), None);
+        assert_eq!(parse_prefix("10.0.0/8"), None);
+    }
+}

@@ -1,0 +1,442 @@
+//! `[traffic]`: the offered traffic and its sources, frame sizes, and their checks: frame
+//! sizes, flows, shares, and the offered rate against the link's line rate.
+
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+use super::link::{line_rate_pps, Link};
+use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
+use crate::units::{Bytes, OfferedRate, Percent};
+
+/// Smallest and largest Ethernet frame pktsim accepts (FCS included).
+pub const MIN_FRAME_BYTES: u64 = 64;
+pub const MAX_FRAME_BYTES: u64 = 9216;
+
+/// Arrival process of a traffic source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Constant bit rate: evenly spaced packets.
+    #[default]
+    Cbr,
+    /// Poisson arrivals (exponential gaps).
+    Poisson,
+    /// Gaps drawn from a normal distribution around the mean (coefficient of variation
+    /// `cv`), clipped at 0.
+    Normal,
+    /// Bursts of `burst` frames back to back at the line rate, burst starts spaced by
+    /// normally distributed gaps (`cv`), at the source's mean rate (001 VI-A).
+    Burst,
+}
+
+/// Frame sizes: one size, or a weighted mix (`[["64B", 7], ["576B", 4], ["1500B", 1]]`),
+/// or `"imix"` (that 7:4:1 mix).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PacketSize {
+    Fixed(Bytes),
+    Mix(Vec<(Bytes, f64)>),
+}
+
+impl Default for PacketSize {
+    fn default() -> Self {
+        PacketSize::Fixed(Bytes::new(64))
+    }
+}
+
+impl PacketSize {
+    pub fn imix() -> Self {
+        PacketSize::Mix(vec![(Bytes::new(64), 7.0), (Bytes::new(576), 4.0), (Bytes::new(1500), 1.0)])
+    }
+    /// `(size, probability)` pairs.
+    pub fn distribution(&self) -> Vec<(u64, f64)> {
+        match self {
+            PacketSize::Fixed(b) => vec![(b.bytes, 1.0)],
+            PacketSize::Mix(m) => {
+                let total: f64 = m.iter().map(|(_, w)| w).sum();
+                m.iter().map(|(b, w)| (b.bytes, w / total)).collect()
+            }
+        }
+    }
+    pub fn mean_bytes(&self) -> f64 {
+        self.distribution().iter().map(|(b, p)| *b as f64 * p).sum()
+    }
+}
+
+impl Serialize for PacketSize {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            PacketSize::Fixed(b) => b.serialize(s),
+            PacketSize::Mix(m) => {
+                let v: Vec<(String, f64)> = m.iter().map(|(b, w)| (b.to_string(), *w)).collect();
+                v.serialize(s)
+            }
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for PacketSize {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        const EXPECTED: &str = "a frame size (\"64B\"), \"imix\", or a list of [size, weight] pairs ([[\"64B\", 7], [\"1500B\", 1]])";
+        impl<'de> Visitor<'de> for V {
+            type Value = PacketSize;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(EXPECTED)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<PacketSize, E> {
+                if v.trim().eq_ignore_ascii_case("imix") {
+                    return Ok(PacketSize::imix());
+                }
+                Bytes::parse(v).map(PacketSize::Fixed).map_err(|e| {
+                    let negative = if e.expected.contains("negative") { " (must not be negative)" } else { "" };
+                    E::custom(format!("{:?}{VALUE_SEP}{EXPECTED}{negative}", e.value))
+                })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<PacketSize, E> {
+                Err(E::custom(format!("{v}{VALUE_SEP}{EXPECTED}, with its unit (a bare number has no unit)")))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<PacketSize, E> {
+                self.visit_i64(v as i64)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<PacketSize, E> {
+                Err(E::custom(format!("{v}{VALUE_SEP}{EXPECTED}, with its unit (a bare number has no unit)")))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<PacketSize, A::Error> {
+                let mut out = Vec::new();
+                while let Some((size, weight)) = seq.next_element::<(Bytes, f64)>()? {
+                    if !(weight.is_finite() && weight > 0.0) {
+                        return Err(de::Error::custom(format!("{weight}{VALUE_SEP}a positive, finite weight for {size}")));
+                    }
+                    out.push((size, weight));
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(format!("[]{VALUE_SEP}{EXPECTED} (the list is empty)")));
+                }
+                Ok(PacketSize::Mix(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for PacketSize {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "PacketSize".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let bytes = g.subschema_for::<Bytes>();
+        schemars::json_schema!({
+            "description": "Frame size (FCS included): one size, \"imix\", or [[size, weight], ...]",
+            "anyOf": [
+                bytes,
+                {"const": "imix"},
+                {"type": "array", "minItems": 1, "items": {"type": "array", "prefixItems": [bytes, {"type": "number", "exclusiveMinimum": 0}], "minItems": 2, "maxItems": 2}}
+            ]
+        })
+    }
+}
+
+/// The offered traffic. `rate` is the total of all sources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// Total offered rate (default: the line rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<OfferedRate>,
+    /// Arrival process (default for sources that do not say).
+    #[serde(default)]
+    pub pattern: Pattern,
+    /// Frame size (FCS included).
+    #[serde(default)]
+    pub size: PacketSize,
+    /// Distinct flows (5-tuples; each with its own destination).
+    #[serde(default = "one_u64")]
+    pub flows: u64,
+    /// Several sources sharing the total rate; each inherits what it does not set.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<Source>,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+/// One traffic source, receiving `share` of `traffic.rate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Share of the total offered rate (the shares of all sources add up to 100%).
+    pub share: Percent,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<Pattern>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<PacketSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<u64>,
+    /// Traffic class for per-class statistics (default: the source's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// IP TOS byte of its packets (DSCP << 2 | ECN).
+    #[serde(default)]
+    pub tos: u8,
+    /// 802.1Q priority code point, if tagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan_pcp: Option<u8>,
+    #[serde(default)]
+    pub proto: Proto,
+    /// Destination port of its flows (source ports vary per flow).
+    #[serde(default = "default_dst_port")]
+    pub dst_port: u16,
+    /// Coefficient of variation of the gaps (patterns "normal" and "burst").
+    #[serde(default = "default_cv")]
+    pub cv: f64,
+    /// Frames per burst (pattern "burst").
+    #[serde(default = "default_burst")]
+    pub burst: u32,
+}
+
+fn default_dst_port() -> u16 {
+    5001
+}
+fn default_cv() -> f64 {
+    0.25
+}
+fn default_burst() -> u32 {
+    32
+}
+
+/// Transport protocol of a source's packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    #[default]
+    Udp,
+    Tcp,
+}
+
+/// One traffic source after inheritance: what the models use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedSource {
+    pub name: String,
+    pub share: f64,
+    pub pattern: Pattern,
+    pub size: PacketSize,
+    pub flows: u64,
+    pub class: String,
+    pub tos: u8,
+    pub vlan_pcp: Option<u8>,
+    pub proto: Proto,
+    pub dst_port: u16,
+    pub cv: f64,
+    pub burst: u32,
+}
+
+impl ResolvedSource {
+    /// A single source with default packet attributes.
+    pub fn simple(name: &str, share: f64, pattern: Pattern, size: PacketSize, flows: u64) -> Self {
+        ResolvedSource {
+            name: name.to_string(),
+            share,
+            pattern,
+            size,
+            flows,
+            class: name.to_string(),
+            tos: 0,
+            vlan_pcp: None,
+            proto: Proto::Udp,
+            dst_port: default_dst_port(),
+            cv: default_cv(),
+            burst: default_burst(),
+        }
+    }
+}
+
+impl Traffic {
+    /// Check frame sizes and flows, then the sources (sizes, flows, `cv`, `burst`, shares
+    /// adding up to 100%), and resolve each source with what it inherits from `[traffic]`.
+    /// Without sources, `[traffic]` itself is the one source.
+    pub(super) fn resolve_sources(&self, origin: &str) -> Result<Vec<ResolvedSource>> {
+        let check_size = |path: String, size: &PacketSize| -> Result<()> {
+            for (b, _) in size.distribution() {
+                if !(MIN_FRAME_BYTES..=MAX_FRAME_BYTES).contains(&b) {
+                    return Err(ConfigError::new(
+                        origin,
+                        path,
+                        Some(format!("\"{b}B\"")),
+                        format!("an Ethernet frame size from {MIN_FRAME_BYTES}B to {MAX_FRAME_BYTES}B (FCS included)"),
+                    )
+                    .into());
+                }
+            }
+            Ok(())
+        };
+        let check_flows = |path: String, flows: u64| -> Result<()> {
+            if flows == 0 {
+                return Err(ConfigError::new(origin, path, Some("0".into()), "at least 1 flow").into());
+            }
+            Ok(())
+        };
+        check_size("traffic.size".into(), &self.size)?;
+        check_flows("traffic.flows".into(), self.flows)?;
+        if self.sources.is_empty() {
+            return Ok(vec![ResolvedSource::simple("traffic", 1.0, self.pattern, self.size.clone(), self.flows)]);
+        }
+        let mut out = Vec::new();
+        let mut total = 0.0;
+        for (i, s) in self.sources.iter().enumerate() {
+            let p = format!("traffic.sources[{i}]");
+            total += s.share.fraction;
+            let size = s.size.clone().unwrap_or_else(|| self.size.clone());
+            check_size(join_path(&p, "size"), &size)?;
+            let flows = s.flows.unwrap_or(self.flows);
+            check_flows(join_path(&p, "flows"), flows)?;
+            if !(s.cv.is_finite() && s.cv >= 0.0) {
+                return Err(ConfigError::new(origin, join_path(&p, "cv"), Some(s.cv.to_string()), "a coefficient of variation >= 0").into());
+            }
+            if s.burst == 0 {
+                return Err(ConfigError::new(origin, join_path(&p, "burst"), Some("0".into()), "at least 1 frame per burst").into());
+            }
+            let name = s.name.clone().unwrap_or_else(|| format!("source{i}"));
+            out.push(ResolvedSource {
+                class: s.class.clone().unwrap_or_else(|| name.clone()),
+                name,
+                share: s.share.fraction,
+                pattern: s.pattern.unwrap_or(self.pattern),
+                size,
+                flows,
+                tos: s.tos,
+                vlan_pcp: s.vlan_pcp,
+                proto: s.proto,
+                dst_port: s.dst_port,
+                cv: s.cv,
+                burst: s.burst,
+            });
+        }
+        if self.sources.iter().all(|s| s.share.fraction == 0.0) {
+            return Err(ConfigError::new(origin, "traffic.sources", None, "at least one source with a share above 0%").into());
+        }
+        if (total - 1.0).abs() > 1e-6 {
+            return Err(ConfigError::new(
+                origin,
+                "traffic.sources",
+                Some(format!("shares adding up to {}%", (total * 1e8).round() / 1e6)),
+                "shares adding up to 100%".to_string(),
+            )
+            .into());
+        }
+        Ok(out)
+    }
+
+    /// The offered rate, if given, is above 0 and at most the line rate of `link` for the
+    /// mean frame of the resolved `sources` (an offered load above line rate cannot reach
+    /// the node).
+    pub(super) fn validate_rate(&self, origin: &str, sources: &[ResolvedSource], link: &Link) -> Result<()> {
+        let mean_frame = mean_frame_bytes(sources);
+        let line_rate_pps = line_rate_pps(link.rate.bps, mean_frame, link.overhead.bytes as f64);
+        if let Some(rate) = self.rate {
+            let offered = rate.to_pps(mean_frame, line_rate_pps);
+            if !(offered > 0.0) {
+                return Err(ConfigError::new(origin, "traffic.rate", Some(format!("{:?}", rate.to_string())), "an offered rate above 0").into());
+            }
+            if offered > line_rate_pps * (1.0 + 1e-9) {
+                return Err(ConfigError::new(
+                    origin,
+                    "traffic.rate",
+                    Some(format!("{:?}", rate.to_string())),
+                    format!(
+                        "at most the link's line rate of {:.6} Mpps ({} frames + {} framing on {}); an offered load above line rate cannot reach the node",
+                        line_rate_pps / 1e6,
+                        fmt_mean_frame(mean_frame),
+                        link.overhead,
+                        link.rate
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn fmt_mean_frame(mean: f64) -> String {
+    if mean.fract() == 0.0 {
+        format!("{mean}B")
+    } else {
+        format!("{mean:.1}B (mean)")
+    }
+}
+
+/// Mean frame size over all sources, weighted by their packet-rate shares.
+pub fn mean_frame_bytes(sources: &[ResolvedSource]) -> f64 {
+    sources.iter().map(|s| s.share * s.size.mean_bytes()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::config_error;
+    use crate::units::{BitRate, PacketRate};
+
+    /// A source with every default but its share.
+    fn source(share: &str) -> Source {
+        crate::loader::deserialize_toml(&format!("share = {share:?}"), "t").unwrap()
+    }
+
+    fn traffic(sources: Vec<Source>) -> Traffic {
+        Traffic { rate: None, pattern: Pattern::Cbr, size: PacketSize::default(), flows: 1, sources }
+    }
+
+    #[test]
+    fn shares_add_up_to_100_percent() {
+        assert_eq!(traffic(vec![source("30%"), source("70%")]).resolve_sources("t").unwrap().len(), 2);
+        let e = config_error(traffic(vec![source("30%"), source("60%")]).resolve_sources("t"));
+        assert_eq!(e.to_string(), "t: traffic.sources = shares adding up to 90%: expected shares adding up to 100%");
+        let e = config_error(traffic(vec![source("0%"), source("0%")]).resolve_sources("t"));
+        assert_eq!(e.to_string(), "t: traffic.sources: at least one source with a share above 0%");
+    }
+
+    #[test]
+    fn sources_inherit_what_they_do_not_set() {
+        let mut t = traffic(vec![Source { name: Some("voice".into()), flows: Some(4), ..source("25%") }, source("75%")]);
+        t.size = PacketSize::imix();
+        t.pattern = Pattern::Poisson;
+        let r = t.resolve_sources("t").unwrap();
+        assert_eq!((r[0].name.as_str(), r[0].class.as_str(), r[0].flows), ("voice", "voice", 4));
+        assert_eq!((r[1].name.as_str(), r[1].flows, r[1].pattern), ("source1", 1, Pattern::Poisson));
+        assert_eq!(r[1].size, PacketSize::imix());
+    }
+
+    #[test]
+    fn frames_are_64_to_9216_bytes_and_sources_are_checked_by_index() {
+        let mut t = traffic(vec![]);
+        t.size = PacketSize::Fixed(Bytes::new(63));
+        assert_eq!(
+            config_error(t.resolve_sources("t")).to_string(),
+            "t: traffic.size = \"63B\": expected an Ethernet frame size from 64B to 9216B (FCS included)"
+        );
+        let t = traffic(vec![source("50%"), Source { size: Some(PacketSize::Fixed(Bytes::new(9217))), ..source("50%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[1].size");
+        let t = traffic(vec![Source { burst: 0, ..source("100%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].burst");
+        let t = traffic(vec![Source { cv: -0.5, ..source("100%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].cv");
+        let t = Traffic { flows: 0, ..traffic(vec![]) };
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.flows");
+    }
+
+    #[test]
+    fn the_offered_rate_is_at_most_the_line_rate() {
+        let link = Link { rate: BitRate::from_bps(10e9), overhead: Bytes::new(20) };
+        let mut t = traffic(vec![]);
+        let sources = t.resolve_sources("t").unwrap();
+        t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.88e6)));
+        assert!(t.validate_rate("t", &sources, &link).is_ok());
+        t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.89e6)));
+        let e = config_error(t.validate_rate("t", &sources, &link));
+        assert_eq!(e.path, "traffic.rate");
+        assert!(e.expected.starts_with("at most the link's line rate of 14.880952 Mpps (64B frames + 20B framing on 10Gbit/s)"), "{e}");
+    }
+}
