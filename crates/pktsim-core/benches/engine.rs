@@ -22,7 +22,7 @@ fn bench_napi(sim_seconds: u32) -> (u64, f64) {
     ];
     let sc = Scenario::load_path(&path, &sets).expect("bundled scenario");
     let t = Instant::now();
-    let r = run(&sc, &mut || false).expect("run");
+    let r = run(&sc, Default::default()).expect("run");
     (r.sim_packets, t.elapsed().as_secs_f64())
 }
 

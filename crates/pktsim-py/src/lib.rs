@@ -2,6 +2,8 @@
 //! `pktsim.errors.ScenarioError` (a `ValueError`) with `origin`, `path`, `value`, `expected`.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 use pktsim_core::{model, scenario, ConfigError, Error, ResolvedScenario, Scenario};
 use pyo3::exceptions::PyValueError;
@@ -55,34 +57,51 @@ fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &st
     json(&model::predict(&sc))
 }
 
-/// Simulate a scenario; returns the result as JSON. The GIL is released while the engine
-/// runs; Ctrl-C (SIGINT) stops it within a few milliseconds and raises KeyboardInterrupt.
+/// How often the interpreter's signals are looked at while the engine runs.
+const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Simulate a scenario; returns the result as JSON. The engine runs on a thread of its own
+/// with the GIL released; this thread looks at the interpreter's signals every 10 ms, so
+/// Ctrl-C (SIGINT) stops the run within milliseconds, whatever the scenario, and raises
+/// KeyboardInterrupt.
 #[pyfunction]
 #[pyo3(signature = (text, format, origin, base_dir, sets))]
 fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
     let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
-    let mut last_check = std::time::Instant::now();
+    let cancel = Arc::new(AtomicBool::new(false));
     let mut interrupted: Option<PyErr> = None;
     let result = py.detach(|| {
-        let mut cancel = || {
-            if last_check.elapsed().as_millis() < 50 {
-                return false;
-            }
-            last_check = std::time::Instant::now();
-            match Python::attach(|py| py.check_signals()) {
-                Ok(()) => false,
-                Err(e) => {
-                    interrupted = Some(e);
-                    true
+        std::thread::scope(|scope| {
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let flag = cancel.clone();
+            let sc = &sc;
+            let engine = scope.spawn(move || {
+                let r = pktsim_core::engine::run(sc, flag);
+                let _ = done_tx.send(());
+                r
+            });
+            loop {
+                match done_rx.recv_timeout(SIGNAL_POLL) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        if interrupted.is_none() {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                interrupted = Some(e);
+                                cancel.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    _ => break,
                 }
             }
-        };
-        pktsim_core::engine::run(&sc, &mut cancel)
+            engine.join()
+        })
     });
     if let Some(e) = interrupted {
         return Err(e);
     }
-    let r = result.map_err(|e| to_pyerr(py, e))?;
+    let r = result
+        .map_err(|_| PyValueError::new_err("pktsim's engine stopped unexpectedly (a bug: please report it with the scenario)"))?
+        .map_err(|e| to_pyerr(py, e))?;
     json(&r)
 }
 

@@ -101,6 +101,6 @@ impl SimNode {
             class_names,
             mean_frame_bytes: sc.mean_frame_bytes(),
         };
-        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), info }
+        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info }
     }
 }

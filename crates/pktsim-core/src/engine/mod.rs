@@ -35,6 +35,9 @@ pub mod time;
 pub mod topology;
 pub mod traffic;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
 use crate::scenario::ResolvedScenario;
 
@@ -52,9 +55,6 @@ pub use stats::LatencySummary;
 /// Why a run stopped early.
 pub const INTERRUPTED: &str = "interrupted";
 
-/// How often a run asks whether to stop (simulated time).
-const TICK: Span = Span::from_ps(1_000_000_000); // 1 ms
-
 /// A simulated node: its NIC (with the ingress and egress ports), the I/O mode running its
 /// cores, their costs, and the statistics of the measurement window.
 pub struct SimNode {
@@ -66,6 +66,8 @@ pub struct SimNode {
     topo: Topology,
     /// End of the measurement window.
     stop: Instant,
+    /// Set (from any thread) to stop the run.
+    cancel: Arc<AtomicBool>,
     info: ReportInfo,
 }
 
@@ -86,27 +88,31 @@ impl SimNode {
         self.nic.connect_egress(port);
     }
 
-    /// Run to the end of the measurement window. `cancel` is asked every simulated
-    /// millisecond whether to stop (for Ctrl-C); a cancelled run returns
-    /// `Error::Invalid("interrupted")`.
-    pub fn run(&mut self, cancel: &mut dyn FnMut() -> bool) -> Result<()> {
+    /// Stop the run when `flag` is set (from any thread: a signal handler, a watchdog).
+    /// The engine looks at it between events, between work units and between frames, so a
+    /// run stops within microseconds of wall time, whatever the scenario.
+    pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
+        self.nic.cancel_on(flag.clone());
+        self.cancel = flag;
+    }
+
+    /// Run to the end of the measurement window; a cancelled run returns
+    /// `Error::Invalid("interrupted")` and leaves the node's figures incomplete.
+    pub fn run(&mut self) -> Result<()> {
         self.queue.schedule(self.stop, EventKind::End);
-        self.queue.schedule(Instant::ZERO + TICK, EventKind::Tick);
         let mode = &mut *self.mode;
-        let mut ctx = Ctx { now: Instant::ZERO, queue: &mut self.queue, nic: &mut self.nic, stats: &mut self.stats, costs: &mut self.costs };
+        let cancel = &*self.cancel;
+        let mut ctx = Ctx { now: Instant::ZERO, queue: &mut self.queue, nic: &mut self.nic, stats: &mut self.stats, costs: &mut self.costs, cancel };
         mode.start(&mut ctx);
         deliver_wakeups(mode, &mut ctx);
 
         while let Some((t, kind)) = ctx.queue.pop() {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Invalid(INTERRUPTED.into()));
+            }
             ctx.now = t;
             match kind {
                 EventKind::End => break,
-                EventKind::Tick => {
-                    if cancel() {
-                        return Err(Error::Invalid(INTERRUPTED.into()));
-                    }
-                    ctx.queue.schedule(t + TICK, EventKind::Tick);
-                }
                 EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),
                 EventKind::Timer(key @ (Key::Irq(_) | Key::TxCause(_)), gen) => {
                     if let Some(irq) = ctx.nic.on_timer(key, gen, t, ctx.queue, ctx.stats) {
@@ -116,6 +122,9 @@ impl SimNode {
                 EventKind::Timer(key, gen) => mode.on_timer(key, gen, &mut ctx),
             }
             deliver_wakeups(mode, &mut ctx);
+        }
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::Invalid(INTERRUPTED.into()));
         }
         Ok(())
     }
@@ -135,10 +144,12 @@ fn deliver_wakeups(mode: &mut dyn IoMode, ctx: &mut Ctx) {
     }
 }
 
-/// Simulate the node a scenario describes: build, run, report.
-pub fn run(sc: &ResolvedScenario, cancel: &mut dyn FnMut() -> bool) -> Result<SimResult> {
+/// Simulate the node a scenario describes: build, run, report. Setting `cancel` (from
+/// another thread) stops the run with `Error::Invalid("interrupted")`.
+pub fn run(sc: &ResolvedScenario, cancel: Arc<AtomicBool>) -> Result<SimResult> {
     let wall = std::time::Instant::now();
     let mut node = SimNode::build(sc);
-    node.run(cancel)?;
+    node.cancel_on(cancel);
+    node.run()?;
     Ok(node.report(wall.elapsed().as_secs_f64()))
 }

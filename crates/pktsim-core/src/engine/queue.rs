@@ -32,8 +32,6 @@ pub enum EventKind {
     Arrival,
     /// A timer's event: valid only while the timer has not been set again or cancelled.
     Timer(Key, u32),
-    /// Periodic housekeeping: interruption checks.
-    Tick,
     /// End of the measurement.
     End,
 }
@@ -155,10 +153,10 @@ mod tests {
     fn ties_break_by_insertion_order() {
         let mut q = EventQueue::new();
         q.schedule(at(5), EventKind::Timer(Key::Step(1), 0));
-        q.schedule(at(3), EventKind::Tick);
+        q.schedule(at(3), EventKind::Arrival);
         q.schedule(at(5), EventKind::Timer(Key::Step(2), 0));
         q.schedule(at(5), EventKind::End);
-        assert_eq!(q.pop(), Some((at(3), EventKind::Tick)));
+        assert_eq!(q.pop(), Some((at(3), EventKind::Arrival)));
         assert_eq!(q.pop(), Some((at(5), EventKind::Timer(Key::Step(1), 0))));
         assert_eq!(q.pop(), Some((at(5), EventKind::Timer(Key::Step(2), 0))));
         assert_eq!(q.pop(), Some((at(5), EventKind::End)));

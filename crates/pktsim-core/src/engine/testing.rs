@@ -76,7 +76,7 @@ pub fn trace_origins(toml: &str, frames: &[(u64, u16)]) -> (SimResult, Vec<(f64,
     let mut node = SimNode::with_ingress(&sc, Box::new(Scripted::new(frames)));
     let departures = Departures::default();
     node.connect_egress(Box::new(departures.clone()));
-    node.run(&mut || false).unwrap_or_else(|e| panic!("{e}"));
+    node.run().unwrap_or_else(|e| panic!("{e}"));
     let (departed, origins) = departures.get();
     (node.report(0.0), departed, origins)
 }

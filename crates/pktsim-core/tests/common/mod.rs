@@ -21,7 +21,7 @@ pub fn simulate(toml: &str, origin: &str, sets: &[(&str, &str)]) -> SimResult {
 
 /// Simulate a loaded scenario.
 pub fn sim(sc: &ResolvedScenario) -> SimResult {
-    run(sc, &mut || false).unwrap_or_else(|e| panic!("{e}"))
+    run(sc, Default::default()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `a` within `rel` (relative) of `b`.

@@ -22,6 +22,8 @@ pub mod server;
 pub mod threaded;
 pub mod units;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use crate::scenario::{IoModeKind, ResolvedScenario};
 
 use super::costs::Costs;
@@ -40,6 +42,15 @@ pub struct Ctx<'a> {
     pub nic: &'a mut Nic,
     pub stats: &'a mut Stats,
     pub costs: &'a mut Costs,
+    /// The run is being stopped: handlers return as soon as they can.
+    pub cancel: &'a AtomicBool,
+}
+
+impl Ctx<'_> {
+    #[inline]
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
 }
 
 /// A pluggable I/O mode.

@@ -57,6 +57,9 @@ pub trait Units {
 #[inline]
 pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     loop {
+        if ctx.cancelled() {
+            return;
+        }
         let w = m.worker(core);
         if let Some(unit) = w.unit.take() {
             let len = w.len;

@@ -26,6 +26,9 @@ pub mod rx;
 pub mod tx;
 pub mod vector;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use classify::Classifier;
 use rx::RxRing;
 use tx::{TxRing, Xmit};
@@ -67,6 +70,8 @@ pub struct Nic {
     egress_port: Option<Box<dyn Egress>>,
     /// Time of the pending arrival event, if one is scheduled.
     arrival_event: Option<Instant>,
+    /// Set to stop the run: arrivals stop being moved into rings.
+    cancel: Arc<AtomicBool>,
 }
 
 /// Parts of a NIC (see [`Nic::new`]).
@@ -96,9 +101,15 @@ impl Nic {
             egress: WireTime::new(parts.overhead_bytes, parts.egress_bps),
             egress_port: None,
             arrival_event: None,
+            cancel: Arc::default(),
         };
         nic.pull();
         nic
+    }
+
+    /// Stop moving frames when `flag` is set (see [`crate::engine::SimNode::cancel_on`]).
+    pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
+        self.cancel = flag;
     }
 
     /// Send transmitted frames to `port` as well.
@@ -177,6 +188,9 @@ impl Nic {
     #[inline]
     pub fn advance_to(&mut self, t: Instant, stats: &mut Stats) {
         while self.next.t_ring <= t {
+            if self.cancel.load(Ordering::Relaxed) {
+                return;
+            }
             let mut p = self.next;
             self.pull();
             let r = self.classifier.ring(&p);
