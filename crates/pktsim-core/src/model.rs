@@ -15,7 +15,7 @@
 use serde::Serialize;
 
 use crate::cost::{Group, GroupCycles, GROUP_NAMES};
-use crate::fib::{FibModel, FibReport};
+use crate::fib::FibReport;
 use crate::scenario::ResolvedScenario;
 
 /// Everything the analytical model says about a sc.
@@ -51,36 +51,10 @@ pub struct Prediction {
     pub fib: FibReport,
 }
 
-/// Processing cycles per group for the node's traffic: per-byte terms at each source's
-/// sizes weighted by packet share, routing moved to the scenario's FIB, the buffer variant
-/// applied. Packet I/O of the batched modes is not included (the simulator charges it per
-/// call; [`predict`] adds its share per packet).
+/// Processing cycles per group for the node's traffic (see
+/// [`ResolvedScenario::group_cycles`]).
 pub fn group_cycles(sc: &ResolvedScenario) -> (GroupCycles, FibReport) {
-    let mut cycles = GroupCycles::default();
-    for src in &sc.sources {
-        for (size, p) in src.size.distribution() {
-            let c = sc.cost.cycles_for_size(size as f64);
-            for i in 0..8 {
-                cycles.0[i] += src.share * p * c.0[i];
-            }
-        }
-    }
-    let s = &sc.scenario;
-    let fib = FibModel::new(&s.fib, &s.cpu.caches, s.cpu.frequency.hz);
-    let flows = sc.total_flows();
-    let routes = s.fib.routes.unwrap_or(flows);
-    let routing = fib.routing_cycles(cycles.get(Group::Routing), sc.cost.reference_routes, sc.cost.reference_flows, routes, flows);
-    cycles.set(Group::Routing, routing);
-    // Buffer management: recycling replaces allocation and free; a shared allocator's lock
-    // costs more with each core contending for it.
-    let b = &s.cost.buffers;
-    if b.recycling {
-        cycles.set(Group::Alloc, b.recycle.map_or(0.0, |c| c.cycles));
-        cycles.set(Group::Free, 0.0);
-    } else if s.cpu.cores > 1 {
-        cycles.set(Group::Alloc, cycles.get(Group::Alloc) + b.shared_lock.cycles * (s.cpu.cores - 1) as f64);
-    }
-    (cycles, fib.report(routes, flows, &s.cpu.caches))
+    sc.group_cycles()
 }
 
 /// The analytical prediction for a sc.

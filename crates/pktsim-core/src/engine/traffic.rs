@@ -83,6 +83,10 @@ impl SourceGen {
     }
 }
 
+/// Later than any run ends ([`crate::scenario::limits::MAX_RUN_PS`]) with room to add
+/// times to it: frames that would start after it are never generated.
+const HORIZON_PS: f64 = 4.0e18;
+
 /// All sources merged in time order, behind the ingress link.
 pub struct Traffic {
     sources: Vec<SourceGen>,
@@ -154,6 +158,11 @@ impl Ingress for Traffic {
             }
         }
         let src = &mut self.sources[best];
+        // A frame that would start after any run can end (a gap longer than the run, a
+        // source without a share) never comes: the sources are done.
+        if !(src.next_start < HORIZON_PS) {
+            return None;
+        }
         let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
         let size = src.sample_size();
         let flow = src.sample_flow();
@@ -248,6 +257,16 @@ mod tests {
         }
         let rate = n as f64 / (last.t_wire - first).as_secs_f64();
         assert!((rate - 1e6).abs() / 1e6 < 0.01, "{rate}");
+    }
+
+    #[test]
+    fn a_source_whose_gaps_outlast_any_run_sends_nothing() {
+        // 1e-8 pps: one frame every 3 years, past the longest run pktsim takes.
+        let mut t = Traffic::new(&[src(Pattern::Cbr, 1.0, 64)], 1e-8, 1e10, 20, 1);
+        assert_eq!(t.next_packet(), None);
+        assert_eq!(t.delivered(), 0);
+        let mut p = Traffic::new(&[src(Pattern::Poisson, 1.0, 64)], 1e-8, 1e10, 20, 1);
+        assert!(p.next_packet().is_none_or(|f| f.t_wire.ps() < 4_000_000_000_000_000_000));
     }
 
     #[test]

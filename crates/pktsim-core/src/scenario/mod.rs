@@ -40,14 +40,15 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::cost::{CostProfile, CostProfileFile};
+use crate::cost::{CostProfile, CostProfileFile, Group, GroupCycles};
 use crate::error::{ConfigError, Error, Result};
-use crate::fib::FibParams;
+use crate::fib::{FibModel, FibParams, FibReport};
 
 mod cost;
 mod cpu;
 mod fib;
 mod host;
+pub mod limits;
 mod link;
 mod measure;
 mod nic;
@@ -115,6 +116,39 @@ pub struct ResolvedScenario {
 }
 
 impl ResolvedScenario {
+    /// Processing cycles per group for the node's traffic: per-byte terms at each source's
+    /// sizes weighted by packet share, routing moved to the scenario's FIB, the buffer variant
+    /// applied. Packet I/O of the batched modes is not included (the simulator charges it per
+    /// call; [`crate::model::predict`] adds its share per packet).
+    pub fn group_cycles(&self) -> (GroupCycles, FibReport) {
+        let sc = self;
+        let mut cycles = GroupCycles::default();
+        for src in &sc.sources {
+            for (size, p) in src.size.distribution() {
+                let c = sc.cost.cycles_for_size(size as f64);
+                for i in 0..8 {
+                    cycles.0[i] += src.share * p * c.0[i];
+                }
+            }
+        }
+        let s = &sc.scenario;
+        let fib = FibModel::new(&s.fib, &s.cpu.caches, s.cpu.frequency.hz);
+        let flows = sc.total_flows();
+        let routes = s.fib.routes.unwrap_or(flows);
+        let routing = fib.routing_cycles(cycles.get(Group::Routing), sc.cost.reference_routes, sc.cost.reference_flows, routes, flows);
+        cycles.set(Group::Routing, routing);
+        // Buffer management: recycling replaces allocation and free; a shared allocator's lock
+        // costs more with each core contending for it.
+        let b = &s.cost.buffers;
+        if b.recycling {
+            cycles.set(Group::Alloc, b.recycle.map_or(0.0, |c| c.cycles));
+            cycles.set(Group::Free, 0.0);
+        } else if s.cpu.cores > 1 {
+            cycles.set(Group::Alloc, cycles.get(Group::Alloc) + b.shared_lock.cycles * (s.cpu.cores - 1) as f64);
+        }
+        (cycles, fib.report(routes, flows, &s.cpu.caches))
+    }
+
     /// The offered rate in packets per second (the line rate when none is given).
     pub fn offered_pps(&self) -> f64 {
         let line = self.line_rate_pps();
@@ -181,7 +215,9 @@ impl Scenario {
         self.traffic.validate_rate(origin, &sources, &self.link)?;
         let total_flows = sources.iter().map(|s| s.flows).sum();
         let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
-        Ok(ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources })
+        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources };
+        limits::check(&sc)?;
+        Ok(sc)
     }
 }
 

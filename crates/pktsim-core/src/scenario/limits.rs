@@ -1,0 +1,164 @@
+//! The simulator's range: every time it adds up must fit its integer picoseconds (u64,
+//! about 213 days) without wrapping. Rather than wrap silently or saturate into a wrong
+//! answer, a scenario whose times or costs could leave that range is refused at load,
+//! naming the key:
+//!
+//! | what | at most |
+//! |---|---|
+//! | warm-up + duration (`measure.*`) | 1,000,000 s (11.6 days) of simulated time |
+//! | any one cost or delay (`host.t_*`, `host.batch.*`, `host.thread.*`, `nic.dma_delay`, `measure.t_off`, `measure.t_plus.t_dma`, time slices) | 10 s |
+//! | one frame's processing time from cycles (`cost.*`, FIB included, at `cpu.frequency`) or from `host.t_proc` + per byte | 10 s |
+//! | one frame's time on the wire (`link.rate`, largest frame) | 10 s |
+//! | `link.overhead` | 65,536 B |
+//! | `measure.t_plus.nic_batch` | 1,024 frames |
+//!
+//! With these bounds the largest sum the engine forms — the end of the run plus a batched
+//! call of 65,536 frames of 10 s each — stays below 2^63 ps.
+
+use crate::error::{ConfigError, Result};
+use crate::units::Duration;
+
+use super::ResolvedScenario;
+
+pub const MAX_RUN_PS: u64 = 1_000_000 * 1_000_000_000_000;
+pub const MAX_STEP_PS: u64 = 10 * 1_000_000_000_000;
+pub const MAX_OVERHEAD_BYTES: u64 = 65_536;
+pub const MAX_NIC_BATCH: u32 = 1_024;
+
+fn secs(ps: f64) -> String {
+    format!("{:.6}s", ps / 1e12)
+}
+
+/// Check a validated scenario against the simulator's range (see the module header).
+pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
+    let s = &sc.scenario;
+    let origin = sc.origin.as_str();
+    let err = |key: &str, value: String, expected: String| -> crate::error::Error { ConfigError::new(origin, key, Some(value), expected).into() };
+
+    let m = &s.measure;
+    if m.warmup.ps.saturating_add(m.duration.ps) > MAX_RUN_PS {
+        return Err(err(
+            "measure.duration",
+            format!("warmup {:?} + duration {:?}", m.warmup.to_string(), m.duration.to_string()),
+            "at most 1000000s (11.6 days) of simulated time for warm-up and duration together".into(),
+        ));
+    }
+
+    let step = |key: &str, d: Duration| -> Result<()> {
+        if d.ps > MAX_STEP_PS {
+            return Err(err(key, format!("{:?}", d.to_string()), "at most 10s (the longest single cost or delay the simulator takes)".into()));
+        }
+        Ok(())
+    };
+    let h = &s.host;
+    let mut times: Vec<(String, Duration)> = vec![
+        ("host.t_irq".into(), h.t_irq),
+        ("host.t_poll".into(), h.t_poll),
+        ("host.tx_lock".into(), h.tx_lock),
+        ("host.budget_time".into(), h.budget_time),
+        ("host.batch.t_call".into(), h.batch.t_call),
+        ("host.batch.t_packet".into(), h.batch.t_packet),
+        ("host.batch.t_empty".into(), h.batch.t_empty),
+        ("host.batch.t_wakeup".into(), h.batch.t_wakeup),
+        ("host.thread.wake_latency".into(), h.thread.wake_latency),
+        ("host.thread.t_wakeup".into(), h.thread.t_wakeup),
+        ("nic.dma_delay".into(), s.nic.dma_delay),
+        ("measure.t_off".into(), m.t_off),
+    ];
+    times.extend(h.t_proc.map(|d| ("host.t_proc".to_string(), d)));
+    times.extend(h.t_clean.map(|d| ("host.t_clean".to_string(), d)));
+    times.extend(m.t_plus.as_ref().map(|tp| ("measure.t_plus.t_dma".to_string(), tp.t_dma)));
+    let strategies = std::iter::once(("host.strategy".to_string(), &h.strategy))
+        .chain(h.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
+    for (base, st) in strategies {
+        times.push((format!("{base}.slice"), st.slice));
+        times.extend(st.slices.iter().enumerate().map(|(i, d)| (format!("{base}.slices[{i}]"), *d)));
+    }
+    for (key, d) in &times {
+        step(key, *d)?;
+    }
+    if let Some(tp) = &m.t_plus {
+        if tp.nic_batch > MAX_NIC_BATCH {
+            return Err(err("measure.t_plus.nic_batch", tp.nic_batch.to_string(), format!("at most {MAX_NIC_BATCH} frames")));
+        }
+    }
+
+    // Per-frame times at the largest frame.
+    let max_frame = sc.sources.iter().flat_map(|src| src.size.distribution()).map(|(b, _)| b).max().unwrap_or(0) as f64;
+    let mean_frame = sc.mean_frame_bytes();
+    for (key, per_byte) in [("host.t_proc_per_byte", h.t_proc_per_byte), ("host.batch.t_byte", h.batch.t_byte)] {
+        if let Some(tpb) = per_byte {
+            let ps = tpb.fs_per_byte as f64 * max_frame / 1e3;
+            if !(ps <= MAX_STEP_PS as f64) {
+                return Err(err(key, format!("{:?} ({} for a {max_frame} B frame)", tpb.to_string(), secs(ps)), "at most 10s per frame in all".into()));
+            }
+        }
+    }
+    let overhead = s.link.overhead.bytes;
+    if overhead > MAX_OVERHEAD_BYTES {
+        return Err(err("link.overhead", format!("{:?}", s.link.overhead.to_string()), format!("at most {MAX_OVERHEAD_BYTES}B of framing per frame")));
+    }
+    let wire_ps = (max_frame + overhead as f64) * 8.0 / s.link.rate.bps * 1e12;
+    if !(wire_ps <= MAX_STEP_PS as f64) {
+        return Err(err(
+            "link.rate",
+            format!("{:?} ({} on the wire for a {max_frame} B frame)", s.link.rate.to_string(), secs(wire_ps)),
+            "a line rate that sends the largest frame in at most 10s".into(),
+        ));
+    }
+    let (groups, _) = sc.group_cycles();
+    let per_byte_total: f64 = sc.cost.per_byte.0.iter().sum();
+    let cycles = groups.total() + per_byte_total * (max_frame - mean_frame).max(0.0);
+    let f = s.cpu.frequency.hz;
+    let ps = cycles / f * 1e12;
+    if !(ps <= MAX_STEP_PS as f64) {
+        return Err(err(
+            "cost",
+            format!("{cycles:.4e} cycles per frame at {} ({})", s.cpu.frequency, secs(ps)),
+            "cycles per frame (cost.profile, cost.cycles, cost.per_byte and the FIB model at cpu.frequency) taking at most 10s".into(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crate::scenario::Scenario;
+
+    const BASE: &str = "[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"10Gbit/s\"\n[traffic]\nrate = \"1Mpps\"\n[cost]\nprofile = \"raumer2015-64B\"\n";
+
+    fn load(sets: &[(&str, &str)]) -> Result<(), String> {
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Scenario::load_toml(BASE, "l.toml", Path::new("."), &sets).map(|_| ()).map_err(|e| e.to_string())
+    }
+
+    fn refused(sets: &[(&str, &str)], key: &str) {
+        match load(sets) {
+            Ok(()) => panic!("{sets:?} was accepted"),
+            Err(m) => assert!(m.starts_with(&format!("l.toml: {key}")), "{sets:?}: {m}"),
+        }
+    }
+
+    #[test]
+    fn costs_and_times_that_would_wrap_the_clock_are_refused_naming_the_key() {
+        refused(&[("cost.cycles.other", "1e17cycles")], "cost");
+        refused(&[("cpu.frequency", "1Hz")], "cost");
+        refused(&[("host.t_proc", "1us"), ("host.t_proc_per_byte", "1e12ns/B")], "host.t_proc_per_byte");
+        refused(&[("measure.t_plus.t_dma", "9000000s"), ("measure.t_plus.nic_batch", "8")], "measure.t_plus.t_dma");
+        refused(&[("measure.t_plus.t_dma", "1us"), ("measure.t_plus.nic_batch", "100000")], "measure.t_plus.nic_batch");
+        refused(&[("measure.duration", "2000000s")], "measure.duration");
+        refused(&[("host.t_irq", "11s")], "host.t_irq");
+        refused(&[("host.strategy.slice", "1h")], "host.strategy.slice");
+        refused(&[("link.overhead", "1MB"), ("traffic.rate", "100%")], "link.overhead");
+        refused(&[("link.rate", "1bit/s"), ("traffic.rate", "100%")], "link.rate");
+    }
+
+    #[test]
+    fn the_largest_accepted_values_are_accepted() {
+        assert_eq!(load(&[("host.t_irq", "10s"), ("measure.duration", "999000s")]), Ok(()));
+        assert_eq!(load(&[("host.t_proc", "10s")]), Ok(()));
+        assert_eq!(load(&[("link.rate", "100bit/s"), ("traffic.rate", "100%")]), Ok(()), "84 B in 6.72 s");
+    }
+}
