@@ -127,6 +127,28 @@ def test_cli_refuses_without_root_and_says_why():
     assert "run it as root" in proc.stderr and "Traceback" not in proc.stderr
 
 
+ZERO_CASES = [
+    (("run", "--rate", "1kpps", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 3 s
+    (("run", "--rate", "1kpps", "--duration", "10ms"), ("--duration 0.01s", "50ms", "60s")),
+    (("run", "--rate", "1kpps", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),
+    (("run", "--sweep", "10%:90%", "--points", "0"), ("--points 0", "2 to 50 loads")),
+    (("run", "--rate", "1kpps", "--points", "3"), ("--points 3", "--sweep")),  # ignored without a sweep
+    (("validate", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),  # ran 3
+    (("validate", "--quick", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),  # ran 1
+    (("validate", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 3 s
+    (("validate", "--quick", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 0.5 s
+]
+
+
+@pytest.mark.parametrize("args,says", ZERO_CASES, ids=[" ".join(a) for a, _ in ZERO_CASES])
+def test_zero_and_meaningless_values_are_usage_errors(args, says):
+    proc = run_cli("testbed", *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    for text in says:
+        assert text in proc.stderr, (text, proc.stderr)
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_dials_are_checked_before_anything_is_built():
     with pytest.raises(TestbedError, match="--routes"):
         topology.Topology(routes=10**6)

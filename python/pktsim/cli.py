@@ -436,9 +436,15 @@ def cmd_testbed_run(args) -> int:
     from .testbed import runner
     from .testbed.topology import Topology
 
-    duration = _tb_duration(args) or 3.0
+    duration = _tb_duration(args)
+    if duration is None:
+        duration = 3.0
     if args.rate and args.sweep:
         raise UsageError("testbed run: give --rate or --sweep, not both")
+    if args.points is not None and not args.sweep:
+        raise UsageError(f"--points {args.points}: the number of loads of a --sweep; give --sweep too, or leave --points out")
+    if args.points is None:
+        args.points = 8
     rate = _quantity("packetrate", "--rate", args.rate) if args.rate else None
     # Everything is checked before the namespaces are built.
     try:
@@ -674,7 +680,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr = tbs.add_parser("run", help="forward bounded traffic gen -> dut -> sink and measure it")
     tr.add_argument("--rate", metavar="R", help="offered rate, e.g. 100kpps (default: as fast as the generator can)")
     tr.add_argument("--sweep", metavar="LO%:HI%", help="loads as fractions of the measured capacity, e.g. 10%%:120%%")
-    tr.add_argument("--points", type=int, default=8, metavar="N", help="loads in a sweep (default 8)")
+    tr.add_argument("--points", type=int, default=None, metavar="N", help="loads in a sweep, 2 to 50 (default 8)")
     tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load (default 3)")
     dials(tr)
     tr.set_defaults(func=cmd_testbed_run)

@@ -108,9 +108,9 @@ def check(rate_pps: float | None, duration_s: float, reps: int = 1, points: int 
     if rate_pps is not None and not 0 < rate_pps <= MAX_RATE_PPS:
         raise TestbedError(f"--rate {rate_pps:g}pps: expected above 0 and at most {MAX_RATE_PPS / 1e6:g}Mpps")
     if not 1 <= reps <= 20:
-        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20")
+        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20 runs per load")
     if points is not None and not 2 <= points <= 50:
-        raise TestbedError(f"--points {points}: expected from 2 to 50")
+        raise TestbedError(f"--points {points}: expected from 2 to 50 loads")
 
 
 def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1) -> dict:
