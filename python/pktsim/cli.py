@@ -551,11 +551,23 @@ def cmd_testbed_plot(args) -> int:
 
 
 def cmd_testbed_teardown(args) -> int:
-    from .testbed.topology import require_root, teardown
+    from .testbed.topology import LockBusy, require_root, teardown_all
 
     require_root()
-    gone = teardown()
-    print("deleted " + ", ".join(gone) if gone else "no testbed namespaces left")
+    try:
+        gone = teardown_all(force=args.force)
+    except LockBusy as e:
+        raise TestbedError(f"{e}: refusing to tear it down (wait for it to end, or `pktsim testbed teardown --force` stops it first)") from None
+    parts = [f"stopped the live run (PID {gone['stopped']})"] if gone["stopped"] else []
+    if gone["processes"]:
+        parts.append(f"killed {len(gone['processes'])} leftover process{'es' if len(gone['processes']) != 1 else ''} (PID {', '.join(map(str, gone['processes']))})")
+    if gone["namespaces"]:
+        parts.append("deleted " + ", ".join(gone["namespaces"]))
+    if gone["nftables"]:
+        parts.append("deleted nftables table " + ", ".join(gone["nftables"]))
+    if gone["directories"]:
+        parts.append("removed " + ", ".join(gone["directories"]))
+    print("; ".join(parts) if parts else "nothing left behind")
     return 0
 
 
@@ -694,7 +706,11 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("result", metavar="RESULT.json", help="the JSON of `pktsim testbed validate --json` (or -o)")
     tp.add_argument("-o", "--output", metavar="FILE", required=True, help="PNG or SVG by suffix")
     tp.set_defaults(func=cmd_testbed_plot)
-    td = tbs.add_parser("teardown", help="delete testbed namespaces a killed run left behind")
+    td = tbs.add_parser(
+        "teardown",
+        help="remove what a killed run left behind (namespaces, processes, temporary directories); refuses while a run is live (exit 1)",
+    )
+    td.add_argument("--force", action="store_true", help="stop a live run first (SIGTERM: it tears down itself; SIGKILL after 10 s)")
     td.set_defaults(func=cmd_testbed_teardown)
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
