@@ -292,17 +292,24 @@ def test_teardown_refuses_while_a_live_run_holds_the_lock_and_force_stops_it():
 @root_only
 def test_killed_run_leaves_no_children_and_teardown_removes_the_rest():
     proc, kids = start_live_run()
-    rec = json.loads(topology.LOCK_PATH.read_text())
-    assert rec["pid"] == proc.pid and os.path.isdir(rec["tmp"])
-    proc.kill()  # SIGKILL: no handler, no finally
-    proc.wait()
-    # The generator, sink and perf die with it (parent-death signal), not at the end of their 20 s.
-    deadline = time.monotonic() + 2
-    while any(alive(p) for p in kids) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not [f"{p} {c}" for p, c in kids.items() if alive(p)]
-    assert sorted(left_behind()) == sorted(topology.NAMESPACES) and os.path.isdir(rec["tmp"])
-    td = run_cli("testbed", "teardown")
+    try:
+        rec = json.loads(topology.LOCK_PATH.read_text())
+        assert rec["pid"] == proc.pid and os.path.isdir(rec["tmp"])
+        proc.kill()  # SIGKILL: no handler, no finally
+        proc.wait()
+        # The generator, sink and perf die with it (parent-death signal), not at the end of their 20 s.
+        deadline = time.monotonic() + 2
+        while any(alive(p) for p in kids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not [f"{p} {c}" for p, c in kids.items() if alive(p)]
+        assert sorted(left_behind()) == sorted(topology.NAMESPACES) and os.path.isdir(rec["tmp"])
+        td = run_cli("testbed", "teardown")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if left_behind():
+            run_cli("testbed", "teardown", check=False)
     assert "deleted pktsim-tb-" in td.stdout and rec["tmp"] in td.stdout, td.stdout
     assert left_behind() == [] and not os.path.exists(rec["tmp"]) and topology.marked_processes() == []
 
@@ -338,6 +345,8 @@ def test_teardown_reaps_what_a_killed_run_left(tmp_path):
         if child.poll() is None:
             child.kill()
             child.wait()
+        subprocess.run(["ip", "netns", "del", "pktsim-tb-sink"], capture_output=True)
+        shutil.rmtree(other, ignore_errors=True)
     assert f"PID {child.pid}" in td.stdout and "pktsim-tb-sink" in td.stdout, td.stdout
     assert not os.path.exists(recorded) and not os.path.exists(other)
     assert left_behind() == [] and topology.LOCK_PATH.read_text() == ""
