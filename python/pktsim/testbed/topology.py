@@ -190,8 +190,8 @@ def lock_holder(f=None) -> int | None:
             continue
         try:
             maj, mnr, ino = parts[5].split(":")
-            if (int(maj, 16), int(mnr, 16), int(ino)) == want:
-                return int(parts[4])
+            if (int(maj, 16), int(mnr, 16), int(ino)) == want and int(parts[4]) > 0:
+                return int(parts[4])  # 0: a holder outside this PID namespace
         except ValueError:
             continue
     if f is not None:
@@ -209,7 +209,10 @@ def marked_processes(exclude: int | None = None) -> list[int]:
     own = f"{PARENT_ENV}={exclude}".encode() if exclude else None
     key = f"{PARENT_ENV}=".encode()
     found = []
+    spare = _ancestors()  # never this process or what started it, marked or not
     for pid in _pids():
+        if pid in spare:
+            continue
         try:
             env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         except OSError:
@@ -217,6 +220,19 @@ def marked_processes(exclude: int | None = None) -> list[int]:
         if any(e.startswith(key) for e in env) and (own is None or own not in env) and not _zombie(pid):
             found.append(pid)
     return found
+
+
+def _ancestors() -> set[int]:
+    """This process and its ancestors."""
+    out, pid = set(), os.getpid()
+    while pid > 1 and pid not in out:
+        out.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
 
 
 def _zombie(pid: int) -> bool:
