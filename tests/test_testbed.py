@@ -322,6 +322,7 @@ def _plant_leftovers(tmp_root):
 
     dead = subprocess.Popen(["true"])
     dead.wait()
+    assert not os.path.exists(f"/proc/{dead.pid}")
     subprocess.run(["ip", "netns", "add", "pktsim-tb-sink"], check=True)
     child = subprocess.Popen(["sleep", "30"], env={**os.environ, topology.PARENT_ENV: str(dead.pid)})
     recorded = tempfile.mkdtemp(prefix=topology.TMP_PREFIX, dir=tmp_root)
@@ -348,6 +349,7 @@ def test_teardown_reaps_what_a_killed_run_left(tmp_path):
         subprocess.run(["ip", "netns", "del", "pktsim-tb-sink"], capture_output=True)
         shutil.rmtree(other, ignore_errors=True)
     assert f"PID {child.pid}" in td.stdout and "pktsim-tb-sink" in td.stdout, td.stdout
+    assert "lock record of the dead run" in td.stdout, td.stdout
     assert not os.path.exists(recorded) and not os.path.exists(other)
     assert left_behind() == [] and topology.LOCK_PATH.read_text() == ""
 

@@ -559,6 +559,8 @@ def cmd_testbed_teardown(args) -> int:
     except LockBusy as e:
         raise TestbedError(f"{e}: refusing to tear it down (wait for it to end, or `pktsim testbed teardown --force` stops it first)") from None
     parts = [f"stopped the live run (PID {gone['stopped']})"] if gone["stopped"] else []
+    if gone["stale_lock"] and not gone["stopped"]:
+        parts.append(f"cleared the lock record of the dead run PID {gone['stale_lock']}")
     if gone["processes"]:
         parts.append(f"killed {len(gone['processes'])} leftover process{'es' if len(gone['processes']) != 1 else ''} (PID {', '.join(map(str, gone['processes']))})")
     if gone["namespaces"]:

@@ -267,7 +267,14 @@ def reap(previous: dict) -> dict:
     the lock held, so no live run owns any of it. Returns what was removed, by kind."""
     procs = marked_processes(exclude=os.getpid())
     _kill_and_wait(procs)
-    gone = {"processes": procs, "namespaces": teardown(), "nftables": [], "directories": []}
+    dead = previous.get("pid")
+    gone = {
+        "stale_lock": dead if isinstance(dead, int) and dead != os.getpid() else None,  # a killed run's record
+        "processes": procs,
+        "namespaces": teardown(),
+        "nftables": [],
+        "directories": [],
+    }
     if shutil.which("nft") and subprocess.run(["nft", "list", "table", "inet", "pktsim_tb"], capture_output=True).returncode == 0:
         _sh("nft", "delete", "table", "inet", "pktsim_tb", check=False)
         gone["nftables"].append("inet pktsim_tb")
