@@ -687,7 +687,7 @@ def build_parser() -> argparse.ArgumentParser:
     def dials(p):
         p.add_argument("--routes", type=int, default=0, metavar="N", help="N /32 routes in the dut (the generator cycles through them)")
         p.add_argument("--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (default 400)")
-        p.add_argument("--duration", metavar="D", help="per run, e.g. 3s")
+        p.add_argument("--duration", metavar="D", help="per run, 50ms to 60s, e.g. 3s")
         p.add_argument("--json", action="store_true")
         p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
 
@@ -695,12 +695,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--rate", metavar="R", help="offered rate, e.g. 100kpps (default: as fast as the generator can)")
     tr.add_argument("--sweep", metavar="LO%:HI%", help="loads as fractions of the measured capacity, e.g. 10%%:120%%")
     tr.add_argument("--points", type=int, default=None, metavar="N", help="loads in a sweep, 2 to 50 (default 8)")
-    tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load (default 3)")
+    tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load, 1 to 20 (default 3)")
     dials(tr)
     tr.set_defaults(func=cmd_testbed_run)
     tv = tbs.add_parser("validate", help="calibrate the model at two loads, predict the rest, print measured vs predicted")
     tv.add_argument("--quick", action="store_true", help="4 loads, 1 run each, 0.5 s (a smoke test)")
-    tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load (default 3; 1 with --quick)")
+    tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
