@@ -296,7 +296,10 @@ def teardown_all(force: bool = False) -> dict:
             raise
         _stop_holder(e.pid)
         stopped = e.pid
-        lock = Lock()
+        try:
+            lock = Lock()
+        except LockBusy as again:
+            raise TestbedError(f"{again} even after SIGTERM and SIGKILL; nothing was torn down") from None
     try:
         return {"stopped": stopped, **reap(lock.previous)}
     finally:
