@@ -1,12 +1,14 @@
 """The real-kernel testbed: calibration and prediction on a recorded sweep, and (as root)
 short real runs that must leave nothing behind, also when interrupted."""
 
+import glob
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -25,6 +27,47 @@ root_only = pytest.mark.skipif(
 def left_behind() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith("pktsim-tb-")]
+
+
+def children(pid: int) -> dict[int, str]:
+    """Live (not zombie) children of ``pid``: {pid: comm}."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        state, ppid = stat[stat.rindex(")") + 2 :].split()[:2]
+        if int(ppid) == pid and state not in ("Z", "X"):
+            out[int(d)] = comm
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+def start_live_run() -> tuple[subprocess.Popen, dict[int, str]]:
+    """A 20 s run, returned once its generator, sink (and perf, where there is perf) run."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "20kpps", "--duration", "20s", "--repetitions", "1"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    want = 3 if shutil.which("perf") else 2
+    deadline = time.monotonic() + 20
+    while len(kids := children(proc.pid)) < want:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"the run did not start its children: {kids} {proc.communicate()}")
+        time.sleep(0.05)
+    return proc, kids
 
 
 def point(load, t_proc, t_poll, t_wake, fpp, fpw):
@@ -127,6 +170,28 @@ def test_cli_refuses_without_root_and_says_why():
     assert "run it as root" in proc.stderr and "Traceback" not in proc.stderr
 
 
+ZERO_CASES = [
+    (("run", "--rate", "1kpps", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 3 s
+    (("run", "--rate", "1kpps", "--duration", "10ms"), ("--duration 0.01s", "50ms", "60s")),
+    (("run", "--rate", "1kpps", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),
+    (("run", "--sweep", "10%:90%", "--points", "0"), ("--points 0", "2 to 50 loads")),
+    (("run", "--rate", "1kpps", "--points", "3"), ("--points 3", "--sweep")),  # ignored without a sweep
+    (("validate", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),  # ran 3
+    (("validate", "--quick", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),  # ran 1
+    (("validate", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 3 s
+    (("validate", "--quick", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 0.5 s
+]
+
+
+@pytest.mark.parametrize("args,says", ZERO_CASES, ids=[" ".join(a) for a, _ in ZERO_CASES])
+def test_zero_and_meaningless_values_are_usage_errors(args, says):
+    proc = run_cli("testbed", *args, check=False)
+    assert proc.returncode == 2, proc.stderr
+    for text in says:
+        assert text in proc.stderr, (text, proc.stderr)
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_dials_are_checked_before_anything_is_built():
     with pytest.raises(TestbedError, match="--routes"):
         topology.Topology(routes=10**6)
@@ -138,9 +203,18 @@ def test_dials_are_checked_before_anything_is_built():
 
 
 @root_only
-def test_run_contract_and_nothing_left_behind():
+def test_run_contract_and_nothing_left_behind(tmp_path):
     subprocess.run(["ip", "netns", "add", "pktsim-tb-dut"], check=True)  # as a crashed run would leave it
-    r = json.loads(run_cli("testbed", "run", "--rate", "20kpps", "--duration", "500ms", "--repetitions", "1", "--json").stdout)
+    child, recorded, other = _plant_leftovers(tmp_path)  # and what a killed run leaves
+    try:
+        r = json.loads(run_cli("testbed", "run", "--rate", "20kpps", "--duration", "500ms", "--repetitions", "1", "--json").stdout)
+        assert child.wait(timeout=3) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert not os.path.exists(recorded) and not os.path.exists(other)
+    assert topology.LOCK_PATH.read_text() == ""
     for key in ("offered_pps", "forwarded_pps", "ingress_drop_pps", "dut_ns_per_packet", "dut_utilization", "latency_ns", "foreign_cpu"):
         assert key in r, key
     assert set(r["latency_ns"]) == {"p50", "p90", "p99", "p999"}
@@ -171,7 +245,8 @@ def test_interrupted_run_tears_down(sig):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
-    assert left_behind() == []
+    assert left_behind() == [] and topology.marked_processes() == []
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), topology.TMP_PREFIX + "*"))
 
 
 @root_only
@@ -191,6 +266,92 @@ def test_bad_bounds_are_errors_before_anything_is_built(args, named):
     assert proc.returncode == 2, proc.stderr
     assert named in proc.stderr and "Traceback" not in proc.stderr
     assert left_behind() == []
+
+
+@root_only
+def test_teardown_refuses_while_a_live_run_holds_the_lock_and_force_stops_it():
+    proc, _ = start_live_run()
+    try:
+        td = run_cli("testbed", "teardown", check=False)
+        assert td.returncode == 1, td.stdout + td.stderr
+        assert f"PID {proc.pid}" in td.stderr and "--force" in td.stderr, td.stderr
+        assert len(td.stderr.strip().splitlines()) == 1, td.stderr
+        assert sorted(left_behind()) == sorted(topology.NAMESPACES) and proc.poll() is None
+        forced = run_cli("testbed", "teardown", "--force")
+        assert f"stopped the live run (PID {proc.pid})" in forced.stdout
+        proc.communicate(timeout=15)
+        assert proc.returncode == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+            run_cli("testbed", "teardown", check=False)
+    assert left_behind() == [] and topology.marked_processes() == []
+
+
+@root_only
+def test_killed_run_leaves_no_children_and_teardown_removes_the_rest():
+    proc, kids = start_live_run()
+    try:
+        rec = json.loads(topology.LOCK_PATH.read_text())
+        assert rec["pid"] == proc.pid and os.path.isdir(rec["tmp"])
+        proc.kill()  # SIGKILL: no handler, no finally
+        proc.wait()
+        # The generator, sink and perf die with it (parent-death signal), not at the end of their 20 s.
+        deadline = time.monotonic() + 2
+        while any(alive(p) for p in kids) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not [f"{p} {c}" for p, c in kids.items() if alive(p)]
+        assert sorted(left_behind()) == sorted(topology.NAMESPACES) and os.path.isdir(rec["tmp"])
+        td = run_cli("testbed", "teardown")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if left_behind():
+            run_cli("testbed", "teardown", check=False)
+    assert "deleted pktsim-tb-" in td.stdout and rec["tmp"] in td.stdout, td.stdout
+    assert left_behind() == [] and not os.path.exists(rec["tmp"]) and topology.marked_processes() == []
+
+
+def _plant_leftovers(tmp_root):
+    """What a killed run of any version may leave: its namespace, a marked child, its
+    recorded temporary directory and another one, a lock record naming a dead PID."""
+    import fcntl
+    import tempfile
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert not os.path.exists(f"/proc/{dead.pid}")
+    subprocess.run(["ip", "netns", "add", "pktsim-tb-sink"], check=True)
+    child = subprocess.Popen(["sleep", "30"], env={**os.environ, topology.PARENT_ENV: str(dead.pid)})
+    recorded = tempfile.mkdtemp(prefix=topology.TMP_PREFIX, dir=tmp_root)
+    (open(os.path.join(recorded, "sink-ready"), "w")).close()
+    other = tempfile.mkdtemp(prefix=topology.TMP_PREFIX)
+    with open(topology.LOCK_PATH, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        f.seek(0)
+        f.truncate()
+        f.write(json.dumps({"pid": dead.pid, "tmp": recorded}))
+    return child, recorded, other
+
+
+@root_only
+def test_teardown_reaps_what_a_killed_run_left(tmp_path):
+    child, recorded, other = _plant_leftovers(tmp_path)
+    try:
+        td = run_cli("testbed", "teardown")
+        assert child.wait(timeout=3) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        subprocess.run(["ip", "netns", "del", "pktsim-tb-sink"], capture_output=True)
+        shutil.rmtree(other, ignore_errors=True)
+    assert f"PID {child.pid}" in td.stdout and "pktsim-tb-sink" in td.stdout, td.stdout
+    assert "lock record of the dead run" in td.stdout, td.stdout
+    assert not os.path.exists(recorded) and not os.path.exists(other)
+    assert left_behind() == [] and topology.LOCK_PATH.read_text() == ""
 
 
 @root_only

@@ -436,9 +436,15 @@ def cmd_testbed_run(args) -> int:
     from .testbed import runner
     from .testbed.topology import Topology
 
-    duration = _tb_duration(args) or 3.0
+    duration = _tb_duration(args)
+    if duration is None:
+        duration = 3.0
     if args.rate and args.sweep:
         raise UsageError("testbed run: give --rate or --sweep, not both")
+    if args.points is not None and not args.sweep:
+        raise UsageError(f"--points {args.points}: the number of loads of a --sweep; give --sweep too, or leave --points out")
+    if args.points is None:
+        args.points = 8
     rate = _quantity("packetrate", "--rate", args.rate) if args.rate else None
     # Everything is checked before the namespaces are built.
     try:
@@ -545,11 +551,25 @@ def cmd_testbed_plot(args) -> int:
 
 
 def cmd_testbed_teardown(args) -> int:
-    from .testbed.topology import require_root, teardown
+    from .testbed.topology import LockBusy, require_root, teardown_all
 
     require_root()
-    gone = teardown()
-    print("deleted " + ", ".join(gone) if gone else "no testbed namespaces left")
+    try:
+        gone = teardown_all(force=args.force)
+    except LockBusy as e:
+        raise TestbedError(f"{e}: refusing to tear it down (wait for it to end, or `pktsim testbed teardown --force` stops it first)") from None
+    parts = [f"stopped the live run (PID {gone['stopped']})"] if gone["stopped"] else []
+    if gone["stale_lock"] and not gone["stopped"]:
+        parts.append(f"cleared the lock record of the dead run PID {gone['stale_lock']}")
+    if gone["processes"]:
+        parts.append(f"killed {len(gone['processes'])} leftover process{'es' if len(gone['processes']) != 1 else ''} (PID {', '.join(map(str, gone['processes']))})")
+    if gone["namespaces"]:
+        parts.append("deleted " + ", ".join(gone["namespaces"]))
+    if gone["nftables"]:
+        parts.append("deleted nftables table " + ", ".join(gone["nftables"]))
+    if gone["directories"]:
+        parts.append("removed " + ", ".join(gone["directories"]))
+    print("; ".join(parts) if parts else "nothing left behind")
     return 0
 
 
@@ -667,20 +687,20 @@ def build_parser() -> argparse.ArgumentParser:
     def dials(p):
         p.add_argument("--routes", type=int, default=0, metavar="N", help="N /32 routes in the dut (the generator cycles through them)")
         p.add_argument("--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (default 400)")
-        p.add_argument("--duration", metavar="D", help="per run, e.g. 3s")
+        p.add_argument("--duration", metavar="D", help="per run, 50ms to 60s, e.g. 3s")
         p.add_argument("--json", action="store_true")
         p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
 
     tr = tbs.add_parser("run", help="forward bounded traffic gen -> dut -> sink and measure it")
     tr.add_argument("--rate", metavar="R", help="offered rate, e.g. 100kpps (default: as fast as the generator can)")
     tr.add_argument("--sweep", metavar="LO%:HI%", help="loads as fractions of the measured capacity, e.g. 10%%:120%%")
-    tr.add_argument("--points", type=int, default=8, metavar="N", help="loads in a sweep (default 8)")
-    tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load (default 3)")
+    tr.add_argument("--points", type=int, default=None, metavar="N", help="loads in a sweep, 2 to 50 (default 8)")
+    tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load, 1 to 20 (default 3)")
     dials(tr)
     tr.set_defaults(func=cmd_testbed_run)
     tv = tbs.add_parser("validate", help="calibrate the model at two loads, predict the rest, print measured vs predicted")
     tv.add_argument("--quick", action="store_true", help="4 loads, 1 run each, 0.5 s (a smoke test)")
-    tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load (default 3; 1 with --quick)")
+    tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
@@ -688,7 +708,11 @@ def build_parser() -> argparse.ArgumentParser:
     tp.add_argument("result", metavar="RESULT.json", help="the JSON of `pktsim testbed validate --json` (or -o)")
     tp.add_argument("-o", "--output", metavar="FILE", required=True, help="PNG or SVG by suffix")
     tp.set_defaults(func=cmd_testbed_plot)
-    td = tbs.add_parser("teardown", help="delete testbed namespaces a killed run left behind")
+    td = tbs.add_parser(
+        "teardown",
+        help="remove what a killed run left behind (namespaces, processes, temporary directories); refuses while a run is live (exit 1)",
+    )
+    td.add_argument("--force", action="store_true", help="stop a live run first (SIGTERM: it tears down itself; SIGKILL after 10 s)")
     td.set_defaults(func=cmd_testbed_teardown)
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")

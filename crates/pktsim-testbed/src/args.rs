@@ -37,6 +37,11 @@ usage:
 
 Both subcommands print one JSON object on stdout when they stop.
 Exit status: 0 done, 1 system call failed, 2 usage error.
+
+environment:
+  PKTSIM_TB_PARENT=PID   gen and sink die (SIGKILL) when their parent, process PID, dies,
+                         and refuse to start when their parent is not PID (pktsim
+                         testbed sets it, so a killed run leaves no generator or sink)
 ";
 
 /// Usage text of `pktsim-tb gen`.
@@ -155,6 +160,28 @@ pub struct SinkArgs {
     pub run_id: u32,
     pub batch: usize,
     pub ready_file: Option<PathBuf>,
+}
+
+/// The environment variable naming the process gen and sink die with.
+pub const PARENT_ENV: &str = "PKTSIM_TB_PARENT";
+
+/// The parent PID from `$PKTSIM_TB_PARENT` (None when unset or empty).
+pub fn parent_pid(value: Option<&std::ffi::OsStr>) -> Result<Option<u32>, UsageError> {
+    let Some(v) = value else { return Ok(None) };
+    if v.is_empty() {
+        return Ok(None);
+    }
+    v.to_str()
+        .and_then(parse_int::<u32>)
+        .filter(|&p| p > 1)
+        .map(Some)
+        .ok_or_else(|| UsageError {
+            subcommand: None,
+            message: format!(
+                "{PARENT_ENV}={}: expected a process id above 1",
+                v.to_string_lossy()
+            ),
+        })
 }
 
 /// Parses the arguments after the program name.
@@ -643,6 +670,21 @@ mod tests {
         );
         assert!(err("sink --iface tbx-b --duration-ms 5 --idle-ms 0")
             .starts_with("--idle-ms: expected"));
+    }
+
+    #[test]
+    fn parent_from_environment() {
+        use std::ffi::OsStr;
+        assert_eq!(parent_pid(None), Ok(None));
+        assert_eq!(parent_pid(Some(OsStr::new(""))), Ok(None));
+        assert_eq!(parent_pid(Some(OsStr::new("4242"))), Ok(Some(4242)));
+        for bad in ["1", "0", "-3", "x", "99999999999"] {
+            let e = parent_pid(Some(OsStr::new(bad))).unwrap_err();
+            assert_eq!(
+                e.message,
+                format!("PKTSIM_TB_PARENT={bad}: expected a process id above 1")
+            );
+        }
     }
 
     #[test]

@@ -44,13 +44,50 @@ fn main() -> ExitCode {
             }
         }
     }
-    match args::parse(&argv) {
-        Err(e) => usage_error(&e),
-        Ok(Command::Help(text)) => print_stdout(text),
-        Ok(Command::Version) => print_stdout(&format!("pktsim-tb {}\n", env!("CARGO_PKG_VERSION"))),
-        Ok(Command::Gen(a)) => run_gen(&a),
-        Ok(Command::Sink(a)) => run_sink(&a),
+    let command = match args::parse(&argv) {
+        Err(e) => return usage_error(&e),
+        Ok(c) => c,
+    };
+    if matches!(command, Command::Gen(_) | Command::Sink(_)) {
+        let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
+            Ok(p) => p,
+            Err(e) => return usage_error(&e),
+        };
+        if let Some(pid) = parent {
+            if let Err(code) = die_with_parent(pid) {
+                return code;
+            }
+        }
     }
+    match command {
+        Command::Help(text) => print_stdout(text),
+        Command::Version => print_stdout(&format!("pktsim-tb {}\n", env!("CARGO_PKG_VERSION"))),
+        Command::Gen(a) => run_gen(&a),
+        Command::Sink(a) => run_sink(&a),
+    }
+}
+
+/// Dies with the parent `pid` (so a killed `pktsim testbed run` leaves no generator or
+/// sink behind); an error if that parent is already gone.
+#[cfg(target_os = "linux")]
+fn die_with_parent(pid: u32) -> Result<(), ExitCode> {
+    sys::die_with_parent(pid).map_err(|e| {
+        let what = if sys::is_errno(&e, &[libc::ESRCH]) {
+            format!("the parent process {pid} ({}) has exited", args::PARENT_ENV)
+        } else {
+            sys::SysError {
+                call: "prctl(PR_SET_PDEATHSIG)".into(),
+                err: e,
+            }
+            .to_string()
+        };
+        failure("startup", &what)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_: u32) -> Result<(), ExitCode> {
+    Ok(())
 }
 
 /// Reports a usage error on stderr; exit status 2.

@@ -151,6 +151,32 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Dying with the parent
+// ---------------------------------------------------------------------------------------
+
+/// Asks the kernel to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG),
+/// then checks that the parent is still `parent`: a parent that died before the
+/// request was made would otherwise leave this process running to its end.
+pub fn die_with_parent(parent: u32) -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG takes a plain signal number.
+    cvt(unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    })?;
+    // SAFETY: getppid cannot fail.
+    let ppid = unsafe { libc::getppid() };
+    if u32::try_from(ppid).ok() != Some(parent) {
+        return Err(io::Error::from_raw_os_error(libc::ESRCH));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
 // Stop signals
 // ---------------------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from . import counters
-from .topology import DST_BASE, DUT, DUT_IN, DUT_OUT, GEN, GEN_IF, GEN_IP, SINK, SINK_IF, TestbedError, Topology
+from .topology import DST_BASE, DUT, DUT_IN, DUT_OUT, GEN, GEN_IF, GEN_IP, SINK, SINK_IF, TestbedError, Topology, child_env, die_with_parent
 
 FRAME_BYTES = 74  # Ethernet frame without FCS: UDP/IPv4 with the 32-byte probe payload (78 B on a wire)
 MAX_DURATION_S = 60.0
@@ -78,11 +78,15 @@ def _perf_polls(cpu: int, seconds: float) -> subprocess.Popen | None:
     """Count napi:napi_poll on the dut CPU for the run (None where perf cannot)."""
     if shutil.which("perf") is None:
         return None
+    # --timeout rather than a `sleep` workload: no grandchild to outlive perf. perf dies
+    # with this process (a killed run leaves no perf counting on).
     return subprocess.Popen(
-        ["perf", "stat", "-x", ",", "-e", "napi:napi_poll", "-C", str(cpu), "--", "sleep", f"{seconds:.3f}"],
+        ["perf", "stat", "-x", ",", "-e", "napi:napi_poll", "-C", str(cpu), "--timeout", str(max(10, round(seconds * 1000)))],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env=child_env(),
+        preexec_fn=die_with_parent(os.getpid()),
     )
 
 
@@ -108,9 +112,9 @@ def check(rate_pps: float | None, duration_s: float, reps: int = 1, points: int 
     if rate_pps is not None and not 0 < rate_pps <= MAX_RATE_PPS:
         raise TestbedError(f"--rate {rate_pps:g}pps: expected above 0 and at most {MAX_RATE_PPS / 1e6:g}Mpps")
     if not 1 <= reps <= 20:
-        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20")
+        raise TestbedError(f"--repetitions {reps}: expected from 1 to 20 runs per load")
     if points is not None and not 2 <= points <= 50:
-        raise TestbedError(f"--points {points}: expected from 2 to 50")
+        raise TestbedError(f"--points {points}: expected from 2 to 50 loads")
 
 
 def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1) -> dict:
@@ -121,7 +125,9 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
     devs = {"gen": (GEN, GEN_IF), "dut_in": (DUT, DUT_IN), "dut_out": (DUT, DUT_OUT), "sink": (SINK, SINK_IF)}
     count = int(rate_pps * duration_s) if rate_pps else int(MAX_RATE_PPS * duration_s)
     dur_ms = int(duration_s * 1000)
-    with tempfile.TemporaryDirectory(prefix="pktsim-tb-") as tmp:
+    # Inside the run's directory (topo.tmp), which the lock names, so a killed run's
+    # files are found and removed by the next run or `pktsim testbed teardown`.
+    with tempfile.TemporaryDirectory(prefix="measure-" if topo.tmp else "pktsim-tb-", dir=topo.tmp) as tmp:
         ready = Path(tmp) / "sink-ready"
         before = counters.Snapshot.take(topo.napi_pid, devs)
         perf = _perf_polls(p.dut_cpu, duration_s + PERF_START_S + 1.0)
@@ -132,7 +138,7 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
             sink = subprocess.Popen(
                 ["ip", "netns", "exec", SINK, "chrt", "-f", str(SINK_PRIORITY), tb, "sink", "--iface", SINK_IF, "--duration-ms", str(dur_ms + 5000),
                  "--idle-ms", str(SINK_IDLE_MS), "--cpu", str(p.load_cpu), "--run-id", str(run_id), "--ready-file", str(ready)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
             )
             procs.append(sink)
             deadline = time.monotonic() + 5
@@ -146,7 +152,7 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
                  "--dst-ip", str(DST_BASE), "--dst-count", str(topo.destinations), "--rate", f"{rate_pps:.3f}" if rate_pps else "max",
                  "--count", str(max(1, count)), "--duration-ms", str(dur_ms), "--size", str(FRAME_BYTES), "--cpu", str(p.load_cpu),
                  "--run-id", str(run_id)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
             )
             procs.append(gen)
             g = _json_out(gen, "pktsim-tb gen", duration_s + 10)

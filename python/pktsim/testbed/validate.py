@@ -183,8 +183,9 @@ def _prediction(p: dict, m: dict) -> dict:
 def plan(quick: bool, duration_s: float | None, reps: int | None) -> tuple[int, float, int]:
     """Loads, seconds per run and runs per load (checked)."""
     points = 4 if quick else 12
-    duration_s = duration_s or (0.5 if quick else 3.0)
-    reps = reps or (1 if quick else 3)
+    # `is None`, not `or`: a given 0 is an error, not the default.
+    duration_s = (0.5 if quick else 3.0) if duration_s is None else duration_s
+    reps = (1 if quick else 3) if reps is None else reps
     runner.check(None, duration_s, reps, points)
     return points, duration_s, reps
 
