@@ -670,7 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reproduce a seed paper's numbers: each row is reported vs predicted with the error and its kind "
         "(predicted; fitted: a calibration point or fit closure; derived: the paper's own arithmetic or pktsim's inputs; "
         "relation: a claim that holds or not). The output ends with a summary: predicted rows with their median and "
-        "worst |error| (fitted and derived rows left out), relations held; rows with |error| > 10%% are flagged.",
+        "worst |error| (fitted and derived rows left out), relations held; rows with |error| > 10% are flagged.",
     )
     r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, or all")
     r.add_argument(
