@@ -231,7 +231,7 @@ def test_report_table_shows_each_rows_kind(papers):
     assert "kind" in text_table(papers["000"]["rows"]).splitlines()[0]
 
 
-def test_testbed_validate_rows_are_fitted_at_the_calibration_loads_and_summarised(testbed_rows):
+def test_validate_rows_are_fitted_at_the_calibration_loads_and_summarised(testbed_rows):
     rows = testbed_rows["rows"]
     loads = testbed_rows["calibration"]["from_loads"]
     cpu = [r for r in rows if r["quantity"].startswith("dut CPU per frame, ")]
