@@ -408,20 +408,30 @@ def cmd_reproduce(args) -> int:
         return 0
     results = [reproduce(p) for p in papers]
     if args.json:
+        # One paper: its object, with its summary. All: the list of those objects, as
+        # before (a consumer iterating papers keeps working); the pooled summary is the
+        # text output's last lines, or pktsim.reproduce.summary over every paper's rows.
         print(_dump(results[0] if len(results) == 1 else results))
         return 0
     for res in results:
         print(f"pktsim reproduce {res['paper']}: {res['title']}")
-        _print_rows(res)
+        _print_rows(res, f"summary ({res['paper']})")
         print()
+    if len(results) > 1:
+        from .reproduce.rows import summary, summary_text
+
+        print(summary_text(summary(r for res in results for r in res["rows"]), "summary (all papers)"))
     return 0
 
 
-def _print_rows(res: dict) -> None:
-    """A reproduce-style table: quantity, reported (measured), predicted, error."""
-    from .reproduce.rows import text_table
+def _print_rows(res: dict, label: str = "summary") -> None:
+    """A reproduce-style table: quantity, reported (measured), predicted, error, kind;
+    then the summary lines (predicted rows' errors, relations held)."""
+    from .reproduce.rows import summary, text_table, summary_text
 
     print(text_table(res["rows"]))
+    print()
+    print(summary_text(res.get("summary") or summary(res["rows"]), label))
 
 
 # ---------------------------------------------------------------------------------------- testbed
@@ -674,9 +684,21 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_compare)
 
-    r = sub.add_parser("reproduce", help="reproduce a seed paper's numbers: predicted vs reported, with errors")
+    r = sub.add_parser(
+        "reproduce",
+        help="reproduce a seed paper's numbers: predicted vs reported, with errors",
+        description="Reproduce a seed paper's numbers: each row is reported vs predicted with the error and its kind "
+        "(predicted; fitted: a calibration point or fit closure; derived: the paper's own arithmetic or pktsim's inputs; "
+        "relation: a claim that holds or not). The output ends with a summary: predicted rows with their median and "
+        "worst |error| (fitted and derived rows left out), relations held; rows with |error| > 10% are flagged.",
+    )
     r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, or all")
-    r.add_argument("--json", action="store_true")
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: for one paper an object {paper, title, rows, summary, ...}; for all, a list of those "
+        "objects (one per paper, each with its own summary; the pooled summary is pktsim.reproduce.summary over all rows)",
+    )
     r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
     r.set_defaults(func=cmd_reproduce)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import __version__, plots
-from .reproduce.rows import html_table
+from .reproduce.rows import html_table, summary, summary_text
 from .textio import atomic_write
 
 
@@ -85,7 +85,9 @@ STYLE = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
 table { border-collapse: collapse; font-size: 13px; margin: 1em 0; }
 td, th { border: 1px solid #ccc; padding: 3px 6px; text-align: left; }
+tr.fitted td, tr.derived td { color: #777; }
 tr.bad td { background: #fde2e2; }
+p.summary { font-size: 13px; }
 img { max-width: 520px; margin: 4px; border: 1px solid #eee; }
 pre { background: #f6f6f6; padding: 8px; font-size: 12px; max-height: 300px; overflow: auto; }
 """
@@ -112,15 +114,24 @@ def build(directory: str | Path, papers: list[str]) -> Path:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pktsim reproductions</title><style>{STYLE}</style>{CHECK}</head><body>"]
     parts.append(f"<h1>pktsim {html.escape(__version__)}: the seed papers, reproduced</h1>")
     parts.append("<p>Each section: the scenario, every number the paper reports next to pktsim's prediction with the relative error "
-                 "(rows marked <em>fitted</em> were used to set a parameter), and the plots that correspond to the paper's figures.</p>")
+                 "and the row's kind: <em>predicted</em> (from inputs that did not use the row), <em>fitted</em> (a calibration "
+                 "point or a row its own fit closes: its error says how well the fit closes), <em>derived</em> (the paper's own "
+                 "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
+                 "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>")
+    everything = []
     for paper in papers:
         res = reproduce(paper)
+        everything += res["rows"]
         parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper][0])}</h2>")
         if paper in SCENARIOS:
             parts.append(f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>")
         parts.append(html_table(res["rows"]))
+        parts.append(f"<p class='summary'>{html.escape(summary_text(res['summary'], 'summary')).replace(chr(10), '<br>')}</p>")
         for fname, caption in FIGURES[paper](d, res):
             parts.append(f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>")
+    if len(papers) > 1:
+        parts.append("<h2 id='summary'>All papers</h2>")
+        parts.append(f"<p class='summary'>{html.escape(summary_text(summary(everything), 'summary (all papers)')).replace(chr(10), '<br>')}</p>")
     parts.append("</body></html>")
     index = d / "index.html"
     atomic_write(index, "\n".join(parts))

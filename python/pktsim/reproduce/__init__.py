@@ -2,11 +2,23 @@
 
 Contract (``pktsim reproduce PAPER --json``)::
 
-    {"paper": "...", "rows": [{"quantity": "...", "reported": x, "predicted": y,
-                               "rel_error": e, "unit": "...", "source": "..."}]}
+    {"paper": "...", "title": "...",
+     "rows": [{"quantity": "...", "reported": x, "predicted": y, "unit": "...", "source": "...",
+               "rel_error": e, "kind": "predicted" | "fitted" | "derived" | "relation", ...}],
+     "summary": {"predicted": n, "median_abs_error": m, "max_abs_error": w,
+                 "relations": r, "relations_held": h, ...},
+     ...}
 
-Rows may carry ``fitted: true`` (the value was used to fit a parameter, so its error says
-how well the fit closes, not how well pktsim predicts) and ``holds`` (for relations).
+``kind`` says what a row is (see :mod:`pktsim.reproduce.rows`): a prediction, a fitted
+point (also ``fitted: true``), a derived value (the paper's own arithmetic or pktsim's
+inputs; such a value is never in ``reported``) or a relation (with ``holds``). ``summary``
+(:func:`summary`) counts the predicted rows and gives their median and largest
+|rel_error| (fitted and derived rows are left out), and how many relations hold.
+
+``pktsim reproduce all --json`` prints a list with one such object per paper, as it always
+has; the summary over all papers is ``summary(row for p in papers for row in p["rows"])``
+(the last lines of the text output).
+
 A row is built by :func:`pktsim.reproduce.rows.row` and shown by ``rows.text_table`` /
 ``rows.html_table``; that module stands alone (the paper modules import it, not this one).
 """
@@ -16,9 +28,9 @@ from __future__ import annotations
 from typing import Callable
 
 from . import paper000, paper001, paper002, paper003, paper004
-from .rows import row
+from .rows import KINDS, row, summary
 
-__all__ = ["PAPERS", "reproduce", "row"]
+__all__ = ["KINDS", "PAPERS", "reproduce", "row", "summary"]
 
 # Paper id -> (title, the function that reproduces it).
 PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
@@ -31,8 +43,10 @@ PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
 
 
 def reproduce(paper: str) -> dict:
-    """The result of one paper's reproduction (``pktsim reproduce PAPER --json``)."""
+    """The result of one paper's reproduction (``pktsim reproduce PAPER --json``), with its
+    ``summary``."""
     if paper not in PAPERS:
         raise KeyError(paper)
-    return PAPERS[paper][1]()
-
+    res = PAPERS[paper][1]()
+    res["summary"] = summary(res["rows"])
+    return res

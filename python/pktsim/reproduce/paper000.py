@@ -5,10 +5,24 @@ Table I: maximum rate, CPU load and C_total for 64 / 512 / 1024 / 1500 B frames 
 with Eq. 1 and the Ethernet line rate.
 
 Table IV: cycles per group for 1 / 256 / 16,384 / 1,048,576 flows. pktsim predicts the
-routing group from the one-flow profile with its FIB/cache model (fitted to these four
-rows, hence ``fitted``) and C_total and R_max from each row's other groups plus the model's
-routing. Section V-C/V-D give two checks that were not fitted: the measured peak of 1.39
-Mpps at 1,048,576 flows and the FIB size at which the loss sets in (65,536 to 262,144).
+routing group from the one-flow profile with its FIB/cache model and C_total and R_max from
+each row's other groups plus the model's routing. Section V-C/V-D add the measured peak of
+1.39 Mpps at 1,048,576 flows and the FIB size at which the loss sets in (65,536 to 262,144).
+
+What each row is (``kind``, see ``rows``):
+
+* Table I at 64 and 512 B (R_max, CPU load) and the CPU load at 1024 and 1500 B are
+  ``fitted``: each size's profile is 000's Table II, which 000 computed from these very
+  rates and loads (Eq. 3), so Eq. 1 gives them back. R_max at 1024 and 1500 B is the
+  Ethernet line rate, which the model chooses over the CPU: ``predicted``.
+* Table I's C_total is ``derived``: pktsim sums the Table II groups of its profile, and
+  000's Table II splits Table I's C_total by profile shares (000's own arithmetic).
+* Table IV: the FIB model has four parameters fitted to the four routing cycles
+  (``FIB_FIT_FLOWS``), and C_total and R_max add the row's own other groups to the fitted
+  routing: every Table IV row is a fit closure, ``fitted``, and so is the 1.39 Mpps peak,
+  whose value is the 1,048,576-flow row's (it compares two of 000's own numbers).
+* The V-D knee is 8 MiB / 64 B (L3 over the model's entry size): it holds by
+  construction, ``fitted``.
 """
 
 from __future__ import annotations
@@ -33,6 +47,9 @@ TABLE_IV = {
     1_048_576: ([426, 136, 183, 720, 184, 142, 281, 346], 2420),
 }
 GROUPS = ("RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other")
+# The flow counts whose routing cycles the FIB model's parameters were fitted to
+# (crates/pktsim-core/src/fib.rs, fit_000_table_iv): all four rows of Table IV.
+FIB_FIT_FLOWS = frozenset(TABLE_IV)
 
 
 def node(size: int, profile: str, flows: int = 1, cycles: dict | None = None) -> Scenario:
@@ -55,28 +72,47 @@ def reproduce() -> dict:
     for size, (r_mpps, load, c_total) in TABLE_I.items():
         p = predict(node(size, f"raumer2015-{size}B"))
         src = f"000 Table I, {size} B"
-        rows.append(row(f"R_max, {size} B", r_mpps, p["predicted_pps"] / 1e6, "Mpps", src, bottleneck=p["bottleneck"]))
-        rows.append(row(f"CPU load, {size} B", load, p["cpu_load"], "fraction", src))
-        rows.append(row(f"C_total, {size} B", c_total, p["c_total_cycles"], "cycles", src + " (sum of Table II groups)"))
+        # Where the CPU caps the rate, R_max is Eq. 1 of the profile 000 computed from that
+        # rate (a fit closure); where the link does, it is a prediction.
+        cpu_bound = p["bottleneck"] == "cpu"
+        rows.append(
+            row(
+                f"R_max, {size} B", r_mpps, p["predicted_pps"] / 1e6, "Mpps",
+                src + (" (fit closure: Eq. 1 of the Table II profile 000 computed from this rate)" if cpu_bound else " (the line rate)"),
+                kind="fitted" if cpu_bound else "predicted", bottleneck=p["bottleneck"],
+            )
+        )
+        rows.append(
+            row(f"CPU load, {size} B", load, p["cpu_load"], "fraction", src + " (fit closure: Table II comes from this load by Eq. 3)", kind="fitted")
+        )
+        rows.append(
+            row(
+                f"C_total, {size} B", c_total, p["c_total_cycles"], "cycles", src + " (sum of Table II groups)", kind="derived",
+                derived_from=f"the sum of 000 Table II's {size} B groups (pktsim's raumer2015-{size}B profile); 000 split Table I's C_total into them",
+            )
+        )
 
     for flows, (groups, c_total) in TABLE_IV.items():
         reported = dict(zip(GROUPS, groups))
         # Routing alone, moved by the FIB model from the one-flow profile.
         p_route = predict(node(64, "raumer2015-flows-1", flows))
         src = f"000 Table IV, {flows} flows"
-        rows.append(
-            row(f"C_routing, {flows} flows", reported["routing"], p_route["cycles_by_group"]["routing"], "cycles", src, fitted=True)
-        )
+        # A row whose routing cycles the FIB model was fitted to is a fit closure.
+        kind = "fitted" if flows in FIB_FIT_FLOWS else "predicted"
+        rows.append(row(f"C_routing, {flows} flows", reported["routing"], p_route["cycles_by_group"]["routing"], "cycles", src, kind=kind))
         # The row's other groups, with the model's routing.
         others = {g: v for g, v in reported.items() if g != "routing"}
         p = predict(node(64, "raumer2015-flows-1", flows, cycles=others))
-        rows.append(row(f"C_total, {flows} flows", c_total, p["c_total_cycles"], "cycles", src))
+        rows.append(row(f"C_total, {flows} flows", c_total, p["c_total_cycles"], "cycles", src, kind=kind))
         rows.append(
-            row(f"R_max, {flows} flows", 3.3e9 / c_total / 1e6, p["r_max_pps"] / 1e6, "Mpps", src + " (Eq. 1 of the printed C_total)")
+            row(f"R_max, {flows} flows", 3.3e9 / c_total / 1e6, p["r_max_pps"] / 1e6, "Mpps", src + " (Eq. 1 of the printed C_total)", kind=kind)
         )
         if flows == 1_048_576:
             rows.append(
-                row(f"R_max measured peak, {flows} flows", 1.39, p["r_max_pps"] / 1e6, "Mpps", "000 V-C, Fig. 8 text")
+                row(
+                    f"R_max measured peak, {flows} flows", 1.39, p["r_max_pps"] / 1e6, "Mpps",
+                    "000 V-C, Fig. 8 text (pktsim's value is Eq. 1 of this flow count's Table IV row)", kind=kind,
+                )
             )
             fib = p["fib"]
 
@@ -88,7 +124,8 @@ def reproduce() -> dict:
             "65536..262144",
             knee,
             "routes",
-            "000 V-D",
+            "000 V-D (by construction: L3 / entry size = 8 MiB / 64 B)",
+            kind="fitted",
             holds=65_536 <= knee <= 262_144,
         )
     )

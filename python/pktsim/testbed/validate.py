@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import sim
-from ..reproduce.rows import row
+from ..reproduce.rows import row, summary
 from ..scenario import Scenario
 from . import runner
 from .topology import Topology
@@ -135,7 +135,8 @@ def calibration_points(usable: list[dict]) -> list[dict]:
 
 def compare(sw: dict) -> dict:
     """Calibrate on a measured sweep and predict each of its loads: ``{"rows"`` (the
-    reproduce contract), ``"calibration"``, ``"predictions"`` (one per load, in load order,
+    reproduce contract: calibration points are ``fitted``, the rest ``predicted``),
+    ``"summary"`` (as ``reproduce``'s), ``"calibration"``, ``"predictions"`` (one per load, in load order,
     then the overload probe)``}``."""
     pts = sorted(sw["points"], key=lambda p: p["load"])
     usable = [p for p in pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
@@ -164,7 +165,7 @@ def compare(sw: dict) -> dict:
     preds.append(_prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
-    return {"rows": rows, "calibration": cal, "predictions": preds}
+    return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 
 def _prediction(p: dict, m: dict) -> dict:
