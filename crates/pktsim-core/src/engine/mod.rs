@@ -112,7 +112,14 @@ impl SimNode {
             }
             ctx.now = t;
             match kind {
-                EventKind::End => break,
+                EventKind::End => {
+                    // Frames that reached the NIC in the window count as offered (or
+                    // dropped) even if nobody looked at their ring before it closed; work
+                    // under way is charged up to the end.
+                    ctx.nic.advance_before(t, ctx.stats);
+                    mode.end(t, &mut ctx);
+                    break;
+                }
                 EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),
                 EventKind::Timer(key @ (Key::Irq(_) | Key::TxCause(_)), gen) => {
                     if let Some(irq) = ctx.nic.on_timer(key, gen, t, ctx.queue, ctx.stats) {

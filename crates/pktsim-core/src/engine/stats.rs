@@ -54,6 +54,9 @@ pub struct Group {
     pub drop_rx_ring: u64,
     pub drop_qdisc: u64,
     pub latency: Histogram<u64>,
+    /// Exact extremes (the histogram keeps 3 significant digits).
+    latency_min: Span,
+    latency_max: Span,
     latency_sum_ns: f64,
     batch_sum_ns: Vec<f64>,
     batch_n: Vec<u64>,
@@ -69,6 +72,8 @@ impl Group {
             drop_qdisc: 0,
             // 1 ns .. 100 s at 3 significant digits.
             latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).unwrap_or_else(|_| unreachable!("valid bounds")),
+            latency_min: Span::from_ps(u64::MAX),
+            latency_max: Span::ZERO,
             latency_sum_ns: 0.0,
             batch_sum_ns: vec![0.0; batches],
             batch_n: vec![0; batches],
@@ -81,6 +86,8 @@ impl Group {
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
         self.latency.saturating_record((latency.ps() / 1_000).max(1));
+        self.latency_min = self.latency_min.min(latency);
+        self.latency_max = self.latency_max.max(latency);
         self.latency_sum_ns += ns;
         self.batch_sum_ns[batch] += ns;
         self.batch_n[batch] += 1;
@@ -108,7 +115,16 @@ impl Group {
     }
 
     pub fn summary(&self, duration_s: f64) -> GroupSummary {
-        let pct = |q: f64| if self.forwarded == 0 { 0.0 } else { self.latency.value_at_quantile(q) as f64 };
+        // A percentile is its histogram bucket's middle value (3 significant digits), kept
+        // within the exact extremes: never above a latency that occurred.
+        let (min_ns, max_ns) = (self.latency_min.as_ns_f64(), self.latency_max.as_ns_f64());
+        let pct = |q: f64| {
+            if self.forwarded == 0 {
+                0.0
+            } else {
+                (self.latency.median_equivalent(self.latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
+            }
+        };
         let dropped = self.drop_rx_ring + self.drop_qdisc;
         let mut drops = BTreeMap::new();
         drops.insert("rx_ring_full".to_string(), self.drop_rx_ring);
@@ -125,8 +141,8 @@ impl Group {
                 p90: pct(0.90),
                 p99: pct(0.99),
                 p999: pct(0.999),
-                max: if self.forwarded == 0 { 0.0 } else { self.latency.max() as f64 },
-                min: if self.forwarded == 0 { 0.0 } else { self.latency.min() as f64 },
+                max: if self.forwarded == 0 { 0.0 } else { max_ns },
+                min: if self.forwarded == 0 { 0.0 } else { min_ns },
                 mean: self.latency_mean_ns(),
             },
             latency_mean_ci95_ns: self.latency_ci95_ns(),
@@ -151,7 +167,8 @@ pub fn student_t95(df: usize) -> f64 {
     }
 }
 
-/// Latency percentiles in nanoseconds.
+/// Latency percentiles in nanoseconds: each the middle of its histogram bucket (3
+/// significant digits) kept within the exact `min` and `max`; `mean` exact.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct LatencySummary {
     pub p25: f64,
@@ -405,5 +422,32 @@ impl Stats {
             self.busy[a as usize] += e - s;
             self.busy_core[core] += e - s;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_never_exceed_a_latency_that_occurred() {
+        let mut g = Group::new(2);
+        for _ in 0..1000 {
+            g.record(64, Span::from_ps(3_500_000), 0);
+        }
+        let l = g.summary(1.0).latency_ns;
+        // 3500 ns lies in a bucket 2 ns wide whose top is 3501 ns.
+        assert_eq!((l.p25, l.p50, l.p99, l.p999, l.max, l.min, l.mean), (3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0));
+    }
+
+    #[test]
+    fn the_extremes_are_exact_to_the_picosecond() {
+        let mut g = Group::new(2);
+        for ps in [1_234_567, 9_876_543_210, 5_000_000] {
+            g.record(64, Span::from_ps(ps), 0);
+        }
+        let l = g.summary(1.0).latency_ns;
+        assert_eq!((l.min, l.max), (1234.567, 9_876_543.21));
+        assert!(l.p50 >= l.min && l.p50 <= l.max && (l.p50 - 5000.0).abs() <= 3.0, "{}", l.p50);
     }
 }

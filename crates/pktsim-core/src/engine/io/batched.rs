@@ -95,11 +95,21 @@ impl Units for Batched {
     }
 
     #[inline]
-    fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
+    fn account(&mut self, c: usize, unit: &Unit, start: Instant, end: Instant, ctx: &mut Ctx) {
         match unit {
-            Unit::Call { frames, io } => {
-                ctx.stats.busy(c, Activity::Io, start, start + io);
-                ctx.stats.busy(c, Activity::RxClean, start + io, t);
+            Unit::Call { io, .. } => {
+                ctx.stats.busy(c, Activity::Io, start, (start + *io).min(end));
+                ctx.stats.busy(c, Activity::RxClean, start + *io, end);
+            }
+            Unit::Spin => ctx.stats.busy(c, Activity::Spin, start, end),
+            Unit::Wake => ctx.stats.busy(c, Activity::Irq, start, end),
+        }
+    }
+
+    #[inline]
+    fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
+        match unit {
+            Unit::Call { frames, .. } => {
                 ctx.stats.poll(t, Some(frames.len() as u32));
                 // The call's descriptors go back at its end.
                 ctx.nic.advance_to(t, ctx.stats);
@@ -112,8 +122,7 @@ impl Units for Batched {
                     ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
                 }
             }
-            Unit::Spin => ctx.stats.busy(c, Activity::Spin, start, t),
-            Unit::Wake => ctx.stats.busy(c, Activity::Irq, start, t),
+            Unit::Spin | Unit::Wake => {}
         }
     }
 
@@ -151,6 +160,20 @@ impl IoMode for Batched {
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
         if let Key::Step(c) = key {
             units::on_step(self, c as usize, gen, ctx);
+        }
+    }
+
+    fn end(&mut self, t: Instant, ctx: &mut Ctx) {
+        for c in 0..self.cores.len() {
+            units::end(self, c, t, ctx);
+            // A busy poller with nothing to do spins to the end.
+            if let (Wait::Spin { t_empty }, true) = (self.wait, self.cores[c].worker.is_idle()) {
+                let since = self.cores[c].idle_since;
+                if since < t {
+                    ctx.stats.busy(c, Activity::Spin, since, t);
+                    ctx.stats.empty_polls_add(since, (t - since).div_ceil(Span::from_ps(t_empty.ps().max(1))));
+                }
+            }
         }
     }
 
@@ -202,9 +225,11 @@ mod tests {
         let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
         let (r, dep) = trace(&toml, &FRAMES);
         assert_eq!(dep, [(13_500.0, 13_567.2), (13_500.0, 13_634.4), (15_500.0, 15_567.2)]);
-        assert_eq!(r.empty_polls, 21);
+        // 21 empty calls before the first frame, then from 15.5 us to the end of the 1 ms
+        // window 1969 more.
+        assert_eq!(r.empty_polls, 21 + 1969);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 1, 1]);
-        assert!((r.cpu_by_activity["spin"] - 10.5e-6 / 1e-3).abs() < 1e-12, "21 empty calls of 0.5 us");
+        assert_eq!(r.cpu_utilization, 1.0, "a busy poller never idles");
         assert!((r.cpu_useful - 5e-6 / 1e-3).abs() < 1e-12, "two calls: 3 us + 2 us of 1 ms");
     }
 

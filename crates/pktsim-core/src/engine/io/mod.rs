@@ -63,6 +63,8 @@ pub trait IoMode: Send {
     fn on_irq(&mut self, _irq: Irq, _ctx: &mut Ctx) {}
     /// A ring this mode asked to be woken by received a frame at `t`.
     fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx);
+    /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).
+    fn end(&mut self, t: Instant, ctx: &mut Ctx);
     /// The rx rings this mode reads from.
     fn rx_ring_kind(&self) -> RxRingKind {
         RxRingKind::Descriptors

@@ -277,8 +277,12 @@ impl Units for Napi {
     }
 
     #[inline]
-    fn finish(&mut self, c: usize, work: Work, start: Instant, t: Instant, ctx: &mut Ctx) {
-        ctx.stats.busy(c, work.activity(), start, t);
+    fn account(&mut self, c: usize, work: &Work, start: Instant, end: Instant, ctx: &mut Ctx) {
+        ctx.stats.busy(c, work.activity(), start, end);
+    }
+
+    #[inline]
+    fn finish(&mut self, c: usize, work: Work, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match work {
             Work::PollStart => {}
             Work::Irq(v) => self.napi_schedule(c, v),
@@ -389,6 +393,12 @@ impl IoMode for Napi {
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
         if let Key::Step(c) = key {
             units::on_step(self, c as usize, gen, ctx);
+        }
+    }
+
+    fn end(&mut self, t: Instant, ctx: &mut Ctx) {
+        for c in 0..self.cores.len() {
+            units::end(self, c, t, ctx);
         }
     }
 

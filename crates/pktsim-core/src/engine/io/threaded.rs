@@ -101,12 +101,20 @@ impl Units for ThreadedNapi {
     }
 
     #[inline]
-    fn finish(&mut self, c: usize, unit: Unit, start: Instant, t: Instant, ctx: &mut Ctx) {
+    fn account(&mut self, c: usize, unit: &Unit, start: Instant, end: Instant, ctx: &mut Ctx) {
+        let a = match unit {
+            Unit::Wakeup => Activity::Wakeup,
+            Unit::PollStart => Activity::Poll,
+            Unit::Packet(..) => Activity::RxClean,
+        };
+        ctx.stats.busy(c, a, start, end);
+    }
+
+    #[inline]
+    fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
-            Unit::Wakeup => ctx.stats.busy(c, Activity::Wakeup, start, t),
-            Unit::PollStart => ctx.stats.busy(c, Activity::Poll, start, t),
+            Unit::Wakeup | Unit::PollStart => {}
             Unit::Packet(p, _) => {
-                ctx.stats.busy(c, Activity::RxClean, start, t);
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
                 ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
@@ -156,6 +164,12 @@ impl Units for ThreadedNapi {
 impl IoMode for ThreadedNapi {
     fn start(&mut self, ctx: &mut Ctx) {
         super::arm_rings(0..self.topo.rings(), ctx);
+    }
+
+    fn end(&mut self, t: Instant, ctx: &mut Ctx) {
+        for c in 0..self.threads.len() {
+            units::end(self, c, t, ctx);
+        }
     }
 
     fn rx_ring_kind(&self) -> RxRingKind {

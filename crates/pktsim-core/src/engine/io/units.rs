@@ -47,7 +47,10 @@ impl<U> Worker<U> {
 pub trait Units {
     type Unit;
     fn worker(&mut self, core: usize) -> &mut Worker<Self::Unit>;
-    /// `unit` ran on `core` from `start` to `end`: apply its effects.
+    /// Charge the CPU time `unit` took on `core` from `start` to `end` (its end, or the end
+    /// of the run for a unit still running then).
+    fn account(&mut self, core: usize, unit: &Self::Unit, start: Instant, end: Instant, ctx: &mut Ctx);
+    /// `unit` ran on `core` from `start` to `end`, already charged: apply its effects.
     fn finish(&mut self, core: usize, unit: Self::Unit, start: Instant, end: Instant, ctx: &mut Ctx);
     /// The core's next unit at `t` and its length, or None when it idles.
     fn next(&mut self, core: usize, t: Instant, ctx: &mut Ctx) -> Option<(Self::Unit, Span)>;
@@ -63,6 +66,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
         let w = m.worker(core);
         if let Some(unit) = w.unit.take() {
             let len = w.len;
+            m.account(core, &unit, t - len, t, ctx);
             m.finish(core, unit, t - len, t, ctx);
         }
         let Some((unit, d)) = m.next(core, t, ctx) else { return };
@@ -86,6 +90,16 @@ pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Spa
     }
     w.timer.set(ctx.queue, t + d, Key::Step(core as u32));
     false
+}
+
+/// The run ends at `t`: charge the part of `core`'s running unit, if any, done by then.
+pub fn end<M: Units>(m: &mut M, core: usize, t: Instant, ctx: &mut Ctx) {
+    let w = m.worker(core);
+    let Some(unit) = w.unit.take() else { return };
+    let start = w.end - w.len;
+    if start < t {
+        m.account(core, &unit, start, t, ctx);
+    }
 }
 
 /// The step timer of `core` popped with `gen`: run the core on if the event is current.

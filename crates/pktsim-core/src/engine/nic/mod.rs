@@ -187,7 +187,13 @@ impl Nic {
     /// Move every frame whose descriptor write-back is due by `t` into its ring (or drop it).
     #[inline]
     pub fn advance_to(&mut self, t: Instant, stats: &mut Stats) {
-        while self.next.t_ring <= t {
+        self.advance_before(t + Span::from_ps(1), stats);
+    }
+
+    /// Move every frame due strictly before `t` into its ring (or drop it).
+    #[inline]
+    pub fn advance_before(&mut self, t: Instant, stats: &mut Stats) {
+        while self.next.t_ring < t {
             if self.cancel.load(Ordering::Relaxed) {
                 return;
             }
@@ -227,11 +233,12 @@ impl Nic {
     }
 
     /// The driver gives ring `r`'s taken descriptors back at `t` if it holds at least
-    /// `min_batch` of them (frames due by `t` see the ring before they come back).
+    /// `min_batch` of them. Ties: frames due before `t` see the ring without them, a frame
+    /// due at `t` finds them free (a descriptor freed at t is available to an arrival at t).
     #[inline]
     pub fn refill(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
         if self.rx[r].unrefilled() >= min_batch.max(1) {
-            self.advance_to(t, stats);
+            self.advance_before(t, stats);
             self.rx[r].refill();
         }
     }
