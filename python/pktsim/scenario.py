@@ -61,7 +61,7 @@ def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -
     try:
         read_input_text(path, "cost profile")
     except InputFileError as e:
-        err = ScenarioError(f"{origin}: {key} = {name!r}: {e}")
+        err = ScenarioError(f"{origin}: {key} = {json.dumps(name)}: {e}")
         err.origin, err.path, err.value, err.expected = origin, "cost.profile", name, "a UTF-8 cost-profile file"
         raise err from None
 
