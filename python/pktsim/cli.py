@@ -43,6 +43,16 @@ def _load_or_active(args) -> tuple:
     return load, active
 
 
+def _write_file(option: str, path: str, data: "str | bytes") -> None:
+    """atomic_write, with a path that cannot be written as a UsageError naming the option."""
+    if Path(path).is_dir():
+        raise UsageError(f"{option} {path}: is a directory; expected a file to write")
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write the file ({e.strerror or e})") from None
+
+
 def _dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
@@ -331,6 +341,15 @@ def cmd_plot(args) -> int:
         raise UsageError(f"plot: {args.table}: cannot read the sweep table ({e})") from None
     if "throughput_pps" not in df:
         raise UsageError(f"plot: {args.table}: not a pktsim sweep table (no throughput_pps column)")
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    if ok.empty:
+        raise UsageError(f"plot: {args.table}: no successful rows to plot (status = ok)")
+    needed = ["offered_pps", "throughput_pps", "loss_ratio", "irq_per_s", "polls_per_packet"] + [f"latency_ns_{p}" for p in ("p25", "p50", "p75", "p99")]
+    for col in needed:
+        if col not in ok or ok[col].dtype.kind not in "fi":
+            raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
+    if args.x is not None and args.x not in df:
+        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected one of {', '.join(c for c in df.columns if '.' in c) or 'the swept keys'}")
     for f in sweep_plots(df, args.output, args.x):
         print(f"wrote {f}")
     return 0
@@ -608,7 +627,7 @@ def cmd_testbed_teardown(args) -> int:
 def cmd_schema(args) -> int:
     text = json.dumps(json.loads(_core.schema("profile" if args.profile else "scenario")), indent=2) + "\n"
     if args.output:
-        atomic_write(args.output, text)
+        _write_file("-o", args.output, text)
     else:
         sys.stdout.write(text)
     return 0
