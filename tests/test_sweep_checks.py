@@ -182,6 +182,7 @@ def test_an_invalid_point_is_an_error_row_and_the_sweep_exits_1():
         (["--param", "traffic.rate", "--values", "1Mpps", "-o", "s.txt"], ["-o", "s.txt", ".parquet or .csv"]),
         (["--param", "traffic.rate", "--values", "1Mpps", "--plots", "/proc/none"], ["--plots", "/proc/none", "writable directory"]),
         (["--param", "traffic.rate"], ["--values"]),
+        (["--param", "seed", "--values", "1", "--dask", "garbage"], ["--dask garbage", "tcp://host:8786"]),
     ],
 )
 def test_bad_sweep_options_exit_2_naming_them(argv, must_name):

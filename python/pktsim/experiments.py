@@ -70,14 +70,9 @@ def run_task(task: Task) -> dict:
 
     The point was validated when the grid was built (:func:`grid`); here the core parses
     it once more, to run it, and nothing else does."""
-    row: dict = {k: v for k, v in task.params}
-    # With ``seed`` swept its column is the point's seed as written (replication r ran on
-    # seed + r, which the full result's own ``seed`` says).
-    row.update({"replication": task.replication} if "seed" in row else {"replication": task.replication, "seed": task.seed})
+    row = _row_head(task)
     if task.invalid:
-        row["status"] = "error"
-        row["error"] = task.invalid
-        return row
+        return _failed_row(task, task.invalid)
     try:
         r = sim.run_text(task.text, task.fmt, task.origin, task.base_dir, task.run_sets)
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
@@ -92,6 +87,20 @@ def run_task(task: Task) -> dict:
         row["status"] = "error"
         row["error"] = f"{type(e).__name__}: {e}"
     return row
+
+
+def _row_head(task: Task) -> dict:
+    """The first columns of a task's row: the swept keys, the replication and the seed.
+    With ``seed`` swept its column is the point's seed as written (replication r ran on
+    seed + r, which the full result's own ``seed`` says)."""
+    row: dict = {k: v for k, v in task.params}
+    row["replication"] = task.replication
+    row.setdefault("seed", task.seed)
+    return row
+
+
+def _failed_row(task: Task, message: str) -> dict:
+    return {**_row_head(task), "status": "error", "error": message}
 
 
 def grid(scenario: Scenario, params: Mapping[str, Any], replications: int) -> list[Task]:
@@ -340,7 +349,7 @@ def run_grid(
                 try:
                     row = fut.result()
                 except Exception as e:  # a worker died
-                    row = {**dict(t.params), "replication": t.replication, "seed": t.seed, "status": "error", "error": f"{type(e).__name__}: {e}"}
+                    row = _failed_row(t, f"{type(e).__name__}: {e}")
                 finished(t, row)
 
     ordered = [rows[t.key] for t in tasks]
@@ -366,8 +375,8 @@ def _run_dask(address: str, tasks: Sequence[Task], finished) -> None:
 
     try:
         client = Client(address, timeout="10s")
-    except (OSError, TimeoutError) as e:
-        raise ValueError(f"--dask {address}: cannot reach the Dask scheduler ({e})") from None
+    except (OSError, TimeoutError, ValueError, TypeError) as e:
+        raise ValueError(f"--dask {address}: cannot reach the Dask scheduler ({e}); expected an address such as tcp://host:8786") from None
     with client:
         futures = client.map(run_task, tasks, pure=False)
         by_future = dict(zip(futures, tasks))
@@ -376,7 +385,7 @@ def _run_dask(address: str, tasks: Sequence[Task], finished) -> None:
             try:
                 row = fut.result()
             except Exception as e:  # the worker was lost
-                row = {**dict(t.params), "replication": t.replication, "seed": t.seed, "status": "error", "error": f"{type(e).__name__}: {e}"}
+                row = _failed_row(t, f"{type(e).__name__}: {e}")
             finished(t, row)
 
 
