@@ -259,3 +259,18 @@ def test_a_huge_file_is_refused_before_it_is_read(tmp_path):
 def test_a_directory_as_scenario(tmp_path):
     rc, out, err = main("run", tmp_path)
     assert rc == 2 and "directory" in err
+
+
+def test_plot_refuses_tables_it_cannot_draw(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("traffic.rate,replication,throughput_pps,status\n1Mpps,0,1000000,ok\n")
+    rc, out, err = main("plot", table, "-o", tmp_path / "plots")
+    assert rc == 2 and "offered_pps" in err and "not a pktsim sweep table" in err
+    good = tmp_path / "s.csv"
+    assert main("sweep", NAPI, *SHORT, "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--jobs", "1", "-o", good)[0] == 0
+    rc, out, err = main("plot", good, "-o", tmp_path / "plots", "--x", "nope")
+    assert rc == 2 and "--x nope" in err and "traffic.rate" in err
+    rc, out, err = main("plot", good, "-o", "/proc/none")
+    assert rc == 2 and "-o /proc/none" in err
+    rc, out, err = main("schema", "-o", tmp_path)
+    assert rc == 2 and "-o" in err and "directory" in err

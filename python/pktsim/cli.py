@@ -349,7 +349,7 @@ def cmd_plot(args) -> int:
         if col not in ok or ok[col].dtype.kind not in "fi":
             raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
     if args.x is not None and args.x not in df:
-        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected one of {', '.join(c for c in df.columns if '.' in c) or 'the swept keys'}")
+        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}")
     for f in sweep_plots(df, args.output, args.x):
         print(f"wrote {f}")
     return 0
