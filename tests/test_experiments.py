@@ -53,7 +53,8 @@ def test_an_interrupted_sweep_resumes_and_skips_finished_points(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1, output=out, progress=stop_after_two)
     partial = tmp_path / "sweep.parquet.partial.jsonl"
-    assert partial.is_file() and len(partial.read_text().splitlines()) == 2 and not out.exists()
+    # The sweep's hash, then the two finished rows.
+    assert partial.is_file() and len(partial.read_text().splitlines()) == 1 + 2 and not out.exists()
     labels = []
     resumed = experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1, output=out, progress=lambda i, n, label: labels.append((i, label)))
     assert labels[0] == (2, "resuming: 2 points already done")
@@ -113,11 +114,15 @@ def test_a_sweep_point_is_validated_once_and_parsed_once_per_run(monkeypatch, ca
     assert counts == {"load_scenario": 1 + 3, "run": 3 * 2}
 
 
-def test_a_bad_point_fails_before_any_run(monkeypatch):
+def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):
     counts = _count_core_parses(monkeypatch)
-    with pytest.raises(pktsim.ScenarioError, match="bogus"):
-        pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus"]}, sets=SETS, jobs=1)
-    assert counts["run"] == 0
+    df = pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus", "0.5Mpps"]}, replications=2, sets=SETS, jobs=1)
+    assert len(df) == 3 * 2
+    bad = df[df["traffic.rate"] == "bogus"]
+    assert (bad["status"] == "error").all() and bad["error"].str.contains('traffic.rate = "bogus"').all()
+    assert (df[df["traffic.rate"] != "bogus"]["status"] == "ok").all()
+    # The bad point is never run: only the two good points' replications reach the engine.
+    assert counts["run"] == 2 * 2
 
 
 def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):

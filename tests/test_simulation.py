@@ -40,9 +40,12 @@ def test_sweep_json_each_point_carries_its_value():
     assert thr[3] == pytest.approx(1e9 / 564, rel=3e-3)
 
 
-def test_sweep_rejects_bad_values_before_running():
-    proc = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps:20Mpps:1Mpps", check=False)
-    assert proc.returncode == 2 and "traffic.rate" in proc.stderr and "line rate" in proc.stderr
+def test_sweep_keeps_bad_points_as_error_rows_and_rejects_bad_ranges():
+    # Points above the line rate are error rows naming the key; the others run; exit 1.
+    proc = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "10Mpps:20Mpps:5Mpps", "--set", "measure.duration=2ms", "--json", check=False)
+    assert proc.returncode == 1 and "traffic.rate" in proc.stderr and "line rate" in proc.stderr
+    pts = json.loads(proc.stdout)
+    assert [p.get("status", "ok") for p in pts] == ["ok", "error", "error"] and pts[0]["throughput_pps"] > 0
     proc = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps:2GHz:1Mpps", check=False)
     assert proc.returncode == 2 and "--values" in proc.stderr
 

@@ -43,6 +43,16 @@ def _load_or_active(args) -> tuple:
     return load, active
 
 
+def _write_file(option: str, path: str, data: "str | bytes") -> None:
+    """atomic_write, with a path that cannot be written as a UsageError naming the option."""
+    if Path(path).is_dir():
+        raise UsageError(f"{option} {path}: is a directory; expected a file to write")
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write the file ({e.strerror or e})") from None
+
+
 def _dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
@@ -201,24 +211,47 @@ def _wakeup_rows(r: dict) -> list:
 
 
 def cmd_sweep(args) -> int:
-    from .experiments import run_grid, summarize, sweep_plan
+    from .experiments import check_output, run_grid, summarize, sweep_plan
     from .values import expand_values
 
-    sc = Scenario.load(args.file, args.set)
+    if args.replications is not None and args.replications < 1:
+        raise UsageError(f"--replications {args.replications}: expected a whole number of runs per point, at least 1")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
     if len(args.param) != len(args.values):
         raise UsageError("sweep: give one --values after each --param")
+    sc = Scenario.load(args.file, args.set)
     params, replications = sweep_plan(sc, dict(zip(args.param, args.values)), args.replications)
     if not params:
         raise UsageError("sweep: nothing to sweep (--param KEY --values ..., or a [sweep] table in the scenario)")
+    if replications < 1:
+        raise UsageError(f"{args.file}: sweep.replications = {replications}: expected a whole number of runs per point, at least 1")
     for key, vals in params.items():
         try:
             params[key] = expand_values(vals)  # once: the grid takes the list as it is
             if not params[key]:
-                raise ValueError("no values")
+                raise ValueError(f"{vals!r}: no values")
         except ValueError as e:
             raise UsageError(f"--values for {key}: {e}") from None
+        seen = set()
+        for v in params[key]:
+            if v in seen:
+                raise UsageError(f"--values for {key}: {v!r} is given twice; expected each value once (--replications repeats a point)")
+            seen.add(v)
+    if args.output:
+        try:
+            check_output(args.output)
+        except ValueError as e:
+            raise UsageError(f"-o {e}") from None
+    if args.plots:
+        _writable_dir("--plots", args.plots)
     try:
-        df = run_grid(sc, params, replications, jobs=args.jobs, dask=args.dask, output=args.output, progress=not args.json and sys.stderr.isatty())
+        df = run_grid(
+            sc, params, replications, jobs=args.jobs, dask=args.dask, output=args.output,
+            progress=not args.json and sys.stderr.isatty(), restart=args.restart,
+        )
+    except OSError as e:
+        raise UsageError(f"-o {args.output}: cannot write the sweep table ({e.strerror or e})") from None
     except ValueError as e:
         raise UsageError(f"sweep: {e}") from None
     failed = df[df["status"] != "ok"]
@@ -229,7 +262,7 @@ def cmd_sweep(args) -> int:
         res = []
         full = iter(df.attrs["results"])
         for _, r in df.iterrows():
-            item = dict(next(full)) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
+            item = dict(next(full, {})) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
             item["swept"] = {k: r[k] for k in params}
             item["replication"] = int(r["replication"])
             res.append(item)
@@ -272,16 +305,51 @@ def cmd_sweep(args) -> int:
     return 1 if len(failed) else 0
 
 
+def _writable_dir(option: str, path: str) -> Path:
+    """A directory the command can write files into (created if missing), or a UsageError
+    naming the option and the path."""
+    d = Path(path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        raise UsageError(f"{option} {path}: cannot write files there ({e.strerror or e}); expected a writable directory") from None
+    return d
+
+
 def cmd_plot(args) -> int:
     from .experiments import read_table
     from .plots import sweep_plots
 
+    import stat
+
+    src = Path(args.table)
+    if src.suffix not in (".parquet", ".csv"):
+        raise UsageError(f"plot: {args.table}: expected a sweep table written by `pktsim sweep -o` (.parquet or .csv)")
+    try:
+        if not stat.S_ISREG(src.stat().st_mode):
+            raise UsageError(f"plot: {args.table}: not a regular file; expected a sweep table (.parquet or .csv)")
+    except OSError as e:
+        raise UsageError(f"plot: {args.table}: cannot read the sweep table ({e.strerror or e})") from None
+    _writable_dir("-o", args.output)
     try:
         df = read_table(args.table)
     except (OSError, ValueError) as e:
         raise UsageError(f"plot: {args.table}: cannot read the sweep table ({e})") from None
     if "throughput_pps" not in df:
         raise UsageError(f"plot: {args.table}: not a pktsim sweep table (no throughput_pps column)")
+    ok = df[df["status"] == "ok"] if "status" in df else df
+    if ok.empty:
+        raise UsageError(f"plot: {args.table}: no successful rows to plot (status = ok)")
+    needed = ["offered_pps", "throughput_pps", "loss_ratio", "irq_per_s", "polls_per_packet"] + [f"latency_ns_{p}" for p in ("p25", "p50", "p75", "p99")]
+    for col in needed:
+        if col not in ok or ok[col].dtype.kind not in "fi":
+            raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
+    if args.x is not None and args.x not in df:
+        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}")
     for f in sweep_plots(df, args.output, args.x):
         print(f"wrote {f}")
     return 0
@@ -589,7 +657,7 @@ def cmd_testbed_teardown(args) -> int:
 def cmd_schema(args) -> int:
     text = json.dumps(json.loads(_core.schema("profile" if args.profile else "scenario")), indent=2) + "\n"
     if args.output:
-        atomic_write(args.output, text)
+        _write_file("-o", args.output, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -639,12 +707,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     w = sub.add_parser("sweep", help="simulate a grid of scenario keys with replications, locally or on Dask")
     w.add_argument("file", metavar="FILE", help="scenario TOML file")
-    w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate")
+    w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate, or seed")
     w.add_argument("--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param")
-    w.add_argument("--replications", type=int, metavar="N", help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications)")
+    w.add_argument("--replications", type=int, metavar="N", help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications); with --param seed, each point's seed is the swept one")
     w.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
     w.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
-    w.add_argument("-o", "--output", metavar="OUT.parquet", help="write one row per (point, replication): .parquet or .csv; resumes if interrupted")
+    w.add_argument(
+        "-o", "--output", metavar="OUT.parquet",
+        help="write one row per (point, replication): .parquet or .csv. An interrupted sweep resumes from OUT.partial.jsonl "
+        "when the scenario, its overrides and the grid are the same (a hash in the file); otherwise it says so and starts over. "
+        "Error rows are run again.",
+    )
+    w.add_argument("--restart", action="store_true", help="with -o: discard the saved rows of an interrupted sweep and start over")
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.add_argument("--plots", metavar="DIR", help="also draw the standard plots into DIR")
@@ -748,6 +822,54 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class OutputError(Exception):
+    """Standard output could not be written (a full disk, /dev/full, a closed terminal)."""
+
+
+class _GuardedStdout:
+    """sys.stdout whose write failures become :class:`OutputError` (a broken pipe stays a
+    BrokenPipeError: the reader went away, which is not an error)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(e.strerror or str(e)) from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(e.strerror or str(e)) from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _silence_stdout(stream) -> None:
+    """Point the process's stdout at /dev/null so that the interpreter's final flush of
+    what could not be written does not fail again."""
+    import os
+
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return  # not a real file (captured output)
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
 def _sigterm(signum, frame):
     raise KeyboardInterrupt
 
@@ -763,8 +885,16 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         ap.print_help()
         return EXIT_USAGE
+    real_stdout = sys.stdout
+    sys.stdout = _GuardedStdout(real_stdout)
     try:
-        return args.func(args)
+        rc = args.func(args)
+        sys.stdout.flush()
+        return rc
+    except OutputError as e:
+        _silence_stdout(real_stdout)
+        print(f"pktsim: error: cannot write to standard output ({e}); expected a writable stdout", file=sys.stderr)
+        return EXIT_USAGE
     except ScenarioError as e:
         print(f"pktsim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -778,12 +908,15 @@ def main(argv: list[str] | None = None) -> int:
         print("pktsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        _silence_stdout(real_stdout)
         return 0
     except BaseException as e:  # a Rust panic arrives as pyo3's PanicException (a BaseException)
         if isinstance(e, SystemExit):
             raise
         print(f"pktsim: internal error: {type(e).__name__}: {e} (this is a bug in pktsim; please report it with the scenario)", file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        sys.stdout = real_stdout
 
 
 if __name__ == "__main__":

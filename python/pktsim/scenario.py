@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from . import _core
+from .errors import ScenarioError
 
 
 def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -24,8 +25,6 @@ def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tupl
         if isinstance(item, str):
             key, sep, value = item.partition("=")
             if not sep:
-                from .errors import ScenarioError
-
                 err = ScenarioError(f"--set: {item}: expected key=value, e.g. traffic.rate=1.2Mpps")
                 err.origin, err.path, err.value, err.expected = "--set", item, None, "key=value"
                 raise err
@@ -34,6 +33,37 @@ def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tupl
             key, value = item
             out.append((str(key), _value_text(value)))
     return out
+
+
+def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -> None:
+    """Refuse a cost-profile file the core could not read as text (not UTF-8, a device, too
+    large) with the file, the byte offset and the key, before the core reads it whole."""
+    name = next((v for k, v in reversed(tuple(sets)) if k == "cost.profile"), None)
+    key = "--set cost.profile" if name is not None else "cost.profile"
+    if name is None:
+        try:
+            if fmt == "toml":
+                import tomllib
+
+                data = tomllib.loads(text)
+            else:
+                data = json.loads(text)
+            name = (data.get("cost") or {}).get("profile")
+        except (ValueError, AttributeError, TypeError):
+            return  # the core reports what is wrong with the scenario itself
+    if not isinstance(name, str) or not name or name in _core.bundled_profiles():
+        return
+    path = Path(base_dir) / name
+    if not path.exists():
+        return  # the core says it is neither bundled nor a file
+    from .textio import InputFileError, read_input_text
+
+    try:
+        read_input_text(path, "cost profile")
+    except InputFileError as e:
+        err = ScenarioError(f"{origin}: {key} = {json.dumps(name)}: {e}")
+        err.origin, err.path, err.value, err.expected = origin, "cost.profile", name, "a UTF-8 cost-profile file"
+        raise err from None
 
 
 def _value_text(value: Any) -> str:
@@ -59,20 +89,21 @@ class Scenario:
     @classmethod
     def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":
         sets_t = tuple(_normalise_sets(sets))
+        _check_profile_file(text, fmt, origin, base_dir, sets_t)
         normalised = _core.load_scenario(text, fmt, origin, base_dir, list(sets_t))
         return cls(text, fmt, origin, base_dir, sets_t, json.loads(normalised))
 
     @classmethod
     def load(cls, path: str | Path, sets=None) -> "Scenario":
         """Read and validate a TOML scenario file."""
+        from .textio import InputFileError, read_input_text
+
         p = Path(path)
         try:
-            text = p.read_text()
-        except OSError as e:
-            from .errors import ScenarioError
-
-            err = ScenarioError(f"{p}: cannot read the scenario file ({e.strerror or e})")
-            err.origin, err.path, err.value, err.expected = str(p), "", None, "a readable TOML file"
+            text = read_input_text(p, "scenario file")
+        except InputFileError as e:
+            err = ScenarioError(str(e))
+            err.origin, err.path, err.value, err.expected = str(p), "", None, "a readable UTF-8 TOML file"
             raise err from None
         return cls._make(text, "toml", str(p), str(p.parent or Path(".")), sets)
 
@@ -89,7 +120,10 @@ class Scenario:
         return self.with_sets([(key, value)])
 
     def with_sets(self, sets) -> "Scenario":
-        new_sets = self.sets + tuple(_normalise_sets(sets))
+        added = tuple(_normalise_sets(sets))
+        new_sets = self.sets + added
+        if any(k == "cost.profile" for k, _ in added):
+            _check_profile_file(self.text, self.format, self.origin, self.base_dir, new_sets)
         normalised = _core.load_scenario(self.text, self.format, self.origin, self.base_dir, list(new_sets))
         return replace(self, sets=new_sets, data=json.loads(normalised))
 

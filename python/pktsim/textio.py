@@ -56,3 +56,40 @@ def bytes_h(n: float) -> str:
         if n >= factor:
             return f"{n / factor:.1f} {name}"
     return f"{n:.0f} B"
+
+
+# Input files larger than this are refused before they are read: no scenario, profile or
+# rules file comes near it, and a device (/dev/zero) or a wrong file must not fill memory.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+class InputFileError(ValueError):
+    """An input file that cannot be used as text; the message names the file and why."""
+
+
+def read_input_text(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of a UTF-8 input file, read whole, or :class:`InputFileError` naming the file:
+    missing or unreadable, not a regular file (a device, a FIFO, a directory), larger than
+    ``limit`` bytes, or not UTF-8 (with the byte offset of the first bad byte)."""
+    import stat
+
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device or pipe"
+                raise InputFileError(f"{p}: cannot read the {what}: it is {kind}, expected a regular file")
+            if st.st_size > limit:
+                raise InputFileError(f"{p}: cannot read the {what}: {st.st_size:,} bytes, expected at most {limit:,} ({limit >> 20} MiB)")
+            data = f.read(limit + 1)
+    except IsADirectoryError:
+        raise InputFileError(f"{p}: cannot read the {what}: it is a directory, expected a regular file") from None
+    except OSError as e:
+        raise InputFileError(f"{p}: cannot read the {what} ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise InputFileError(f"{p}: cannot read the {what}: more than {limit:,} bytes ({limit >> 20} MiB)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputFileError(f"{p}: the {what} is not UTF-8 at byte {e.start} (0x{data[e.start]:02x}); expected UTF-8 text") from None

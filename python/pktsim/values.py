@@ -9,6 +9,7 @@ result into the columns of a sweep table. Both are used by ``sim`` (one run) and
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Mapping, Sequence
 
@@ -67,6 +68,8 @@ def expand_values(spec: "str | Sequence[Any]") -> list[str]:
         except ValueError:
             raise ValueError(f"{spec!r}: START:STOP:STEP must all be numbers, or all carry units") from None
         scale = 1.0
+    if not all(math.isfinite(x) for x in (start, stop, step)):
+        raise ValueError(f"{spec!r}: START, STOP and STEP must be finite numbers")
     if not step > 0 or stop < start:
         raise ValueError(f"{spec!r}: expected STEP > 0 and STOP >= START")
     n = int(round((stop - start) / step)) + 1
