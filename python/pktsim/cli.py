@@ -321,7 +321,7 @@ def cmd_calibrate(args) -> int:
         print(_dump(c.to_json()))
         return 0
     j = c.to_json()
-    print(f"pktsim calibrate: {args.profile} ({profile.fmt}, {c.samples:g} samples, rules {rules.origin})")
+    print(f"pktsim calibrate: {args.profile} ({profile.fmt}, {c.samples_text()}, rules {rules.origin})")
     print(f"  {si(rate, 'pps')} at {100 * j['cpu_load']:.1f}% of {si(freq, 'Hz', 2)}: C_total = {c.c_total_cycles:.1f} cycles/packet (000 Eq. 3)")
     print()
     rows = [[g, f"{c.samples_by_group.get(g, 0.0) / c.active_samples:.1%}", f"{v:.1f}"] for g, v in c.cycles_by_group.items()]
@@ -329,9 +329,16 @@ def cmd_calibrate(args) -> int:
     print(table(rows, ["group", "share", "cycles/packet"], "lrr"))
     if j["idle_share"] > 0:
         print(f"\n  idle samples: {j['idle_share']:.1%} of all (left out of the active cycles)")
+    if c.outside:
+        print(f"\n  outside the packet path: {c.outside_share:.1%} of active samples (in C_other): work under shared")
+        print("  entry points (softirq, interrupts, ...) with no packet frame below; by what ran:")
+        for fn, share in c.outside_top(10):
+            print(f"    {share:6.1%}  {fn}")
     print(f"\n  unmatched: {c.unmatched_share:.1%} of active samples (in C_other); top functions:")
     for fn, share in c.unmatched_top(10):
         print(f"    {share:6.1%}  {fn}")
+    for w in j["warnings"]:
+        print(f"\n  warning: {w}")
     for label, p in (("cost profile", args.output), ("flame graph", args.flamegraph), ("bar chart", args.bars)):
         if p:
             print(f"  wrote {label}: {p}")
