@@ -330,3 +330,93 @@ def test_sample_counts_are_real_and_too_few_are_flagged():
     c = cal.calibrate(cal.read_profile(DATA / "perf-report.txt"), cal.Rules.load(), 1e6, 3e9, cpu_load=1.0)
     assert c.n_samples == 120_000 and c.warnings() == []
     assert c.counts_by_group["routing"] == pytest.approx(120_000 * 10.11 / 100)
+
+
+# ------------------------------------------------------------------ bad input: exit 2 naming the key
+
+
+def _bad_rules(tmp_path, text: bytes | str):
+    p = tmp_path / "rules.toml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--freq", "0GHz"], ["--freq", "'0GHz'", "above 0 Hz"]),
+        (["--active-cycles", "nan"], ["--active-cycles", "'nan'", "finite number above 0", "per second"]),
+        (["--active-cycles", "inf"], ["--active-cycles", "'inf'", "finite number above 0"]),
+        (["--active-cycles=-5e9"], ["--active-cycles", "'-5e9'", "above 0"]),
+        (["--active-cycles", "0"], ["--active-cycles", "'0'", "above 0"]),
+        (["--routes", "-5"], ["--routes -5", "routes in the FIB", "from 1"]),
+        (["--routes", "0"], ["--routes 0", "from 1"]),
+        (["--flows", str(2**63)], ["--flows", "flows", "2^63-1"]),
+    ],
+)
+def test_bad_calibrate_options_exit_2_naming_option_value_and_expectation(tmp_path, args, needles):
+    base = ["--rate", "1Mpps", "--freq", "3GHz"] + ([] if any(a.startswith("--active") for a in args) else ["--cpu-load", "100%"])
+    base = [x for i, x in enumerate(base) if not (x == "--freq" and "--freq" in args) and not (i > 0 and base[i - 1] == "--freq" and "--freq" in args)]
+    out = tmp_path / "cost.toml"
+    proc = run_cli("calibrate", DATA / "folded.txt", *base, *args, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ('[[rule]]\ngroup = "RX"\nexact = 5\n', ["rule[0].exact = 5", "an array of function-name strings"]),
+        ('[[rule]]\ngroup = "RX"\nprefix = "ip_"\n', ['rule[0].prefix = "ip_"', 'prefix = ["ip_"]']),
+        ('[[rule]]\ngroup = "RX"\nglob = ["ixgbe_*", 3]\n', ["rule[0].glob[1] = 3", "non-empty string"]),
+        ('[[rule]]\ngroup = "RX"\nregex = ["("]\n', ['rule[0].regex[0] = "("', "regular expression"]),
+        ('[[rule]]\ngroup = 5\nexact = ["x"]\n', ["rule[0].group = 5", "one of RX"]),
+        ('[[rule]]\nexact = ["x"]\n', ["rule[0].group", "one of RX"]),
+        ('[[rule]]\ngroup = "RX"\nrole = "gateway"\nexact = ["x"]\n', ['rule[0].role = "gateway"', "packet, entry, helper"]),
+        ('[[rule]]\ngroup = "RX"\nrole = "entry"\nexact = ["x"]\n', ['rule[0].group = "RX"', 'role = "entry"']),
+        ('rule = 5\n', ["rule = 5", "[[rule]]"]),
+        ('rule = [1]\n', ["rule[0] = 1", "a table"]),
+    ],
+)
+def test_wrong_types_in_a_rules_file_exit_2_naming_the_key(tmp_path, text, needles):
+    rules = _bad_rules(tmp_path, text)
+    proc = run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--rules", rules, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert str(rules) in lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_a_prefix_string_no_longer_matches_letter_by_letter(tmp_path):
+    with pytest.raises(cal.ProfileError) as e:
+        cal.Rules.load(_bad_rules(tmp_path, '[[rule]]\ngroup = "RX"\nprefix = "ip_"\n'))
+    assert e.value.path == "rule[0].prefix" and e.value.value == '"ip_"'
+
+
+@pytest.mark.parametrize("which", ["profile", "rules"])
+def test_non_utf8_files_exit_2_naming_the_file_and_byte_offset(tmp_path, which):
+    profile = tmp_path / "p.folded"
+    rules = tmp_path / "r.toml"
+    profile.write_bytes(b"a;ip_rcv 5\n" + (b"b;\xff\xfe 3\n" if which == "profile" else b"b;c 3\n"))
+    rules.write_bytes(b'[[rule]]\ngroup = "RX"\nexact = ["ip_rcv"]\n' + (b"# caf\xe9\n" if which == "rules" else b""))
+    proc = run_cli("calibrate", profile, "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--rules", rules, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1
+    if which == "profile":
+        assert f"{profile}:2:" in line and "byte offset 13 (0xff)" in line and "UTF-8" in line
+    else:
+        assert f"{rules}:4:" in line and "byte offset 46 (0xe9)" in line and "UTF-8" in line
+
+
+def test_all_zero_counts_are_a_clear_error(tmp_path):
+    p = tmp_path / "zero.folded"
+    p.write_text("a;b 0\n")
+    with pytest.raises(cal.ProfileError, match="every count is 0"):
+        cal.read_profile(p)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -39,7 +40,11 @@ def _load_or_active(args) -> tuple:
         try:
             active = float(args.active_cycles)
         except ValueError:
-            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second as a number, e.g. 3.1e9") from None
+            active = None
+        if active is None or not (active > 0 and math.isfinite(active)):
+            raise UsageError(
+                f"--active-cycles {args.active_cycles!r}: expected the active cycles per second as a finite number above 0, e.g. 3.1e9"
+            ) from None
     return load, active
 
 
@@ -301,9 +306,14 @@ def cmd_calibrate(args) -> int:
         raise UsageError("calibrate: --freq is required (the CPU clock, e.g. --freq 3.3GHz)")
     rate = _quantity("packetrate", "--rate", args.rate)
     freq = _quantity("frequency", "--freq", args.freq)
+    if not (freq > 0 and math.isfinite(freq)):
+        raise UsageError(f"--freq {args.freq!r}: expected a CPU clock above 0 Hz, e.g. 3.3GHz")
     load, active = _load_or_active(args)
     if (load is None) == (active is None):
         raise UsageError("calibrate: give --cpu-load (e.g. 100%) or --active-cycles, one of them")
+    for option, value, what in (("--routes", args.routes, "routes in the FIB"), ("--flows", args.flows, "flows in the traffic")):
+        if not 1 <= value <= 2**63 - 1:
+            raise UsageError(f"{option} {value}: expected the number of {what} when profiled, a whole number from 1 to 2^63-1")
     rules = cal.Rules.load(args.rules)
     profile = cal.read_profile(args.profile, args.format)
     try:
