@@ -420,3 +420,26 @@ def test_all_zero_counts_are_a_clear_error(tmp_path):
     p.write_text("a;b 0\n")
     with pytest.raises(cal.ProfileError, match="every count is 0"):
         cal.read_profile(p)
+
+
+@pytest.mark.parametrize(
+    "option, make, needle",
+    [
+        ("-o", lambda d: d, "Is a directory"),
+        ("--flamegraph", lambda d: d, "Is a directory"),
+        ("--bars", lambda d: d / "bars.bmp", ".png, .svg or .pdf"),
+    ],
+)
+def test_bad_output_paths_exit_2_naming_the_option(tmp_path, option, make, needle):
+    target = make(tmp_path)
+    proc = run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", option, target, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1 and line.startswith(f"pktsim: error: {option} '{target}'") and needle in line
+
+
+def test_more_active_cycles_than_one_core_has_is_flagged():
+    c = cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=5e9)
+    assert c.warnings() == ["5e+09 active cycles per second is 167% of 3 GHz, more than one core has: "
+                            "the cycles per packet assume one core forwarding the whole rate"]
+    assert cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=3e9).warnings() == []

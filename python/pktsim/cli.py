@@ -321,12 +321,20 @@ def cmd_calibrate(args) -> int:
     except ValueError as e:
         raise UsageError(f"calibrate: {e}") from None
     name = args.name or _P(args.profile).stem
-    if args.output:
-        atomic_write(args.output, c.to_profile_toml(name, args.routes, args.flows))
-    if args.flamegraph:
-        atomic_write(args.flamegraph, cal.flamegraph(profile, rules, f"{name}: cycles by group"))
-    if args.bars:
-        cal.bar_chart([(name, c.cycles_by_group)], args.bars, f"{name}: cycles per packet by group")
+    if args.bars and _P(args.bars).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"--bars {args.bars!r}: expected a file name ending in .png, .svg or .pdf")
+    outputs = (
+        ("-o", args.output, lambda p: atomic_write(p, c.to_profile_toml(name, args.routes, args.flows))),
+        ("--flamegraph", args.flamegraph, lambda p: atomic_write(p, cal.flamegraph(profile, rules, f"{name}: cycles by group"))),
+        ("--bars", args.bars, lambda p: cal.bar_chart([(name, c.cycles_by_group)], p, f"{name}: cycles per packet by group")),
+    )
+    for option, path, write in outputs:
+        if not path:
+            continue
+        try:
+            write(path)
+        except OSError as e:
+            raise UsageError(f"{option} {path!r}: expected a writable file path ({e.strerror or e})") from None
     if args.json:
         print(_dump(c.to_json()))
         return 0

@@ -487,16 +487,23 @@ class Calibration:
 
     def warnings(self) -> list[str]:
         """Why the shares may be less precise than they are printed."""
+        out = []
+        load = self.active_cycles_per_s / self.frequency_hz
+        if load > 1 + 1e-9:
+            out.append(
+                f"{self.active_cycles_per_s:g} active cycles per second is {load:.0%} of {self.frequency_hz / 1e9:g} GHz, more than "
+                "one core has: the cycles per packet assume one core forwarding the whole rate"
+            )
         if self.counts_by_group is None:
-            return ["the profile does not say how many samples it has, so the precision of the shares is unknown"]
+            return out + ["the profile does not say how many samples it has, so the precision of the shares is unknown"]
         groups = [g for g in GROUPS if self.samples_by_group.get(g, 0.0) > 0]
         few = [g for g in groups if self.counts_by_group.get(g, 0.0) < MIN_GROUP_SAMPLES]
         if not few:
-            return []
+            return out
         n = self.n_samples or 0.0
         listed = ", ".join(f"{g} {self.counts_by_group[g]:.0f}" for g in few)
         est = " (estimated from the header's total)" if self.fmt == "perf-report" else ""
-        return [
+        return out + [
             f"only {n:.0f} sample{'s' if n != 1 else ''}{est}; groups with fewer than {MIN_GROUP_SAMPLES} "
             f"({listed}) have shares uncertain by more than ±10% of their value: profile longer or at a higher frequency"
         ]
