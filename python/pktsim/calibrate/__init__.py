@@ -229,9 +229,9 @@ def decode_utf8(data: bytes, origin: str, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise _error(
-            origin, line, f"{what} in UTF-8 text; byte offset {e.start} (0x{data[e.start]:02x}) is not UTF-8",
-        ) from None
+        err = _error(origin, line, f"byte offset {e.start} (0x{data[e.start]:02x}) is not UTF-8: expected {what} in UTF-8 text")
+        err.path, err.value, err.expected = f"byte {e.start}", f"0x{data[e.start]:02x}", f"{what} in UTF-8 text"
+        raise err from None
 
 
 def read_profile(path: str | Path, fmt: str = "auto") -> Profile:
