@@ -177,3 +177,269 @@ def test_plot_groups_side_by_side(tmp_path):
     png = tmp_path / "fig9.png"
     run_cli("plot-groups", "raumer2015-flows-1", "raumer2015-flows-256", "raumer2015-flows-16384", "raumer2015-flows-1048576", "-o", png)
     assert png.stat().st_size > 10_000
+
+
+# ------------------------------------------------------------------ rules that follow the packet
+
+PKT = ["run_ksoftirqd", "__do_softirq", "net_rx_action", "__napi_poll", "ixgbe_poll"]
+IDLE_IRQ = ["cpu_startup_entry", "do_idle", "default_idle", "asm_common_interrupt", "common_interrupt", "irq_exit_rcu", "__irq_exit_rcu"]
+# (stack root first, samples, true group, how the sample is filed: rule / entry / unmatched)
+KNOWN_SPLIT = [
+    # Packet work under ksoftirqd, under a hard interrupt from idle, and a local send.
+    (PKT + ["ixgbe_clean_rx_irq"], 400, "RX", "rule"),
+    (IDLE_IRQ + ["handle_softirqs", "net_rx_action", "__napi_poll", "ixgbe_poll", "ixgbe_clean_rx_irq"], 50, "RX", "rule"),
+    (["cpu_startup_entry", "do_idle", "asm_common_interrupt", "common_interrupt", "handle_edge_irq", "handle_irq_event",
+      "__handle_irq_event_percpu", "ixgbe_msix_clean_rings"], 30, "RX", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "ixgbe_alloc_rx_buffers", "__alloc_pages", "get_page_from_freelist"], 130, "alloc", "rule"),
+    (["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "__sys_sendto", "udp_sendmsg", "ip_make_skb",
+      "__alloc_skb", "kmem_cache_alloc_node"], 9, "alloc", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "napi_gro_receive", "__netif_receive_skb_core", "ip_rcv"], 160, "prerouting", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_rcv_finish", "ip_route_input_noref", "fib_table_lookup"], 220, "routing", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_forward", "memcpy_orig"], 200, "postrouting", "rule"),
+    (PKT + ["ixgbe_clean_tx_irq", "napi_consume_skb", "skb_release_data", "kmem_cache_free"], 240, "free", "rule"),
+    (PKT + ["ixgbe_clean_tx_irq", "napi_consume_skb", "kfree"], 5, "free", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "ip_forward", "__dev_queue_xmit", "sch_direct_xmit", "ixgbe_xmit_frame_ring"], 260, "TX", "rule"),
+    (PKT + ["ixgbe_clean_rx_irq", "ip_forward", "__dev_queue_xmit", "_raw_spin_lock"], 90, "other", "rule"),
+    # Softirq work that is not the packet's: RCU callbacks (one freeing through the slab
+    # allocator), timers, tasklets, __do_softirq's own loop, an idle ksoftirqd.
+    (["run_ksoftirqd", "__do_softirq", "rcu_core", "rcu_do_batch", "file_free_rcu", "kmem_cache_free"], 70, "other", "entry"),
+    (IDLE_IRQ + ["__do_softirq", "rcu_core", "rcu_do_batch"], 25, "other", "entry"),
+    (["run_ksoftirqd", "__do_softirq", "run_timer_softirq", "__run_timers", "call_timer_fn", "delayed_work_timer_fn"], 40, "other", "entry"),
+    (["run_ksoftirqd", "handle_softirqs", "tasklet_action", "tasklet_action_common", "foo_tasklet_fn"], 35, "other", "entry"),
+    (["run_ksoftirqd", "__do_softirq"], 5, "other", "entry"),
+    (["ret_from_fork", "kthread", "smpboot_thread_fn", "run_ksoftirqd"], 15, "other", "entry"),
+    (["ret_from_fork", "kthread", "smpboot_thread_fn", "schedule", "__schedule", "finish_task_switch"], 10, "other", "entry"),
+    # Not packet work although packet frames are above it: a timer interrupt and a nested
+    # softirq running RCU callbacks (kfree after an entry point is not C_free).
+    (PKT + ["ixgbe_clean_rx_irq", "asm_sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
+            "tick_sched_timer"], 20, "other", "entry"),
+    (PKT + ["ixgbe_clean_rx_irq", "ip_forward", "ip_finish_output2", "__local_bh_enable_ip", "do_softirq", "__do_softirq",
+            "rcu_core", "rcu_do_batch", "kfree"], 12, "other", "entry"),
+    # Other kernel entry points: a kworker and a syscall allocating memory.
+    (["ret_from_fork", "kthread", "worker_thread", "process_one_work", "vmstat_update"], 8, "other", "entry"),
+    (["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_read", "kmem_cache_alloc"], 7, "other", "entry"),
+    # Nothing matches: C_other, listed as unmatched.
+    (["ret_from_fork", "kthread", "mystery_thread"], 6, "other", "unmatched"),
+    (IDLE + [], 300, "idle", "rule"),
+]
+
+
+def _known_split_profile(tmp_path, fmt):
+    folded = "".join(f"{';'.join(s)} {n}\n" for s, n, _, _ in KNOWN_SPLIT)
+    path = tmp_path / f"known.{fmt}"
+    path.write_text(folded if fmt == "folded" else to_perf_script(folded))
+    return cal.read_profile(path)
+
+
+@pytest.mark.parametrize("fmt", ["folded", "perf-script"])
+def test_bundled_rules_give_each_group_exactly_its_true_share(tmp_path, fmt):
+    c = cal.calibrate(_known_split_profile(tmp_path, fmt), cal.Rules.load(), 1e6, 3e9, cpu_load=1.0)
+    truth = {g: 0 for g in [*GROUPS, "idle"]}
+    for _, n, g, _ in KNOWN_SPLIT:
+        truth[g] += n
+    active = sum(truth.values()) - truth["idle"]
+    assert c.active_samples == active == 2047
+    # Each group's share of the active samples, exactly: RCU, timers, tasklets, the softirq
+    # loop and an idle ksoftirqd are C_other, not RX; packet work under the same entry
+    # points keeps its group.
+    assert {g: c.samples_by_group[g] for g in truth} == truth
+    assert {g: c.cycles_by_group[g] for g in GROUPS} == pytest.approx({g: 3000 * truth[g] / active for g in GROUPS}, rel=1e-12)
+    assert c.cycles_by_group["RX"] == pytest.approx(3000 * 480 / 2047)
+    assert c.cycles_by_group["other"] == pytest.approx(3000 * 343 / 2047)
+    # What ran outside the packet path is named by the work the entry point called.
+    outside = {name: round(share * active) for name, share in c.outside_top(50)}
+    assert outside == {"rcu_core": 107, "run_timer_softirq": 40, "tasklet_action": 35, "__do_softirq": 5, "run_ksoftirqd": 15,
+                       "finish_task_switch": 10, "hrtimer_interrupt": 20, "vmstat_update": 8, "__x64_sys_read": 7}
+    assert c.outside_share == pytest.approx(247 / active)
+    assert [name for name, _ in c.unmatched_top()] == ["mystery_thread"]
+    # Real sample counts: perf script has one sample per stack here (the period is the weight).
+    counts = c.to_json()["samples_by_group"]
+    if fmt == "folded":
+        assert counts == truth
+    else:
+        assert counts == {g: sum(1 for _, _, tg, _ in KNOWN_SPLIT if tg == g) for g in truth}
+        assert c.to_json()["samples"] == len(KNOWN_SPLIT)
+
+
+def test_each_known_stack_is_filed_where_the_packet_says():
+    rules = cal.Rules.load()
+    for stack, _, group, how in KNOWN_SPLIT:
+        g, h, _ = rules.classify(tuple(stack))
+        assert (g if h != "unmatched" else "other", h) == (group, how), stack
+
+
+def test_rules_without_roles_keep_their_old_meaning(tmp_path):
+    # A rules file written before roles existed still loads, and a shared entry point in a
+    # packet group still counts for it everywhere (the file says so).
+    old = tmp_path / "old.toml"
+    old.write_text('[[rule]]\ngroup = "RX"\nexact = ["__do_softirq", "net_rx_action"]\n\n[[rule]]\ngroup = "free"\nexact = ["kmem_cache_free"]\n')
+    rules = cal.Rules.load(old)
+    assert rules.attribute(("run_ksoftirqd", "__do_softirq", "rcu_core", "rcu_do_batch")) == ("RX", "rcu_do_batch")
+    assert rules.attribute(("__do_softirq", "rcu_core", "kmem_cache_free")) == ("free", "kmem_cache_free")
+
+
+def test_user_rules_can_declare_entry_points_and_helpers(tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        '[[rule]]\nrole = "entry"\nexact = ["my_loop"]\n\n'
+        '[[rule]]\ngroup = "RX"\nexact = ["my_poll"]\n\n'
+        '[[rule]]\ngroup = "alloc"\nrole = "helper"\nprefix = ["my_alloc"]\n'
+    )
+    rules = cal.Rules.load(mine)
+    assert rules.classify(("my_loop", "my_poll", "x")) == ("RX", "rule", "x")
+    assert rules.classify(("my_loop", "my_poll", "my_alloc_page")) == ("alloc", "rule", "my_alloc_page")
+    assert rules.classify(("my_loop", "gc", "my_alloc_page")) == ("other", "entry", "gc")
+    assert rules.classify(("my_poll", "my_loop", "my_alloc_page")) == ("other", "entry", "my_alloc_page")
+    assert rules.classify(("my_alloc_page",)) == ("alloc", "rule", "my_alloc_page")  # no call stack: nothing to judge by
+    assert rules.classify(("gc", "my_alloc_page")) == (None, "unmatched", "my_alloc_page")
+
+
+def test_flat_perf_report_counts_allocator_helpers_for_their_group():
+    # perf report has no call stacks: kmem_cache_free (a helper) still counts as C_free.
+    c = cal.calibrate(cal.read_profile(DATA / "perf-report.txt"), cal.Rules.load(), 1.67e6, 3.3e9, cpu_load=1.0)
+    assert c.samples_by_group["free"] == pytest.approx(6.92 + 6.60)
+    assert c.samples_by_group["alloc"] == pytest.approx(7.28)
+
+
+def test_calibrate_cli_lists_work_outside_the_packet_path(tmp_path):
+    folded = tmp_path / "known.folded"
+    folded.write_text("".join(f"{';'.join(s)} {n}\n" for s, n, _, _ in KNOWN_SPLIT))
+    out = run_cli("calibrate", folded, "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz").stdout
+    assert "outside the packet path: 12.1% of active samples (in C_other)" in out
+    assert "5.2%  rcu_core" in out
+    res = json.loads(run_cli("calibrate", folded, "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--json").stdout)
+    assert res["outside_packet_path_share"] == pytest.approx(247 / 2047)
+    assert res["outside_packet_path_top"][0] == ["rcu_core", pytest.approx(107 / 2047)]
+
+
+# ------------------------------------------------------------------ real sample counts
+
+
+def test_sample_counts_are_real_and_too_few_are_flagged():
+    res = json.loads(run_cli("calibrate", DATA / "perf-script.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--json").stdout)
+    assert res["samples"] == 5 and res["sample_weight"] == 5 * 250000
+    assert res["samples_by_group"]["routing"] == 1 and res["samples_by_group"]["idle"] == 1
+    assert len(res["warnings"]) == 1 and "only 5 samples" in res["warnings"][0] and "routing 1" in res["warnings"][0]
+    text = run_cli("calibrate", DATA / "perf-script.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz").stdout
+    assert "5 samples, weighted by their period: 1.25e+06 in all" in text and "1.25e+06 samples" not in text
+    assert "warning: only 5 samples" in text
+    # folded.txt: 1,978 samples, every reported group above 100: no warning.
+    res = json.loads(run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--json").stdout)
+    assert res["samples"] == 1978 and res["warnings"] == []
+    # perf report: the count in its header ("120K"), spread by share.
+    c = cal.calibrate(cal.read_profile(DATA / "perf-report.txt"), cal.Rules.load(), 1e6, 3e9, cpu_load=1.0)
+    assert c.n_samples == 120_000 and c.warnings() == []
+    assert c.counts_by_group["routing"] == pytest.approx(120_000 * 10.11 / 100)
+
+
+# ------------------------------------------------------------------ bad input: exit 2 naming the key
+
+
+def _bad_rules(tmp_path, text: bytes | str):
+    p = tmp_path / "rules.toml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return p
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["--freq", "0GHz"], ["--freq", "'0GHz'", "above 0 Hz"]),
+        (["--active-cycles", "nan"], ["--active-cycles", "'nan'", "finite number above 0", "per second"]),
+        (["--active-cycles", "inf"], ["--active-cycles", "'inf'", "finite number above 0"]),
+        (["--active-cycles=-5e9"], ["--active-cycles", "'-5e9'", "above 0"]),
+        (["--active-cycles", "0"], ["--active-cycles", "'0'", "above 0"]),
+        (["--routes", "-5"], ["--routes -5", "routes in the FIB", "from 1"]),
+        (["--routes", "0"], ["--routes 0", "from 1"]),
+        (["--flows", str(2**63)], ["--flows", "flows", "2^63-1"]),
+    ],
+)
+def test_bad_calibrate_options_exit_2_naming_option_value_and_expectation(tmp_path, args, needles):
+    base = ["--rate", "1Mpps", "--freq", "3GHz"] + ([] if any(a.startswith("--active") for a in args) else ["--cpu-load", "100%"])
+    base = [x for i, x in enumerate(base) if not (x == "--freq" and "--freq" in args) and not (i > 0 and base[i - 1] == "--freq" and "--freq" in args)]
+    out = tmp_path / "cost.toml"
+    proc = run_cli("calibrate", DATA / "folded.txt", *base, *args, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert not out.exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    "text, needles",
+    [
+        ('[[rule]]\ngroup = "RX"\nexact = 5\n', ["rule[0].exact = 5", "an array of function-name strings"]),
+        ('[[rule]]\ngroup = "RX"\nprefix = "ip_"\n', ['rule[0].prefix = "ip_"', 'prefix = ["ip_"]']),
+        ('[[rule]]\ngroup = "RX"\nglob = ["ixgbe_*", 3]\n', ["rule[0].glob[1] = 3", "non-empty string"]),
+        ('[[rule]]\ngroup = "RX"\nregex = ["("]\n', ['rule[0].regex[0] = "("', "regular expression"]),
+        ('[[rule]]\ngroup = 5\nexact = ["x"]\n', ["rule[0].group = 5", "one of RX"]),
+        ('[[rule]]\nexact = ["x"]\n', ["rule[0].group", "one of RX"]),
+        ('[[rule]]\ngroup = "RX"\nrole = "gateway"\nexact = ["x"]\n', ['rule[0].role = "gateway"', "packet, entry, helper"]),
+        ('[[rule]]\ngroup = "RX"\nrole = "entry"\nexact = ["x"]\n', ['rule[0].group = "RX"', 'role = "entry"']),
+        ('rule = 5\n', ["rule = 5", "[[rule]]"]),
+        ('rule = [1]\n', ["rule[0] = 1", "a table"]),
+    ],
+)
+def test_wrong_types_in_a_rules_file_exit_2_naming_the_key(tmp_path, text, needles):
+    rules = _bad_rules(tmp_path, text)
+    proc = run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--rules", rules, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr
+    assert str(rules) in lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def test_a_prefix_string_no_longer_matches_letter_by_letter(tmp_path):
+    with pytest.raises(cal.ProfileError) as e:
+        cal.Rules.load(_bad_rules(tmp_path, '[[rule]]\ngroup = "RX"\nprefix = "ip_"\n'))
+    assert e.value.path == "rule[0].prefix" and e.value.value == '"ip_"'
+
+
+@pytest.mark.parametrize("which", ["profile", "rules"])
+def test_non_utf8_files_exit_2_naming_the_file_and_byte_offset(tmp_path, which):
+    profile = tmp_path / "p.folded"
+    rules = tmp_path / "r.toml"
+    profile.write_bytes(b"a;ip_rcv 5\n" + (b"b;\xff\xfe 3\n" if which == "profile" else b"b;c 3\n"))
+    rules.write_bytes(b'[[rule]]\ngroup = "RX"\nexact = ["ip_rcv"]\n' + (b"# caf\xe9\n" if which == "rules" else b""))
+    proc = run_cli("calibrate", profile, "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", "--rules", rules, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1
+    if which == "profile":
+        assert f"{profile}:2:" in line and "byte offset 13 (0xff)" in line and "UTF-8" in line
+    else:
+        assert f"{rules}:4:" in line and "byte offset 46 (0xe9)" in line and "UTF-8" in line
+
+
+def test_all_zero_counts_are_a_clear_error(tmp_path):
+    p = tmp_path / "zero.folded"
+    p.write_text("a;b 0\n")
+    with pytest.raises(cal.ProfileError, match="every count is 0"):
+        cal.read_profile(p)
+
+
+@pytest.mark.parametrize(
+    "option, make, needle",
+    [
+        ("-o", lambda d: d, "Is a directory"),
+        ("--flamegraph", lambda d: d, "Is a directory"),
+        ("--bars", lambda d: d / "bars.bmp", ".png, .svg or .pdf"),
+    ],
+)
+def test_bad_output_paths_exit_2_naming_the_option(tmp_path, option, make, needle):
+    target = make(tmp_path)
+    proc = run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", option, target, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    line = proc.stderr.strip()
+    assert len(line.splitlines()) == 1 and line.startswith(f"pktsim: error: {option} '{target}'") and needle in line
+
+
+def test_more_active_cycles_than_one_core_has_is_flagged():
+    c = cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=5e9)
+    assert c.warnings() == ["5e+09 active cycles per second is 167% of 3 GHz, more than one core has: "
+                            "the cycles per packet assume one core forwarding the whole rate"]
+    assert cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=3e9).warnings() == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -39,7 +40,11 @@ def _load_or_active(args) -> tuple:
         try:
             active = float(args.active_cycles)
         except ValueError:
-            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected cycles per second as a number, e.g. 3.1e9") from None
+            active = None
+        if active is None or not (active > 0 and math.isfinite(active)):
+            raise UsageError(
+                f"--active-cycles {args.active_cycles!r}: expected the active cycles per second as a finite number above 0, e.g. 3.1e9"
+            ) from None
     return load, active
 
 
@@ -369,9 +374,14 @@ def cmd_calibrate(args) -> int:
         raise UsageError("calibrate: --freq is required (the CPU clock, e.g. --freq 3.3GHz)")
     rate = _quantity("packetrate", "--rate", args.rate)
     freq = _quantity("frequency", "--freq", args.freq)
+    if not (freq > 0 and math.isfinite(freq)):
+        raise UsageError(f"--freq {args.freq!r}: expected a CPU clock above 0 Hz, e.g. 3.3GHz")
     load, active = _load_or_active(args)
     if (load is None) == (active is None):
         raise UsageError("calibrate: give --cpu-load (e.g. 100%) or --active-cycles, one of them")
+    for option, value, what in (("--routes", args.routes, "routes in the FIB"), ("--flows", args.flows, "flows in the traffic")):
+        if not 1 <= value <= 2**63 - 1:
+            raise UsageError(f"{option} {value}: expected the number of {what} when profiled, a whole number from 1 to 2^63-1")
     rules = cal.Rules.load(args.rules)
     profile = cal.read_profile(args.profile, args.format)
     try:
@@ -379,17 +389,25 @@ def cmd_calibrate(args) -> int:
     except ValueError as e:
         raise UsageError(f"calibrate: {e}") from None
     name = args.name or _P(args.profile).stem
-    if args.output:
-        atomic_write(args.output, c.to_profile_toml(name, args.routes, args.flows))
-    if args.flamegraph:
-        atomic_write(args.flamegraph, cal.flamegraph(profile, rules, f"{name}: cycles by group"))
-    if args.bars:
-        cal.bar_chart([(name, c.cycles_by_group)], args.bars, f"{name}: cycles per packet by group")
+    if args.bars and _P(args.bars).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"--bars {args.bars!r}: expected a file name ending in .png, .svg or .pdf")
+    outputs = (
+        ("-o", args.output, lambda p: atomic_write(p, c.to_profile_toml(name, args.routes, args.flows))),
+        ("--flamegraph", args.flamegraph, lambda p: atomic_write(p, cal.flamegraph(profile, rules, f"{name}: cycles by group"))),
+        ("--bars", args.bars, lambda p: cal.bar_chart([(name, c.cycles_by_group)], p, f"{name}: cycles per packet by group")),
+    )
+    for option, path, write in outputs:
+        if not path:
+            continue
+        try:
+            write(path)
+        except OSError as e:
+            raise UsageError(f"{option} {path!r}: expected a writable file path ({e.strerror or e})") from None
     if args.json:
         print(_dump(c.to_json()))
         return 0
     j = c.to_json()
-    print(f"pktsim calibrate: {args.profile} ({profile.fmt}, {c.samples:g} samples, rules {rules.origin})")
+    print(f"pktsim calibrate: {args.profile} ({profile.fmt}, {c.samples_text()}, rules {rules.origin})")
     print(f"  {si(rate, 'pps')} at {100 * j['cpu_load']:.1f}% of {si(freq, 'Hz', 2)}: C_total = {c.c_total_cycles:.1f} cycles/packet (000 Eq. 3)")
     print()
     rows = [[g, f"{c.samples_by_group.get(g, 0.0) / c.active_samples:.1%}", f"{v:.1f}"] for g, v in c.cycles_by_group.items()]
@@ -397,9 +415,16 @@ def cmd_calibrate(args) -> int:
     print(table(rows, ["group", "share", "cycles/packet"], "lrr"))
     if j["idle_share"] > 0:
         print(f"\n  idle samples: {j['idle_share']:.1%} of all (left out of the active cycles)")
+    if c.outside:
+        print(f"\n  outside the packet path: {c.outside_share:.1%} of active samples (in C_other): work under shared")
+        print("  entry points (softirq, interrupts, ...) with no packet frame below; by what ran:")
+        for fn, share in c.outside_top(10):
+            print(f"    {share:6.1%}  {fn}")
     print(f"\n  unmatched: {c.unmatched_share:.1%} of active samples (in C_other); top functions:")
     for fn, share in c.unmatched_top(10):
         print(f"    {share:6.1%}  {fn}")
+    for w in j["warnings"]:
+        print(f"\n  warning: {w}")
     for label, p in (("cost profile", args.output), ("flame graph", args.flamegraph), ("bar chart", args.bars)):
         if p:
             print(f"  wrote {label}: {p}")
