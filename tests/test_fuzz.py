@@ -20,10 +20,9 @@ two long-lived worker processes, so that a case that hangs or kills its interpre
 caught by the parent and named, without starting an interpreter per case; a sample also
 runs as separate ``python -m pktsim`` processes, as a user runs them.
 
-Values whose products overflow the engine's time arithmetic (huge exponents, long
-digit strings, tiny rates, huge core counts) are kept out of the default cases: they are
-the Rust side's to reject (issue 13, item 5), and today some spin or wrap. They are listed
-in ``test_rust_overflow_cases``, skipped until those checks land.
+Values whose products would overflow the engine's time arithmetic (huge exponents, long
+digit strings, tiny rates, huge core counts) have a test of their own,
+``test_rust_overflow_cases``: each must be rejected at load naming the key, or run.
 
     FUZZ_CASES=20000 pytest tests/test_fuzz.py     # more cases (default 3000)
     FUZZ_SEED=7 pytest tests/test_fuzz.py          # other cases
@@ -518,8 +517,8 @@ def test_the_checker_catches_what_it_must():
 
 # ---------------------------------------------------------------------------------------- pending
 
-# Cases that today hang or give wrong answers because the engine's time arithmetic is not
-# checked (issue 13, item 5): enabled once the Rust-side checks land.
+# Values whose products would leave the engine's integer picoseconds: the scenario's range
+# checks (crates/pktsim-core/src/scenario/limits.rs) must refuse them naming the key.
 RUST_OVERFLOW_CASES = [
     ["run", "examples/linux-router-64B.toml", "--set", "cost.cycles.other=1e17cycles"],
     ["model", "examples/linux-router-64B.toml", "--set", "cost.cycles.other=1e17cycles"],
@@ -536,7 +535,6 @@ RUST_OVERFLOW_CASES = [
 PENDING_VALUES = ["1e17cycles", "1e300B", "1e-8pps", "1e12ns/B", "9000000s", "1e30Gbit/s", "4096", "9223372036854775807", "18446744073709551616", "1e308", "-1e308", "1e-300"]
 
 
-@pytest.mark.skip(reason="Rust-side overflow checks pending (issue 13, item 5): these hang, wrap or exhaust memory today")
 def test_rust_overflow_cases(tmp_path):
     """The explicit cases above, then mutated scenarios with huge, tiny and long values in any
     key: each must be rejected naming the key (exit 2) or run within the timeout."""

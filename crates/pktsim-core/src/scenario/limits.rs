@@ -9,6 +9,7 @@
 //! | any one cost or delay (`host.t_*`, `host.batch.*`, `host.thread.*`, `nic.dma_delay`, `measure.t_off`, `measure.t_plus.t_dma`, time slices) | 10 s |
 //! | one frame's processing time from cycles (`cost.*`, FIB included, at `cpu.frequency`) or from `host.t_proc` + per byte | 10 s |
 //! | one frame's time on the wire (`link.rate`, largest frame) | 10 s |
+//! | one frame's time on the wire (`link.rate`, smallest frame) | at least 1 ps |
 //! | `link.overhead` | 65,536 B |
 //! | `measure.t_plus.nic_batch` | 1,024 frames |
 //!
@@ -106,6 +107,17 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
             "a line rate that sends the largest frame in at most 10s".into(),
         ));
     }
+    // Time has picosecond steps: the smallest frame must take at least one on the wire, or
+    // frames would pile up at one instant (this also bounds the offered rate at 10^12 pps).
+    let min_frame = sc.sources.iter().flat_map(|src| src.size.distribution()).map(|(b, _)| b).min().unwrap_or(0) as f64;
+    let min_wire_ps = (min_frame + overhead as f64) * 8.0 / s.link.rate.bps * 1e12;
+    if !(min_wire_ps >= 1.0) {
+        return Err(err(
+            "link.rate",
+            format!("{:?} ({min_wire_ps:.3e} ps on the wire for a {min_frame} B frame)", s.link.rate.to_string()),
+            "a line rate that takes at least 1ps per frame (pktsim's time step): at most about 500Tbit/s for 64 B frames".into(),
+        ));
+    }
     let (groups, _) = sc.group_cycles();
     let per_byte_total: f64 = sc.cost.per_byte.0.iter().sum();
     let cycles = groups.total() + per_byte_total * (max_frame - mean_frame).max(0.0);
@@ -153,6 +165,7 @@ mod tests {
         refused(&[("host.strategy.slice", "1h")], "host.strategy.slice");
         refused(&[("link.overhead", "1MB"), ("traffic.rate", "100%")], "link.overhead");
         refused(&[("link.rate", "1bit/s"), ("traffic.rate", "100%")], "link.rate");
+        refused(&[("link.rate", "1e30Gbit/s")], "link.rate");
     }
 
     #[test]
