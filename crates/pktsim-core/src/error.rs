@@ -39,7 +39,8 @@ impl ConfigError {
                 let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
                 // serde_path_to_error may or may not have pushed the unknown key already.
                 let full = if path == field || path.ends_with(&format!(".{field}")) { path.clone() } else { join_path(&path, field) };
-                return ConfigError::new(origin, full, None, format!("no such key here (known keys: {known})"));
+                let hint = did_you_mean(field, &known).map_or(String::new(), |k| format!(": did you mean `{k}`?"));
+                return ConfigError::new(origin, full, None, format!("no such key here{hint} (known keys: {known})"));
             }
         }
         if let Some(rest) = message.strip_prefix("missing field `") {
@@ -50,7 +51,8 @@ impl ConfigError {
         if let Some(rest) = message.strip_prefix("unknown variant `") {
             if let Some((variant, tail)) = rest.split_once('`') {
                 let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
-                return ConfigError::new(origin, path, Some(format!("{variant:?}")), format!("one of {known}"));
+                let hint = did_you_mean(variant, &known).map_or(String::new(), |k| format!(" (did you mean `{k}`?)"));
+                return ConfigError::new(origin, path, Some(format!("{variant:?}")), format!("one of {known}{hint}"));
             }
         }
         if let Some(rest) = message.strip_prefix("invalid type: ") {
@@ -65,6 +67,36 @@ impl ConfigError {
         }
         ConfigError::new(origin, path, None, message.to_string())
     }
+}
+
+/// The known name (from serde's "`a`, `b`, `c`" list) closest to `given`, if it is close:
+/// at most one edit per three letters (case ignored).
+fn did_you_mean(given: &str, known: &str) -> Option<String> {
+    let given_l = given.to_lowercase();
+    known
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|k| (edit_distance(&given_l, &k.to_lowercase()), k))
+        .filter(|(d, _)| *d <= (given.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.to_string())
+}
+
+/// Levenshtein distance between two short names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + (ca != *cb) as usize).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 pub(crate) fn join_path(parent: &str, key: &str) -> String {
@@ -112,5 +144,23 @@ pub(crate) fn config_error<T: std::fmt::Debug>(r: Result<T>) -> ConfigError {
     match r {
         Err(Error::Config(e)) => e,
         other => panic!("expected a ConfigError, got {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_near_miss_gets_a_suggestion_and_a_far_one_does_not() {
+        let known = "`rate`, `pattern`, `size`, `flows`, `sources`";
+        assert_eq!(did_you_mean("ratee", known).as_deref(), Some("rate"));
+        assert_eq!(did_you_mean("Flow", known).as_deref(), Some("flows"));
+        assert_eq!(did_you_mean("colour", known), None);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        let e = ConfigError::from_serde("s.toml", "traffic".into(), "unknown field `ratee`, expected one of `rate`, `pattern`");
+        assert!(e.to_string().contains("traffic.ratee: no such key here: did you mean `rate`?"), "{e}");
+        let v = ConfigError::from_serde("s.toml", "nic.itr.mode".into(), "unknown variant `statc`, expected one of `off`, `static`, `dynamic`");
+        assert!(v.to_string().contains("(did you mean `static`?)"), "{v}");
     }
 }
