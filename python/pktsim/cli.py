@@ -202,6 +202,7 @@ def format_run(r: dict, origin: str) -> str:
                 ]
             )
         lines += ["", table(rows, ["", "offered", "forwarded", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
+    lines += [f"note: {n}" for n in r.get("notes", [])]
     return "\n".join(lines)
 
 

@@ -3,7 +3,7 @@
 //! statistics. No simulation happens here; `mod.rs` runs the node and `report.rs` reads
 //! its figures.
 
-use crate::scenario::{ResolvedScenario, TxVector};
+use crate::scenario::{IoModeKind, ResolvedScenario, TxVector};
 
 use super::costs::Costs;
 use super::ingress::Ingress;
@@ -100,7 +100,18 @@ impl SimNode {
             queue_names: nic_spec.queues.clone(),
             class_names,
             mean_frame_bytes: sc.mean_frame_bytes(),
+            notes: notes(sc),
         };
         SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info }
     }
+}
+
+/// What a scenario's figures assume that a reader might not expect.
+fn notes(sc: &ResolvedScenario) -> Vec<String> {
+    let h = &sc.scenario.host;
+    let mut out = Vec::new();
+    if matches!(h.io, IoModeKind::Napi | IoModeKind::BatchedSyscall) && h.t_irq.ps == 0 {
+        out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
+    }
+    out
 }

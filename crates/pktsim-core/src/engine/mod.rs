@@ -80,6 +80,7 @@ struct ReportInfo {
     queue_names: Vec<String>,
     class_names: Vec<String>,
     mean_frame_bytes: f64,
+    notes: Vec<String>,
 }
 
 impl SimNode {

@@ -41,6 +41,8 @@ pub struct Bucket {
     pub offered: u64,
     pub forwarded: u64,
     pub dropped: u64,
+    /// Frames that reached the NIC before the window and were forwarded in it.
+    pub carried_in: u64,
     pub irqs: u64,
     pub polls: u64,
     pub latency_sum_ns: f64,
@@ -230,6 +232,8 @@ pub struct Stats {
     groups_on: bool,
     batches: usize,
     batch_len: Span,
+    /// Frames that reached the NIC before the window and were forwarded in it.
+    pub carried_in: u64,
     pub irqs: u64,
     pub polls: u64,
     pub softirqs: u64,
@@ -283,6 +287,7 @@ impl Stats {
             groups_on,
             batches: c.batches,
             batch_len: Span::from_ps(c.duration.ps().div_ceil(c.batches as u64).max(1)),
+            carried_in: 0,
             irqs: 0,
             polls: 0,
             softirqs: 0,
@@ -364,6 +369,9 @@ impl Stats {
         debug_assert!(end >= start, "packet leaves at {end:?} before it arrived at {start:?}: {p:?}");
         let adder = self.t_off + self.t_plus.map_or(Span::ZERO, |t| t.of(p.size));
         let latency = end - start + adder;
+        if p.t_ring < self.warm {
+            self.carried_in += 1;
+        }
         let batch = (((t_tx - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
         self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {

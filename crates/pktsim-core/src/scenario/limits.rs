@@ -12,6 +12,7 @@
 //! | one frame's time on the wire (`link.rate`, smallest frame) | at least 1 ps |
 //! | `link.overhead` | 65,536 B |
 //! | `measure.t_plus.nic_batch` | 1,024 frames |
+//! | rx rings, `cpu.cores` x `nic.queues` | 1,024 (each keeps its own statistics) |
 //!
 //! With these bounds the largest sum the engine forms — the end of the run plus a batched
 //! call of 65,536 frames of 10 s each — stays below 2^63 ps.
@@ -25,6 +26,8 @@ pub const MAX_RUN_PS: u64 = 1_000_000 * 1_000_000_000_000;
 pub const MAX_STEP_PS: u64 = 10 * 1_000_000_000_000;
 pub const MAX_OVERHEAD_BYTES: u64 = 65_536;
 pub const MAX_NIC_BATCH: u32 = 1_024;
+/// Rx rings (cores x queues): each keeps its own latency histogram (about 235 KB).
+pub const MAX_RINGS: u64 = 1_024;
 
 fn secs(ps: f64) -> String {
     format!("{:.6}s", ps / 1e12)
@@ -36,6 +39,15 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
     let origin = sc.origin.as_str();
     let err = |key: &str, value: String, expected: String| -> crate::error::Error { ConfigError::new(origin, key, Some(value), expected).into() };
 
+    let rings = s.cpu.cores as u64 * s.nic.queues.len() as u64;
+    if rings > MAX_RINGS {
+        let key = if s.nic.queues.len() > 1 { "nic.queues" } else { "cpu.cores" };
+        return Err(err(
+            key,
+            format!("{} cores x {} queues = {rings} rx rings", s.cpu.cores, s.nic.queues.len()),
+            format!("at most {MAX_RINGS} rx rings in all (each keeps its own latency statistics)"),
+        ));
+    }
     let m = &s.measure;
     if m.warmup.ps.saturating_add(m.duration.ps) > MAX_RUN_PS {
         return Err(err(
@@ -162,6 +174,8 @@ mod tests {
         refused(&[("measure.t_plus.t_dma", "1us"), ("measure.t_plus.nic_batch", "100000")], "measure.t_plus.nic_batch");
         refused(&[("measure.duration", "2000000s")], "measure.duration");
         refused(&[("host.t_irq", "11s")], "host.t_irq");
+        refused(&[("cpu.cores", "4096"), ("nic.queues", "[\"a\", \"b\", \"c\", \"d\"]")], "nic.queues");
+        refused(&[("cpu.cores", "2000")], "cpu.cores");
         refused(&[("host.strategy.slice", "1h")], "host.strategy.slice");
         refused(&[("link.overhead", "1MB"), ("traffic.rate", "100%")], "link.overhead");
         refused(&[("link.rate", "1bit/s"), ("traffic.rate", "100%")], "link.rate");
