@@ -22,9 +22,15 @@ def test_run_json_contract():
         assert key in r, key
     assert set(r["latency_ns"]) >= {"p25", "p50", "p75", "p90", "p99", "p999", "max", "mean"}
     assert set(r["cpu_by_activity"]) >= {"irq", "tx_clean", "rx_clean", "idle"}
-    assert sum(r["cpu_by_activity"].values()) == pytest.approx(1.0)
     assert r["drops"]["rx_ring_full"] == 0
     assert r["throughput_pps"] == pytest.approx(1.5e6, rel=2e-3)
+    # CPU by activity from the node's costs (002 Table I: t_irq 202, t_proc 479, t_clean 85 ns):
+    # each forwarded frame one rx clean and one tx clean, each interrupt one handler.
+    a, fwd = r["cpu_by_activity"], r["throughput_pps"]
+    assert a["rx_clean"] == pytest.approx(fwd * 479e-9, rel=1e-4)
+    assert a["tx_clean"] == pytest.approx(fwd * 85e-9, rel=2e-3)
+    assert a["irq"] == pytest.approx(r["irq_per_s"] * 202e-9, rel=1e-9)
+    assert r["cpu_utilization"] == pytest.approx(sum(v for k, v in a.items() if k != "idle"), rel=1e-12)
 
 
 def test_run_text_and_set():
@@ -73,7 +79,9 @@ def test_polls_and_irqs_per_packet_show_the_napi_transition():
     polls = list(df["polls_per_packet"])
     irqs = list(df["irqs_per_packet"])
     assert polls[0] == pytest.approx(2.0, abs=0.1)
-    assert polls[-1] < 0.25
+    # Near saturation every poll uses its whole weight: 1/64 poll per frame. (003 measured
+    # about 0.2; `reproduce 003` reports that miss.)
+    assert polls[-1] == pytest.approx(1 / 64, rel=0.1)
     assert irqs[0] == pytest.approx(2.0, abs=0.1)
     assert irqs[-1] < 0.01
     # The trend: every point at or below the low-load level, and the second half below the first.
