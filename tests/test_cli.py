@@ -15,7 +15,8 @@ def model_json(*args):
 
 def test_model_json_contract():
     p = model_json(EX64)
-    for key in ("r_max_pps", "c_total_cycles", "cycles_by_group", "line_rate_pps", "predicted_pps", "cpu_load", "bottleneck"):
+    for key in ("r_max_pps", "c_total_cycles", "cycles_by_group", "line_rate_pps", "predicted_pps", "cpu_load", "bottleneck",
+                "capacity_pps", "cpu_load_max", "cpu_load_basis", "per_core", "frame_cost_ns", "notes"):
         assert key in p, key
     assert list(p["cycles_by_group"]) == ["RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other"]
     assert p["bottleneck"] in ("cpu", "link")
@@ -24,20 +25,53 @@ def test_model_json_contract():
     assert p["line_rate_pps"] == pytest.approx(10e9 / (84 * 8))
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
-def test_every_bundled_example_runs(example):
-    p = model_json(example)
-    assert p["predicted_pps"] > 0
+BUNDLED = sorted(EXAMPLES.glob("*.toml")) + sorted((EXAMPLES.parent / "python" / "pktsim" / "scenarios").glob("*.toml"))
+
+
+@pytest.mark.parametrize("cores", [None, 4], ids=["as-given", "4-cores"])
+@pytest.mark.parametrize("example", BUNDLED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_bundled_scenario_saturates_where_the_model_says(example, cores):
+    """Above capacity (1.5x the rate at which the last loaded core saturates, at most the
+    line rate) the simulator forwards what the model predicts, within 1%: one cost
+    semantics (per-byte service, contention, RSS placement, I/O-mode costs) in both."""
+    import pktsim
+
+    sets = {} if cores is None else {"cpu.cores": cores}
+    p = pktsim.predict(example, sets)
+    last = max(c["capacity_pps"] / c["share"] for c in p["per_core"] if c["share"] > 0)
+    sets["traffic.rate"] = f"{min(1.5 * last, p['line_rate_pps']):.0f}pps"
+    p = pktsim.predict(example, sets)
+    r = pktsim.run(example, sets)
+    assert p["saturated"] or p["bottleneck"] == "link"
+    assert r["throughput_pps"] == pytest.approx(p["predicted_pps"], rel=0.01), (p["notes"], p["per_core"])
     text = run_cli("model", example).stdout
     assert "C_total" in text and "predicted" in text
+
+
+def test_partial_load_cpu_lies_between_the_models_two_figures():
+    """veth at 20 kpps: each wake-up and poll serves few frames, so the simulator's CPU
+    is above the saturated-cost estimate and below every frame paying them alone."""
+    import pktsim
+
+    ex = EXAMPLES / "veth-threaded-napi.toml"
+    p = pktsim.predict(ex, {"traffic.rate": "20kpps"})
+    r = pktsim.run(ex, {"traffic.rate": "20kpps"})
+    assert p["cpu_load"] < r["cpu_utilization"] < p["cpu_load_max"]
+    assert p["cpu_load"] == pytest.approx(20e3 * (7.18e-6 + 4.24e-6 / 64))
+    assert p["cpu_load_max"] == pytest.approx(20e3 * (7.18e-6 + 4.24e-6 + 9.1e-6))
+    assert "saturated-cost estimate" in p["cpu_load_basis"]
 
 
 def test_set_changes_rate_and_cores():
     p = model_json(EX64, "--set", "traffic.rate=1Mpps")
     assert p["predicted_pps"] == pytest.approx(1e6)
     assert p["cpu_load"] == pytest.approx(1e6 * 1978 / 3.3e9)
+    # One flow stays on one core (RSS); 4,096 flows spread over all four.
     p4 = model_json(EX64, "--set", "cpu.cores=4")
-    assert p4["predicted_pps"] == pytest.approx(4 * 3.3e9 / 1978)
+    assert p4["predicted_pps"] == pytest.approx(3.3e9 / 1978)
+    p4 = model_json(EX64, "--set", "cpu.cores=4", "--set", "traffic.flows=4096")
+    p1 = model_json(EX64, "--set", "traffic.flows=4096")
+    assert p4["predicted_pps"] == pytest.approx(4 * p1["predicted_pps"])
 
 
 def test_set_traffic_rate_is_the_total_of_several_sources(tmp_path):

@@ -90,16 +90,28 @@ def cmd_model(args) -> int:
     rows.append(["C_total (Eq. 2)", f"{total:.1f}", "100.0%"])
     print(table(rows, ["group", "cycles/packet", "share"], "lrr"))
     print()
+    busy = [c for c in p["per_core"] if c["share"] > 0]
+    load_note = "" if p["cpu_load_max"] <= p["cpu_load"] + 1e-9 else f"up to {100 * p['cpu_load_max']:.1f} % with each frame paying its events alone"
     lines = [
-        ["R_max (Eq. 1, one core)", si(p["r_max_pps"], "pps"), f"{p['ns_per_packet']:.1f} ns per packet"],
-        ["CPU capacity (all cores)", si(p["r_cpu_pps"], "pps"), ""],
+        ["R_max (Eq. 1, one core)", si(p["r_max_pps"], "pps"), f"{p['ns_per_packet']:.1f} ns per packet on a core of this node"],
+        ["CPU capacity (all cores)", si(p["r_cpu_pps"], "pps"), f"{len(busy)} of {p['cores']} cores get traffic (RSS)" if p["cores"] > 1 else ""],
+        ["loss-free capacity", si(p["capacity_pps"], "pps"), "where the first core (or the link) saturates"],
         ["line rate", si(p["line_rate_pps"], "pps"), ""],
         ["offered", si(p["offered_pps"], "pps"), ""],
         ["predicted", si(p["predicted_pps"], "pps"), f"bottleneck: {p['bottleneck']}" + (", saturated" if p["saturated"] else "")],
         ["dropped", si(p["dropped_pps"], "pps"), ""],
-        ["CPU load", f"{100 * p['cpu_load']:.1f} %", ""],
+        ["CPU load", f"{100 * p['cpu_load']:.1f} %", load_note],
     ]
     print(table(lines, ["quantity", "value", "note"], "lrl"))
+    terms = [[k, f"{v:.1f}"] for k, v in p["frame_cost_ns"].items() if v > 0]
+    if terms:
+        print()
+        print(table(terms, ["time per frame at saturation", "ns"], "lr"))
+    notes = list(p["notes"])
+    if p["cpu_load_max"] > p["cpu_load"] + 1e-9:
+        notes.insert(0, "CPU load: " + p["cpu_load_basis"])
+    for n in notes:
+        print(f"  note: {n}")
     return 0
 
 

@@ -1,54 +1,100 @@
-//! The analytical cycles-per-packet model of 000 (sections III-B, IV, V).
+//! The analytical cycles-per-packet model of 000 (sections III-B, IV, V), priced with the
+//! simulator's own cost semantics.
 //!
 //! ```text
 //!   C_total   = sum_i C_i(S)                                   (Eq. 2, per-byte terms included)
 //!   R_max     = f_cpu / C_total                                 (Eq. 1, one core)
 //!   C_total   = f_cpu * CPU_load / R   = C_active / R           (Eq. 3, from a measurement)
-//!   R_cpu(k)  = k * f_cpu / (C_total + (k - 1) * C_contention)  (k cores)
 //!   R_line    = link_rate / (8 * (S + overhead))                (Ethernet framing)
-//!   predicted = min(offered, R_cpu(k), R_line)
-//!   CPU load  = predicted * C_core / (k * f_cpu)
+//!
+//!   per core c (RSS places each flow on one core, as the simulator's classifier does):
+//!     w_c      share of the offered frames, S_c their mean size
+//!     t_c      = t_proc(S_c) + (k - 1) C_contention / f + t_clean
+//!                + sum over the I/O mode's events: t_event / frames per event at saturation
+//!     cap_c    = 1 / (t_c + h)          h: tx lock hold when cores share a tx queue
+//!   forwarded(R) = sum over tx queues q of min( sum_{c on q} min(R w_c, cap_c), 1 / h )
+//!   capacity  = the offered rate at which the first core (or lock) saturates, <= R_line
+//!   CPU load  = forwarded work at the saturated per-frame cost (the NAPI amortisation of
+//!               a full poll; a lower bound at partial load), cpu_load_max with every
+//!               per-event cost paid by each frame alone (the bound at low load)
 //! ```
 //!
-//! The routing group is moved from the profile's FIB to the scenario's by [`crate::fib`].
+//! The per-frame terms come from [`crate::engine::costs::CostTerms`] and each I/O mode's
+//! [`crate::engine::io::mode_costs`], the same numbers the simulator runs; the routing group
+//! is moved from the profile's FIB to the scenario's by [`crate::fib`].
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::cost::{Group, GroupCycles, GROUP_NAMES};
+use crate::engine::build::layout;
+use crate::engine::costs::{CostTerms, Costs};
+use crate::engine::io::mode_costs;
 use crate::fib::FibReport;
 use crate::scenario::ResolvedScenario;
 
-/// Everything the analytical model says about a sc.
+/// What the model says about one core.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoreFigures {
+    /// Share of the offered frames RSS places on this core.
+    pub share: f64,
+    pub mean_frame_bytes: f64,
+    /// Time per frame at saturation, tx lock included.
+    pub ns_per_packet: f64,
+    /// Most frames per second this core forwards.
+    pub capacity_pps: f64,
+    pub forwarded_pps: f64,
+    pub cpu_load: f64,
+}
+
+/// Everything the analytical model says about a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
     pub name: String,
     pub frequency_hz: f64,
     pub cores: u32,
     pub mean_frame_bytes: f64,
-    /// Cycles per packet by group (000 names), after per-byte terms and the FIB model.
-    pub cycles_by_group: std::collections::BTreeMap<String, f64>,
-    /// Eq. 2.
+    /// Cycles per packet by group (000 names), after per-byte terms and the FIB model, with
+    /// the I/O mode's work at saturation in RX.
+    pub cycles_by_group: BTreeMap<String, f64>,
+    /// Eq. 2: one core's cycles per frame at saturation.
     pub c_total_cycles: f64,
-    /// Cycles per packet on each core including contention with the other cores.
+    /// Cycles per frame on a core of this node: with contention and the tx lock.
     pub c_core_cycles: f64,
-    /// Time one core spends per packet.
+    /// Time per frame at saturation, by term, on a core of this node.
+    pub frame_cost_ns: BTreeMap<String, f64>,
+    /// Time one core spends per frame.
     pub ns_per_packet: f64,
     /// Eq. 1: one core's maximum rate.
     pub r_max_pps: f64,
-    /// All cores' maximum rate.
+    /// Most frames per second the node's cores forward, when every core that RSS gives
+    /// traffic is saturated.
     pub r_cpu_pps: f64,
+    /// Highest offered rate forwarded without loss: where the first core (or shared tx
+    /// lock) saturates, or the line rate.
+    pub capacity_pps: f64,
     pub line_rate_pps: f64,
     pub offered_pps: f64,
     pub predicted_pps: f64,
-    /// Average load of the forwarding cores at the predicted rate (0..1).
+    /// Average load of the node's cores at the predicted rate (0..1), per-event costs
+    /// shared as at saturation (see `cpu_load_basis`).
     pub cpu_load: f64,
+    /// The same with every per-event cost (interrupt, poll, call, wake-up) paid by each
+    /// frame alone: the bound at low load.
+    pub cpu_load_max: f64,
+    /// What `cpu_load` assumes.
+    pub cpu_load_basis: String,
     /// The resource that limits the node first: "cpu" or "link".
     pub bottleneck: &'static str,
     /// Whether the offered load reaches that limit (packets are dropped).
     pub saturated: bool,
     /// Offered packets the node cannot forward, per second.
     pub dropped_pps: f64,
+    pub per_core: Vec<CoreFigures>,
     pub fib: FibReport,
+    /// Terms the model leaves out or figures it assumes.
+    pub notes: Vec<String>,
 }
 
 /// Processing cycles per group for the node's traffic (see
@@ -57,53 +103,264 @@ pub fn group_cycles(sc: &ResolvedScenario) -> (GroupCycles, FibReport) {
     sc.group_cycles()
 }
 
-/// The analytical prediction for a sc.
+/// Share of the offered frames and their mean size, per core, as RSS places flows.
+fn core_loads(sc: &ResolvedScenario) -> (crate::engine::topology::Topology, Vec<(f64, f64)>) {
+    let (topo, classifier) = layout(sc);
+    let mut load = vec![(0.0, 0.0); topo.cores()];
+    for (i, src) in sc.sources.iter().enumerate() {
+        let shares = classifier.ring_shares(i, src.flows);
+        let bytes = src.size.mean_bytes();
+        for (r, frac) in shares.iter().enumerate() {
+            let c = &mut load[topo.core_of_ring(r)];
+            c.0 += src.share * frac;
+            c.1 += src.share * frac * bytes;
+        }
+    }
+    for c in &mut load {
+        c.1 = if c.0 > 0.0 { c.1 / c.0 } else { sc.mean_frame_bytes() };
+    }
+    (topo, load)
+}
+
+/// Frames each core forwards at offered rate `rate` (infinite: every loaded core as busy
+/// as it can be), what each tx queue carries, each core's load, and whether a tx queue is
+/// near its limit (its lock at least half busy, or completions left uncleaned).
+///
+/// Core c forwards x_c = min(rate w_c, (1 - its tx-clean load) / own_c); a tx queue carries
+/// at most its lock's 1 / h. The clean load of a core depends on what the others send, so
+/// the figures are found by damped fixed-point iteration (monotone, converges in tens of
+/// steps; 200 at most).
+fn forwarding<Q, C, QI, CI>(
+    rate: f64,
+    loads: &[(f64, f64)],
+    own_s: &[f64],
+    clean: (f64, f64),
+    lock_pps: &[f64],
+    on_queue: &Q,
+    cleans: &C,
+) -> (Vec<f64>, Vec<f64>, Vec<f64>, bool)
+where
+    Q: Fn(usize) -> QI,
+    QI: Iterator<Item = usize>,
+    C: Fn(usize) -> CI,
+    CI: Iterator<Item = usize>,
+{
+    let (clean_s, cleans_per_rx) = clean;
+    let n = loads.len();
+    let queues = lock_pps.len();
+    let demand: Vec<f64> = loads.iter().map(|&(w, _)| if w > 0.0 { rate * w } else { 0.0 }).collect();
+    let mut x: Vec<f64> = (0..n).map(|c| demand[c].min(1.0 / own_s[c])).collect();
+    // What the tx queues are sent (each at most its lock's rate) and what they carry: a
+    // core that is saturated with rx work cleans at most `cleans_per_rx` frames per rx
+    // frame, and a queue whose completions are not cleaned fills and drops the rest.
+    let flows = |x: &[f64]| -> (Vec<f64>, Vec<f64>) {
+        let sent: Vec<f64> = (0..queues).map(|q| on_queue(q).map(|c| x[c]).sum::<f64>().min(lock_pps[q])).collect();
+        let mut carried = sent.clone();
+        for c in 0..n {
+            let due: f64 = cleans(c).map(|q| sent[q]).sum();
+            let backlogged = x[c] < demand[c] * (1.0 - 1e-9);
+            let most = if backlogged && x[c] > 0.0 { cleans_per_rx * x[c] } else { f64::INFINITY };
+            if due > most {
+                for q in cleans(c) {
+                    carried[q] = sent[q] * most / due;
+                }
+            }
+        }
+        (sent, carried)
+    };
+    for _ in 0..500 {
+        let (_, carried) = flows(&x);
+        let mut change: f64 = 0.0;
+        for c in 0..n {
+            let clean_load: f64 = clean_s * cleans(c).map(|q| carried[q]).sum::<f64>();
+            let next = demand[c].min((1.0 - clean_load).max(0.0) / own_s[c]);
+            let damped = 0.5 * x[c] + 0.5 * next;
+            change = change.max((damped - x[c]).abs() / damped.max(1.0));
+            x[c] = damped;
+        }
+        if change < 1e-13 {
+            break;
+        }
+    }
+    let (sent, carried) = flows(&x);
+    let queue_limited = sent.iter().zip(&carried).any(|(s, c)| c < &(s * (1.0 - 1e-9))) || sent.iter().zip(lock_pps).any(|(s, l)| *s > 0.5 * l);
+    // Each core's load; on a lock-bound queue the cores spin for what they cannot send.
+    let mut busy = vec![0.0; n];
+    let mut out = vec![0.0; n];
+    for q in 0..queues {
+        let offered: f64 = on_queue(q).map(|c| x[c]).sum();
+        let lock_bound = offered > lock_pps[q] * (1.0 + 1e-12);
+        for c in on_queue(q) {
+            busy[c] = if lock_bound && loads[c].0 > 0.0 { 1.0 } else { x[c] * own_s[c] };
+            // What core c gets through to the wire.
+            out[c] = if offered > 0.0 { x[c] * carried[q] / offered } else { 0.0 };
+        }
+    }
+    for c in 0..n {
+        let clean_load: f64 = clean_s * cleans(c).map(|q| carried[q]).sum::<f64>();
+        busy[c] = (busy[c] + clean_load).min(1.0);
+    }
+    (out, carried, busy, queue_limited)
+}
+
+/// The analytical prediction for a scenario.
 pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let s = &sc.scenario;
     let f = s.cpu.frequency.hz;
     let k = s.cpu.cores;
-    let (mut cycles, fib) = group_cycles(sc);
-    // Batched I/O (busy-poll, batched-syscall): the call cost shared by a full batch, the
-    // per-frame I/O and the copy belong to reception (000's C_RX).
-    if matches!(s.host.io, crate::scenario::IoModeKind::BusyPoll | crate::scenario::IoModeKind::BatchedSyscall) {
-        let b = &s.host.batch;
-        let ps = b.t_packet.ps as f64 + b.t_call.ps as f64 / b.size as f64 + b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64 / 1e3 * sc.mean_frame_bytes());
-        cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
-    }
-    // Threaded NAPI at saturation: every poll takes a full weight and the thread never
-    // sleeps, so the poll cost is shared by `weight` frames and wake-ups vanish.
-    if s.host.io == crate::scenario::IoModeKind::ThreadedNapi {
-        let ps = s.host.t_poll.ps as f64 / s.host.weight as f64;
-        cycles.set(Group::Rx, cycles.get(Group::Rx) + ps * 1e-12 * s.cpu.frequency.hz);
-    }
-    let c_total = cycles.total();
-    let c_core = c_total + (k as f64 - 1.0) * s.cpu.contention.cycles;
-    let r_max = f / c_total;
-    let r_cpu = k as f64 * f / c_core;
-    let line = sc.line_rate_pps();
+    let terms = CostTerms::of(sc);
+    let mode = mode_costs(sc, &Costs::of(sc));
+    let mut notes = mode.notes.clone();
+    let mean = sc.mean_frame_bytes();
+
+    // Per-frame time at saturation for frames of `bytes`, and with every event paid alone.
+    let io_ps = |bytes: f64, per_frame: &dyn Fn(&crate::engine::io::IoCost) -> f64| -> f64 {
+        mode.terms.iter().map(|t| (t.ps + t.fs_per_byte * bytes / 1e3) * per_frame(t)).sum()
+    };
+    let sat = |t: &crate::engine::io::IoCost| {
+        if t.frames_at_saturation.is_finite() {
+            1.0 / t.frames_at_saturation
+        } else {
+            0.0
+        }
+    };
+    let t_sat_ps = |bytes: f64| terms.frame_ps(bytes) + io_ps(bytes, &sat);
+    let t_max_ps = |bytes: f64| terms.frame_ps(bytes) + io_ps(bytes, &|t| t.max_per_frame);
+
+    // Eq. 2 on one core (no contention, no lock), with the I/O mode's work in RX.
+    let io_mean = io_ps(mean, &sat);
+    let to_cycles = |ps: f64| ps * 1e-12 * f;
+    let mut groups = if terms.explicit {
+        let mut g = GroupCycles::default();
+        g.set(Group::Routing, to_cycles(terms.routing_extra_ps));
+        g.set(Group::Free, to_cycles(terms.clean_ps));
+        g.set(Group::Rx, to_cycles(terms.frame_ps(mean) - terms.contention_ps - terms.clean_ps - terms.routing_extra_ps));
+        notes.push("host.t_proc is given: its time is not split into 000's groups (shown as RX, with the FIB model's extra routing time as routing)".into());
+        g
+    } else {
+        sc.group_cycles().0
+    };
+    groups.set(Group::Rx, groups.get(Group::Rx) + to_cycles(io_mean));
+    let c_total = groups.total();
+
+    // Per core: RSS share, saturated time, tx lock; tx clean on the tx queue's core.
+    let (topo, loads) = core_loads(sc);
+    let hold_ps = |c: usize| {
+        if mode.tx_lock && topo.sharers(topo.tx_of_core(c)) > 1 {
+            s.host.tx_lock.ps as f64
+        } else {
+            0.0
+        }
+    };
     let offered = sc.offered_pps();
-    let capacity = r_cpu.min(line);
-    let predicted = offered.min(capacity);
-    let cpu_load = (predicted * c_core / (k as f64 * f)).min(1.0);
+    let line = sc.line_rate_pps();
+    let queues = topo.tx_queues();
+    let on_queue = |q: usize| (0..topo.cores()).filter(move |&c| topo.tx_of_core(c) == q);
+    let lock_pps: Vec<f64> =
+        (0..queues).map(|q| on_queue(q).next().map_or(f64::INFINITY, |c| if hold_ps(c) > 0.0 { 1e12 / hold_ps(c) } else { f64::INFINITY })).collect();
+    let clean_s = mode.tx_clean_ps / 1e12;
+    // Seconds of one core's own work per frame it forwards, and the tx queues it cleans.
+    let own_s: Vec<f64> = loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12).collect();
+    let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
+    let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
+    let (fwd, per_queue, busy, queue_limited) = solve(offered);
+    let (_, cpu_queue, _, _) = solve(f64::INFINITY);
+    let r_cpu: f64 = cpu_queue.iter().sum();
+    let predicted: f64 = per_queue.iter().sum();
+    // The first core (or lock) to saturate, as the offered rate R grows: core c's load is
+    // R (w_c own_c + clean * share of the queues it cleans), linear in R.
+    let mut first_sat = f64::INFINITY;
+    for c in 0..topo.cores() {
+        let cleaned: f64 = cleans(c).map(|q| on_queue(q).map(|d| loads[d].0).sum::<f64>()).sum();
+        let per_rate = loads[c].0 * own_s[c] + clean_s * cleaned;
+        if per_rate > 0.0 {
+            first_sat = first_sat.min(1.0 / per_rate);
+        }
+    }
+    for q in 0..queues {
+        let share: f64 = on_queue(q).map(|c| loads[c].0).sum();
+        if share > 0.0 {
+            first_sat = first_sat.min(lock_pps[q] / share);
+        }
+    }
+    if queue_limited {
+        notes.push("a shared tx queue is near its limit (its lock, or the core that cleans its completions): the model leaves out spinning for a busy lock, so take the figures as an estimate within a few per cent".into());
+    }
+    let per_core: Vec<CoreFigures> = loads
+        .iter()
+        .enumerate()
+        .map(|(c, &(w, bytes))| CoreFigures {
+            share: w,
+            mean_frame_bytes: bytes,
+            ns_per_packet: own_s[c] * 1e9,
+            capacity_pps: 1.0 / own_s[c],
+            forwarded_pps: fwd[c],
+            cpu_load: busy[c],
+        })
+        .collect();
+    let capacity = first_sat.min(line);
+    let cpu_load = busy.iter().sum::<f64>() / k as f64;
+    let cpu_load_max = (0..topo.cores())
+        .map(|c| {
+            if busy[c] >= 1.0 {
+                return 1.0;
+            }
+            let cleaned: f64 = cleans(c).map(|q| per_queue[q]).sum();
+            (fwd[c] * (t_max_ps(loads[c].1) + hold_ps(c)) / 1e12 + clean_s * cleaned).min(1.0)
+        })
+        .sum::<f64>()
+        / k as f64;
+    let events_cost = mode.terms.iter().any(|t| t.ps > 0.0 && t.max_per_frame * t.frames_at_saturation > 1.0);
+    let (cpu_load, cpu_load_max, basis) = if mode.always_busy {
+        notes.push(format!("busy-poll: the cores spin at any load; useful work {:.1}%", 100.0 * cpu_load));
+        (1.0, 1.0, "always busy: the cores poll without sleeping".to_string())
+    } else if events_cost {
+        (cpu_load, cpu_load_max, "saturated-cost estimate: per-interrupt, per-poll, per-call and per-wake-up costs shared by as many frames as at saturation (a lower bound below saturation; cpu_load_max is the bound with each frame paying them alone)".to_string())
+    } else {
+        (cpu_load, cpu_load_max, "exact: every cost of this node is per frame".to_string())
+    };
+    if sc.sources.iter().any(|src| src.flows < 4 * k as u64) && k > 1 {
+        notes.push("few flows on several cores: RSS places each flow on one core, so some cores get none".into());
+    }
+
+    let mut frame_cost_ns = BTreeMap::new();
+    frame_cost_ns.insert("processing".to_string(), (terms.proc_ps + terms.proc_fs_per_byte * mean / 1e3) / 1e3);
+    frame_cost_ns.insert("tx clean".to_string(), if terms.clean_in_proc { terms.clean_ps } else { mode.tx_clean_ps } / 1e3);
+    frame_cost_ns.insert("contention".to_string(), terms.contention_ps / 1e3);
+    for t in &mode.terms {
+        if t.name != "tx clean" {
+            *frame_cost_ns.entry(t.name.to_string()).or_default() += (t.ps + t.fs_per_byte * mean / 1e3) * sat(t) / 1e3;
+        }
+    }
+    let hold = (0..topo.cores()).map(hold_ps).fold(0.0, f64::max);
+    frame_cost_ns.insert("tx lock".to_string(), hold / 1e3);
+    let c_core = c_total + to_cycles(terms.contention_ps + hold);
+
     Prediction {
         name: s.name.clone().unwrap_or_else(|| sc.origin.clone()),
         frequency_hz: f,
         cores: k,
-        mean_frame_bytes: sc.mean_frame_bytes(),
-        cycles_by_group: GROUP_NAMES.iter().map(|g| g.to_string()).zip(cycles.0).collect(),
+        mean_frame_bytes: mean,
+        cycles_by_group: GROUP_NAMES.iter().map(|g| g.to_string()).zip(groups.0).collect(),
         c_total_cycles: c_total,
         c_core_cycles: c_core,
+        frame_cost_ns,
         ns_per_packet: c_core / f * 1e9,
-        r_max_pps: r_max,
+        r_max_pps: f / c_total,
         r_cpu_pps: r_cpu,
+        capacity_pps: capacity,
         line_rate_pps: line,
         offered_pps: offered,
-        predicted_pps: predicted,
+        predicted_pps: predicted.min(offered),
         cpu_load,
-        bottleneck: if r_cpu < line { "cpu" } else { "link" },
+        cpu_load_max,
+        cpu_load_basis: basis,
+        bottleneck: if first_sat < line { "cpu" } else { "link" },
         saturated: offered >= capacity * (1.0 - 1e-12),
         dropped_pps: (offered - predicted).max(0.0),
-        fib,
+        per_core,
+        fib: sc.group_cycles().1,
+        notes,
     }
 }
 
@@ -219,24 +476,61 @@ mod tests {
 
     #[test]
     fn cores_scale_linearly_without_contention_and_sublinearly_with() {
+        let mut n = node("");
+        n.sources[0].flows = 4096;
+        let one = predict(&n);
+        n.scenario.cpu.cores = 4;
+        let four = predict(&n);
+        assert!((four.r_cpu_pps / one.r_cpu_pps - 4.0).abs() < 1e-9, "{} vs {}", four.r_cpu_pps, one.r_cpu_pps);
+        n.scenario.cpu.contention = crate::units::Cycles::new(100.0);
+        let four_c = predict(&n);
+        assert!((four_c.r_cpu_pps / (4.0 * 3.3e9 / (one.c_total_cycles + 300.0)) - 1.0).abs() < 1e-9, "{}", four_c.r_cpu_pps);
+    }
+
+    /// RSS places a flow on one core: one flow on four cores forwards what one core does,
+    /// and the node is loss-free only up to that.
+    #[test]
+    fn one_flow_uses_one_core_of_four() {
         let one = predict(&node(""));
         let mut n = node("");
         n.scenario.cpu.cores = 4;
         let four = predict(&n);
-        assert!((four.r_cpu_pps / one.r_cpu_pps - 4.0).abs() < 1e-12);
-        n.scenario.cpu.contention = crate::units::Cycles::new(100.0);
-        let four_c = predict(&n);
-        assert!((four_c.r_cpu_pps - 4.0 * 3.3e9 / (1978.0 + 300.0)).abs() < 1e-6);
+        assert_eq!(four.per_core.iter().filter(|c| c.share > 0.0).count(), 1);
+        assert!((four.r_cpu_pps / one.r_cpu_pps - 1.0).abs() < 1e-12);
+        assert!((four.predicted_pps / one.predicted_pps - 1.0).abs() < 1e-12);
+        assert!((four.cpu_load - 0.25).abs() < 1e-12, "one of four cores busy: {}", four.cpu_load);
     }
 
+    /// Explicit host times with a per-byte term (001's x = a S + b + c): 4.04 us per
+    /// 1518 B frame, whatever the cost profile says.
     #[test]
-    fn eq3_inverts_eq1() {
-        let m = from_measurement(1.67e6, 3.3e9, Some(1.0), None).unwrap();
-        assert!((m.c_total_cycles - 1976.047904).abs() < 1e-5);
-        let m2 = from_measurement(1.2e6, 3.3e9, None, Some(0.75 * 3.3e9)).unwrap();
-        assert!((m2.c_total_cycles - 2062.5).abs() < 1e-9);
-        assert!(from_measurement(1e6, 3.3e9, Some(1.5), None).is_err());
-        assert!(from_measurement(0.0, 3.3e9, Some(1.0), None).is_err());
+    fn explicit_times_and_per_byte_service_price_the_frame() {
+        let mut n = node("");
+        n.scenario.host.t_proc = Some(crate::units::Duration::from_ps(497_000));
+        n.scenario.host.t_proc_per_byte = Some(crate::units::TimePerByte { fs_per_byte: 2_334_000 });
+        n.scenario.host.io = crate::scenario::IoModeKind::Server;
+        n.sources[0].size = crate::scenario::PacketSize::Fixed(crate::units::Bytes::new(1518));
+        let p = predict(&n);
+        let x_ns = 497.0 + 2.334 * 1518.0;
+        assert!((p.ns_per_packet - x_ns).abs() < 1e-6, "{} vs {x_ns}", p.ns_per_packet);
+        assert!((p.r_max_pps - 1e9 / x_ns).abs() < 1e-3);
+    }
+
+    /// Below saturation the CPU load lies between the saturated-cost estimate and the
+    /// bound with each frame paying a poll and a wake-up alone (threaded NAPI).
+    #[test]
+    fn partial_load_cpu_is_bracketed_by_the_amortised_and_the_per_frame_event_costs() {
+        let mut n = node("");
+        let h = &mut n.scenario.host;
+        h.io = crate::scenario::IoModeKind::ThreadedNapi;
+        h.t_proc = Some(crate::units::Duration::from_ps(7_000_000));
+        h.t_poll = crate::units::Duration::from_ps(4_000_000);
+        h.thread.t_wakeup = crate::units::Duration::from_ps(9_000_000);
+        n.scenario.traffic.rate = Some(crate::units::OfferedRate::Packets(crate::units::PacketRate { pps: 20_000.0 }));
+        let p = predict(&n);
+        assert!((p.cpu_load - 20e3 * (7e-6 + 4e-6 / 64.0)).abs() < 1e-12, "{}", p.cpu_load);
+        assert!((p.cpu_load_max - 20e3 * (7e-6 + 4e-6 + 9e-6)).abs() < 1e-12, "{}", p.cpu_load_max);
+        assert!(p.cpu_load_basis.starts_with("saturated-cost estimate"));
     }
 
     #[test]

@@ -21,6 +21,16 @@ use super::topology::Topology;
 use super::traffic::Traffic;
 use super::{ReportInfo, SimNode};
 
+/// The node's rings, queues and cores, and the classifier that places frames on them.
+pub fn layout(sc: &ResolvedScenario) -> (Topology, Classifier) {
+    let (s, nic) = (&sc.scenario, &sc.scenario.nic);
+    let cores = s.cpu.cores as usize;
+    let topo = Topology::new(cores, nic.queues.len(), nic.tx_queues.map_or(cores, |q| q as usize), nic.tx_vector == TxVector::Shared);
+    let default_queue = nic.default_queue.as_ref().and_then(|d| nic.queues.iter().position(|q| q == d)).unwrap_or(topo.queues_per_core() - 1);
+    let classifier = Classifier::new(topo, &nic.queues, default_queue, &nic.filters, &sc.sources);
+    (topo, classifier)
+}
+
 impl SimNode {
     /// The node a scenario describes, fed by the scenario's traffic.
     pub fn build(sc: &ResolvedScenario) -> SimNode {
@@ -36,14 +46,7 @@ impl SimNode {
         let (m, nic_spec) = (&s.measure, &s.nic);
         let costs = Costs::of(sc);
         let cores = s.cpu.cores as usize;
-        let topo = Topology::new(cores, nic_spec.queues.len(), nic_spec.tx_queues.map_or(cores, |q| q as usize), nic_spec.tx_vector == TxVector::Shared);
-
-        let default_queue = nic_spec
-            .default_queue
-            .as_ref()
-            .and_then(|d| nic_spec.queues.iter().position(|q| q == d))
-            .unwrap_or(topo.queues_per_core() - 1);
-        let classifier = Classifier::new(topo, &nic_spec.queues, default_queue, &nic_spec.filters, &sc.sources);
+        let (topo, classifier) = layout(sc);
         let mode = io::build(sc, &topo);
         let kind = mode.rx_ring_kind();
         let nic = Nic::new(NicParts {

@@ -6,10 +6,19 @@
 //! CPU frequency — the same numbers the analytical model uses, so the two describe one
 //! node. `t_clean` takes C_free (skbs are freed when tx completions are cleaned) and
 //! `t_proc` the rest.
+//!
+//! Two terms apply to every frame whatever the I/O mode:
+//! - with `cpu.cores` = k > 1, `cpu.contention` cycles per frame for each other core
+//!   (000 V-C: cores slow each other down through shared caches and memory);
+//! - where the mode has no tx-clean stage of its own (server, busy-poll, batched-syscall,
+//!   threaded-napi: completions are reclaimed in the same call path), `t_clean` is part of
+//!   each frame's processing.
+//!
+//! The analytical model ([`crate::model`]) builds its per-frame cost from this same
+//! struct, so the two describe one node.
 
 use crate::cost::Group;
-use crate::model;
-use crate::scenario::{ResolvedScenario, ServiceDist};
+use crate::scenario::{IoModeKind, ResolvedScenario, ServiceDist};
 
 use super::ingress::Packet;
 use super::rng::Stream;
@@ -30,42 +39,86 @@ pub struct Costs {
     pub rng: Stream,
 }
 
-impl Costs {
-    /// The scenario's costs (see the module header).
-    pub fn of(sc: &ResolvedScenario) -> Costs {
+/// The scenario's times before they are rounded to integer time: what the simulator runs
+/// ([`Costs`]) and what the analytical model prices a frame with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostTerms {
+    /// Fixed part of a frame's processing (without contention or a folded tx clean), ps.
+    pub proc_ps: f64,
+    /// Per-byte part of a frame's processing, fs per byte.
+    pub proc_fs_per_byte: f64,
+    /// Tx clean per frame (`host.t_clean`, else C_free), ps.
+    pub clean_ps: f64,
+    /// The mode has no tx-clean stage: the clean is part of each frame's processing.
+    pub clean_in_proc: bool,
+    /// `cpu.contention` for each other core, per frame, ps.
+    pub contention_ps: f64,
+    /// Routing time the FIB model adds to explicit host times, ps (in `proc_ps`).
+    pub routing_extra_ps: f64,
+    /// `host.t_proc` is given (the time is not split into 000's groups).
+    pub explicit: bool,
+}
+
+impl CostTerms {
+    pub fn of(sc: &ResolvedScenario) -> CostTerms {
         let s = &sc.scenario;
         let f = s.cpu.frequency.hz;
-        let (groups, _) = model::group_cycles(sc);
-        let mean_size = sc.mean_frame_bytes();
-        let per_byte_free = sc.cost.per_byte.get(Group::Free);
-        let per_byte_total: f64 = sc.cost.per_byte.0.iter().sum();
-        let cycles = |c: f64| Span::from_ps((c / f * 1e12).round() as u64);
-        let t_clean = match s.host.t_clean {
-            Some(d) => d.into(),
-            None if s.host.t_proc.is_some() => Span::ZERO,
-            None => cycles(groups.get(Group::Free)),
+        let (groups, _) = sc.group_cycles();
+        let ps = |c: f64| c / f * 1e12;
+        let clean_ps = match s.host.t_clean {
+            Some(d) => d.ps as f64,
+            None if s.host.t_proc.is_some() => 0.0,
+            None => ps(groups.get(Group::Free)),
         };
-        let (fixed, per_byte_fs) = match s.host.t_proc {
+        let routing_extra_ps = ps((groups.get(Group::Routing) - sc.cost.fixed.get(Group::Routing)).max(0.0));
+        let (proc_ps, proc_fs_per_byte) = match s.host.t_proc {
             // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
             // x = a S + b + c (001): t_proc = b + c, t_proc_per_byte = a.
-            Some(d) => (
-                Span::from(d) + cycles((groups.get(Group::Routing) - sc.cost.fixed.get(Group::Routing)).max(0.0)),
-                s.host.t_proc_per_byte.map_or(0, |a| a.fs_per_byte),
-            ),
+            Some(d) => (d.ps as f64 + routing_extra_ps, s.host.t_proc_per_byte.map_or(0, |a| a.fs_per_byte) as f64),
             None => {
                 // group_cycles is at the mean size; take the per-byte part out again.
-                let per_byte = per_byte_total - per_byte_free;
-                let fixed_cycles = groups.total() - groups.get(Group::Free) - per_byte * mean_size;
-                (cycles(fixed_cycles), (per_byte / f * 1e15).round() as u64)
+                let per_byte = sc.cost.per_byte.0.iter().sum::<f64>() - sc.cost.per_byte.get(Group::Free);
+                let fixed_cycles = groups.total() - groups.get(Group::Free) - per_byte * sc.mean_frame_bytes();
+                (ps(fixed_cycles), per_byte / f * 1e15)
             }
         };
+        CostTerms {
+            proc_ps,
+            proc_fs_per_byte,
+            clean_ps,
+            clean_in_proc: s.host.io != IoModeKind::Napi,
+            contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
+            routing_extra_ps: if s.host.t_proc.is_some() { routing_extra_ps } else { 0.0 },
+            explicit: s.host.t_proc.is_some(),
+        }
+    }
+
+    /// Mean time of a frame of `bytes` bytes, everything per frame included, ps.
+    pub fn frame_ps(&self, bytes: f64) -> f64 {
+        self.proc_ps + self.contention_ps + if self.clean_in_proc { self.clean_ps } else { 0.0 } + self.proc_fs_per_byte * bytes / 1e3
+    }
+}
+
+impl Costs {
+    /// The scenario's costs (see the module header), in integer time.
+    pub fn of(sc: &ResolvedScenario) -> Costs {
+        let s = &sc.scenario;
+        let k = CostTerms::of(sc);
+        let span = |ps: f64| Span::from_ps(ps.round() as u64);
+        // Explicit times are whole picoseconds; only the FIB's extra is rounded.
+        let proc = if k.explicit { Span::from(s.host.t_proc.unwrap_or_default()) + span(k.routing_extra_ps) } else { span(k.proc_ps) };
+        let clean = match s.host.t_clean {
+            Some(d) => d.into(),
+            None => span(k.clean_ps),
+        };
+        let (proc, clean) = if k.clean_in_proc { (proc + clean, Span::ZERO) } else { (proc, clean) };
         Costs {
             t_irq: s.host.t_irq.into(),
             tx_lock: s.host.tx_lock.into(),
             t_poll: s.host.t_poll.into(),
-            t_clean,
-            proc_fixed: fixed,
-            proc_per_byte_fs: per_byte_fs,
+            t_clean: clean,
+            proc_fixed: proc + span(k.contention_ps),
+            proc_per_byte_fs: k.proc_fs_per_byte.round() as u64,
             dist: s.host.service,
             rng: Stream::new(s.seed, "service"),
         }

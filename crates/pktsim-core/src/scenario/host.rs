@@ -268,6 +268,15 @@ impl HostSpec {
             )
             .into());
         }
+        if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server) {
+            return Err(ConfigError::new(
+                origin,
+                "host.tx_lock",
+                Some(format!("\"{}\"", self.tx_lock)),
+                "0 with this host.io: only io = \"napi\" and \"server\" take a shared tx queue's lock",
+            )
+            .into());
+        }
         let specs = std::iter::once(("host.strategy".to_string(), &self.strategy))
             .chain(self.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
         for (base, st) in specs {

@@ -211,6 +211,23 @@ impl IoMode for Batched {
     }
 }
 
+/// Per call `t_call` (a full batch when the rings never run dry), per frame `t_packet` and
+/// `t_byte`; busy-poll spins at any load, batched-syscall pays an interrupt and a wake-up
+/// whenever it slept (never at saturation).
+pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
+    let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
+    let per_call = b.size.min(sc.scenario.nic.rx_ring).max(1) as f64;
+    let mut terms = vec![
+        super::IoCost::per_event("call", b.t_call.ps as f64, per_call, 1.0),
+        super::IoCost { fs_per_byte: b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64), ..super::IoCost::per_frame("frame I/O", b.t_packet.ps as f64) },
+    ];
+    let busy_poll = h.io == IoModeKind::BusyPoll;
+    if !busy_poll {
+        terms.push(super::IoCost::per_event("wake-up", (h.t_irq.ps + b.t_wakeup.ps) as f64, f64::INFINITY, 1.0));
+    }
+    super::ModeCosts { terms, always_busy: busy_poll, ..Default::default() }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::engine::testing::{node_toml, trace};

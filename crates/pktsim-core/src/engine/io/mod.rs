@@ -12,9 +12,15 @@
 //! Every mode runs each core as a sequence of work units ([`units`]): units run back to
 //! back without touching the event queue as long as they end before the next event.
 //!
-//! To add a mode: a file here with its state machine, `impl IoMode` and a hand-traced
-//! test; a variant of [`IoModeKind`] (its keys in [`crate::scenario::HostSpec`], checked
-//! where that spec is validated); one arm in [`build`].
+//! Each mode also states what its own work costs per frame ([`ModeCosts`]: per-frame terms
+//! and per-event terms such as a poll, a call or a wake-up, with how many frames share one
+//! event when the rings never run dry): the analytical model ([`crate::model`]) prices a
+//! frame with these, so model and simulator apply one cost semantics.
+//!
+//! To add a mode: a file here with its state machine, `impl IoMode`, its `mode_costs` and
+//! a hand-traced test; a variant of [`IoModeKind`] (its keys in
+//! [`crate::scenario::HostSpec`], checked where that spec is validated); one arm in
+//! [`build`] and one in [`mode_costs`].
 
 pub mod batched;
 pub mod napi;
@@ -82,6 +88,65 @@ pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Box::new(batched::Batched::new(sc, topo)),
         IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
         IoModeKind::ThreadedNapi => Box::new(threaded::ThreadedNapi::new(sc, topo)),
+    }
+}
+
+/// One kind of work a mode does for frames, priced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IoCost {
+    /// What it is ("poll", "call", "wake-up", ...).
+    pub name: &'static str,
+    /// Time of one occurrence, in picoseconds, plus `fs_per_byte` for each byte it moves.
+    pub ps: f64,
+    pub fs_per_byte: f64,
+    /// Frames sharing one occurrence when the rings never run dry (1: a per-frame term;
+    /// infinite: the event does not happen then, as an interrupt while NAPI keeps polling).
+    pub frames_at_saturation: f64,
+    /// Occurrences per frame at most (at low load each frame may pay every event alone).
+    pub max_per_frame: f64,
+}
+
+impl IoCost {
+    pub fn per_frame(name: &'static str, ps: f64) -> Self {
+        IoCost { name, ps, fs_per_byte: 0.0, frames_at_saturation: 1.0, max_per_frame: 1.0 }
+    }
+    pub fn per_event(name: &'static str, ps: f64, frames_at_saturation: f64, max_per_frame: f64) -> Self {
+        IoCost { name, ps, fs_per_byte: 0.0, frames_at_saturation, max_per_frame }
+    }
+}
+
+/// What a mode's own work costs, besides each frame's processing (`Costs::t_proc`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModeCosts {
+    pub terms: Vec<IoCost>,
+    /// Frames pass a shared tx queue's lock (`host.tx_lock`).
+    pub tx_lock: bool,
+    /// Tx clean per frame, ps, done by the core whose vector the frame's tx queue
+    /// completes on (NAPI), not by the core that sent it.
+    pub tx_clean_ps: f64,
+    /// Most tx cleans per rx frame on a core busy with both: its polls alternate rx
+    /// (`host.weight`) and tx clean (`nic.tx_work_limit`). Infinite where cleaning is not
+    /// bounded per poll.
+    pub cleans_per_rx: f64,
+    /// The core never sleeps: it is fully busy at any load (useful work apart).
+    pub always_busy: bool,
+    /// Costs of this mode the terms leave out, said in the model's output.
+    pub notes: Vec<String>,
+}
+
+impl Default for ModeCosts {
+    fn default() -> Self {
+        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, notes: Vec::new() }
+    }
+}
+
+/// The mode's costs (the one place, besides [`build`], modes are registered).
+pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
+    match sc.scenario.host.io {
+        IoModeKind::Napi => napi::mode_costs(sc, costs),
+        IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => batched::mode_costs(sc),
+        IoModeKind::Server => server::mode_costs(),
+        IoModeKind::ThreadedNapi => threaded::mode_costs(sc, costs),
     }
 }
 

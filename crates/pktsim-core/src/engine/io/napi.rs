@@ -19,7 +19,6 @@
 //! that unit by `t_irq` (preemption). The vectors, their throttling and the moderation
 //! policy are the NIC's; this mode decides what the cores do with interrupts and polls.
 
-
 use std::collections::VecDeque;
 
 use serde_json::json;
@@ -427,6 +426,31 @@ impl IoMode for Napi {
             "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),
             "moderation": nic.vectors().first().map(|v| v.moderation().name()),
         })
+    }
+}
+
+/// Per frame its tx clean, on the core its tx queue completes to; per poll `t_poll` (a full
+/// weight when the rings never run dry); per interrupt `t_irq` (none then: the vector stays
+/// masked while polls use their whole weight). At low load a frame may pay an rx interrupt
+/// and poll, and with `nic.tx_vector = "separate"` a tx interrupt and poll as well.
+pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
+    let (h, n) = (&sc.scenario.host, &sc.scenario.nic);
+    let per_poll = h.weight.min(n.rx_ring).max(1) as f64;
+    let vectors = if n.tx_vector == crate::scenario::TxVector::Shared { 1.0 } else { 2.0 };
+    let mut notes = Vec::new();
+    if vectors > 1.0 && costs.t_poll > Span::ZERO {
+        notes.push("at saturation, polls of the separate tx vectors (their rate follows interrupt moderation) are left out".to_string());
+    }
+    super::ModeCosts {
+        terms: vec![
+            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors),
+            super::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
+        ],
+        tx_lock: true,
+        tx_clean_ps: costs.t_clean.ps() as f64,
+        cleans_per_rx: n.tx_work_limit as f64 / h.weight.max(1) as f64,
+        notes,
+        ..Default::default()
     }
 }
 

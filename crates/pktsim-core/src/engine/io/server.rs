@@ -150,6 +150,11 @@ impl IoMode for Server {
     }
 }
 
+/// A served frame costs its processing only; a shared tx queue adds its lock.
+pub fn mode_costs() -> super::ModeCosts {
+    super::ModeCosts { tx_lock: true, ..Default::default() }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::engine::testing::{node_toml, trace};

@@ -218,6 +218,19 @@ impl IoMode for ThreadedNapi {
     }
 }
 
+/// Per poll `t_poll` (a full weight of frames when the ring never runs dry), per wake-up
+/// `t_wakeup` (none then: the thread never sleeps).
+pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
+    let per_poll = sc.scenario.host.weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
+    super::ModeCosts {
+        terms: vec![
+            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0),
+            super::IoCost::per_event("wake-up", sc.scenario.host.thread.t_wakeup.ps as f64, f64::INFINITY, 1.0),
+        ],
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::engine::testing::{node_toml, trace};

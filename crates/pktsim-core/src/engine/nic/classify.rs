@@ -177,6 +177,76 @@ impl Classifier {
         self.reta[(h & 127) as usize] as usize
     }
 
+    /// Fraction of source `source`'s frames that reach each rx ring when its `flows` flows
+    /// are used equally often (cbr cycles through them; poisson and bursts pick them
+    /// uniformly), as [`Classifier::ring`] places them.
+    ///
+    /// Exact, without hashing every flow: the Toeplitz hash is linear over GF(2), so
+    /// h(tuple) = h(fixed fields) ^ h(low 16 bits of dst IP) ^ h(src port). The low 7 bits
+    /// of h(dst low) are counted once over the 65,536 values (per queue the filters pick),
+    /// then shifted by each block's src-port term.
+    pub fn ring_shares(&self, source: usize, flows: u64) -> Vec<f64> {
+        let flows = flows.clamp(1, u32::MAX as u64);
+        let info = &self.sources[source];
+        let queues = self.topo.queues_per_core();
+        let zero = Tuple { src_ip: 0, dst_ip: 0, src_port: 0, dst_port: 0 };
+        let bit_terms = |f: &dyn Fn(u32) -> Tuple| -> [u32; 16] { std::array::from_fn(|b| toeplitz(&RSS_KEY, &f(1 << b).rss_input())) };
+        let dst_bits = bit_terms(&|v| Tuple { dst_ip: v, ..zero });
+        let port_bits = bit_terms(&|v| Tuple { src_port: v as u16, ..zero });
+        let xor_of = |bits: &[u32; 16], v: u32| (0..16).filter(|b| v >> b & 1 == 1).fold(0u32, |h, b| h ^ bits[b]);
+        let base = Tuple { src_port: 0, ..tuple(source as u16, 0, info.dst_port) };
+        let h_base = toeplitz(&RSS_KEY, &base.rss_input());
+        // Per queue and 7-bit hash term: how many of the 65,536 low dst values (and of the
+        // last, partial block's) have it.
+        let rem = (flows % 65_536) as u32;
+        let mut full = vec![[0u64; 128]; queues];
+        let mut part = vec![[0u64; 128]; queues];
+        let mut h_lo = 0u32;
+        for lo in 0u32..65_536 {
+            if lo > 0 {
+                // Gray-code step: one bit changes from lo - 1 to lo, in Gray order.
+                h_lo ^= dst_bits[lo.trailing_zeros() as usize];
+            }
+            let g = lo ^ (lo >> 1);
+            let q = match info.queue {
+                Some(q) => q,
+                None => self.match_rules(info, tuple(source as u16, g, info.dst_port)),
+            };
+            let x = (h_lo & 127) as usize;
+            full[q][x] += 1;
+            if g < rem {
+                part[q][x] += 1;
+            }
+        }
+        // How many blocks of 65,536 flows have each 7-bit src-port term.
+        let blocks = flows / 65_536;
+        let mut per_term = [0u64; 128];
+        for hi in 0..blocks {
+            let port = 1024 + (hi % 64_512) as u32;
+            per_term[((h_base ^ xor_of(&port_bits, port)) & 127) as usize] += 1;
+        }
+        let mut counts = vec![0u64; self.topo.rings()];
+        let spread = |counts: &mut Vec<u64>, term: usize, n: u64, hist: &[[u64; 128]]| {
+            for (q, h) in hist.iter().enumerate() {
+                for (x, &c) in h.iter().enumerate() {
+                    if c > 0 {
+                        counts[self.topo.ring(self.reta[x ^ term] as usize, q)] += c * n;
+                    }
+                }
+            }
+        };
+        for (term, &n) in per_term.iter().enumerate() {
+            if n > 0 {
+                spread(&mut counts, term, n, &full);
+            }
+        }
+        if rem > 0 {
+            let port = 1024 + (blocks % 64_512) as u32;
+            spread(&mut counts, ((h_base ^ xor_of(&port_bits, port)) & 127) as usize, 1, &part);
+        }
+        counts.iter().map(|&c| c as f64 / flows as f64).collect()
+    }
+
     /// Rx ring of a frame.
     #[inline]
     pub fn ring(&mut self, p: &Packet) -> usize {
@@ -217,6 +287,28 @@ mod tests {
         assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()), 0x51cc_c178);
         // And without ports: 0x323e8fc2.
         assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()[..8]), 0x323e_8fc2);
+    }
+
+    /// The closed-form shares are the per-flow placement counted flow by flow, for flow
+    /// counts below, at and across the 65,536-flow blocks and with a per-flow filter.
+    #[test]
+    fn ring_shares_count_every_flow_exactly() {
+        use crate::scenario::{PacketSize, Pattern};
+        let queues = vec!["a".to_string(), "b".to_string()];
+        let filter =
+            Filter { queue: "a".into(), tos: None, dscp: None, vlan_pcp: None, proto: None, dst_port: None, src: None, dst: Some("198.19.0.0/17".into()) };
+        for (cores, flows) in [(1usize, 1u64), (4, 1), (3, 1000), (4, 65_536), (6, 200_003)] {
+            let src = ResolvedSource::simple("s", 1.0, Pattern::Poisson, PacketSize::default(), flows);
+            let mut c = Classifier::new(Topology::new(cores, 2, cores, false), &queues, 1, std::slice::from_ref(&filter), std::slice::from_ref(&src));
+            let shares = c.ring_shares(0, flows);
+            let mut counted = vec![0u64; cores * 2];
+            for f in 0..flows as u32 {
+                counted[c.ring(&Packet::arriving(crate::engine::time::Instant::ZERO, 64, 0, f))] += 1;
+            }
+            for (r, (&s, &n)) in shares.iter().zip(&counted).enumerate() {
+                assert!((s - n as f64 / flows as f64).abs() < 1e-12, "{cores} cores, {flows} flows, ring {r}: {s} vs {n}");
+            }
+        }
     }
 
     #[test]
