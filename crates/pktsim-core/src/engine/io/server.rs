@@ -13,10 +13,11 @@
 //! how long: time-sliced strategies (`rr`, contended `priowfq`) revoke the core mid-frame
 //! at the end of a slice; the others serve whole frames. Each ring has at most one frame in
 //! service (preempted or running); the CPU time of every unit is charged as it ends, and a
-//! frame's latency is taken when its service ends. A frame keeps its descriptor until its
-//! service ends, so a ring of N descriptors holds at most N - 1 frames in the system (one
-//! descriptor always stays empty): one core with one ring is an M/G/1/K queue with
-//! K = N - 1. An idle core waits for the next write-back on any of its rings.
+//! frame goes on to its tx ring (where its latency is taken) only after its last unit. A
+//! frame keeps its descriptor until its service ends, so a ring of N descriptors holds at
+//! most N - 1 frames in the system (one descriptor always stays empty): one core with one
+//! ring is an M/G/1/K queue with K = N - 1. An idle core waits for the next write-back on
+//! any of its rings.
 
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
