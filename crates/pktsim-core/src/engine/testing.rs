@@ -23,7 +23,12 @@ pub struct Scripted {
 
 impl Scripted {
     pub fn new(frames: &[(u64, u16)]) -> Self {
-        let frames = frames.iter().map(|&(ns, size)| Packet::arriving(Instant::from_ps(ns * 1_000), size, 0, 0)).collect();
+        let frames: Vec<(u64, u16, u16)> = frames.iter().map(|&(ns, size)| (ns, size, 0)).collect();
+        Self::from_sources(&frames)
+    }
+    /// Frames (last bit received, in ns; size in bytes; source index), each source's flow 0.
+    pub fn from_sources(frames: &[(u64, u16, u16)]) -> Self {
+        let frames = frames.iter().map(|&(ns, size, source)| Packet::arriving(Instant::from_ps(ns * 1_000), size, source, 0)).collect();
         Scripted { frames, delivered: 0 }
     }
 }
@@ -72,8 +77,19 @@ pub fn trace(toml: &str, frames: &[(u64, u16)]) -> (SimResult, Vec<(f64, f64)>) 
 
 /// [`trace`], with the origin time of each departed frame.
 pub fn trace_origins(toml: &str, frames: &[(u64, u16)]) -> (SimResult, Vec<(f64, f64)>, Vec<f64>) {
+    run_scripted(toml, Scripted::new(frames))
+}
+
+/// [`trace`] with frames of several sources (ns, bytes, source index): the scenario's
+/// `traffic.sources` (their TOS, ...) steer them to rings.
+pub fn trace_sources(toml: &str, frames: &[(u64, u16, u16)]) -> (SimResult, Vec<(f64, f64)>) {
+    let (r, departures, _) = run_scripted(toml, Scripted::from_sources(frames));
+    (r, departures)
+}
+
+fn run_scripted(toml: &str, ingress: Scripted) -> (SimResult, Vec<(f64, f64)>, Vec<f64>) {
     let sc = scenario(toml);
-    let mut node = SimNode::with_ingress(&sc, Box::new(Scripted::new(frames)));
+    let mut node = SimNode::with_ingress(&sc, Box::new(ingress));
     let departures = Departures::default();
     node.connect_egress(Box::new(departures.clone()));
     node.run().unwrap_or_else(|e| panic!("{e}"));

@@ -168,11 +168,11 @@ pub enum StrategyKind {
     Sq,
     /// Round robin with a packet quota per turn (NAPI's weight).
     Quota,
-    /// Round robin with a time slice per turn (001 RR).
+    /// Round robin with a time slice per turn, preemptive: a slice may end mid-frame (001 RR).
     Rr,
     /// Strict priority, non-preemptive (001 Prio).
     Prio,
-    /// Priority when uncontended, per-queue time slices under contention (001 PrioWFQ).
+    /// Priority when uncontended, per-queue preemptive time slices under contention (001 PrioWFQ).
     Priowfq,
     /// Deficit round robin with per-queue weights.
     Drr,
@@ -187,7 +187,7 @@ pub struct StrategySpec {
     /// Packets per turn (quota).
     #[serde(default = "default_weight")]
     pub quota: u32,
-    /// Time slice per turn (rr).
+    /// Time slice per turn (rr); the core is revoked at its end, mid-frame if need be.
     #[serde(default = "default_slice")]
     pub slice: Duration,
     /// Time slice per queue, in nic.queues order (priowfq).

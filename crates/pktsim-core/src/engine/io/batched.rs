@@ -11,7 +11,9 @@
 //!                      wakes the thread (t_wakeup) before the next call
 //! ```
 //!
-//! A frame keeps its rx descriptor until its call ends. Spinning is not simulated call by
+//! A frame keeps its rx descriptor until its call ends. The core's strategy picks a ring
+//! before each call, and a call is never revoked: time-sliced strategies (`rr`, contended
+//! `priowfq`) end a turn at the first call boundary at or after its slice's end. Spinning is not simulated call by
 //! call: when the rings are empty the core notes when it started, and on the next
 //! write-back it resumes at the first empty-call boundary at or after it, charging the
 //! empty calls in between.
@@ -132,11 +134,14 @@ impl Units for Batched {
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         super::ring_views(rings.clone(), &mut core.views, ctx);
-        let Some(i) = core.strategy.pick(&core.views, t) else {
+        // A call is not revoked: a time-sliced turn's budget is not used, the strategy ends
+        // the turn at the first call boundary after its slice.
+        let Some(turn) = core.strategy.pick(&core.views, t) else {
             core.idle_since = t;
             super::arm_rings(rings, ctx);
             return None;
         };
+        let i = turn.ring;
         let r = rings.start + i;
         let n = self.costs.batch.min(ctx.nic.rx(r).len());
         let mut frames = Vec::with_capacity(n);

@@ -2,14 +2,22 @@
 //! model, and pktsim's queueing-theory checks).
 //!
 //! ```text
-//!   core c: rings [q0 (highest priority), q1, ...] --strategy--> serve one frame for
-//!           t_proc (x = a S + b + c) --> [tx lock if the queue is shared] --> tx ring
+//!   core c: rings [q0 (highest priority), q1, ...] --strategy--> serve the head frame for
+//!           t_proc (x = a S + b + c), or until the turn's budget runs out
+//!           --> frame done: [tx lock if the queue is shared] --> tx ring
+//!           --> budget out first: the frame stays at its ring's head with the rest of
+//!               its service, resumed at the ring's next turn
 //! ```
 //!
-//! Before each frame the core asks its [`Strategy`] which ring to serve. A frame keeps its
-//! descriptor until its service ends, so a ring of N descriptors holds at most N - 1 frames
-//! in the system (one descriptor always stays empty): one core with one ring is an M/G/1/K
-//! queue with K = N - 1. An idle core waits for the next write-back on any of its rings.
+//! Before each unit of service the core asks its [`Strategy`] which ring to serve and for
+//! how long: time-sliced strategies (`rr`, contended `priowfq`) revoke the core mid-frame
+//! at the end of a slice; the others serve whole frames. Each ring has at most one frame in
+//! service (preempted or running); the CPU time of every unit is charged as it ends, and a
+//! frame goes on to its tx ring (where its latency is taken) only after its last unit. A
+//! frame keeps its descriptor until its service ends, so a ring of N descriptors holds at
+//! most N - 1 frames in the system (one descriptor always stays empty): one core with one
+//! ring is an M/G/1/K queue with K = N - 1. An idle core waits for the next write-back on
+//! any of its rings.
 
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
@@ -22,8 +30,9 @@ use crate::engine::topology::Topology;
 use crate::scenario::ResolvedScenario;
 
 pub enum Unit {
-    /// Serving a frame from a ring.
-    Serve(Packet, usize),
+    /// Serving a frame of ring `ring` (the core's `i`-th), `rest` of its service left
+    /// when the unit ends (above zero: preempted).
+    Serve { p: Packet, ring: usize, i: usize, rest: Span },
     /// Waiting for and holding the shared tx queue's lock, then posting the frame.
     Lock(Packet),
 }
@@ -33,6 +42,14 @@ struct Core {
     worker: Worker<Unit>,
     /// A served frame waiting for its shared tx queue's lock, and how long that takes.
     lock: Option<(Packet, Span)>,
+    /// Per ring of the core: a frame taken from it whose service was revoked, and the
+    /// service it still needs. It counts as the ring's head.
+    preempted: Vec<Option<(Packet, Span)>>,
+    /// The ring whose frame the last unit left unfinished (its slice ran out).
+    cut: Option<usize>,
+    /// Times the core went to another ring from an unfinished frame, in the measurement
+    /// window (a slice that ends with no other ring waiting is not one).
+    preemptions: u64,
     views: Vec<RingView>,
 }
 
@@ -50,7 +67,15 @@ impl Server {
     pub fn with_strategies(topo: Topology, strategies: Vec<Box<dyn Strategy>>) -> Self {
         let cores = strategies
             .into_iter()
-            .map(|strategy| Core { strategy, worker: Worker::default(), lock: None, views: vec![RingView::default(); topo.queues_per_core()] })
+            .map(|strategy| Core {
+                strategy,
+                worker: Worker::default(),
+                lock: None,
+                preempted: vec![None; topo.queues_per_core()],
+                cut: None,
+                preemptions: 0,
+                views: vec![RingView::default(); topo.queues_per_core()],
+            })
             .collect();
         Server { cores, topo }
     }
@@ -67,7 +92,7 @@ impl Units for Server {
     #[inline]
     fn account(&mut self, c: usize, unit: &Unit, start: Instant, end: Instant, ctx: &mut Ctx) {
         let a = match unit {
-            Unit::Serve(..) => Activity::RxClean,
+            Unit::Serve { .. } => Activity::RxClean,
             Unit::Lock(_) => Activity::TxLock,
         };
         ctx.stats.busy(c, a, start, end);
@@ -77,7 +102,14 @@ impl Units for Server {
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         let tx = self.topo.tx_of_core(c);
         match unit {
-            Unit::Serve(p, r) => {
+            Unit::Serve { p, ring: r, i, rest } => {
+                if rest > Span::ZERO {
+                    // Revoked: the frame stays at its ring's head, descriptor and all.
+                    let core = &mut self.cores[c];
+                    core.preempted[i] = Some((p, rest));
+                    core.cut = Some(i);
+                    return;
+                }
                 // The frame's descriptor comes back now; frames that arrived during the
                 // service saw the ring without it.
                 ctx.nic.refill(r, t, 1, ctx.stats);
@@ -106,16 +138,32 @@ impl Units for Server {
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         super::ring_views(rings.clone(), &mut core.views, ctx);
-        let Some(i) = core.strategy.pick(&core.views, t) else {
+        for (v, pre) in core.views.iter_mut().zip(&core.preempted) {
+            if let Some((p, rest)) = pre {
+                *v = RingView { len: v.len + 1, head_arrival: p.t_ring, head_size: p.size, head_service: *rest };
+            }
+        }
+        let Some(turn) = core.strategy.pick(&core.views, t) else {
             // Idle: wake on the next write-back to any of this core's rings.
             super::arm_rings(rings, ctx);
             return None;
         };
+        let i = turn.ring;
+        if core.cut.take().is_some_and(|j| j != i) {
+            core.preemptions += ctx.stats.in_window(t) as u64;
+        }
         let r = rings.start + i;
-        let p = ctx.nic.take(r, t, ctx.stats)?;
-        core.strategy.served(i, p.size);
-        let d = ctx.costs.t_proc(&p);
-        Some((Unit::Serve(p, r), d))
+        let (p, need) = match core.preempted[i].take() {
+            Some(resumed) => resumed,
+            None => {
+                let p = ctx.nic.take(r, t, ctx.stats)?;
+                core.strategy.served(i, p.size);
+                let d = ctx.costs.t_proc(&p);
+                (p, d)
+            }
+        };
+        let d = turn.budget.map_or(need, |b| b.min(need));
+        Some((Unit::Serve { p, ring: r, i, rest: need - d }, d))
     }
 }
 
@@ -146,7 +194,8 @@ impl IoMode for Server {
 
     fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {
         let names: Vec<&str> = self.cores.iter().map(|c| c.strategy.name()).collect();
-        serde_json::json!({ "strategy": names.first(), "strategy_per_core": names })
+        let preemptions: u64 = self.cores.iter().map(|c| c.preemptions).sum();
+        serde_json::json!({ "strategy": names.first(), "strategy_per_core": names, "preemptions": preemptions })
     }
 }
 
@@ -157,7 +206,96 @@ pub fn mode_costs() -> super::ModeCosts {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::testing::{node_toml, trace};
+    use crate::engine::testing::{node_toml, trace, trace_sources};
+
+    /// One core with an RT ring (source 0, TOS 0xb8) and an n-RT ring (source 1), 4 us of
+    /// service per frame, `strategy` the body of [host.strategy].
+    fn two_rings(strategy: &str) -> String {
+        let tables = format!(
+            "[[traffic.sources]]\nclass = \"rt\"\ntos = 0xb8\nshare = \"50%\"\n\
+             [[traffic.sources]]\nclass = \"nrt\"\nshare = \"50%\"\n\
+             [nic]\nqueues = [\"rt\", \"nrt\"]\n[[nic.filters]]\ntos = 0xb8\nqueue = \"rt\"\n\
+             [host.strategy]\n{strategy}"
+        );
+        node_toml("io = \"server\"\nt_proc = \"4us\"", &tables)
+    }
+
+    fn posted(dep: &[(f64, f64)]) -> Vec<f64> {
+        dep.iter().map(|d| d.0).collect()
+    }
+
+    /// CPU time: exactly `frames` x 4 us of rx cleaning in the 1 ms window.
+    fn assert_cpu_exact(r: &crate::engine::SimResult, frames: u32) {
+        let busy = frames as f64 * 4e-6 / 1e-3;
+        assert!((r.cpu_utilization - busy).abs() < 1e-15, "{} vs {busy}", r.cpu_utilization);
+        assert!((r.cpu_by_activity["rx_clean"] - busy).abs() < 1e-15, "{:?}", r.cpu_by_activity);
+    }
+
+    /// RR, slices of 1.5 us, two always-busy rings: RT frames at 10.0 and 10.2 us, n-RT at
+    /// 10.1 and 10.3 us. The slices alternate from 10 us on (RT first: alone then), each
+    /// frame resuming where its last slice stopped:
+    ///
+    /// ```text
+    ///   10.0-11.5 RT1 (2.5 left)   11.5-13.0 NRT1 (2.5)   13.0-14.5 RT1 (1.0)   14.5-16.0 NRT1 (1.0)
+    ///   16.0-17.0 RT1 done, 17.0-17.5 RT2 (3.5)            17.5-18.5 NRT1 done, 18.5-19.0 NRT2 (3.5)
+    ///   19.0-20.5 RT2 (2.0)   20.5-22.0 NRT2 (2.0)   22.0-23.5 RT2 (0.5)   23.5-25.0 NRT2 (0.5)
+    ///   25.0-25.5 RT2 done; RT empty: 25.5-26.0 NRT2 done
+    /// ```
+    ///
+    /// Whole frames would leave at 14, 18, 22, 26 us instead.
+    #[test]
+    fn rr_revokes_the_core_at_the_end_of_a_slice_and_resumes_the_frame_later() {
+        let toml = two_rings("kind = \"rr\"\nslice = \"1.5us\"");
+        let (r, dep) = trace_sources(&toml, &[(10_000, 64, 0), (10_100, 64, 1), (10_200, 64, 0), (10_300, 64, 1)]);
+        assert_eq!(posted(&dep), [17_000.0, 18_500.0, 25_500.0, 26_000.0]);
+        assert_eq!(r.io["preemptions"], 10, "each slice end but the last while both rings wait");
+        assert_cpu_exact(&r, 4);
+        // Latency when the frame leaves: RT 7.0 and 15.3 us, n-RT 8.4 and 15.7 us.
+        let mean = |ring: usize| r.per_ring[ring].summary.latency_ns.mean;
+        assert!((mean(0) - 11_150.0).abs() < 12.0 && (mean(1) - 12_050.0).abs() < 13.0, "{} {}", mean(0), mean(1));
+    }
+
+    /// PrioWFQ, slices 6 us (RT) and 1.5 us (n-RT). RT1 is alone at 10 us: served whole,
+    /// 10-14. Then contention (RT2, RT3, NRT1, NRT2 wait): RT's slice 14-20 finishes RT2 at
+    /// 18 and stops RT3 2 us in; NRT1's slice 20-21.5; RT's next slice finishes RT3 at 23.5;
+    /// then n-RT alone: NRT1's last 2.5 us whole (26), NRT2 (30). Whole frames would leave
+    /// RT3 at 26 and NRT1 at 22.
+    #[test]
+    fn priowfq_slices_end_mid_frame_under_contention_only() {
+        let toml = two_rings("kind = \"priowfq\"\nslices = [\"6us\", \"1.5us\"]");
+        let frames = [(10_000, 64, 0), (10_100, 64, 1), (10_200, 64, 0), (10_300, 64, 0), (10_400, 64, 1)];
+        let (r, dep) = trace_sources(&toml, &frames);
+        assert_eq!(posted(&dep), [14_000.0, 18_000.0, 23_500.0, 26_000.0, 30_000.0]);
+        assert_eq!(r.io["preemptions"], 2, "RT3 at 20 us, NRT1 at 21.5 us");
+        assert_cpu_exact(&r, 5);
+    }
+
+    /// Prio never preempts: the n-RT frame in service when RT frames arrive finishes first.
+    #[test]
+    fn prio_serves_whole_frames() {
+        let toml = two_rings("kind = \"prio\"");
+        let (r, dep) = trace_sources(&toml, &[(10_000, 64, 1), (10_100, 64, 0), (10_200, 64, 0), (10_300, 64, 1)]);
+        assert_eq!(posted(&dep), [14_000.0, 18_000.0, 22_000.0, 26_000.0]);
+        assert_eq!(r.io["preemptions"], 0);
+        assert_cpu_exact(&r, 4);
+    }
+
+    /// A ring alone keeps the core across slice ends: under RR and PrioWFQ, frames on one
+    /// ring (a burst, then gaps) leave exactly when they do under FCFS, at the same CPU cost.
+    #[test]
+    fn an_uncontended_ring_keeps_the_core_across_slice_ends() {
+        let frames: Vec<(u64, u16, u16)> = [10_000, 10_500, 11_000, 11_700, 30_000, 50_300, 52_000].iter().map(|&t| (t, 64, 1)).collect();
+        let (sq, fcfs) = trace_sources(&two_rings("kind = \"sq\""), &frames);
+        assert_eq!(posted(&fcfs), [14_000.0, 18_000.0, 22_000.0, 26_000.0, 34_000.0, 54_300.0, 58_300.0]);
+        for strategy in ["kind = \"rr\"\nslice = \"1.5us\"", "kind = \"priowfq\"\nslices = [\"6us\", \"1.5us\"]", "kind = \"rr\"\nslice = \"1ns\""] {
+            let (r, dep) = trace_sources(&two_rings(strategy), &frames);
+            assert_eq!(dep, fcfs, "{strategy}");
+            assert_eq!(r.io["preemptions"], 0, "{strategy}");
+            assert_eq!(r.cpu_utilization, sq.cpu_utilization, "{strategy}");
+            assert_eq!(r.latency_ns.mean, sq.latency_ns.mean, "{strategy}");
+        }
+        assert_cpu_exact(&sq, 7);
+    }
 
     /// t_proc 2 us; a ring of 4 descriptors holds 3 frames, and a frame in service keeps
     /// its descriptor: of 4 frames 100 ns apart, the fourth is dropped.

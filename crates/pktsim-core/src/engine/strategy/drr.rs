@@ -1,6 +1,7 @@
-//! `drr`: deficit round robin, `weight * quantum` bytes per ring and turn.
+//! `drr`: deficit round robin, `weight * quantum` bytes per ring and turn. It counts bytes
+//! of whole frames: a turn never ends mid-frame.
 
-use super::{RingView, Strategy};
+use super::{RingView, Strategy, Turn};
 use crate::engine::time::Instant;
 
 pub struct Drr {
@@ -12,14 +13,14 @@ pub struct Drr {
 }
 
 impl Strategy for Drr {
-    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<usize> {
+    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<Turn> {
         if rings.iter().all(|r| r.len == 0) {
             return None;
         }
         loop {
             let r = rings[self.cur];
             if r.len > 0 && self.fresh && self.deficit[self.cur] >= r.head_size as i64 {
-                return Some(self.cur);
+                return Some(Turn::whole(self.cur));
             }
             if r.len == 0 {
                 self.deficit[self.cur] = 0;

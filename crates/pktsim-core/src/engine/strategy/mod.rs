@@ -1,21 +1,27 @@
 //! Ring-scheduling strategies: which of its rx rings a core serves next (001's resource
 //! managers). Each is a small state machine behind [`Strategy`], one file each, registered
-//! in [`build`]; the core asks before every packet, so adding a strategy never touches the
-//! core's loop.
+//! in [`build`]; the core asks before every unit of service, so adding a strategy never
+//! touches the core's loop.
 //!
-//! | strategy | rule |
-//! |---|---|
-//! | `sq` | first come, first served across rings (001 SQ) |
-//! | `quota` | round robin, up to `quota` packets per turn (NAPI weight) |
-//! | `rr` | round robin, a time slice `slice` per turn (001 RR) |
-//! | `prio` | highest-priority non-empty ring, non-preemptive (001 Prio) |
-//! | `priowfq` | uncontended: the only waiting ring at once, highest priority first when contention starts; contended: per-ring time slices in turn (001 PrioWFQ) |
-//! | `drr` | deficit round robin, `weight * quantum` bytes per turn |
+//! | strategy | rule | granularity |
+//! |---|---|---|
+//! | `sq` | first come, first served across rings (001 SQ) | whole frames |
+//! | `quota` | round robin, up to `quota` frames per turn (NAPI weight) | whole frames: counts frames |
+//! | `rr` | round robin, a time slice `slice` per turn (001 RR) | preemptive: the slice ends mid-frame |
+//! | `prio` | highest-priority non-empty ring (001 Prio) | whole frames: non-preemptive |
+//! | `priowfq` | uncontended: the only waiting ring at once, highest priority first when contention starts; contended: per-ring time slices in turn (001 PrioWFQ) | uncontended whole frames; contended preemptive |
+//! | `drr` | deficit round robin, `weight * quantum` bytes per turn | whole frames: counts bytes |
 //!
-//! Rings are given in priority order (index 0 highest). A time-sliced turn serves frames
-//! while the next one's service still fits in the slice, and at least one frame: service
-//! is never preempted, and no turn overruns its slice by more than one frame.
-
+//! Rings are given in priority order (index 0 highest). A [`Turn`] names the ring and, for
+//! a time-sliced turn, the time left in its slice (`budget`). The `server` I/O mode revokes
+//! the core when the budget runs out, mid-frame if need be (001 V-C: the resource manager
+//! revokes the resource from a task unit in contention): the preempted frame keeps its
+//! descriptor, stays at its ring's head and resumes with its remaining service time at its
+//! ring's next turn (its [`RingView::head_service`] is then what remains). A slice that ends
+//! with no other ring waiting starts a new slice for the same ring, so an uncontended ring
+//! keeps the core without a switch. The batched I/O modes (`busy-poll`, `batched-syscall`)
+//! ignore the budget: a call is a system call and is not revoked, so a turn goes on while
+//! its slice has time left and overruns it by at most one call.
 //!
 //! To add a strategy: a file here with its state machine and tests; a variant of
 //! [`StrategyKind`] (its keys in [`StrategySpec`], checked where that spec is validated);
@@ -39,14 +45,37 @@ pub struct RingView {
     /// Write-back time of the oldest frame.
     pub head_arrival: Instant,
     pub head_size: u16,
-    /// Expected service time of the oldest frame.
+    /// Expected service time of the oldest frame; for a frame preempted in service, the
+    /// service it still needs.
     pub head_service: Span,
 }
 
+/// A strategy's answer: the ring to serve next and how long it may keep the core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Turn {
+    pub ring: usize,
+    /// Time left in the ring's slice (above zero): a core that can revoke service stops
+    /// the frame in service when it runs out. None: the frame is served to its end.
+    pub budget: Option<Span>,
+}
+
+impl Turn {
+    /// Serve ring `ring`'s head to its end.
+    pub fn whole(ring: usize) -> Self {
+        Turn { ring, budget: None }
+    }
+    /// Serve ring `ring` for at most `budget` (above zero).
+    pub fn until(ring: usize, budget: Span) -> Self {
+        debug_assert!(budget > Span::ZERO, "a slice with no time left is not a turn");
+        Turn { ring, budget: Some(budget) }
+    }
+}
+
 pub trait Strategy: Send {
-    /// The ring to serve next at `now`, or None when all are empty.
-    fn pick(&mut self, rings: &[RingView], now: Instant) -> Option<usize>;
-    /// A frame of `size` bytes from ring `i` went into service.
+    /// The ring to serve next at `now` and for how long, or None when all are empty.
+    fn pick(&mut self, rings: &[RingView], now: Instant) -> Option<Turn>;
+    /// A frame of `size` bytes from ring `i` went into service (once per frame: not again
+    /// when a preempted frame resumes).
     fn served(&mut self, _i: usize, _size: u16) {}
     fn name(&self) -> &'static str;
 }
@@ -55,7 +84,7 @@ pub fn build(spec: &StrategySpec, rings: usize) -> Box<dyn Strategy> {
     match spec.kind {
         StrategyKind::Sq => Box::new(sq::Fcfs),
         StrategyKind::Quota => Box::new(quota::Quota { quota: spec.quota, cur: 0, used: 0 }),
-        StrategyKind::Rr => Box::new(rr::TimeSlice { slice: spec.slice.into(), cur: 0, until: Instant::ZERO, started: false }),
+        StrategyKind::Rr => Box::new(rr::TimeSlice { slice: spec.slice.into(), cur: 0, until: Instant::ZERO, in_turn: false }),
         StrategyKind::Prio => Box::new(prio::Prio),
         StrategyKind::Priowfq => Box::new(priowfq::PrioWfq { slices: spec.slices.iter().map(|&d| d.into()).collect(), contended: false, cur: 0, until: Instant::ZERO }),
         StrategyKind::Drr => Box::new(drr::Drr {
@@ -89,17 +118,34 @@ pub(super) mod tests {
         }
     }
 
-    /// Serve two always-busy rings for `n` packets of 100 B taking 5 ps each; count per ring.
+    /// Serve two always-busy rings of 100 B frames taking 5 ps each, revoking the core when a
+    /// turn's budget runs out (a preempted frame resumes with what it still needs), until
+    /// `n` frames are done; count them per ring.
     fn share(kind: StrategyKind, n: usize) -> [usize; 2] {
         let mut s = build(&spec(kind), 2);
-        let rings = [RingView { len: 10, head_arrival: Instant::from_ps(5), head_size: 100, head_service: Span::from_ps(5) }, RingView { len: 10, head_arrival: Instant::from_ps(1), head_size: 100, head_service: Span::from_ps(5) }];
+        let frame = Span::from_ps(5);
+        let mut rest = [Span::ZERO; 2];
         let mut count = [0; 2];
         let mut now = Instant::ZERO;
-        for _ in 0..n {
-            let i = s.pick(&rings, now).unwrap();
-            s.served(i, 100);
-            count[i] += 1;
-            now += Span::from_ps(5);
+        while count[0] + count[1] < n {
+            let rings: [RingView; 2] = std::array::from_fn(|i| RingView {
+                len: 10,
+                head_arrival: Instant::from_ps(5 - 4 * i as u64),
+                head_size: 100,
+                head_service: if rest[i] > Span::ZERO { rest[i] } else { frame },
+            });
+            let turn = s.pick(&rings, now).unwrap();
+            let i = turn.ring;
+            if rest[i] == Span::ZERO {
+                s.served(i, 100);
+                rest[i] = frame;
+            }
+            let d = turn.budget.map_or(rest[i], |b| b.min(rest[i]));
+            rest[i] -= d;
+            now += d;
+            if rest[i] == Span::ZERO {
+                count[i] += 1;
+            }
         }
         count
     }

@@ -1,14 +1,14 @@
 //! `prio`: strict priority, non-preemptive (001 Prio): the highest-priority ring with a
 //! frame.
 
-use super::{RingView, Strategy};
+use super::{RingView, Strategy, Turn};
 use crate::engine::time::Instant;
 
 pub struct Prio;
 
 impl Strategy for Prio {
-    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<usize> {
-        rings.iter().position(|r| r.len > 0)
+    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<Turn> {
+        rings.iter().position(|r| r.len > 0).map(Turn::whole)
     }
     fn name(&self) -> &'static str {
         "prio"

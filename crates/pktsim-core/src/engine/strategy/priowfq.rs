@@ -1,8 +1,9 @@
-//! `priowfq` (001 PrioWFQ): without contention whoever waits is served at once, the
-//! highest priority first when contention starts; under contention per-ring time slices in
-//! turn.
+//! `priowfq` (001 PrioWFQ): without contention whoever waits is served at once and to the
+//! end of its frame, the highest priority first when contention starts; under contention
+//! per-ring time slices in turn, which may end mid-frame (the core revokes service, see the
+//! module header).
 
-use super::{next_nonempty, RingView, Strategy};
+use super::{next_nonempty, RingView, Strategy, Turn};
 use crate::engine::time::{Instant, Span};
 
 pub struct PrioWfq {
@@ -13,7 +14,7 @@ pub struct PrioWfq {
 }
 
 impl Strategy for PrioWfq {
-    fn pick(&mut self, rings: &[RingView], now: Instant) -> Option<usize> {
+    fn pick(&mut self, rings: &[RingView], now: Instant) -> Option<Turn> {
         let waiting = rings.iter().filter(|r| r.len > 0).count();
         match waiting {
             0 => {
@@ -21,9 +22,9 @@ impl Strategy for PrioWfq {
                 None
             }
             1 => {
-                // No contention: whoever waits gets the core at once.
+                // No contention: whoever waits gets the core at once, for a whole frame.
                 self.contended = false;
-                rings.iter().position(|r| r.len > 0)
+                rings.iter().position(|r| r.len > 0).map(Turn::whole)
             }
             _ => {
                 if !self.contended {
@@ -31,11 +32,11 @@ impl Strategy for PrioWfq {
                     self.contended = true;
                     self.cur = rings.iter().position(|r| r.len > 0)?;
                     self.until = now + self.slices[self.cur];
-                } else if rings[self.cur].len == 0 || now + rings[self.cur].head_service > self.until {
+                } else if rings[self.cur].len == 0 || now >= self.until {
                     self.cur = next_nonempty(rings, self.cur)?;
                     self.until = now + self.slices[self.cur];
                 }
-                Some(self.cur)
+                Some(Turn::until(self.cur, self.until - now))
             }
         }
     }
@@ -47,17 +48,36 @@ impl Strategy for PrioWfq {
 #[cfg(test)]
 mod tests {
     use super::super::tests::spec;
-    use super::super::{build, RingView};
+    use super::super::{build, RingView, Turn};
     use crate::engine::time::{Instant, Span};
     use crate::scenario::StrategyKind;
+
+    fn waiting(len: usize, service_ps: u64) -> RingView {
+        RingView { len, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(service_ps) }
+    }
 
     #[test]
     fn priowfq_without_contention_serves_whoever_waits() {
         let mut s = build(&spec(StrategyKind::Priowfq), 2);
-        let only_low = [RingView::default(), RingView { len: 3, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        assert_eq!(s.pick(&only_low, Instant::from_ps(0)), Some(1));
-        // A high-priority frame arrives: it gets the core at the next packet boundary.
-        let both = [RingView { len: 1, head_arrival: Instant::from_ps(7), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 2, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        assert_eq!(s.pick(&both, Instant::from_ps(8)), Some(0));
+        let only_low = [RingView::default(), waiting(3, 5)];
+        assert_eq!(s.pick(&only_low, Instant::from_ps(0)), Some(Turn::whole(1)), "a whole frame, no slice");
+        // A high-priority frame arrives: it gets the core at the next frame boundary, for
+        // its slice of 30 ps.
+        let both = [waiting(1, 5), waiting(2, 5)];
+        assert_eq!(s.pick(&both, Instant::from_ps(8)), Some(Turn::until(0, Span::from_ps(30))));
+    }
+
+    /// Slices 30 and 10 ps, frames of 25 ps: the high-priority ring's slice ends 5 ps into
+    /// its second frame, the low one's 10 ps into its first; both resume at their next turn.
+    #[test]
+    fn contended_slices_end_mid_frame() {
+        let mut s = build(&spec(StrategyKind::Priowfq), 2);
+        let both = [waiting(5, 25), waiting(5, 25)];
+        assert_eq!(s.pick(&both, Instant::from_ps(0)), Some(Turn::until(0, Span::from_ps(30))));
+        assert_eq!(s.pick(&both, Instant::from_ps(25)), Some(Turn::until(0, Span::from_ps(5))));
+        assert_eq!(s.pick(&[waiting(4, 20), waiting(5, 25)], Instant::from_ps(30)), Some(Turn::until(1, Span::from_ps(10))));
+        assert_eq!(s.pick(&[waiting(4, 20), waiting(5, 15)], Instant::from_ps(40)), Some(Turn::until(0, Span::from_ps(30))));
+        // Contention over (ring 0 empty): ring 1's partly served frame is served to its end.
+        assert_eq!(s.pick(&[RingView::default(), waiting(5, 15)], Instant::from_ps(60)), Some(Turn::whole(1)));
     }
 }

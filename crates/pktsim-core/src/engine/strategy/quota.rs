@@ -1,6 +1,7 @@
-//! `quota`: round robin, up to `quota` frames per turn (NAPI's weight).
+//! `quota`: round robin, up to `quota` frames per turn (NAPI's weight). It counts frames,
+//! and a turn never ends mid-frame.
 
-use super::{next_nonempty, RingView, Strategy};
+use super::{next_nonempty, RingView, Strategy, Turn};
 use crate::engine::time::Instant;
 
 pub struct Quota {
@@ -10,14 +11,14 @@ pub struct Quota {
 }
 
 impl Strategy for Quota {
-    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<usize> {
+    fn pick(&mut self, rings: &[RingView], _now: Instant) -> Option<Turn> {
         if rings[self.cur].len > 0 && self.used < self.quota {
-            return Some(self.cur);
+            return Some(Turn::whole(self.cur));
         }
         let next = next_nonempty(rings, self.cur)?;
         self.cur = next;
         self.used = 0;
-        Some(next)
+        Some(Turn::whole(next))
     }
     fn served(&mut self, _i: usize, _size: u16) {
         self.used += 1;
@@ -38,9 +39,9 @@ mod tests {
     fn quota_moves_on_when_a_ring_empties() {
         let mut s = build(&spec(StrategyKind::Quota), 2);
         let rings = [RingView { len: 1, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 5, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
-        let first = s.pick(&rings, Instant::from_ps(0)).unwrap();
+        let first = s.pick(&rings, Instant::from_ps(0)).unwrap().ring;
         s.served(first, 64);
         let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];
-        assert_eq!(s.pick(&emptied, Instant::from_ps(1)), Some(1));
+        assert_eq!(s.pick(&emptied, Instant::from_ps(1)), Some(super::super::Turn::whole(1)));
     }
 }
