@@ -72,8 +72,10 @@ impl Group {
             forwarded_bytes: 0,
             drop_rx_ring: 0,
             drop_qdisc: 0,
-            // 1 ns .. 100 s at 3 significant digits.
-            latency: Histogram::new_with_bounds(1, 100_000_000_000, 3).unwrap_or_else(|_| unreachable!("valid bounds")),
+            // From 1 ns at 3 significant digits, growing to the largest latency recorded:
+            // a group's memory follows what it measures (a few KB for one that sees
+            // microseconds, none beyond the first bucket for one that sees no frame).
+            latency: Histogram::new(3).unwrap_or_else(|_| unreachable!("valid precision")),
             latency_min: Span::from_ps(u64::MAX),
             latency_max: Span::ZERO,
             latency_sum_ns: 0.0,
@@ -87,7 +89,11 @@ impl Group {
         let ns = latency.as_ns_f64();
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
-        self.latency.saturating_record((latency.ps() / 1_000).max(1));
+        // `record` grows the histogram (`saturating_record` would clamp to its current top).
+        let v = (latency.ps() / 1_000).max(1);
+        if self.latency.record(v).is_err() {
+            self.latency.saturating_record(v);
+        }
         self.latency_min = self.latency_min.min(latency);
         self.latency_max = self.latency_max.max(latency);
         self.latency_sum_ns += ns;
@@ -436,6 +442,26 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A group's histogram grows with the latencies it records: one that sees no frame or
+    /// microseconds stays small, and what it records is kept at 3 significant digits up to
+    /// the engine's longest run.
+    #[test]
+    fn latency_memory_follows_what_is_measured() {
+        let empty = Group::new(2);
+        assert!(empty.latency.distinct_values() <= 4096, "{}", empty.latency.distinct_values());
+        let mut us = Group::new(2);
+        for i in 0..10_000u64 {
+            us.record(64, Span::from_ps(1_000_000 + 1_000 * i), 0);
+        }
+        assert!(us.latency.distinct_values() <= 8192, "{}", us.latency.distinct_values());
+        let mut long = Group::new(2);
+        long.record(64, Span::from_ps(1_000_000 * 1_000_000_000_000), 0); // 1e6 s
+        long.record(64, Span::from_ps(1_000_000), 0);
+        let l = long.summary(1.0).latency_ns;
+        assert_eq!((l.min, l.max), (1_000.0, 1e15));
+        assert!((l.p999 / 1e15 - 1.0).abs() < 1e-3, "{}", l.p999);
+    }
 
     #[test]
     fn percentiles_never_exceed_a_latency_that_occurred() {
