@@ -82,8 +82,9 @@ def test_from_measurement_gives_000_table_i_from_its_measurements():
 def test_fib_fit_reproduces_the_bundled_defaults():
     fit = json.loads(pktsim._core.fib_table_iv_fit())
     assert fit["node_cycles"] == pytest.approx(47.3, abs=0.05)
-    assert fit["misses_per_lookup"] == pytest.approx(0.62, abs=0.005)
-    assert fit["memory_latency_ns"] == pytest.approx(160, abs=0.5)
+    assert fit["misses_per_lookup"] == pytest.approx(0.944, abs=0.0005)
+    assert fit["memory_latency_ns"] == pytest.approx(100)
+    assert fit["fitted_on_routes"] == [256, 1_048_576]
 
 
 def test_compare_is_in_the_library_and_matches_the_command():

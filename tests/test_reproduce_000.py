@@ -30,11 +30,22 @@ def test_every_table_i_row_within_one_percent(result):
         assert abs(r["rel_error"]) < 0.01, r
 
 
-def test_every_table_iv_row_within_one_percent(result):
+def test_table_iv_fit_rows_close_and_the_held_out_row_is_predicted_within_five_percent(result):
+    """The FIB model is fitted on the 256- and 1,048,576-flow rows; the 16,384-flow row
+    is a prediction (within 5%: 000 prints whole cycles, and the model is two-parameter)."""
     rows = table_rows(result, "Table IV")
     assert len(rows) == 12  # C_routing, C_total and R_max for four flow counts
     for r in rows:
-        assert abs(r["rel_error"]) < 0.01, r
+        held_out = "16384 flows" in r["quantity"]
+        assert r["kind"] == ("predicted" if held_out else "fitted"), r
+        assert abs(r["rel_error"]) < (0.05 if held_out else 0.01), r
+
+
+def test_full_table_few_destinations_is_reported_as_a_prediction_with_its_error(result):
+    (r,) = [r for r in result["rows"] if "752,138 routes" in r["quantity"]]
+    assert r["kind"] == "predicted" and r["reported"] == pytest.approx(1.37 / 1.74)
+    assert r["rel_error"] == pytest.approx(r["predicted"] / r["reported"] - 1)
+    assert "note" in r
 
 
 def test_table_i_bottlenecks(result):
@@ -45,9 +56,11 @@ def test_table_i_bottlenecks(result):
     assert by_q["R_max, 1500 B"]["bottleneck"] == "link"
 
 
-def test_section_v_d_knee_holds(result):
-    knee = [r for r in result["rows"] if "holds" in r]
-    assert knee and all(r["holds"] for r in knee)
+def test_section_v_d_knee_holds_without_being_fitted(result):
+    (knee,) = [r for r in result["rows"] if "holds" in r]
+    assert knee["kind"] == "relation" and knee["holds"]
+    lo, hi = (int(x) for x in knee["predicted"].split(".."))
+    assert 65_536 <= lo < hi <= 262_144
 
 
 def test_text_output_prints_errors():

@@ -34,15 +34,20 @@ PAPER_FIGURES = {
 
 # The rows issue 13 names, and what they are.
 LABELLED = {
-    ("000", "C_routing, "): "fitted",  # the FIB model's 4 parameters fitted to these 4 rows
+    ("000", "C_routing, 1 flows"): "fitted",  # the reference profile
+    ("000", "C_routing, 256 flows"): "fitted",  # the FIB model's 2 parameters fitted to these 2 rows
+    ("000", "C_routing, 1048576 flows"): "fitted",
+    ("000", "C_routing, 16384 flows"): "predicted",  # held out of the fit
     ("000", "C_total, 1 flows"): "fitted",
     ("000", "C_total, 256 flows"): "fitted",
-    ("000", "C_total, 16384 flows"): "fitted",
+    ("000", "C_total, 16384 flows"): "predicted",
     ("000", "C_total, 1048576 flows"): "fitted",
     ("000", "R_max, 1 flows"): "fitted",
+    ("000", "R_max, 16384 flows"): "predicted",
     ("000", "R_max, 1048576 flows"): "fitted",
     ("000", "R_max measured peak"): "fitted",
-    ("000", "FIB size where the routing cost jumps"): "fitted",  # 8 MiB / 64 B, by construction
+    ("000", "FIB size over which the routing cost rises most"): "relation",  # from the fitted curve; V-D not used
+    ("000", "R_max ratio, 752,138 routes"): "predicted",
     ("000", "R_max, 64 B"): "fitted",  # Table II was computed from this rate
     ("000", "R_max, 1024 B"): "predicted",  # the line rate
     ("002", "maximum forwarding rate implied by Table I"): "derived",
@@ -154,8 +159,8 @@ def test_each_papers_summary_is_the_hand_computation_over_its_rows(papers):
     # Pooled over all papers (what the text output ends with).
     rows = [r for _, r in every_row(papers)]
     assert {k: summary(rows)[k] for k in SUMMARY_KEYS} == pytest.approx(hand_summary(rows))
-    # 000 today: only the two link-bound R_max rows are predictions.
-    assert papers["000"]["summary"]["predicted"] == 2
+    # 000: the two link-bound R_max rows, the 16,384-flow row (3) and the full-table row.
+    assert papers["000"]["summary"]["predicted"] == 6
     assert papers["001"]["summary"]["relations"] == 9
 
 
@@ -212,9 +217,9 @@ def test_text_output_ends_with_the_summary_and_flags_large_errors(monkeypatch, c
     assert cli.main(["reproduce", "all"]) == 0
     out = capsys.readouterr().out
     lines = out.rstrip().splitlines()
-    assert lines[-2].startswith("summary (all papers): 5 predicted rows: |error| median ")
-    assert "relations held: 3 of 3" in lines[-1] and "22 fitted, 7 derived" in lines[-1]
-    assert "summary (000): 2 predicted rows" in out and "summary (002): 3 predicted rows" in out
+    assert lines[-2].startswith("summary (all papers): 9 predicted rows: |error| median ")
+    assert "relations held: 4 of 4" in lines[-1] and "18 fitted, 7 derived" in lines[-1]
+    assert "summary (000): 6 predicted rows" in out and "summary (002): 3 predicted rows" in out
     polls = next(line for line in lines if line.startswith("rx polls per packet near saturation"))
     assert "|error| > 10%" in polls and "predicted" in polls
     fitted = next(line for line in lines if line.startswith("C_routing, 256 flows"))
@@ -245,4 +250,4 @@ def test_html_report_shows_kinds_and_the_summary(tmp_path):
 
     page = build(tmp_path, ["000"]).read_text()
     assert "<th>kind</th>" in page and "<td>fitted</td>" in page and "<td>derived</td>" in page and "<td>predicted</td>" in page
-    assert "<p class='summary'>summary: 2 predicted rows" in page
+    assert "<p class='summary'>summary: 6 predicted rows" in page

@@ -28,10 +28,20 @@
 //! The routing group of a cost profile measured with `R0` routes and `F0` flows moves to
 //! another FIB as `routing(R, F) = routing_profile + extra(R, F) - extra(R0, F0)`.
 //!
-//! The parameters are fitted once to 000 Table IV ([`fit_000_table_iv`]); the fit puts the
-//! knee (where the working set leaves L3) at 131,072 routes, inside the range 65,536 to
-//! 262,144 that 000 section V-D names. Result: gentle growth while the FIB fits in L3, a
-//! sharp rise beyond it, and a plateau once every lookup goes to memory.
+//! Two parameters are fitted ([`fit_000_table_iv`]) on two rows of 000 Table IV besides
+//! the one-route reference: 256 routes (inside L1: `node_cycles`) and 1,048,576 routes
+//! (beyond L3: `misses_per_lookup`). The cache sizes and latencies are the machine's, not
+//! fitted (memory latency 100 ns: DDR3 DRAM plus a page walk). The 16,384-route row and
+//! 000 V-D's knee are then predictions: the model puts its steepest rise in the doubling
+//! from 131,072 to 262,144 routes, where the working set leaves L3.
+//!
+//! What the model does not capture: it lets the working set follow the destinations
+//! (`min(R, F)` leaves). 000's workload walks linearly increasing addresses through a
+//! compact trie; with a full BGP table (752,138 routes) and 4,000 destinations, Linux
+//! forwards 1.37 Mpps instead of 1.74 (ratio 0.787), which needs about one memory access
+//! per lookup: the deep nodes of a large, sparse trie are cold whatever the number of
+//! destinations. pktsim predicts 0.90 there; a working set that follows the routes instead
+//! would give 0.80 but would also make one flow over a big FIB cold.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -64,7 +74,7 @@ pub struct Caches {
 
 impl Caches {
     // Xeon E3-1230 v2 (Ivy Bridge), the machine of 000: 32 KiB L1d, 256 KiB L2, 8 MiB L3,
-    // 12 / 30 cycles L2 / L3 hit latency; the memory latency is the fitted value.
+    // 12 / 30 cycles L2 / L3 hit latency; 100 ns to memory (DRAM plus a page walk).
     fn default_l1d() -> Bytes {
         Bytes::new(32 << 10)
     }
@@ -81,7 +91,7 @@ impl Caches {
         Cycles::new(30.0)
     }
     fn default_memory_latency() -> Duration {
-        Duration::from_ps(160_000)
+        Duration::from_ps(100_000)
     }
 }
 
@@ -105,13 +115,14 @@ pub struct FibParams {
     /// Routes in the FIB. Default: one route per flow destination, as in 000 section V-C.
     #[serde(default)]
     pub routes: Option<u64>,
-    /// Cycles per trie level walked (fitted to 000 Table IV).
+    /// Cycles per trie level walked (fitted to 000 Table IV, 256 routes).
     #[serde(default = "FibParams::default_node_cycles")]
     pub node_cycles: Cycles,
     /// Bytes of FIB data a flow's lookup touches (a leaf with its alias: one cache line).
     #[serde(default = "FibParams::default_entry_size")]
     pub entry_size: Bytes,
-    /// Dependent accesses per lookup that see the working set's miss ratio (fitted).
+    /// Dependent accesses per lookup that see the working set's miss ratio (fitted to 000
+    /// Table IV, 1,048,576 routes).
     #[serde(default = "FibParams::default_misses_per_lookup")]
     pub misses_per_lookup: f64,
 }
@@ -124,7 +135,7 @@ impl FibParams {
         Bytes::new(64)
     }
     fn default_misses_per_lookup() -> f64 {
-        0.62
+        0.944
     }
 }
 
@@ -176,8 +187,10 @@ pub struct FibReport {
     pub resides_in: &'static str,
     pub stall_cycles_per_miss: f64,
     pub extra_cycles: f64,
-    /// Flows whose lookups fit in L3: the knee of the routing cost.
+    /// Flows whose lookups fit in L3.
     pub flows_fitting_l3: f64,
+    /// The doubling of routes (flows = routes) over which the routing cost rises most.
+    pub knee_routes: (u64, u64),
 }
 
 fn miss_ratio(working_set: f64, cache: f64) -> f64 {
@@ -241,6 +254,7 @@ impl FibModel {
             stall_cycles_per_miss: self.stall_cycles(w),
             extra_cycles: self.extra_cycles(routes, flows),
             flows_fitting_l3: self.l3_bytes / self.entry_bytes,
+            knee_routes: knee(self, 0.0),
         }
     }
 }
@@ -251,54 +265,52 @@ pub struct FibFit {
     pub leaf_cycles: f64,
     pub node_cycles: f64,
     pub misses_per_lookup: f64,
-    pub memory_latency_cycles: f64,
+    /// The machine's memory latency the fit assumed (an input).
     pub memory_latency_ns: f64,
+    /// Routes of the rows the two parameters were fitted on.
+    pub fitted_on_routes: [u64; 2],
 }
 
-/// Fit the FIB model to four `(routes, routing cycles)` points shaped like 000 Table IV:
-/// one route, a FIB inside L1, one that spills L1/L2 but fits L3, one beyond L3 (flows =
-/// routes in each). With `entry_size` and the cache hierarchy fixed, the four points
-/// determine the leaf cost, `node_cycles`, `misses_per_lookup` and the memory latency
-/// exactly, in that order.
-pub fn fit_000_table_iv(points: [(u64, f64); 4], entry_size: Bytes, caches: &Caches, frequency_hz: f64) -> Result<FibFit, String> {
-    let probe = FibModel::new(
-        &FibParams { routes: None, node_cycles: Cycles::new(0.0), entry_size, misses_per_lookup: 0.0 },
-        caches,
-        frequency_hz,
-    );
-    let [(r0, c0), (r1, c1), (r2, c2), (r3, c3)] = points;
+/// Fit `node_cycles` and `misses_per_lookup` to three `(routes, routing cycles)` points
+/// shaped like 000 Table IV (flows = routes): one route (the reference), a FIB inside L1
+/// (only the trie depth grows), and one beyond L3. The cache hierarchy, its latencies and
+/// `entry_size` are inputs.
+pub fn fit_000_table_iv(points: [(u64, f64); 3], entry_size: Bytes, caches: &Caches, frequency_hz: f64) -> Result<FibFit, String> {
+    let probe = FibModel::new(&FibParams { routes: None, node_cycles: Cycles::new(0.0), entry_size, misses_per_lookup: 0.0 }, caches, frequency_hz);
+    let [(r0, c0), (r1, c1), (r3, c3)] = points;
     let w = |r: u64| probe.working_set_bytes(r, r);
     if r0 != 1 {
         return Err("the first point must be a one-route FIB".into());
     }
-    if w(r1) > probe.l1_bytes {
-        return Err(format!("the second point ({r1} routes) must fit in L1"));
-    }
-    if w(r2) <= probe.l1_bytes || w(r2) > probe.l3_bytes {
-        return Err(format!("the third point ({r2} routes) must spill L1 but fit in L3"));
+    if r1 < 2 || w(r1) > probe.l1_bytes {
+        return Err(format!("the second point ({r1} routes) must have more than one route and fit in L1"));
     }
     if w(r3) <= probe.l3_bytes {
-        return Err(format!("the fourth point ({r3} routes) must exceed L3"));
+        return Err(format!("the third point ({r3} routes) must exceed L3"));
     }
-    let leaf = c0;
-    let node = (c1 - leaf) / depth(r1);
-    // Stall without the memory term (the third point fits L3).
-    let s2 = probe.stall_cycles(w(r2));
-    let k = (c2 - leaf - node * depth(r2)) / s2;
-    let ws3 = w(r3);
-    let cache_part = miss_ratio(ws3, probe.l1_bytes) * probe.l2_latency_cycles + miss_ratio(ws3, probe.l2_bytes) * probe.l3_latency_cycles;
-    let mem = ((c3 - leaf - node * depth(r3)) / k - cache_part) / miss_ratio(ws3, probe.l3_bytes);
+    let node = (c1 - c0) / depth(r1);
+    let k = (c3 - c0 - node * depth(r3)) / probe.stall_cycles(w(r3));
     Ok(FibFit {
-        leaf_cycles: leaf,
+        leaf_cycles: c0,
         node_cycles: node,
         misses_per_lookup: k,
-        memory_latency_cycles: mem,
-        memory_latency_ns: mem / frequency_hz * 1e9,
+        memory_latency_ns: caches.memory_latency.as_ns(),
+        fitted_on_routes: [r1, r3],
     })
 }
 
 /// 000 Table IV: `(flows = routes, C_routing)`.
 pub const TABLE_IV_ROUTING: [(u64, f64); 4] = [(1, 200.0), (256, 350.0), (16_384, 406.0), (1_048_576, 720.0)];
+
+/// The rows of [`TABLE_IV_ROUTING`] the defaults are fitted on (the others are predicted).
+pub const TABLE_IV_FIT: [(u64, f64); 3] = [(1, 200.0), (256, 350.0), (1_048_576, 720.0)];
+
+/// The route counts `2^e .. 2^(e+1)` over which the model's routing cost rises most (the
+/// knee of 000 V-D), searched over powers of two up to 2^26.
+pub fn knee(model: &FibModel, profile_routing: f64) -> (u64, u64) {
+    let c = |n: u64| model.routing_cycles(profile_routing, 1, 1, n, n);
+    (0..26).map(|e| (1u64 << e, 1u64 << (e + 1))).max_by(|a, b| (c(a.1) - c(a.0)).total_cmp(&(c(b.1) - c(b.0)))).unwrap_or((1, 2))
+}
 
 #[cfg(test)]
 mod tests {
@@ -309,22 +321,29 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_the_rounded_fit_to_table_iv() {
-        let fit = fit_000_table_iv(TABLE_IV_ROUTING, Bytes::new(64), &Caches::default(), 3.3e9).unwrap();
+    fn defaults_are_the_rounded_fit_to_two_rows_of_table_iv() {
+        let fit = fit_000_table_iv(TABLE_IV_FIT, Bytes::new(64), &Caches::default(), 3.3e9).unwrap();
         let d = FibParams::default();
         assert!((fit.node_cycles - d.node_cycles.cycles).abs() < 0.05, "{fit:?}");
-        assert!((fit.misses_per_lookup - d.misses_per_lookup).abs() < 0.005, "{fit:?}");
-        assert!((fit.memory_latency_ns - Caches::default().memory_latency.as_ns()).abs() < 0.5, "{fit:?}");
+        assert!((fit.misses_per_lookup - d.misses_per_lookup).abs() < 0.0005, "{fit:?}");
     }
 
+    /// The 16,384-route row was not fitted: predicted within 5% (000 rounds to cycles).
     #[test]
-    fn table_iv_routing_cycles_within_one_percent() {
+    fn the_row_left_out_of_the_fit_is_predicted_within_five_percent() {
         let m = model();
         for (n, reported) in TABLE_IV_ROUTING {
             let predicted = m.routing_cycles(200.0, 1, 1, n, n);
-            let err = (predicted - reported).abs() / reported;
-            assert!(err < 0.01, "{n} flows: {predicted} vs {reported}");
+            let tol = if TABLE_IV_FIT.iter().any(|(r, _)| *r == n) { 0.001 } else { 0.05 };
+            assert!((predicted - reported).abs() / reported < tol, "{n} flows: {predicted} vs {reported}");
         }
+    }
+
+    /// 000 V-D: the loss sets in between 65,536 and 262,144 routes; the fit used neither.
+    #[test]
+    fn the_steepest_rise_lies_where_000_v_d_puts_the_knee() {
+        let (lo, hi) = knee(&model(), 200.0);
+        assert!(lo >= 65_536 && hi <= 262_144, "{lo}..{hi}");
     }
 
     #[test]
@@ -335,9 +354,6 @@ mod tests {
         assert!(c(131_072) / c(16_384) < 1.10);
         // Across the L3 boundary (128 Ki .. 1 Mi routes, 8x more): more than 50% more.
         assert!(c(1_048_576) / c(131_072) > 1.5);
-        // The knee lies where 000 V-D expects it.
-        let knee = Caches::default().l3.bytes as f64 / m.entry_bytes;
-        assert!((65_536.0..=262_144.0).contains(&knee), "{knee}");
         // Beyond memory residence the cost saturates: 4x more routes, < 10% more cycles.
         assert!(c(16_777_216) / c(4_194_304) < 1.10);
         // Monotone.

@@ -159,13 +159,13 @@ fn bundled_profile_text(name: &str) -> PyResult<&'static str> {
         .ok_or_else(|| PyValueError::new_err(format!("no bundled profile {name:?}")))
 }
 
-/// The FIB model fitted to 000 Table IV, and the model's routing cycles at given sizes.
+/// The FIB model fitted to two rows of 000 Table IV (the defaults' origin).
 #[pyfunction]
 fn fib_table_iv_fit() -> PyResult<String> {
     use pktsim_core::fib::*;
     use pktsim_core::units::Bytes;
     let caches = Caches::default();
-    let fit = fit_000_table_iv(TABLE_IV_ROUTING, Bytes::new(64), &caches, 3.3e9).map_err(PyValueError::new_err)?;
+    let fit = fit_000_table_iv(TABLE_IV_FIT, Bytes::new(64), &caches, 3.3e9).map_err(PyValueError::new_err)?;
     json(&fit)
 }
 
