@@ -173,3 +173,11 @@ fn thread_timing_needs_the_threaded_napi_mode() {
     let msg = message(&[("host.io", "threaded-napi"), ("host.thread.t_wakeup", "10")]);
     assert_names(&msg, &["host.thread.t_wakeup", "10"]);
 }
+
+#[test]
+fn deferral_belongs_to_napi_and_its_timeout_to_the_engines_range() {
+    assert_names(&message(&[("host.io", "server"), ("host.napi_defer_hard_irqs", "2")]), &["host.napi_defer_hard_irqs", "napi"]);
+    assert_names(&message(&[("host.io", "busy-poll"), ("host.batch.t_empty", "10ns"), ("host.gro_flush_timeout", "50us")]), &["host.gro_flush_timeout", "napi"]);
+    assert_names(&message(&[("host.gro_flush_timeout", "20s")]), &["host.gro_flush_timeout"]);
+    assert_names(&message(&[("host.napi_defer_hard_irqs", "3000000000")]), &["host.napi_defer_hard_irqs"]);
+}

@@ -23,6 +23,8 @@ pub enum Key {
     Step(u32),
     /// The sleeping thread of core `.0` starts to run.
     Wake(u32),
+    /// The deferral timer (`gro_flush_timeout`) of the NAPI of vector `.0` expires.
+    Defer(u32),
 }
 
 /// What an event is for.

@@ -139,6 +139,14 @@ pub struct HostSpec {
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
+    /// `napi_defer_hard_irqs` (io = "napi"): after a poll that did work, up to this many
+    /// consecutive empty polls are driven by a timer every `gro_flush_timeout` instead of
+    /// unmasking the interrupt; the interrupt is unmasked after that many empty polls.
+    #[serde(default)]
+    pub napi_defer_hard_irqs: u32,
+    /// `gro_flush_timeout` (io = "napi"): the deferral timer's period; 0 disables deferral.
+    #[serde(default)]
+    pub gro_flush_timeout: Duration,
     /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_proc_per_byte: Option<TimePerByte>,
@@ -241,6 +249,8 @@ impl Default for HostSpec {
             budget_time: default_budget_time(),
             hz: default_hz(),
             net_rx_action: NetRxAction::default(),
+            napi_defer_hard_irqs: 0,
+            gro_flush_timeout: Duration::default(),
             t_proc_per_byte: None,
             tx_lock: Duration::default(),
             strategy: StrategySpec::default(),
@@ -268,6 +278,11 @@ impl HostSpec {
             )
             .into());
         }
+        if (self.napi_defer_hard_irqs > 0 || self.gro_flush_timeout.ps > 0) && self.io != IoModeKind::Napi {
+            let key = if self.napi_defer_hard_irqs > 0 { "host.napi_defer_hard_irqs" } else { "host.gro_flush_timeout" };
+            return Err(ConfigError::new(origin, key, None, "io = \"napi\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
+        }
+        range("host.napi_defer_hard_irqs", self.napi_defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server) {
             return Err(ConfigError::new(
                 origin,

@@ -9,8 +9,12 @@
 //!           poll(v) = tx clean (t_clean per completed packet, <= 256)
 //!                   + rx clean (t_proc per packet, <= weight 64; refill in batches of 16)
 //!           used the whole weight -> stays scheduled (round robin)
-//!           else napi_complete: ITR update (once per episode), unmask; a cause that came
-//!                meanwhile fires when the throttle allows
+//!           else napi_complete_done: with napi_defer_hard_irqs and gro_flush_timeout,
+//!                a poll that did work reloads the deferral count; while it is above 0
+//!                the count drops, the vector stays masked and a timer polls again after
+//!                gro_flush_timeout (softirq, no hard IRQ); else ITR update (once per
+//!                episode), unmask; a cause that came meanwhile fires when the throttle
+//!                allows
 //!           budget or time exhausted -> time_squeeze, re-raise (ksoftirqd after 10)
 //! ```
 //!
@@ -28,7 +32,7 @@ use super::{Ctx, IoMode};
 use crate::engine::ingress::Packet;
 use crate::engine::moderation::Episode;
 use crate::engine::nic::{Irq, Nic};
-use crate::engine::queue::Key;
+use crate::engine::queue::{Key, Timer};
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
 use crate::engine::topology::Topology;
@@ -109,6 +113,9 @@ struct Core {
 struct NapiInstance {
     scheduled: bool,
     episode: Episode,
+    /// Empty polls still to be driven by the deferral timer before the IRQ is unmasked.
+    defer_left: u32,
+    defer_timer: Timer,
 }
 
 /// NAPI and driver limits.
@@ -121,6 +128,9 @@ pub struct NapiParams {
     pub refill_batch: u32,
     pub refill_at_poll_end: bool,
     pub net_rx_action: NetRxAction,
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
+    pub defer_hard_irqs: u32,
+    pub gro_flush_timeout: Span,
 }
 
 pub struct Napi {
@@ -130,6 +140,8 @@ pub struct Napi {
     p: NapiParams,
     jiffy: Span,
     budget_jiffies: u64,
+    /// Polls the deferral timer started in the measurement window.
+    timer_polls: u64,
 }
 
 impl Napi {
@@ -146,6 +158,8 @@ impl Napi {
                 refill_batch: n.refill_batch,
                 refill_at_poll_end: n.refill_at_poll_end,
                 net_rx_action: h.net_rx_action,
+                defer_hard_irqs: h.napi_defer_hard_irqs,
+                gro_flush_timeout: h.gro_flush_timeout.into(),
             },
         )
     }
@@ -155,7 +169,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies }
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0 }
     }
 
     fn jiffy(&self, t: Instant) -> u64 {
@@ -258,9 +272,19 @@ impl Napi {
             }
         }
         if !incomplete {
-            // napi_complete: the episode ends (the moderation policy hears of it), unmask.
             let inst = &mut self.napi[v];
             inst.scheduled = false;
+            // napi_complete_done: work reloads the deferral count; while it lasts, the
+            // vector stays masked and the timer polls again (the episode goes on).
+            if poll.rx_done > 0 {
+                inst.defer_left = self.p.defer_hard_irqs;
+            }
+            if inst.defer_left > 0 && self.p.gro_flush_timeout > Span::ZERO {
+                inst.defer_left -= 1;
+                inst.defer_timer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(v as u32));
+                return;
+            }
+            // The episode ends (the moderation policy hears of it), unmask.
             let episode = std::mem::take(&mut inst.episode);
             ctx.nic.complete(v, t, episode, ctx.queue, ctx.stats);
         }
@@ -390,8 +414,21 @@ impl IoMode for Napi {
     }
 
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {
-        if let Key::Step(c) = key {
-            units::on_step(self, c as usize, gen, ctx);
+        match key {
+            Key::Step(c) => units::on_step(self, c as usize, gen, ctx),
+            // napi_watchdog: schedule the NAPI and raise the softirq, no device interrupt.
+            Key::Defer(v) if self.napi[v as usize].defer_timer.fired(gen) => {
+                let (v, now) = (v as usize, ctx.now);
+                let c = ctx.nic.vector(v).layout().core;
+                if ctx.stats.in_window(now) {
+                    self.timer_polls += 1;
+                }
+                self.napi_schedule(c, v);
+                if self.cores[c].worker.is_idle() {
+                    units::run(self, c, now, ctx);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -425,6 +462,7 @@ impl IoMode for Napi {
         json!({
             "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),
             "moderation": nic.vectors().first().map(|v| v.moderation().name()),
+            "deferral_timer_polls": self.timer_polls,
         })
     }
 }
@@ -441,9 +479,11 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     if vectors > 1.0 && costs.t_poll > Span::ZERO {
         notes.push("at saturation, polls of the separate tx vectors (their rate follows interrupt moderation) are left out".to_string());
     }
+    // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
+    let deferred = if h.gro_flush_timeout.ps > 0 { h.napi_defer_hard_irqs as f64 } else { 0.0 };
     super::ModeCosts {
         terms: vec![
-            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors),
+            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
             super::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
         ],
         tx_lock: true,
@@ -483,6 +523,38 @@ mod tests {
         assert_eq!((r.latency_ns.min, r.latency_ns.mean), (3_000.0, 3_500.0));
         assert!((r.cpu_by_activity["irq"] - 4e-6 / 1e-3).abs() < 1e-12, "4 handlers of 1 us in 1 ms");
         assert!((r.cpu_by_activity["tx_clean"] - 1e-6 / 1e-3).abs() < 1e-12);
+    }
+
+    /// napi_defer_hard_irqs = 2, gro_flush_timeout = 5 us; ITR off, tx completions on the
+    /// rx vector, t_irq 1 us, t_poll 0.5 us, t_proc 2 us. Frames reach the ring at 10 and
+    /// 14 us.
+    ///
+    /// ```text
+    ///  10     IRQ -> handler 10-11 -> poll 11-11.5, frame 1 11.5-13.5: work, count 2 -> 1,
+    ///         vector stays masked, timer at 18.5 (frame 2 at 14 raises no IRQ)
+    ///  18.5   timer poll 18.5-19, frame 2 19-21: work, count 2 -> 1, timer at 26
+    ///  26     timer poll 26-26.5 (cleans frame 2's completion): empty, count 1 -> 0, timer at 31.5
+    ///  31.5   timer poll 31.5-32: empty, count 0 -> unmask; completions came while masked
+    ///         -> IRQ at 32 -> handler 32-33 -> poll 33-33.5: empty, unmask
+    /// ```
+    #[test]
+    fn deferral_keeps_the_interrupt_masked_and_polls_from_a_timer() {
+        let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"\nnapi_defer_hard_irqs = 2\ngro_flush_timeout = \"5us\"";
+        let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
+        let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [13_500.0, 21_000.0]);
+        assert_eq!(r.irq_per_s * 1e-3, 2.0, "IRQs at 10 and 32 us only");
+        assert_eq!(r.polls_per_packet, 2.5, "polls at 11, 18.5, 26, 31.5 and 33 us");
+        assert_eq!(r.io["deferral_timer_polls"], 3);
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (3_500.0, 7_000.0));
+        assert!((r.cpu_by_activity["irq"] - 2e-6 / 1e-3).abs() < 1e-12);
+        assert!((r.cpu_by_activity["poll"] - 2.5e-6 / 1e-3).abs() < 1e-12);
+        // Without deferral the vector is unmasked at 13.5 us; frame 1's completion at
+        // 13.5672 interrupts, and frame 2 is polled at 15.0672 and leaves at 17.0672.
+        let plain = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
+        let (_, dep) = trace(&plain, &[(10_000, 64), (14_000, 64)]);
+        assert!((dep[1].0 - 17_067.2).abs() < 1e-6, "{dep:?}");
     }
 
     #[test]
