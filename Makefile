@@ -30,6 +30,7 @@ $(VENV)/.installed: $(SOURCES)
 # `pktsim testbed` (root only) drives iproute2, ethtool, nftables and perf (Debian's packages).
 testbed-tools:
 	@if [ "$$(id -u)" = 0 ] && ! { command -v nft && command -v ethtool && command -v ip && command -v perf; } >/dev/null 2>&1; then \
+	  echo "installing iproute2, ethtool, nftables and linux-perf with apt-get (root): pktsim testbed builds network namespaces, sets NIC and NAPI knobs, adds nftables rules and counts napi_poll with perf"; \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 ethtool nftables linux-perf >/dev/null) \
 	  || echo "could not install iproute2/ethtool/nftables/linux-perf; pktsim testbed will say what is missing"; fi
 

@@ -8,6 +8,13 @@ from pathlib import Path
 from typing import Sequence
 
 
+def current_umask() -> int:
+    """The process's umask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one,
     never a half-written one (write to a temporary file beside it, then rename)."""
@@ -16,6 +23,8 @@ def atomic_write(path: str | Path, data: str | bytes) -> None:
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp creates 0600; the result gets the mode any new file gets (0666 & ~umask).
+        os.fchmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, mode) as f:
             f.write(data)
         os.replace(tmp, path)
