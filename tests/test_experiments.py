@@ -186,6 +186,28 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
     n = int(re.search(r'data-images="(\d+)"', dom).group(1))
     ok = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))
     assert n >= 10 and ok == n, (n, ok)
+    # The summary over all papers and a table of contents come before the first paper.
+    top = dom[: dom.index("id=\"p000\"")]
+    assert re.search(r"summary \(all papers\): \d+ predicted rows: \|error\| median", top), top[-2000:]
+    assert "href=\"#p004\"" in top
+    # Rows over 10% are flagged.
+    assert "class=\"predicted bad\"" in dom
+
+
+def test_report_fig_9_bars_are_the_tables_predictions(tmp_path, monkeypatch):
+    """The Fig. 9 bars show each flow count's C_total as the Table IV rows predict it."""
+    import pktsim.calibrate as cal
+    from pktsim.report import _figures_000
+    from pktsim.reproduce import reproduce
+
+    drawn = {}
+    monkeypatch.setattr(cal, "bar_chart", lambda bars, path, title: drawn.setdefault(path.name, bars))
+    monkeypatch.setattr("pktsim.plots.reported_vs_predicted", lambda *a, **k: None)
+    res = reproduce("000")
+    _figures_000(tmp_path, res)
+    totals = [sum(groups.values()) for _, groups in drawn["000-fig9.png"]]
+    table = [r["predicted"] for r in res["rows"] if r["quantity"].startswith("C_total,") and "flows" in r["quantity"]]
+    assert totals == pytest.approx(table)
 
 
 def test_plot_command_draws_a_sweep_file_with_per_class_latency(tmp_path):

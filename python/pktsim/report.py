@@ -23,7 +23,15 @@ def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
         return predict(node(64, profile, flows))["cycles_by_group"]
 
     bar_chart([(f"{s} B", groups(f"raumer2015-{s}B")) for s in TABLE_II_SIZES], d / "000-fig7.png", "000 Fig. 7 / Table II: cycles per packet by group")
-    bar_chart([(f"{n} flows", groups(f"raumer2015-flows-{n}")) for n in (1, 256, 16384, 1048576)], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows")
+    # Fig. 9 / Table IV: each flow count's own groups with the FIB model's routing, the
+    # same predictions as the table's C_total rows.
+    from .reproduce.paper000 import GROUPS, TABLE_IV
+
+    def table_iv(n):
+        others = {g: v for g, v in zip(GROUPS, TABLE_IV[n][0]) if g != "routing"}
+        return predict(node(64, "raumer2015-flows-1", n, cycles=others))["cycles_by_group"]
+
+    bar_chart([(f"{n} flows", table_iv(n)) for n in TABLE_IV], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows")
     flows = [2**e for e in range(0, 25)]
     routing = [predict(node(64, "raumer2015-flows-1", f))["cycles_by_group"]["routing"] for f in flows]
     reported = {1: 200, 256: 350, 16384: 406, 1048576: 720}
@@ -32,7 +40,7 @@ def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
         d / "000-routing.png",
         "flows (= routes)",
         "routing cycles per packet",
-        "000 V-C/V-D: routing cost vs FIB size (fitted to Table IV)",
+        "000 V-C/V-D: routing cost vs FIB size (fitted at 256 and 1 Mi flows)",
         logx=True,
     )
     return [("000-fig7.png", "Fig. 7"), ("000-fig9.png", "Fig. 9"), ("000-routing.png", "routing vs FIB size")]
@@ -118,10 +126,17 @@ def build(directory: str | Path, papers: list[str]) -> Path:
                  "point or a row its own fit closes: its error says how well the fit closes), <em>derived</em> (the paper's own "
                  "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
                  "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>")
-    everything = []
-    for paper in papers:
-        res = reproduce(paper)
-        everything += res["rows"]
+    results = [reproduce(paper) for paper in papers]
+    everything = [r for res in results for r in res["rows"]]
+    # The summary first, then a table of contents.
+    label = "summary (all papers)" if len(papers) > 1 else "summary"
+    parts.append(f"<p class='summary' id='summary'><strong>{html.escape(summary_text(summary(everything), label)).replace(chr(10), '<br>')}</strong></p>")
+    toc = "".join(
+        f"<li><a href='#p{res['paper']}'>{res['paper']}: {html.escape(PAPERS[res['paper']][0])}</a> — {html.escape(summary_text(res['summary'], '').splitlines()[0].lstrip(': '))}</li>"
+        for res in results
+    )
+    parts.append(f"<nav><ul>{toc}</ul></nav>")
+    for paper, res in zip(papers, results):
         parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper][0])}</h2>")
         if paper in SCENARIOS:
             parts.append(f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>")
@@ -129,9 +144,6 @@ def build(directory: str | Path, papers: list[str]) -> Path:
         parts.append(f"<p class='summary'>{html.escape(summary_text(res['summary'], 'summary')).replace(chr(10), '<br>')}</p>")
         for fname, caption in FIGURES[paper](d, res):
             parts.append(f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>")
-    if len(papers) > 1:
-        parts.append("<h2 id='summary'>All papers</h2>")
-        parts.append(f"<p class='summary'>{html.escape(summary_text(summary(everything), 'summary (all papers)')).replace(chr(10), '<br>')}</p>")
     parts.append("</body></html>")
     index = d / "index.html"
     atomic_write(index, "\n".join(parts))
