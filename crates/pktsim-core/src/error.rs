@@ -43,6 +43,12 @@ impl ConfigError {
                 return ConfigError::new(origin, full, None, format!("no such key here{hint} (known keys: {known})"));
             }
         }
+        if let Some(rest) = message.strip_prefix("duplicate field `") {
+            if let Some((field, _)) = rest.split_once('`') {
+                let full = if path == field || path.ends_with(&format!(".{field}")) { path.clone() } else { join_path(&path, field) };
+                return ConfigError::new(origin, full, None, "one value: this key is given twice, under its own name and its Linux name (e.g. budget and netdev_budget); keep one");
+            }
+        }
         if let Some(rest) = message.strip_prefix("missing field `") {
             if let Some((field, _)) = rest.split_once('`') {
                 return ConfigError::new(origin, join_path(&path, field), None, "this key is required but missing");

@@ -181,3 +181,14 @@ fn deferral_belongs_to_napi_and_its_timeout_to_the_engines_range() {
     assert_names(&message(&[("host.gro_flush_timeout", "20s")]), &["host.gro_flush_timeout"]);
     assert_names(&message(&[("host.napi_defer_hard_irqs", "3000000000")]), &["host.napi_defer_hard_irqs"]);
 }
+
+/// Linux's names for kernel and NIC knobs load as the canonical keys; both at once is an
+/// error naming the key; a near miss of a Linux name is told the name.
+#[test]
+fn linux_names_are_aliases_of_the_canonical_keys() {
+    let canon = load_with(&[("host.budget", "600"), ("host.budget_time", "4ms"), ("nic.qdisc_len", "10"), ("nic.itr.mode", "static"), ("nic.itr.interval", "50us")]).unwrap();
+    let linux = load_with(&[("host.netdev_budget", "600"), ("host.netdev_budget_usecs", "4000us"), ("nic.txqueuelen", "10"), ("nic.itr.mode", "static"), ("nic.itr.rx_usecs", "50us")]).unwrap();
+    assert_eq!(canon.scenario, linux.scenario);
+    assert_names(&message(&[("host.budget", "300"), ("host.netdev_budget", "600")]), &["host.budget", "given twice", "netdev_budget"]);
+    assert_names(&message(&[("host.netdev_budgte", "600")]), &["host.netdev_budgte", "did you mean `netdev_budget`"]);
+}

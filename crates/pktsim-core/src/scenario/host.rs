@@ -128,11 +128,13 @@ pub struct HostSpec {
     /// NAPI poll weight (packets per poll).
     #[serde(default = "default_weight")]
     pub weight: u32,
-    /// `netdev_budget`: packets per net_rx_action.
-    #[serde(default = "default_budget")]
+    /// `net.core.netdev_budget`: packets per net_rx_action (also accepted as
+    /// `netdev_budget`).
+    #[serde(default = "default_budget", alias = "netdev_budget")]
     pub budget: u32,
-    /// `netdev_budget_usecs`: time limit of one net_rx_action (checked in jiffies).
-    #[serde(default = "default_budget_time")]
+    /// `net.core.netdev_budget_usecs`: time limit of one net_rx_action, checked in jiffies
+    /// (also accepted as `netdev_budget_usecs`, with a unit: "2000us").
+    #[serde(default = "default_budget_time", alias = "netdev_budget_usecs")]
     pub budget_time: Duration,
     /// Kernel tick rate (CONFIG_HZ), for jiffy-granular time limits.
     #[serde(default = "default_hz")]

@@ -40,8 +40,9 @@ pub enum ItrMode {
 pub struct ItrSpec {
     #[serde(default)]
     pub mode: ItrMode,
-    /// Static interval (`ethtool -C rx-usecs`); the NIC rounds down to 2.048 us steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Static interval (`ethtool -C rx-usecs`, also accepted as `rx_usecs`, with a unit:
+    /// "50us"); the NIC rounds down to 2.048 us steps.
+    #[serde(default, skip_serializing_if = "Option::is_none", alias = "rx_usecs")]
     pub interval: Option<Duration>,
     /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
     #[serde(default = "default_bulk_rate")]
@@ -62,10 +63,10 @@ impl Default for ItrSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NicSpec {
-    /// Rx descriptors per ring (one is always left empty, as in ixgbe).
+    /// Rx descriptors per ring, `ethtool -G rx` (one is always left empty, as in ixgbe).
     #[serde(default = "default_ring")]
     pub rx_ring: u32,
-    /// Tx descriptors per ring.
+    /// Tx descriptors per ring, `ethtool -G tx`.
     #[serde(default = "default_ring")]
     pub tx_ring: u32,
     /// From the frame's last bit on the wire to its descriptor written back (DMA).
@@ -84,8 +85,9 @@ pub struct NicSpec {
     /// Most completed tx packets one poll cleans (`IXGBE_DEFAULT_TX_WORK`).
     #[serde(default = "default_tx_work")]
     pub tx_work_limit: u32,
-    /// Packets the qdisc holds while the tx ring is full (`txqueuelen`).
-    #[serde(default = "default_qdisc")]
+    /// Packets the qdisc holds while the tx ring is full (`ip link ... txqueuelen`, also
+    /// accepted as `txqueuelen`).
+    #[serde(default = "default_qdisc", alias = "txqueuelen")]
     pub qdisc_len: u32,
     #[serde(default)]
     pub itr: ItrSpec,
