@@ -58,6 +58,19 @@ def _write_file(option: str, path: str, data: "str | bytes") -> None:
         raise UsageError(f"{option} {path}: cannot write the file ({e.strerror or e})") from None
 
 
+def cmd_import_host(args) -> int:
+    from . import hostimport
+
+    host = hostimport.from_dir(args.from_dir, args.iface) if args.from_dir else hostimport.from_live(args.iface)
+    text = hostimport.to_toml(host, args.from_dir or "this machine")
+    if args.output:
+        _write_file("-o", args.output, text)
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return 0
+
+
 def _dump(obj) -> str:
     return json.dumps(obj, indent=2, allow_nan=False)
 
@@ -848,6 +861,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     td.add_argument("--force", action="store_true", help="stop a live run first (SIGTERM: it tears down itself; SIGKILL after 10 s)")
     td.set_defaults(func=cmd_testbed_teardown)
+
+    ih = sub.add_parser("import-host", help="write a scenario from this machine's (or saved) ethtool, sysctl, lscpu and /proc/interrupts output")
+    ih.add_argument("--from", dest="from_dir", metavar="DIR", help="saved outputs: ethtool-i.txt, ethtool-g.txt, ethtool-l.txt, ethtool-c.txt, ethtool.txt, sysctl.txt, lscpu.txt, interrupts.txt (any may be missing)")
+    ih.add_argument("--iface", metavar="NAME", help="the interface (default: the one the saved outputs name, or the first one that is not lo)")
+    ih.add_argument("-o", "--output", metavar="HOST.toml", help="write the scenario here (default: print it)")
+    ih.set_defaults(func=cmd_import_host)
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     s.add_argument("--profile", action="store_true", help="the cost-profile format instead")

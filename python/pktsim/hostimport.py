@@ -1,0 +1,347 @@
+"""``pktsim import-host``: a scenario from a real machine's ``ethtool``, ``sysctl``, ``lscpu``
+and ``/proc/interrupts`` output.
+
+Reads the live machine (running the tools on one interface) or a directory of saved
+outputs, any of which may be missing:
+
+| file | command |
+|---|---|
+| ``ethtool-i.txt`` | ``ethtool -i IFACE`` (driver) |
+| ``ethtool-g.txt`` | ``ethtool -g IFACE`` (ring sizes) |
+| ``ethtool-l.txt`` | ``ethtool -l IFACE`` (queues) |
+| ``ethtool-c.txt`` | ``ethtool -c IFACE`` (interrupt coalescing) |
+| ``ethtool.txt`` | ``ethtool IFACE`` (link speed) |
+| ``sysctl.txt`` | ``sysctl -a`` or ``sysctl net.core`` |
+| ``lscpu.txt`` | ``lscpu`` |
+| ``interrupts.txt`` | ``cat /proc/interrupts`` |
+
+Every value in the scenario says where it came from; what had to be guessed (an unknown
+driver's link rate, a missing file) says so. The per-packet costs are not on the machine:
+the scenario takes 000's Linux router profile, to be replaced by ``pktsim calibrate``.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ScenarioError
+
+FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "ethtool.txt", "sysctl.txt", "lscpu.txt", "interrupts.txt")
+
+# Link rates of common drivers when `ethtool IFACE` is not at hand (their usual parts).
+DRIVER_LINK = {
+    "ixgbe": ("10Gbit/s", "82599 / X540 / X550: 10 GbE"),
+    "i40e": ("40Gbit/s", "XL710: 40 GbE (X710 parts run at 10 GbE)"),
+    "ice": ("100Gbit/s", "E810: up to 100 GbE"),
+    "mlx5_core": ("100Gbit/s", "ConnectX-5/6: up to 100 GbE"),
+    "virtio_net": ("10Gbit/s", "virtio has no wire; 10 Gbit/s is a placeholder"),
+    "veth": ("100Gbit/s", "veth has no wire: only the frame rate matters"),
+}
+
+
+@dataclass
+class Value:
+    toml: str
+    source: str
+
+
+@dataclass
+class Host:
+    """What was read: TOML values per section, each with where it came from."""
+
+    iface: str = "eth0"
+    driver: str | None = None
+    cpus: int | None = None
+    sections: dict[str, dict[str, Value]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def set(self, section: str, key: str, toml: str, source: str) -> None:
+        self.sections.setdefault(section, {})[key] = Value(toml, source)
+
+    def get(self, section: str, key: str) -> str | None:
+        v = self.sections.get(section, {}).get(key)
+        return v.toml if v else None
+
+
+def _kv(text: str, sep: str = ":") -> list[tuple[str, str, int]]:
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if sep in line:
+            k, v = line.split(sep, 1)
+            out.append((k.strip(), v.strip(), n))
+    return out
+
+
+def _int(v: str) -> int | None:
+    m = re.match(r"^(\d+)$", v.strip())
+    return int(m.group(1)) if m else None
+
+
+def _current(text: str) -> list[tuple[str, str, int]]:
+    """`key: value` lines of the 'Current hardware settings' part of `ethtool -g` / `-l`
+    output, with their line numbers in the whole text."""
+    i = text.find("Current hardware settings")
+    first = text[:i].count("\n") if i >= 0 else 0
+    return [(k, v, n + first) for k, v, n in _kv(text[i:] if i >= 0 else text)]
+
+
+def parse_ethtool_i(text: str, host: Host, name: str) -> None:
+    for k, v, n in _kv(text):
+        if k == "driver" and v:
+            host.driver = v
+            host.notes.append(f"driver {v} ({name}:{n})")
+
+
+def parse_ethtool_g(text: str, host: Host, name: str) -> None:
+    for k, v, n in _current(text):
+        if k in ("RX", "TX") and _int(v):
+            host.set("nic", f"{k.lower()}_ring", str(_int(v)), f"ethtool -g: {k} {v} ({name}:{n})")
+
+
+def parse_ethtool_l(text: str, host: Host, name: str) -> None:
+    counts = {k: _int(v) for k, v, _ in _current(text) if _int(v) is not None}
+    queues = counts.get("Combined") or counts.get("RX") or 0
+    if queues:
+        host.set("cpu", "cores", str(queues), f"ethtool -l: {queues} queues, one rx/tx pair per core (RSS) ({name})")
+
+
+def parse_ethtool_c(text: str, host: Host, name: str) -> None:
+    adaptive = re.search(r"Adaptive RX:\s*(on|off)", text)
+    usecs = next(((_int(v), n) for k, v, n in _kv(text) if k == "rx-usecs" and _int(v) is not None), None)
+    if adaptive and adaptive.group(1) == "on":
+        how = "" if host.driver == "ixgbe" else f" (pktsim's dynamic ITR is ixgbe's algorithm; {host.driver or 'this driver'}'s adaptive moderation differs)"
+        host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: Adaptive RX on{how} ({name})")
+        return
+    if usecs is None:
+        return
+    us, n = usecs
+    if us == 0:
+        host.set("nic.itr", "mode", '"off"', f"ethtool -c: rx-usecs 0, no throttling ({name}:{n})")
+    elif us == 1 and host.driver == "ixgbe":
+        host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: rx-usecs 1 is ixgbe's dynamic ITR ({name}:{n})")
+    else:
+        host.set("nic.itr", "mode", '"static"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
+        host.set("nic.itr", "interval", f'"{us}us"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
+
+
+def parse_ethtool(text: str, host: Host, name: str) -> None:
+    for k, v, n in _kv(text):
+        m = re.match(r"^(\d+)\s*Mb/s$", v)
+        if k == "Speed" and m:
+            mbps = int(m.group(1))
+            rate = f"{mbps // 1000}Gbit/s" if mbps % 1000 == 0 else f"{mbps}Mbit/s"
+            host.set("link", "rate", f'"{rate}"', f"ethtool: Speed {v} ({name}:{n})")
+
+
+SYSCTLS = {
+    "net.core.netdev_budget": ("host", "budget", lambda v: v, "packets per net_rx_action"),
+    "net.core.netdev_budget_usecs": ("host", "budget_time", lambda v: f'"{v}us"', "time limit of net_rx_action"),
+}
+
+
+def parse_sysctl(text: str, host: Host, name: str) -> None:
+    for k, v, n in _kv(text, "="):
+        if k in SYSCTLS and _int(v) is not None:
+            section, key, fmt, what = SYSCTLS[k]
+            host.set(section, key, fmt(v), f"sysctl {k} = {v}: {what} ({name}:{n})")
+        if k == "net.core.dev_weight" and _int(v) is not None:
+            host.notes.append(f"net.core.dev_weight = {v} is the backlog's (RPS) weight, not the driver's NAPI weight ({name}:{n})")
+
+
+_SIZE = re.compile(r"^([\d.]+)\s*([KMG])(i?B)?\b", re.I)
+
+
+def _size(v: str) -> str | None:
+    m = _SIZE.match(v.strip())
+    if not m:
+        return None
+    num, unit = float(m.group(1)), m.group(2).upper()
+    kib = num * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit]
+    return f'"{int(round(kib))}KiB"' if kib < 1024 or kib % 1024 else f'"{int(kib // 1024)}MiB"'
+
+
+def parse_lscpu(text: str, host: Host, name: str) -> None:
+    fields = {k: (v, n) for k, v, n in _kv(text)}
+    freq = None
+    if "Model name" in fields:
+        v, n = fields["Model name"]
+        m = re.search(r"@\s*([\d.]+)\s*GHz", v)
+        if m:
+            freq = (f'"{m.group(1)}GHz"', f"lscpu: Model name {v} ({name}:{n})")
+    if freq is None:
+        for key in ("CPU max MHz", "CPU MHz"):
+            if key in fields:
+                v, n = fields[key]
+                try:
+                    freq = (f'"{float(v) / 1000:g}GHz"', f"lscpu: {key} {v} ({name}:{n})")
+                    break
+                except ValueError:
+                    pass
+    if freq:
+        host.set("cpu", "frequency", *freq)
+    if "CPU(s)" in fields and _int(fields["CPU(s)"][0]):
+        host.cpus = _int(fields["CPU(s)"][0])
+        host.notes.append(f"{fields['CPU(s)'][0]} CPUs ({name}:{fields['CPU(s)'][1]})")
+    for key, ours in (("L1d cache", "l1d"), ("L2 cache", "l2"), ("L3 cache", "l3")):
+        if key in fields:
+            v, n = fields[key]
+            s = _size(v)
+            if s:
+                instances = re.search(r"\((\d+) instances?\)", v)
+                if instances and ours != "l3" and int(instances.group(1)) > 1:
+                    # lscpu >= 2.34 prints the total over all cores: one core's share.
+                    m = _SIZE.match(v.strip())
+                    unit = m.group(2).upper()
+                    kib = float(m.group(1)) * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] / int(instances.group(1))
+                    s = f'"{int(round(kib))}KiB"'
+                host.set("cpu.caches", ours, s, f"lscpu: {key} {v} ({name}:{n})")
+
+
+def parse_interrupts(text: str, host: Host, name: str) -> None:
+    vectors = [line for line in text.splitlines() if re.search(rf"\b{re.escape(host.iface)}[-_]", line)]
+    rx = [v for v in vectors if re.search(r"(TxRx|rx|comp|input)", v, re.I)]
+    if rx and host.get("cpu", "cores") is None:
+        host.set("cpu", "cores", str(len(rx)), f"/proc/interrupts: {len(rx)} rx vectors of {host.iface} ({name})")
+    if vectors:
+        host.notes.append(f"{len(vectors)} interrupt vectors of {host.iface} in /proc/interrupts ({name})")
+
+
+PARSERS = {
+    "ethtool-i.txt": parse_ethtool_i,
+    "ethtool-g.txt": parse_ethtool_g,
+    "ethtool-l.txt": parse_ethtool_l,
+    "ethtool-c.txt": parse_ethtool_c,
+    "ethtool.txt": parse_ethtool,
+    "sysctl.txt": parse_sysctl,
+    "lscpu.txt": parse_lscpu,
+    "interrupts.txt": parse_interrupts,
+}
+
+
+def _read(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ScenarioError(f"{path}: cannot read it: {e.strerror}") from None
+    if len(data) > 16 << 20:
+        raise ScenarioError(f"{path}: {len(data)} bytes: expected a saved command output of at most 16 MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{path}: byte {e.start} is not UTF-8: expected the text a command printed") from None
+
+
+def from_texts(texts: dict[str, str], iface: str = "eth0", origin: str = "") -> Host:
+    """Parse saved outputs (file name -> text)."""
+    host = Host(iface=iface)
+    # The driver first: coalescing settings mean different things per driver.
+    for name in ("ethtool-i.txt",) + tuple(n for n in FILES if n != "ethtool-i.txt"):
+        if name in texts:
+            PARSERS[name](texts[name], host, f"{origin}{name}")
+        else:
+            host.notes.append(f"{name} missing: its values are pktsim's defaults")
+    return host
+
+
+def from_dir(directory: str | Path, iface: str | None = None) -> Host:
+    d = Path(directory)
+    if not d.is_dir():
+        raise ScenarioError(f"--from {d}: not a directory: expected one holding {', '.join(FILES)} (any may be missing)")
+    texts = {name: _read(d / name) for name in FILES if (d / name).is_file()}
+    if not texts:
+        raise ScenarioError(f"--from {d}: none of {', '.join(FILES)} is there")
+    if iface is None:
+        iface = _iface_from_texts(texts) or "eth0"
+    return from_texts(texts, iface, origin=f"{d.name}/")
+
+
+def _iface_from_texts(texts: dict[str, str]) -> str | None:
+    for name in ("ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt"):
+        m = re.search(r"parameters for (\S+?):", texts.get(name, ""))
+        if m:
+            return m.group(1)
+    return None
+
+
+def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
+    """Run the tools on this machine (ethtool and sysctl may be missing: then defaults)."""
+    if iface is None:
+        iface = next((p.name for p in sorted(Path("/sys/class/net").iterdir()) if p.name != "lo"), "eth0")
+    commands = {
+        "ethtool-i.txt": ["ethtool", "-i", iface],
+        "ethtool-g.txt": ["ethtool", "-g", iface],
+        "ethtool-l.txt": ["ethtool", "-l", iface],
+        "ethtool-c.txt": ["ethtool", "-c", iface],
+        "ethtool.txt": ["ethtool", iface],
+        "sysctl.txt": ["sysctl", "net.core"],
+        "lscpu.txt": ["lscpu"],
+    }
+    texts = {}
+    for name, cmd in commands.items():
+        if shutil.which(cmd[0]) is None:
+            continue
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if p.returncode == 0:
+            texts[name] = p.stdout
+    try:
+        texts["interrupts.txt"] = Path("/proc/interrupts").read_text()
+    except OSError:
+        pass
+    return from_texts(texts, iface, origin="live ")
+
+
+def to_toml(host: Host, source: str) -> str:
+    """The scenario, every value commented with where it came from."""
+    driver = host.driver or "unknown"
+    lines = [
+        f"# Imported by pktsim import-host from {source}: interface {host.iface}, driver {driver}.",
+        "# Per-packet costs are not on the machine: [cost] takes 000's Linux router profile;",
+        "# measure this host's own with `pktsim calibrate`.",
+    ]
+    lines += [f"#   {n}" for n in host.notes]
+    lines += [f'name = "{host.iface} ({driver})"', ""]
+    s = {k: dict(v) for k, v in host.sections.items()}
+    cores = s.get("cpu", {}).get("cores")
+    if cores and host.cpus and int(cores.toml) > host.cpus:
+        s["cpu"]["cores"] = Value(str(host.cpus), f"{cores.source}, capped at the {host.cpus} CPUs lscpu lists")
+    if cores and int(s["cpu"]["cores"].toml) > 1024:
+        s["cpu"]["cores"] = Value("1024", f"{cores.source}, capped at pktsim's 1,024 rings")
+    if "rate" not in s.get("link", {}):
+        rate, why = DRIVER_LINK.get(driver, ("10Gbit/s", "unknown driver: 10 Gbit/s guessed"))
+        s.setdefault("link", {})["rate"] = Value(f'"{rate}"', f"guessed from the driver ({why}); `ethtool {host.iface}` gives the speed")
+    if "frequency" not in s.get("cpu", {}):
+        s.setdefault("cpu", {})["frequency"] = Value('"3GHz"', "guessed: lscpu gave no frequency")
+    host_io = "threaded-napi" if driver == "veth" else "napi"
+    s.setdefault("host", {})["io"] = Value(
+        f'"{host_io}"',
+        "veth's NAPI runs in its own thread (threaded NAPI)" if driver == "veth" else "the kernel stack: NAPI",
+    )
+    if driver == "veth":
+        s["host"]["t_proc"] = Value('"7us"', "guessed: the forwarding cost through veth; calibrate it")
+        s.get("nic.itr", {}).clear()
+        s.setdefault("nic", {})["dma_delay"] = Value('"0ns"', "veth has no DMA")
+    order = ["cpu", "cpu.caches", "link", "traffic", "cost", "nic", "nic.itr", "host"]
+    defaults = {
+        "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},
+        "cost": {"profile": Value('"raumer2015-64B"', "000's Linux router (Linux 3.7, Xeon E3-1230 v2); replace with `pktsim calibrate`")},
+    }
+    for sec, vals in defaults.items():
+        for k, v in vals.items():
+            s.setdefault(sec, {}).setdefault(k, v)
+    width = 34
+    for sec in order:
+        vals = s.get(sec)
+        if not vals:
+            continue
+        lines.append(f"[{sec}]")
+        for k, v in vals.items():
+            lines.append(f"{f'{k} = {v.toml}':<{width}} # {v.source}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

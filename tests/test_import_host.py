@@ -1,0 +1,70 @@
+"""pktsim import-host: saved ethtool / sysctl / lscpu / /proc/interrupts output of five
+drivers becomes a scenario that model and run accept as is, every value commented."""
+
+import shutil
+
+import pytest
+
+import pktsim
+from conftest import ROOT, run_cli
+
+HOSTS = ROOT / "tests" / "data" / "hosts"
+
+# driver dir -> what the scenario must say (key -> TOML value)
+EXPECT = {
+    "ixgbe": {"cores = 4": "ethtool -l", 'frequency = "3.30GHz"': "lscpu", 'rate = "10Gbit/s"': "ethtool: Speed", "rx_ring = 512": "ethtool -g",
+              'mode = "dynamic"': "rx-usecs 1 is ixgbe's dynamic ITR", "budget = 300": "netdev_budget", 'budget_time = "8000us"': "netdev_budget_usecs",
+              'l3 = "8MiB"': "lscpu"},
+    "i40e": {"cores = 16": "ethtool -l", 'frequency = "2.10GHz"': "lscpu", 'mode = "static"': "rx-usecs 50", 'interval = "50us"': "rx-usecs 50",
+             "budget = 600": "netdev_budget", 'l2 = "1024KiB"': "16 instances", 'rate = "40Gbit/s"': "guessed from the driver"},
+    "mlx5": {"cores = 8": "ethtool -l", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dynamic"': "Adaptive RX on", "rx_ring = 1024": "ethtool -g"},
+    "virtio_net": {"cores = 2": "ethtool -l", "rx_ring = 256": "ethtool -g", 'frequency = "3GHz"': "guessed"},
+    "veth": {'io = "threaded-napi"': "threaded NAPI", "cores = 1": "ethtool -l", 'dma_delay = "0ns"': "veth has no DMA"},
+}
+
+
+@pytest.mark.parametrize("driver", sorted(EXPECT))
+def test_saved_outputs_become_a_scenario_model_and_run_accept(driver, tmp_path):
+    out = tmp_path / "host.toml"
+    run_cli("import-host", "--from", HOSTS / driver, "-o", out)
+    text = out.read_text()
+    lines = text.splitlines()
+    for value, source in EXPECT[driver].items():
+        line = next((l for l in lines if l.startswith(value)), None)
+        assert line is not None, f"{value!r} not in\n{text}"
+        assert source in line.split("#", 1)[1], line
+    # Every value says where it came from.
+    assert all("#" in l for l in lines if "=" in l and not l.startswith("#") and not l.startswith("name"))
+    p = pktsim.predict(out)
+    assert p["predicted_pps"] > 0
+    r = pktsim.run(out, {"measure.warmup": "1ms", "measure.duration": "2ms"})
+    assert r["throughput_pps"] > 0
+
+
+def test_missing_files_fall_back_to_defaults_and_say_so(tmp_path):
+    d = tmp_path / "few"
+    d.mkdir()
+    shutil.copy(HOSTS / "ixgbe" / "ethtool-g.txt", d)
+    text = run_cli("import-host", "--from", d).stdout
+    assert "lscpu.txt missing" in text and "unknown driver: 10 Gbit/s guessed" in text
+    assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="imported"))["predicted_pps"] > 0
+
+
+def test_bad_saved_output_is_a_clear_error(tmp_path):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "lscpu.txt").write_bytes(b"CPU(s): 4\n\xff\xfe\n")
+    proc = run_cli("import-host", "--from", d, check=False)
+    assert proc.returncode == 2 and "lscpu.txt" in proc.stderr and "UTF-8" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("import-host", "--from", tmp_path / "nowhere", check=False)
+    assert proc.returncode == 2 and "not a directory" in proc.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = run_cli("import-host", "--from", empty, check=False)
+    assert proc.returncode == 2 and "none of" in proc.stderr
+
+
+def test_the_live_machine_gives_a_scenario_too():
+    text = run_cli("import-host").stdout
+    assert "[host]" in text
+    assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="live"))["predicted_pps"] > 0
