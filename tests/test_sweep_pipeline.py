@@ -220,3 +220,33 @@ def test_an_interrupted_python_sweep_keeps_its_finished_rows():
     assert e.value.done == 2 and e.value.total == 3
     assert e.value.table["traffic.rate"].tolist() == ["0.5Mpps", "1Mpps"]
     assert len(pktsim.results(e.value.table)) == 2
+
+
+class _Tty(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
+    err = _Tty()
+    seen = []
+    real = cli._reproduce_with_progress
+
+    def spy(reproduce, papers, show):
+        seen.append(show)
+        return real(reproduce, papers, show)
+
+    monkeypatch.setattr(cli, "_reproduce_with_progress", spy)
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        rc = cli.main(["reproduce", "003"])
+    assert rc == 0 and seen == [True]
+    text = err.getvalue()
+    assert "/18" in text and "run" in text and "paper 003" in text, text
+    # The count the bar's ETA relies on is still the paper's.
+    runs = []
+    from pktsim.reproduce import reproduce
+    from pktsim.sim import observe_runs
+
+    with observe_runs(runs.append):
+        reproduce("003")
+    assert len(runs) == cli._REPRODUCE_RUNS["003"]

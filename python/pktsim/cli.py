@@ -520,7 +520,7 @@ def cmd_reproduce(args) -> int:
         index = build(args.report, papers)
         print(f"wrote {index}")
         return 0
-    results = [reproduce(p) for p in papers]
+    results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty())
     if args.json:
         # One paper: its object, with its summary. All: the list of those objects, as
         # before (a consumer iterating papers keeps working); the pooled summary is the
@@ -536,6 +536,40 @@ def cmd_reproduce(args) -> int:
 
         print(summary_text(summary(r for res in results for r in res["rows"]), "summary (all papers)"))
     return 0
+
+
+# Simulations each reproduction runs (counted with pktsim.sim.observe_runs), for the ETA of
+# `pktsim reproduce`'s progress bar; the bar adapts when a paper runs more or fewer.
+_REPRODUCE_RUNS = {"000": 0, "001": 122, "002": 49, "003": 18, "004": 24}
+
+
+def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
+    """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
+    tqdm: terminal or Jupyter)."""
+    if not show:
+        return [reproduce(p) for p in papers]
+    from tqdm.auto import tqdm
+
+    from .sim import observe_runs
+
+    out = []
+    expected = [_REPRODUCE_RUNS.get(p, 0) for p in papers]
+    with tqdm(total=max(sum(expected), 1), unit="run", file=sys.stderr, dynamic_ncols=True, leave=False) as bar:
+        done = 0
+        for p, n in zip(papers, expected):
+            bar.set_postfix_str(f"paper {p}", refresh=True)
+
+            def counted(_result):
+                if bar.n + 1 > bar.total:
+                    bar.total = bar.n + 1
+                bar.update(1)
+
+            with observe_runs(counted):
+                out.append(reproduce(p))
+            done += n
+            if bar.n < done:  # fewer runs than counted before: skip ahead
+                bar.update(done - bar.n)
+    return out
 
 
 def _print_rows(res: dict, label: str = "summary") -> None:

@@ -7,14 +7,28 @@ on this module (never the other way round).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import _core
 from .scenario import Scenario, _normalise_sets, as_scenario
 from .values import expand_values, flatten
 
-__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten"]
+__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
+
+_OBSERVERS: list = []
+
+
+@contextlib.contextmanager
+def observe_runs(callback: "Callable[[RunResult], None]") -> Iterator[None]:
+    """Call ``callback(result)`` after each :func:`run` in this process while the block runs
+    (``pktsim reproduce`` counts its simulations with it to show progress)."""
+    _OBSERVERS.append(callback)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(callback)
 
 
 class RunResult(dict):
@@ -52,7 +66,10 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
       per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""
     sc = as_scenario(scenario, sets)
-    return run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    result = run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    for callback in list(_OBSERVERS):
+        callback(result)
+    return result
 
 
 def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunResult:
