@@ -192,14 +192,17 @@ def test_progress_is_a_tqdm_bar_with_an_eta(capsys):
 
 def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows(tmp_path):
     out = tmp_path / "s.parquet"
-    argv = [sys.executable, "-m", "pktsim", "sweep", str(NAPI), "--param", "traffic.rate", "--values", "0.5Mpps:1.4Mpps:0.1Mpps",
-            "--set", "measure.duration=400ms", "--set", "measure.warmup=0s", "--jobs", "2", "-o", str(out)]
+    # Two short points, then two that run for seconds each: Ctrl-C lands while they run.
+    argv = [sys.executable, "-m", "pktsim", "sweep", str(NAPI), "--param", "measure.duration", "--values", "5ms,60s",
+            "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--set", "measure.warmup=0s", "--jobs", "2", "-o", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     partial = tmp_path / "s.parquet.partial.jsonl"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not partial.exists() or len(partial.read_text().splitlines()) < 2):
         time.sleep(0.05)
     assert partial.exists(), proc.communicate()
+    time.sleep(0.5)  # the long points are running
+    assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
     _, err = proc.communicate(timeout=30)
@@ -207,7 +210,7 @@ def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows
     assert took < 1.0, f"took {took:.2f} s to stop"
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert "stopped after" in err and "resume" in err
-    assert len(partial.read_text().splitlines()) >= 2  # the hash and at least one finished row
+    assert len(partial.read_text().splitlines()) == 1 + 2  # the hash and the two finished rows
 
 
 def test_an_interrupted_python_sweep_keeps_its_finished_rows():
