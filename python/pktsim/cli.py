@@ -799,7 +799,11 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
     w.add_argument(
         "-o", "--output", metavar="OUT.parquet",
-        help="write one row per (point, replication): .parquet or .csv. An interrupted sweep resumes from OUT.partial.jsonl "
+        help="write one row per (point, replication): .parquet or .csv, each swept key with KEY_value in base units; "
+        "per-class, per-ring and time-series results go next to it as long tables (out.per_class.parquet, out.per_ring.parquet, "
+        "out.time_series.parquet; .csv likewise). "
+        "Parquet metadata: the resolved scenario, the --set overrides, the variants and each worker's pktsim version. "
+        "An interrupted sweep resumes from OUT.partial.jsonl "
         "when the scenario, its overrides and the grid are the same (a hash in the file); otherwise it says so and starts over. "
         "Error rows are run again.",
     )
