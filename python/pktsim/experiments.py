@@ -682,7 +682,31 @@ def _import_distributed():
     return distributed
 
 
+def _reason(e: BaseException) -> str:
+    text = (str(e).strip().splitlines() or [""])[0].rstrip(":")
+    if "cancelled" in text.lower():
+        return "its futures were cancelled"
+    return text or type(e).__name__
+
+
 def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float = 10.0) -> None:
+    """Run the tasks on the cluster at ``address``; the client's own log lines (reconnect
+    attempts) are muted while it runs, since a lost cluster ends in one error here."""
+    import logging
+
+    _import_distributed()
+    names = ["distributed"] + [n for n in list(logging.root.manager.loggerDict) if n.startswith("distributed.")]
+    levels = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    try:
+        _run_dask_quiet(address, tasks, finished, lost_after_s)
+    finally:
+        for n, level in levels.items():
+            logging.getLogger(n).setLevel(level)
+
+
+def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s: float) -> None:
     distributed = _import_distributed()
     try:
         client = distributed.Client(address, timeout="10s")
@@ -701,7 +725,7 @@ def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float
                     done = set()
                 except Exception as e:  # noqa: BLE001 - the scheduler went away
                     if type(e).__name__ != "TimeoutError":
-                        raise DaskClusterError(f"--dask {address}: lost the Dask scheduler ({e}); {len(pending)} runs not done") from None
+                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
                     done = set()
                 for fut in done:
                     t = by_future[fut]
@@ -715,7 +739,7 @@ def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float
                 try:
                     workers = len(client.nthreads())
                 except Exception as e:  # noqa: BLE001
-                    raise DaskClusterError(f"--dask {address}: lost the Dask scheduler ({e}); {len(pending)} runs not done") from None
+                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
                 if workers:
                     no_worker_since = None
                 elif no_worker_since is None:
