@@ -253,3 +253,10 @@ def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
     with observe_runs(runs.append):
         reproduce("003")
     assert len(runs) == cli._REPRODUCE_RUNS["003"]
+
+
+def test_each_parquet_file_says_which_table_it_holds(tmp_path):
+    out = tmp_path / "s.parquet"
+    pktsim.sweep(RT, "traffic.rate", "300kpps", sets=SHORT, jobs=1, output=str(out))
+    assert pq.read_schema(out).metadata[b"pktsim_table"] == b"sweep"
+    assert pq.read_schema(tmp_path / "s.per_ring.parquet").metadata[b"pktsim_table"] == b"per_ring"

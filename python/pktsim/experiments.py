@@ -765,7 +765,8 @@ def write_table(df, path: str | Path, scenario: Scenario | None = None, *, varia
     empty). Parquet metadata (``pktsim_*`` keys) records the scenario as written, the
     resolved scenario (every default filled in, JSON), the ``--set`` overrides, the
     variants, the seed, the client's pktsim version and the versions of the processes that
-    ran the rows (``pktsim_worker_versions``, JSON list)."""
+    ran the rows (``pktsim_worker_versions``, JSON list); ``pktsim_table`` says which table
+    a file holds (``sweep``, ``per_class``, ``per_ring`` or ``time_series``)."""
     import io
 
     from .textio import atomic_write
@@ -794,9 +795,9 @@ def write_table(df, path: str | Path, scenario: Scenario | None = None, *, varia
             meta[b"pktsim_seed"] = str(scenario.seed).encode()
         if variants:
             meta[b"pktsim_variants"] = json.dumps({k: [f"{a}={b}" for a, b in v] for k, v in variants.items()}).encode()
-        for target, frame in [(path, flat), *((_sibling(path, n), t) for n, t in extra.items())]:
+        for kind, target, frame in [("sweep", path, flat), *((n, _sibling(path, n), t) for n, t in extra.items())]:
             table = pa.Table.from_pandas(frame, preserve_index=False)
-            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta, b"pktsim_table": (target.name if target == path else "").encode()})
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta, b"pktsim_table": kind.encode()})
             buf = io.BytesIO()
             pq.write_table(table, buf)
             atomic_write(target, buf.getvalue())
