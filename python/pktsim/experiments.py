@@ -628,7 +628,7 @@ def per_ring(df):
 
 def time_series(df):
     """A long table of the time series (scenarios with ``measure.interval``): the point
-    columns, ``bucket``, ``t_s`` (bucket start, s from the end of the warm-up) and the
+    columns, ``bucket``, ``t_s`` (the bucket's start: bucket x ``series_interval_s``, s) and the
     bucket's counts (``offered``, ``forwarded``, ``dropped``, ``irqs``, ``polls``, ...),
     one row per (row of ``df``, bucket)."""
 
