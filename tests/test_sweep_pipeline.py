@@ -260,3 +260,13 @@ def test_each_parquet_file_says_which_table_it_holds(tmp_path):
     pktsim.sweep(RT, "traffic.rate", "300kpps", sets=SHORT, jobs=1, output=str(out))
     assert pq.read_schema(out).metadata[b"pktsim_table"] == b"sweep"
     assert pq.read_schema(tmp_path / "s.per_ring.parquet").metadata[b"pktsim_table"] == b"per_ring"
+
+
+def test_a_table_read_back_from_a_file_summarizes_per_point(tmp_path):
+    out = tmp_path / "s.parquet"
+    df = pktsim.sweep(NAPI, "traffic.rate", "0.5Mpps,1Mpps", sets=SHORT, replications=2, jobs=1, variants={"a": "host.weight=16", "b": "host.weight=64"}, output=str(out))
+    back = pd.read_parquet(out)
+    assert back.attrs == {}
+    s = pktsim.summarize(back)
+    assert list(s.columns[:4]) == ["variant", "traffic.rate", "traffic.rate_value", "n"] and list(s["n"]) == [2] * 4
+    pd.testing.assert_frame_equal(s, pktsim.summarize(df), check_like=True)

@@ -818,8 +818,8 @@ def read_table(path: str | Path):
 
 def summarize(df, keys: Sequence[str] | None = None, metrics: Sequence[str] | None = None):
     """Mean and 95% confidence half-width (Student's t over replications) of each metric
-    per point: the point's columns (``keys``, default the swept keys and ``variant``; with
-    their ``KEY_value`` columns), ``n`` (replications that succeeded), then
+    per point: the point's columns (``keys``, default the swept keys and ``variant``, also
+    for a table read back from a file; with their ``KEY_value`` columns), ``n`` (replications that succeeded), then
     ``<metric>_mean`` and ``<metric>_ci95`` in the metric's own unit (``latency_ns_p99`` in
     ns, ``throughput_pps`` in pps, ...; see :func:`sweep`). ``ci95`` is NaN when n = 1.
     Metrics default to every numeric column but the seed, replication, wall time and events.
@@ -827,7 +827,11 @@ def summarize(df, keys: Sequence[str] | None = None, metrics: Sequence[str] | No
     import numpy as np
     import pandas as pd
 
-    keys = list(keys if keys is not None else df.attrs.get("params", []))
+    if keys is None:
+        keys = df.attrs.get("params")
+    if keys is None:  # a table read back from a file: its scenario keys ("a.b") and variant
+        keys = (["variant"] if "variant" in df.columns else []) + [c for c in df.columns if "." in c and not c.endswith("_value")]
+    keys = list(keys)
     # A key's numeric twin is not a key of its own (callers that take every "a.b" column).
     keys = [k for k in keys if not (k.endswith("_value") and k[: -len("_value")] in keys)]
     ok = df[df["status"] == "ok"] if "status" in df else df
