@@ -25,7 +25,7 @@ def comparable(df):
 def test_grid_with_replications_and_confidence_intervals():
     df = pktsim.sweep(NAPI, GRID, replications=3, sets=SETS, jobs=2)
     assert len(df) == 2 * 2 * 3
-    assert list(df.columns[:4]) == ["traffic.rate", "traffic.pattern", "replication", "seed"]
+    assert list(df.columns[:5]) == ["traffic.rate", "traffic.rate_value", "traffic.pattern", "replication", "seed"]
     assert sorted(df["seed"].unique()) == [1, 2, 3]
     assert (df["status"] == "ok").all()
     s = experiments.summarize(df, metrics=["latency_ns_p50"])

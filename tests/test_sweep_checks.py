@@ -58,7 +58,7 @@ def test_sweeping_the_seed_runs_each_point_with_its_seed():
 def test_replications_of_a_swept_seed_add_to_it():
     df = pktsim.sweep(NAPI, "seed", "5,7", replications=2, sets={**SETS, "traffic.pattern": "poisson"}, jobs=1)
     assert list(df["seed"]) == ["5", "5", "7", "7"] and list(df["replication"]) == [0, 1, 0, 1]
-    assert [r["seed"] for r in df.attrs["results"]] == [5, 6, 7, 8]
+    assert [r["seed"] for r in experiments.results(df)] == [5, 6, 7, 8]
     s = experiments.summarize(df, metrics=["latency_ns_mean"])
     assert list(s["n"]) == [2, 2]
 

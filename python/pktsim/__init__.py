@@ -12,7 +12,7 @@ from .model import GROUPS, Prediction, from_measurement, parse_quantity, predict
 from .scenario import Scenario
 from .sim import RunResult, run
 from .values import expand_values
-from .experiments import summarize, sweep
+from .experiments import SweepInterrupted, per_class, per_ring, results, summarize, sweep, time_series
 from .comparison import compare
 from . import plots
 
@@ -31,6 +31,11 @@ __all__ = [
     "run",
     "sweep",
     "summarize",
+    "results",
+    "per_class",
+    "per_ring",
+    "time_series",
+    "SweepInterrupted",
     "expand_values",
     "__version__",
 ]

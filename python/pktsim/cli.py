@@ -242,7 +242,7 @@ def _wakeup_rows(r: dict) -> list:
 
 
 def cmd_sweep(args) -> int:
-    from .experiments import check_output, run_grid, summarize, sweep_plan
+    from .experiments import SweepInterrupted, check_output, parse_variants, results, run_grid, summarize, sweep_plan
     from .values import expand_values
 
     if args.replications is not None and args.replications < 1:
@@ -257,9 +257,13 @@ def cmd_sweep(args) -> int:
         raise UsageError("sweep: nothing to sweep (--param KEY --values ..., or a [sweep] table in the scenario)")
     if replications < 1:
         raise UsageError(f"{args.file}: sweep.replications = {replications}: expected a whole number of runs per point, at least 1")
+    try:
+        variants = parse_variants(args.variant)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     for key, vals in params.items():
         try:
-            params[key] = expand_values(vals)  # once: the grid takes the list as it is
+            params[key] = expand_values(vals, key)  # once: the grid takes the list as it is
             if not params[key]:
                 raise ValueError(f"{vals!r}: no values")
         except ValueError as e:
@@ -278,23 +282,27 @@ def cmd_sweep(args) -> int:
         _writable_dir("--plots", args.plots)
     try:
         df = run_grid(
-            sc, params, replications, jobs=args.jobs, dask=args.dask, output=args.output,
+            sc, params, replications, variants=variants, jobs=args.jobs, dask=args.dask, output=args.output,
             progress=not args.json and sys.stderr.isatty(), restart=args.restart,
         )
+    except SweepInterrupted as e:
+        kept = f"; rerun the same command to resume from {args.output}.partial.jsonl" if args.output else ""
+        print(f"pktsim: sweep stopped after {e.done} of {e.total} runs{kept}", file=sys.stderr)
+        raise
     except OSError as e:
         raise UsageError(f"-o {args.output}: cannot write the sweep table ({e.strerror or e})") from None
     except ValueError as e:
         raise UsageError(f"sweep: {e}") from None
     failed = df[df["status"] != "ok"]
+    keys = (["variant"] if variants else []) + list(params)
     for _, r in failed.iterrows():
-        point = ", ".join(f"{k}={r[k]}" for k in params)
+        point = ", ".join(f"{k}={r[k]}" for k in keys)
         print(f"pktsim: point {point} (replication {r['replication']}) failed: {r['error']}", file=sys.stderr)
     if args.json:
         res = []
-        full = iter(df.attrs["results"])
-        for _, r in df.iterrows():
-            item = dict(next(full, {})) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
-            item["swept"] = {k: r[k] for k in params}
+        for (_, r), full in zip(df.iterrows(), results(df)):
+            item = dict(full or {}) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
+            item["swept"] = {k: r[k] for k in keys}
             item["replication"] = int(r["replication"])
             res.append(item)
         print(_dump(res))
@@ -303,7 +311,7 @@ def cmd_sweep(args) -> int:
     if ok.empty:
         return 1
     metrics = ["offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
-    summ = summarize(ok, list(params), metrics)
+    summ = summarize(ok, keys, metrics)
     rows = []
     for _, r in summ.iterrows():
         def ci(m, scale=1.0, fmtv="{:.2f}"):
@@ -311,7 +319,7 @@ def cmd_sweep(args) -> int:
             return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
         rows.append(
             [
-                *(str(r[k]) for k in params),
+                *(str(r[k]) for k in keys),
                 si(r["offered_pps_mean"], "pps"),
                 si(r["throughput_pps_mean"], "pps"),
                 f"{100 * r['loss_ratio_mean']:.2f}%",
@@ -322,8 +330,8 @@ def cmd_sweep(args) -> int:
                 f"{100 * r['cpu_utilization_mean']:.1f}%",
             ]
         )
-    head = [*params, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
-    print(table(rows, head, "l" * len(params) + "rrrrrrrr"))
+    head = [*keys, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
+    print(table(rows, head, "l" * len(keys) + "rrrrrrrr"))
     if replications > 1:
         print(f"\n{replications} replications per point; +- is the 95% confidence half-width")
     if args.output:
@@ -525,7 +533,7 @@ def cmd_reproduce(args) -> int:
         index = build(args.report, papers)
         print(f"wrote {index}")
         return 0
-    results = [reproduce(p) for p in papers]
+    results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty())
     if args.json:
         # One paper: its object, with its summary. All: the list of those objects, as
         # before (a consumer iterating papers keeps working); the pooled summary is the
@@ -541,6 +549,40 @@ def cmd_reproduce(args) -> int:
 
         print(summary_text(summary(r for res in results for r in res["rows"]), "summary (all papers)"))
     return 0
+
+
+# Simulations each reproduction runs (counted with pktsim.sim.observe_runs), for the ETA of
+# `pktsim reproduce`'s progress bar; the bar adapts when a paper runs more or fewer.
+_REPRODUCE_RUNS = {"000": 0, "001": 122, "002": 49, "003": 18, "004": 24}
+
+
+def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
+    """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
+    tqdm: terminal or Jupyter)."""
+    if not show:
+        return [reproduce(p) for p in papers]
+    from tqdm.auto import tqdm
+
+    from .sim import observe_runs
+
+    out = []
+    expected = [_REPRODUCE_RUNS.get(p, 0) for p in papers]
+    with tqdm(total=max(sum(expected), 1), unit="run", file=sys.stderr, dynamic_ncols=True, leave=False) as bar:
+        done = 0
+        for p, n in zip(papers, expected):
+            bar.set_postfix_str(f"paper {p}", refresh=True)
+
+            def counted(_result):
+                if bar.n + 1 > bar.total:
+                    bar.total = bar.n + 1
+                bar.update(1)
+
+            with observe_runs(counted):
+                out.append(reproduce(p))
+            done += n
+            if bar.n < done:  # fewer runs than counted before: skip ahead
+                bar.update(done - bar.n)
+    return out
 
 
 def _print_rows(res: dict, label: str = "summary") -> None:
@@ -761,11 +803,20 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate, or seed")
     w.add_argument("--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param")
     w.add_argument("--replications", type=int, metavar="N", help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications); with --param seed, each point's seed is the swept one")
+    w.add_argument(
+        "--variant", action="append", default=[], metavar="NAME=KEY=VALUE[,KEY=VALUE...]",
+        help="a named configuration (repeatable), crossed with the --param grid; adds a variant column, "
+        "e.g. --variant static=nic.itr.mode=static,nic.itr.interval=50us --variant dynamic=nic.itr.mode=dynamic",
+    )
     w.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
     w.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
     w.add_argument(
         "-o", "--output", metavar="OUT.parquet",
-        help="write one row per (point, replication): .parquet or .csv. An interrupted sweep resumes from OUT.partial.jsonl "
+        help="write one row per (point, replication): .parquet or .csv, each swept key with KEY_value in base units; "
+        "per-class, per-ring and time-series results go next to it as long tables (out.per_class.parquet, out.per_ring.parquet, "
+        "out.time_series.parquet; .csv likewise). "
+        "Parquet metadata: the resolved scenario, the --set overrides, the variants and each worker's pktsim version. "
+        "An interrupted sweep resumes from OUT.partial.jsonl "
         "when the scenario, its overrides and the grid are the same (a hash in the file); otherwise it says so and starts over. "
         "Error rows are run again.",
     )

@@ -26,7 +26,22 @@ class Prediction(dict):
 
 
 def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Prediction:
-    """Analytical prediction for a scenario (a :class:`Scenario`, a TOML path or a dict)."""
+    """Analytical prediction for a scenario (a :class:`Scenario`, a TOML path or a dict)
+    with optional overrides (plain numbers in the key's base unit, as for :func:`pktsim.run`).
+
+    Returns a :class:`Prediction` (a dict): ``name``; ``frequency_hz`` (Hz); ``cores``;
+    ``mean_frame_bytes`` (bytes); ``c_total_cycles``, ``c_core_cycles`` (cycles per packet)
+    and ``cycles_by_group`` (cycles per packet by group: RX, alloc, prerouting, routing,
+    postrouting, free, TX, other); ``ns_per_packet`` (ns); ``r_max_pps``, ``r_cpu_pps``,
+    ``capacity_pps``, ``line_rate_pps``, ``offered_pps``, ``predicted_pps``,
+    ``dropped_pps`` (pps); ``cpu_load``, ``cpu_load_max`` (0..1); ``cpu_load_basis`` (text);
+    ``bottleneck`` ("cpu" or "link"); ``saturated`` (bool); ``frame_cost_ns`` (ns per
+    frame by term: ``processing``, ``contention``, ``tx clean``, ``tx lock``);
+    ``per_core`` (list: ``share`` 0..1, ``mean_frame_bytes``, ``ns_per_packet`` ns,
+    ``capacity_pps``, ``forwarded_pps`` pps, ``cpu_load`` 0..1); ``fib`` (the FIB model:
+    ``routes``, ``flows``, ``depth_levels``, ``working_set_bytes`` bytes, ``resides_in``,
+    ``stall_cycles_per_miss``, ``extra_cycles`` cycles, ``flows_fitting_l3``); ``notes``
+    (list of text)."""
     sc = as_scenario(scenario, sets)
     out = json.loads(_core.predict(sc.text, sc.format, sc.origin, sc.base_dir, list(sc.sets)))
     # Only the cycle groups are the model's; keep them in 000's order.

@@ -6,7 +6,9 @@ The schema lives in the Rust core (serde types); this module only carries the te
 
 from __future__ import annotations
 
+import functools
 import json
+import numbers
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -31,8 +33,76 @@ def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tupl
             out.append((key.strip(), value.strip()))
         else:
             key, value = item
-            out.append((str(key), _value_text(value)))
+            out.append((str(key), _value_text(value, str(key))))
     return out
+
+
+# Base unit written after a plain number, by the schema type of the key it sets.
+BASE_UNITS = {
+    "OfferedRate": "pps",
+    "BitRate": "bit/s",
+    "Bytes": "B",
+    "Cycles": "cycles",
+    "CyclesPerByte": "cycles/B",
+    "Duration": "s",
+    "Frequency": "Hz",
+    "TimePerByte": "ns/B",  # the core has no s/B; plain numbers are taken in seconds per byte
+}
+_UNIT_SCALE = {"TimePerByte": 1e9}
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_defs() -> tuple[dict, dict]:
+    s = json.loads(_core.schema("scenario"))
+    return s, s.get("$defs", {})
+
+
+@functools.lru_cache(maxsize=4096)
+def unit_kind(key: str) -> str | None:
+    """The schema type of a scenario key's value ("Duration", "OfferedRate", ...), or None
+    when the key is not a quantity (a count, a name, a flag) or is unknown."""
+    root, defs = _schema_defs()
+
+    def deref(node):
+        while isinstance(node, dict) and "$ref" in node:
+            name = node["$ref"].rsplit("/", 1)[-1]
+            if name in BASE_UNITS:
+                return name
+            node = defs.get(name, {})
+        if isinstance(node, dict):
+            for alt in node.get("anyOf", []) + node.get("allOf", []):
+                got = deref(alt)
+                if isinstance(got, str) or (isinstance(got, dict) and got.get("properties")):
+                    return got
+        return node
+
+    node = root
+    for part in key.split("."):
+        node = deref(node)
+        if not isinstance(node, dict):
+            return None
+        props = node.get("properties") or {}
+        if part in props:
+            node = props[part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return None
+    node = deref(node)
+    return node if isinstance(node, str) else None
+
+
+def quantity_text(key: str, value: Any) -> str | None:
+    """A plain number for a quantity key, written in the key's base unit (pps, bit/s, B,
+    cycles, s, Hz): ``quantity_text("traffic.rate", 1.2e6) == "1200000pps"``. None when
+    ``value`` is not a plain number or the key is not a quantity."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    kind = unit_kind(key)
+    if kind is None:
+        return None
+    v = float(value) * _UNIT_SCALE.get(kind, 1.0)
+    return f"{v:.12g}{BASE_UNITS[kind]}"
 
 
 def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -> None:
@@ -66,12 +136,22 @@ def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -
         raise err from None
 
 
-def _value_text(value: Any) -> str:
-    """A Python value as the text of a ``--set`` (strings stay bare so "1.2Mpps" works)."""
+def _value_text(value: Any, key: str = "") -> str:
+    """A Python value as the text of a ``--set`` (strings stay bare so "1.2Mpps" works; a
+    plain number for a quantity key is taken in its base unit; numpy scalars are numbers)."""
     if isinstance(value, str):
         return value
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict)):
+        try:
+            value = value.item()  # a numpy scalar
+        except (TypeError, ValueError):
+            pass
     if isinstance(value, bool):
         return "true" if value else "false"
+    if key:
+        text = quantity_text(key, value)
+        if text is not None:
+            return text
     return json.dumps(value)
 
 
@@ -85,6 +165,10 @@ class Scenario:
     base_dir: str
     sets: tuple[tuple[str, str], ...] = ()
     data: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        extra = f", sets={[f'{k}={v}' for k, v in self.sets]}" if self.sets else ""
+        return f"Scenario({self.name!r}, origin={self.origin!r}{extra})"
 
     @classmethod
     def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":

@@ -7,14 +7,28 @@ on this module (never the other way round).
 
 from __future__ import annotations
 
+import contextlib
 import json
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from . import _core
 from .scenario import Scenario, _normalise_sets, as_scenario
 from .values import expand_values, flatten
 
-__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten"]
+__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
+
+_OBSERVERS: list = []
+
+
+@contextlib.contextmanager
+def observe_runs(callback: "Callable[[RunResult], None]") -> Iterator[None]:
+    """Call ``callback(result)`` after each :func:`run` in this process while the block runs
+    (``pktsim reproduce`` counts its simulations with it to show progress)."""
+    _OBSERVERS.append(callback)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(callback)
 
 
 class RunResult(dict):
@@ -26,9 +40,36 @@ class RunResult(dict):
 
 
 def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
-    """Simulate a scenario (a :class:`Scenario`, a TOML path or a dict)."""
+    """Simulate a scenario (a :class:`Scenario`, a TOML path or a dict) with optional
+    overrides (``sets={"traffic.rate": "1.2Mpps"}``; plain numbers are taken in the key's
+    base unit: pps, bit/s, bytes, seconds, Hz, cycles; numpy scalars are numbers).
+
+    Returns a :class:`RunResult` (a dict, the ``pktsim run --json`` object):
+
+    - ``name``, ``seed``; ``offered_pps``, ``throughput_pps`` (pps), ``throughput_bps``
+      (bit/s), ``loss_ratio`` (0..1 of the offered packets);
+    - ``latency_ns``: ``p25``, ``p50``, ``p75``, ``p90``, ``p99``, ``p999``, ``min``,
+      ``max``, ``mean`` (ns), and ``latency_mean_ci95_ns`` (ns, batch means);
+    - ``irq_per_s`` (1/s), ``irqs_per_packet``, ``polls_per_packet``,
+      ``softirqs_per_packet``, ``packets_per_poll`` (``mean`` and ``histogram``),
+      ``time_squeeze``, ``ksoftirqd_wakeups``, ``empty_polls`` (counts);
+    - ``cpu_utilization``, ``cpu_useful`` (0..1 of all cores' time), ``cpu_by_activity``
+      (``idle``, ``io``, ``irq``, ``poll``, ``rx_clean``, ``spin``, ``tx_clean``,
+      ``tx_lock``, ``wakeup``: 0..1), ``cpu_per_core`` (list, 0..1);
+    - ``drops`` (``qdisc_full``, ``rx_ring_full``: packets), ``offered_packets``,
+      ``forwarded_packets``, ``carried_in_packets``, ``sim_packets``, ``events`` (counts);
+    - ``per_class`` (by class name: the throughput, loss, latency and drop fields above) and
+      ``per_ring`` (list: ``ring``, ``core``, ``queue`` and the same fields);
+    - ``series`` (with ``measure.interval``: per bucket ``offered``, ``forwarded``,
+      ``dropped``, ``carried_in``, ``irqs``, ``polls`` counts and ``latency_sum_ns``) and
+      ``series_interval_s`` (s);
+    - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
+      per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""
     sc = as_scenario(scenario, sets)
-    return run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    result = run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    for callback in list(_OBSERVERS):
+        callback(result)
+    return result
 
 
 def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunResult:

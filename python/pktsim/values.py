@@ -35,15 +35,22 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
     return out
 
 
-def expand_values(spec: "str | Sequence[Any]") -> list[str]:
+def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
     """``"0.1Mpps:2.4Mpps:0.1Mpps"`` -> ``["0.1Mpps", "0.2Mpps", ..., "2.4Mpps"]``;
-    ``"1,2,4"`` -> ``["1", "2", "4"]``; a list is taken as it is (non-strings as JSON).
+    ``"1,2,4"`` -> ``["1", "2", "4"]``; a list (or a numpy array) is taken as it is:
+    strings stay, plain numbers of a quantity ``key`` are written in its base unit
+    (``expand_values(np.linspace(1e6, 2e6, 3), "traffic.rate")`` ->
+    ``["1000000pps", "1500000pps", "2000000pps"]``), other values as JSON.
 
     A range's START, STOP and STEP are quantities of one kind (rate, duration, percent...)
     and the points are written in START's unit; a bad range raises ``ValueError`` saying
     what was expected."""
     if not isinstance(spec, str):
-        return [v if isinstance(v, str) else json.dumps(v) for v in spec]
+        from .scenario import _value_text
+
+        if not hasattr(spec, "__iter__"):
+            spec = [spec]
+        return [_value_text(v, key) for v in spec]
     spec = spec.strip()
     if ":" not in spec:
         return [v.strip() for v in spec.split(",") if v.strip()]
@@ -89,3 +96,41 @@ def _try(kind: str, text: str):
         return parse_quantity(kind, text)
     except ValueError:
         return None
+
+
+# parse_quantity's kind for each quantity type of the schema (see scenario.BASE_UNITS).
+_KIND_OF_TYPE = {
+    "OfferedRate": "packetrate",
+    "BitRate": "bitrate",
+    "Bytes": "bytes",
+    "Cycles": "cycles",
+    "Duration": "duration",
+    "Frequency": "frequency",
+}
+
+
+def numeric_value(key: str, label: Any) -> float | None:
+    """A swept value as a number in base units: pps, bit/s, bytes, seconds, Hz, cycles, or
+    the plain number of a count (``cpu.cores = "4"`` -> 4.0). None when the label is not a
+    number (an enum such as ``host.strategy.kind``), or an offered rate not written in pps
+    (its packet rate depends on the frame size and the link; see
+    :func:`pktsim.experiments.grid`)."""
+    from .scenario import unit_kind
+
+    text = str(label).strip()
+    kind = unit_kind(key)
+    if kind in _KIND_OF_TYPE:
+        v = _try(_KIND_OF_TYPE[kind], text)
+        if v is not None and kind == "Duration":
+            v = v / 1e12  # parse_quantity gives picoseconds
+        elif v is None and kind != "OfferedRate":
+            try:
+                v = float(text)  # a bare number some keys take as is
+            except ValueError:
+                return None
+        return v
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) or math.isinf(v) else None
