@@ -217,6 +217,45 @@ def test_plot_command_draws_a_sweep_file_with_per_class_latency(tmp_path):
     out = tmp_path / "plots"
     run_cli("plot", table, "-o", out)
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["irq_polls.png", "latency.png", "loss.png", "per_class_latency.png", "throughput.png"]
+    # Server mode has no interrupts or polls: no panel of zeros.
+    assert names == ["cpu.png", "latency.png", "loss.png", "per_class_latency.png", "throughput.png"]
     proc = run_cli("plot", NAPI, "-o", out, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
+
+
+def test_a_two_key_sweep_draws_a_legend_entry_per_value_of_the_second_key(tmp_path):
+    out = tmp_path / "svg"
+    run_cli(
+        "sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps,2Mpps",
+        "--param", "host.io", "--values", "napi,server", "--replications", "2", "--set", "measure.duration=2ms",
+        "--set", "measure.warmup=1ms", "--set", "traffic.pattern=poisson", "--plots", out, "--format", "svg",
+    )
+    svg = (out / "throughput.svg").read_text()
+    assert svg.count("host.io=napi") == 1 and svg.count("host.io=server") == 1
+    assert "offered load [Mpps]" in svg and "model capacity" not in svg  # capacity differs per io mode
+
+
+def test_a_batch_size_sweep_is_plotted_against_the_batch_size(tmp_path):
+    import pandas as pd
+
+    from pktsim.plots import sweep_figures
+
+    table = tmp_path / "b.csv"
+    run_cli("sweep", EXAMPLES / "ovs-netmapcap.toml", "--param", "host.batch.size", "--values", "1,4,16,64",
+            "--set", "measure.duration=2ms", "--set", "measure.warmup=1ms", "-o", table)
+    figs = sweep_figures(pd.read_csv(table), tmp_path / "p", fmt="png", dpi=50)
+    ax = figs["throughput"][1].axes[0]
+    assert list(ax.lines[0].get_xdata()) == [1, 4, 16, 64]
+    assert ax.get_xlabel() == "host.batch.size"
+    assert "irq_polls" in figs  # batched-syscall sleeps and takes interrupts
+
+
+def test_figure_options_are_checked(tmp_path):
+    table = tmp_path / "t.csv"
+    run_cli("sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "1Mpps,2Mpps",
+            "--set", "measure.duration=1ms", "--set", "measure.warmup=1ms", "-o", table)
+    for bad in (["--dpi", "0"], ["--size", "3x"], ["--format", "gif"]):
+        proc = run_cli("plot", table, "-o", tmp_path / "o", *bad, check=False)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, (bad, proc.stderr)
+    run_cli("plot", table, "-o", tmp_path / "pdf", "--format", "pdf", "--size", "3x2")
+    assert (tmp_path / "pdf" / "throughput.pdf").read_bytes().startswith(b"%PDF")

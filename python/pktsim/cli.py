@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -280,6 +281,7 @@ def cmd_sweep(args) -> int:
             raise UsageError(f"-o {e}") from None
     if args.plots:
         _writable_dir("--plots", args.plots)
+    figure = _figure_options(args)
     try:
         df = run_grid(
             sc, params, replications, variants=variants, jobs=args.jobs, dask=args.dask, output=args.output,
@@ -339,7 +341,9 @@ def cmd_sweep(args) -> int:
     if args.plots:
         from .plots import sweep_plots
 
-        for f in sweep_plots(df, args.plots):
+        # The model's loss-free capacity marks saturation when only the load is swept.
+        capacity = predict(sc)["capacity_pps"] if list(params) == ["traffic.rate"] and not variants else None
+        for f in sweep_plots(df, args.plots, capacity_pps=capacity, **figure):
             print(f"wrote {f}")
     return 1 if len(failed) else 0
 
@@ -357,6 +361,21 @@ def _writable_dir(option: str, path: str) -> Path:
     except OSError as e:
         raise UsageError(f"{option} {path}: cannot write files there ({e.strerror or e}); expected a writable directory") from None
     return d
+
+
+def _figure_args(p) -> None:
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure file format (default png)")
+    p.add_argument("--dpi", type=int, default=300, metavar="N", help="resolution of PNG figures (default 300)")
+    p.add_argument("--size", default="3.5x2.6", metavar="WxH", help="panel size in inches (default 3.5x2.6, a paper column)")
+
+
+def _figure_options(args) -> dict:
+    if not 20 <= args.dpi <= 1200:
+        raise UsageError(f"--dpi {args.dpi}: expected 20 to 1200 dots per inch")
+    m = re.match(r"^([0-9.]+)x([0-9.]+)$", args.size or "")
+    if not m or not (0.5 <= float(m.group(1)) <= 40 and 0.5 <= float(m.group(2)) <= 40):
+        raise UsageError(f"--size {args.size}: expected WIDTHxHEIGHT in inches, each 0.5 to 40 (e.g. 3.5x2.6)")
+    return {"fmt": args.format, "dpi": args.dpi, "size": (float(m.group(1)), float(m.group(2)))}
 
 
 def cmd_plot(args) -> int:
@@ -389,7 +408,7 @@ def cmd_plot(args) -> int:
             raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
     if args.x is not None and args.x not in df:
         raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}")
-    for f in sweep_plots(df, args.output, args.x):
+    for f in sweep_plots(df, args.output, args.x, **_figure_options(args)):
         print(f"wrote {f}")
     return 0
 
@@ -824,12 +843,14 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.add_argument("--plots", metavar="DIR", help="also draw the standard plots into DIR")
+    _figure_args(w)
     w.set_defaults(func=cmd_sweep)
 
     pl = sub.add_parser("plot", help="the standard plots of a sweep table (.parquet or .csv)")
     pl.add_argument("table", metavar="SWEEP")
     pl.add_argument("-o", "--output", required=True, metavar="DIR")
-    pl.add_argument("--x", metavar="COLUMN", help="x axis of the per-class plot (default: the swept key)")
+    pl.add_argument("--x", metavar="COLUMN", help="x axis (default: the offered load for a load sweep, else the swept key)")
+    _figure_args(pl)
     pl.set_defaults(func=cmd_plot)
 
     k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")

@@ -135,32 +135,150 @@ def standard_load_plots(df, directory: str | Path, x: str = "offered_pps") -> li
     return out
 
 
-def sweep_plots(df, directory: str | Path, x: str | None = None) -> list[Path]:
-    """The standard plots of a sweep table (replications averaged): load plots against
-    offered load, and per-class mean latency against the swept key when the table has more
-    than one class."""
+UNITS = {"pps": (1e6, "Mpps"), "bit/s": (1e9, "Gbit/s"), "B": (1, "B"), "s": (1e-6, "us"), "Hz": (1e9, "GHz")}
+
+# Metric columns: (column, y label, scale)
+PANELS = {
+    "throughput": [("throughput_pps", "throughput [Mpps]", 1e-6)],
+    "loss": [("loss_ratio", "loss [%]", 100.0)],
+    "latency": [("latency_ns_p50", "p50 latency [us]", 1e-3), ("latency_ns_p99", "p99 latency [us]", 1e-3)],
+    "irq_polls": [("irq_per_s", "interrupts [k/s]", 1e-3), ("polls_per_packet", "polls per frame", 1.0)],
+    "cpu": [("cpu_utilization", "CPU load [%]", 100.0)],
+}
+
+
+def _key_columns(df) -> list[str]:
+    """The swept scenario keys (and `variant`): columns with a dot that are not a metric or
+    a key's numeric twin."""
+    keys = [c for c in df.columns if "." in c and not c.endswith("_value") and not c.startswith(("per_class_", "latency_"))]
+    return (["variant"] if "variant" in df else []) + keys
+
+
+def _numeric(df, key):
+    """A key's values as numbers in base units (its `_value` twin), or None."""
+    import pandas as pd
+
+    if f"{key}_value" in df:
+        return pd.to_numeric(df[f"{key}_value"], errors="coerce")
+    v = pd.to_numeric(df[key], errors="coerce")
+    return v if v.notna().all() else None
+
+
+def _axis_label(key: str, values) -> tuple[str, float]:
+    """Axis label with its unit, and the factor from base units to the axis."""
+    if key == "offered_pps":
+        return "offered load [Mpps]", 1e-6
+    unit = None
+    if key.endswith("rate") or key.startswith("traffic.rate"):
+        unit = "pps"
+    elif key.endswith(("size", "_ring", "weight", "budget", "flows", "cores", "routes", "_irqs", "quota")):
+        return key, 1.0
+    elif any(w in key for w in ("t_", "timeout", "interval", "latency", "slice", "warmup", "duration")):
+        unit = "s"
+    if unit and unit in UNITS:
+        scale, shown = UNITS[unit]
+        return f"{key} [{shown}]", 1.0 / scale
+    return key, 1.0
+
+
+def _ci95(values):
+    import math
+
+    from . import _core
+
+    n = len(values)
+    if n < 2:
+        return 0.0
+    m = sum(values) / n
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (n - 1))
+    return _core.student_t95(n - 1) * sd / math.sqrt(n)
+
+
+def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None):
+    """The figures of a sweep table, right for its grid.
+
+    x is the swept key (numerically, in its unit) unless the sweep is over the offered load
+    (then the offered load); every other swept key (and a `variant`) is a line of its own,
+    colour first, then line style; replications are the mean with a 95% confidence band;
+    `capacity_pps` (the model's loss-free capacity) is marked when x is the load. Interrupt
+    and poll panels that are zero throughout (server mode, busy polling) are left out. Returns
+    ``{name: (path, figure)}`` for the files written (fmt: png, svg or pdf)."""
     import re
 
-    from .experiments import summarize
-
+    plt = _plt()
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    keys = [c for c in df.columns if "." in c]  # swept scenario keys, e.g. traffic.rate
     ok = df[df["status"] == "ok"] if "status" in df else df
-    metrics = [c for c in ok.columns if c.endswith(("_pps", "_ratio", "_per_s", "_per_packet", "utilization")) or c.startswith(("latency_ns_", "per_class_"))]
-    metrics = [m for m in metrics if m in ok and ok[m].dtype.kind in "fi"]
-    mean = summarize(ok, keys, metrics)
-    mean = mean.rename(columns={f"{m}_mean": m for m in metrics})
-    x = x or ("offered_pps" if "traffic.rate" in keys or not keys else keys[0])
-    mean = mean.sort_values(x) if x in mean else mean
-    written = standard_load_plots(mean, d, "offered_pps")
-    classes = sorted({m.group(1) for c in mean.columns if (m := re.match(r"per_class_(.+)_latency_ns_mean$", c))})
+    keys = _key_columns(ok)
+    if x is None:
+        x = "offered_pps" if (not keys or "traffic.rate" in keys) else next((k for k in keys if k != "variant"), keys[0])
+    others = [k for k in keys if k != x and not (x == "offered_pps" and k == "traffic.rate")]
+    if x == "offered_pps" and "traffic.rate" in keys:
+        # The swept load (replications share it), not each run's measured offered rate.
+        xnum = _numeric(ok, "traffic.rate")
+        if xnum is None:
+            xnum = ok.groupby("traffic.rate")["offered_pps"].transform("mean")
+    elif x == "offered_pps":
+        xnum = ok["offered_pps"]
+    else:
+        xnum = _numeric(ok, x)
+    categorical = xnum is None
+    if categorical:
+        cats = list(dict.fromkeys(ok[x]))
+        xnum = ok[x].map({c: i for i, c in enumerate(cats)})
+    xlabel, xscale = _axis_label(x, xnum)
+    work = ok.assign(_x=xnum * xscale)
+    groups = list(work.groupby(others, sort=False)) if others else [((), work)]
+    styles = ["-", "--", ":", "-."]
+    panels = dict(PANELS)
+    classes = sorted({m.group(1) for c in ok.columns if (m := re.match(r"per_class_(.+)_latency_ns_mean$", c))})
     if len(classes) > 1:
-        xs = x if x in mean else keys[0]
-        path = d / "per_class_latency.png"
-        per_class_latency(mean, path, xs, classes, xlabel=xs, title="Mean latency per class")
-        written.append(path)
+        panels["per_class_latency"] = [(f"per_class_{c}_latency_ns_mean", f"mean latency, {c} [us]", 1e-3) for c in classes]
+    written = {}
+    for name, series in panels.items():
+        # Interrupts and polls that are zero throughout (server, busy-poll) get no panel.
+        series = [(col, lab, sc) for col, lab, sc in series if col in ok and ok[col].dtype.kind in "fi" and (name != "irq_polls" or ok[col].abs().sum() > 0)]
+        if not series:
+            continue
+        fig, axes = plt.subplots(1, len(series), figsize=(size[0] * len(series), size[1]), squeeze=False)
+        for ax, (col, ylabel, yscale) in zip(axes[0], series):
+            for gi, (gkey, g) in enumerate(groups):
+                gkey = gkey if isinstance(gkey, tuple) else (gkey,)
+                label = ", ".join(f"{k}={v}" for k, v in zip(others, gkey)) or None
+                stats = g.groupby("_x")[col].agg(list).sort_index()
+                xs = list(stats.index)
+                mean = [sum(v) / len(v) * yscale for v in stats]
+                ci = [_ci95([u * yscale for u in v]) for v in stats]
+                color = f"C{gi % 10}"
+                ax.plot(xs, mean, styles[(gi // 10) % len(styles)], marker="o", markersize=3, color=color, label=label)
+                if any(c > 0 for c in ci):
+                    ax.fill_between(xs, [m - c for m, c in zip(mean, ci)], [m + c for m, c in zip(mean, ci)], color=color, alpha=0.2, linewidth=0)
+            if capacity_pps and x == "offered_pps":
+                ax.axvline(capacity_pps * xscale, color="grey", linestyle=":", linewidth=1, label="model capacity")
+            if categorical:
+                ax.set_xticks(range(len(cats)))
+                ax.set_xticklabels(cats, rotation=20)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            if col.startswith("latency_") or col.startswith("per_class_"):
+                ax.set_yscale("log")
+            ax.grid(alpha=0.3)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        if labels:
+            axes[0][-1].legend(fontsize=6, frameon=False)
+        path = d / f"{name}.{fmt}"
+        buf = io.BytesIO()
+        fig.tight_layout()
+        fig.savefig(buf, format=fmt, dpi=dpi)
+        atomic_write(path, buf.getvalue())
+        written[name] = (path, fig)
+        plt.close(fig)
     return written
+
+
+def sweep_plots(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None) -> list[Path]:
+    """The figures of a sweep table (see :func:`sweep_figures`), as a list of paths."""
+    return [p for p, _ in sweep_figures(df, directory, x, fmt, dpi, size, capacity_pps).values()]
 
 
 def testbed_validation(res: dict, path: str | Path) -> None:
