@@ -164,3 +164,23 @@ def test_profiles_listing_and_schema(tmp_path):
     run_cli("schema", "-o", out)
     schema = json.loads(out.read_text())
     assert "cpu" in schema["properties"] and "traffic" in schema["properties"]
+
+
+def test_compare_shows_the_configuration_difference_first():
+    a, b = EXAMPLES / "linux-router-64B.toml", EXAMPLES / "router-skb-recycling.toml"
+    out = run_cli("compare", a, b, "--set", "measure.duration=2ms").stdout
+    head = out[: out.index("quantity")]
+    for key in ("cost.buffers.recycling", "nic.tx_vector", "host.t_irq"):
+        assert key in head, key
+    res = json.loads(run_cli("compare", a, b, "--set", "measure.duration=2ms", "--json").stdout)
+    assert {d["key"] for d in res["config_diff"]} >= {"cost.buffers.recycling", "nic.tx_vector", "host.t_irq"}
+    assert all(d["key"] not in ("name", "description") for d in res["config_diff"])
+
+
+def test_papers_can_be_named_by_author():
+    from pktsim.reproduce import paper_id
+
+    assert [paper_id(n) for n in ("raumer2015", "Meyer", "beifuss2015-napi", "bolla", "rizzo2012", "004")] == ["000", "001", "002", "003", "004", "004"]
+    assert paper_id("smith") is None
+    proc = run_cli("reproduce", "smith", check=False)
+    assert proc.returncode == 2 and "raumer" in proc.stderr

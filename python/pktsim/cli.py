@@ -515,6 +515,12 @@ def cmd_compare(args) -> int:
     print(f"pktsim compare: A = {res['a']['name']} ({args.a})")
     print(f"                B = {res['b']['name']} ({args.b})")
     print()
+    if res["config_diff"]:
+        print("configuration: B differs from A in")
+        print(table([[d["key"], "-" if d["a"] is None else str(d["a"]), "-" if d["b"] is None else str(d["b"])] for d in res["config_diff"]], ["key", "A", "B"], "lll"))
+    else:
+        print("configuration: A and B are the same scenario")
+    print()
 
     def fmt(v, unit):
         if v is None:
@@ -542,10 +548,13 @@ def cmd_compare(args) -> int:
 def cmd_reproduce(args) -> int:
     from .reproduce import PAPERS, reproduce
 
-    papers = list(PAPERS) if args.paper == "all" else [args.paper]
+    from .reproduce import AUTHORS, paper_id
+
+    papers = list(PAPERS) if args.paper == "all" else [paper_id(args.paper) or args.paper]
     for paper in papers:
         if paper not in PAPERS:
-            raise UsageError(f"reproduce: no reproduction of paper {paper!r} (have: {', '.join(PAPERS)}, all)")
+            names = ", ".join(f"{n} ({a})" for a, n in AUTHORS.items())
+            raise UsageError(f"reproduce: no reproduction of paper {args.paper!r} (have: {names}, all)")
     if args.report:
         from .report import build
 

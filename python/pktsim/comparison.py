@@ -6,7 +6,9 @@
      "rows": [{"quantity": "throughput (simulated)", "a": x, "b": y,
                "diff": y - x, "rel_diff": (y - x) / x, "unit": "pps"}, ...]}
 
-``diff`` is None when either side lacks the figure; ``rel_diff`` is None also when A's
+``config_diff`` comes first: the scenario keys whose values differ, ``[{"key", "a", "b"}]``
+(None where a side leaves the key to its default), so a difference in the figures can be
+traced to the configuration that caused it. ``diff`` is None when either side lacks the figure; ``rel_diff`` is None also when A's
 value is (nearly) 0. The rows, in order: offered load, simulated and analytical
 throughput, loss, latency percentiles, CPU (total, doing packet work, by activity), IRQs,
 polls, packets per poll, cycles per packet by group, C_total and R_max (000 Eq. 1).
@@ -51,4 +53,28 @@ def compare(a: "Scenario | str | Mapping[str, Any]", b: "Scenario | str | Mappin
         add(f"C_{g}", pa["cycles_by_group"][g], pb["cycles_by_group"][g], "cycles/packet")
     add("C_total", pa["c_total_cycles"], pb["c_total_cycles"], "cycles/packet")
     add("R_max (Eq. 1)", pa["r_max_pps"], pb["r_max_pps"], "pps")
-    return {"a": {"name": ra["name"], "origin": a.origin}, "b": {"name": rb["name"], "origin": b.origin}, "rows": rows}
+    return {
+        "a": {"name": ra["name"], "origin": a.origin},
+        "b": {"name": rb["name"], "origin": b.origin},
+        "config_diff": config_diff(a.data, b.data),
+        "rows": rows,
+    }
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out = {}
+    for k, v in data.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[dict]:
+    """Scenario keys (dotted paths) whose values differ between two scenario dicts; the
+    name and description are left out."""
+    fa, fb = _flatten(a), _flatten(b)
+    keys = sorted(k for k in set(fa) | set(fb) if k not in ("name", "description") and fa.get(k) != fb.get(k))
+    return [{"key": k, "a": fa.get(k), "b": fb.get(k)} for k in keys]

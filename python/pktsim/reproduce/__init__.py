@@ -30,7 +30,7 @@ from typing import Callable
 from . import paper000, paper001, paper002, paper003, paper004
 from .rows import KINDS, row, summary
 
-__all__ = ["KINDS", "PAPERS", "reproduce", "row", "summary"]
+__all__ = ["AUTHORS", "KINDS", "PAPERS", "paper_id", "reproduce", "row", "summary"]
 
 # Paper id -> (title, the function that reproduces it).
 PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
@@ -42,9 +42,25 @@ PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
 }
 
 
+# First authors: a paper can be named by number, by author, or author and year
+# ("raumer2015", "Meyer").
+AUTHORS = {"raumer": "000", "meyer": "001", "beifuss": "002", "bolla": "003", "rizzo": "004"}
+
+
+def paper_id(name: str) -> str | None:
+    """The paper's number for ``name`` ("000", "raumer", "raumer2015", "Raumer et al."), or None."""
+    if name in PAPERS:
+        return name
+    import re
+
+    m = re.match(r"^([a-z]+)", name.strip().lower())
+    return AUTHORS.get(m.group(1)) if m else None
+
+
 def reproduce(paper: str) -> dict:
     """The result of one paper's reproduction (``pktsim reproduce PAPER --json``), with its
-    ``summary``."""
+    ``summary``. ``paper`` is a number ("001") or a first author ("meyer2014")."""
+    paper = paper_id(paper) or paper
     if paper not in PAPERS:
         raise KeyError(paper)
     res = PAPERS[paper][1]()
