@@ -1,0 +1,114 @@
+"""The scenario reference (``docs/scenario-reference.md``), generated from the scenario's
+JSON Schema so that it cannot drift from the format: ``python -m pktsim.docgen`` rewrites
+it, and a test fails when the committed file differs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from . import _core
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "scenario-reference.md"
+
+
+# Quantities with units, as they are written.
+UNIT_KINDS = {
+    "Duration": 'time ("479ns")',
+    "Bytes": 'size ("64B")',
+    "Cycles": 'cycles ("200cycles")',
+    "CyclesPerByte": 'cycles per byte ("0.5cycles/B")',
+    "Frequency": 'frequency ("3.3GHz")',
+    "BitRate": 'bit rate ("10Gbit/s")',
+    "TimePerByte": 'time per byte ("2ns/B")',
+    "Percent": 'share ("30%")',
+    "OfferedRate": 'rate ("1.5Mpps", "5Gbit/s" or "80%")',
+    "PacketSize": 'size ("64B", "imix" or a mix)',
+}
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    while "$ref" in node:
+        node = schema["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in node and len(node[key]) >= 1:
+            refs = [n for n in node[key] if "$ref" in n]
+            if refs and len([n for n in node[key] if n.get("type") != "null"]) == 1:
+                return _resolve(schema, refs[0])
+    return node
+
+
+def _kind(schema: dict, node: dict) -> str:
+    r = _resolve(schema, node)
+    if "enum" in r:
+        return " / ".join(f"`{v}`" for v in r["enum"])
+    if "oneOf" in r and all("const" in o or "enum" in o for o in r["oneOf"]):
+        vals = [o.get("const", (o.get("enum") or [None])[0]) for o in r["oneOf"]]
+        return " / ".join(f"`{v}`" for v in vals)
+    t = r.get("type")
+    if isinstance(t, list):
+        t = " or ".join(x for x in t if x != "null")
+    if t == "array":
+        return "list"
+    ref = node.get("$ref") or next((n["$ref"] for k in ("anyOf", "oneOf", "allOf") for n in node.get(k, []) if "$ref" in n), "")
+    title = ref.rsplit("/", 1)[-1]
+    if title in UNIT_KINDS:
+        return UNIT_KINDS[title]
+    return title if title and t in ("string", None) else (t or title or "value")
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join((text or "").split()).replace("|", "\\|")
+
+
+def _table(schema: dict, node: dict, path: str, out: list[str]) -> None:
+    r = _resolve(schema, node)
+    props = r.get("properties")
+    if not props:
+        return
+    defaults = node.get("default", r.get("default", {})) if isinstance(node.get("default", r.get("default", {})), dict) else {}
+    out += [f"## `[{path}]`" if path else "## top level", ""]
+    if r.get("description"):
+        out += [_one_line(r["description"]), ""]
+    out += ["| key | value | default | meaning |", "|---|---|---|---|"]
+    nested = []
+    for key, sub in props.items():
+        full = f"{path}.{key}" if path else key
+        subr = _resolve(schema, sub)
+        if subr.get("properties"):
+            nested.append((full, sub))
+            out.append(f"| `{key}` | table | | see [`[{full}]`](#{full.replace('.', '')}) |")
+            continue
+        d = sub.get("default", defaults.get(key, ""))
+        d = "" if d in ("", None) or isinstance(d, (dict, list)) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
+        desc = _one_line(sub.get("description") or subr.get("description"))
+        out.append(f"| `{key}` | {_kind(schema, sub)} | {d} | {desc} |")
+    out.append("")
+    for full, sub in nested:
+        _table(schema, sub, full, out)
+
+
+def scenario_reference() -> str:
+    schema = json.loads(_core.schema("scenario"))
+    out = [
+        "# Scenario reference",
+        "",
+        "Generated from the scenario format's JSON Schema (`pktsim schema`) by `python -m pktsim.docgen`;",
+        "do not edit by hand. Values with units are strings (\"479ns\", \"3.3GHz\", \"10Gbit/s\", \"64B\").",
+        "",
+    ]
+    _table(schema, schema, "", out)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def main() -> int:
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(scenario_reference())
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
