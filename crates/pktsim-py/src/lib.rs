@@ -171,9 +171,10 @@ fn fib_table_iv_fit() -> PyResult<String> {
 
 /// SVG flame graph of folded stacks, frames coloured by `colors` (name -> (r, g, b)).
 #[pyfunction]
-fn flamegraph_svg(folded: Vec<String>, colors: Vec<(String, (u8, u8, u8))>, title: &str, count_name: &str) -> PyResult<String> {
-    let colors: Vec<(String, [u8; 3])> = colors.into_iter().map(|(n, (r, g, b))| (n, [r, g, b])).collect();
-    pktsim_core::flame::svg(&folded, &colors, title, count_name).map_err(PyValueError::new_err)
+#[pyo3(signature = (folded, colors, title, count_name, legend = Vec::new()))]
+fn flamegraph_svg(folded: Vec<String>, colors: Vec<(String, (u8, u8, u8))>, title: &str, count_name: &str, legend: Vec<(String, (u8, u8, u8))>) -> PyResult<String> {
+    let rgb = |v: Vec<(String, (u8, u8, u8))>| -> Vec<(String, [u8; 3])> { v.into_iter().map(|(n, (r, g, b))| (n, [r, g, b])).collect() };
+    pktsim_core::flame::svg_with_legend(&folded, &rgb(colors), title, count_name, &rgb(legend)).map_err(PyValueError::new_err)
 }
 
 /// Two-sided 95% quantile of Student's t with `df` degrees of freedom.

@@ -612,8 +612,11 @@ def flamegraph(profile: Profile, rules: Rules, title: str) -> str:
     from .. import _core
 
     names = {f for stack in profile.stacks for f in stack}
-    colors = [(n, GROUP_COLORS[g]) for n in sorted(names) if (g := rules.group_of(n)) is not None]
-    return _core.flamegraph_svg(profile.folded(), colors, title, "samples")
+    groups = {n: g for n in sorted(names) if (g := rules.group_of(n)) is not None}
+    colors = [(n, GROUP_COLORS[g]) for n, g in groups.items()]
+    legend = [(f"C_{g}" if g != "idle" else "idle", GROUP_COLORS[g]) for g in GROUP_COLORS if g in set(groups.values())]
+    legend.append(("unmatched (hot)", (0xE6, 0x8C, 0x2A)))
+    return _core.flamegraph_svg(profile.folded(), colors, title, "samples", legend)
 
 
 def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group") -> None:
@@ -624,7 +627,7 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
     import matplotlib.pyplot as plt
 
     items = list(profiles)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(items), 4.8))
+    fig, ax = plt.subplots(figsize=(max(4.2, 1.6 + 1.3 * len(items)), 4.8))
     bottoms = [0.0] * len(items)
     x = range(len(items))
     for g in GROUPS:
@@ -633,9 +636,13 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
         bottoms = [b + v for b, v in zip(bottoms, vals)]
     for i, total in enumerate(bottoms):
         ax.text(i, total, f"{total:.0f}", ha="center", va="bottom", fontsize=9)
+    ax.set_ylim(0, 1.1 * max(bottoms + [1.0]))  # room for the totals under the title
     ax.set_xticks(list(x), [label for label, _ in items], rotation=20, ha="right")
     ax.set_ylabel("CPU cycles per packet")
-    ax.set_title(title)
+    import textwrap
+
+    # Wrapped to the figure's width, so that a long title is never cut off.
+    ax.set_title("\n".join(textwrap.wrap(title, max(20, int(9 * fig.get_figwidth())))), fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
