@@ -191,11 +191,13 @@ def format_run(r: dict, origin: str) -> str:
                 ["offered", si(r["offered_pps"], "pps")],
                 ["forwarded", si(r["throughput_pps"], "pps") + f"  ({si(r['throughput_bps'], 'bit/s')})"],
                 ["loss", f"{100 * r['loss_ratio']:.3f} %  " + ", ".join(f"{k} {v:,}" for k, v in r["drops"].items() if v)],
-                ["CPU", f"{100 * r['cpu_utilization']:.1f} %  " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in r["cpu_by_activity"].items())],
-                ["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"],
-                ["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"],
-                ["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"],
+                # Only the activities that took time, the longest first.
+                ["CPU", f"{100 * r['cpu_utilization']:.1f} %  " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_activity"].items(), key=lambda kv: -kv[1]) if v > 0)],
             ]
+            # Interrupts, polls and softirqs only where the I/O mode has them.
+            + ([["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"]] if r["irq_per_s"] > 0 else [])
+            + ([["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"]] if r["polls_per_packet"] > 0 else [])
+            + ([["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"]] if r["softirqs_per_packet"] > 0 else [])
             + _wakeup_rows(r),
             ["quantity", "value"],
             "ll",
