@@ -183,12 +183,21 @@ fn student_t95(df: usize) -> f64 {
     pktsim_core::engine::stats::student_t95(df)
 }
 
+/// The testbed's generator and sink (`pktsim-tb ARGS...`), run in this process: the exit
+/// status. A `pip install` of pktsim thus brings `pktsim-tb` along (its entry point is
+/// `pktsim._tb:main`).
+#[pyfunction]
+fn testbed_main(py: Python<'_>, args: Vec<String>) -> u8 {
+    py.detach(|| pktsim_testbed::run(args.into_iter().map(std::ffi::OsString::from)))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
     m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
     m.add_function(wrap_pyfunction!(predict, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(testbed_main, m)?)?;
     m.add_function(wrap_pyfunction!(from_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
