@@ -3,6 +3,7 @@
 import os
 import shutil
 import subprocess
+from pathlib import Path
 from collections import Counter
 
 import pandas as pd
@@ -201,13 +202,15 @@ def test_report_fig_9_bars_are_the_tables_predictions(tmp_path, monkeypatch):
     from pktsim.reproduce import reproduce
 
     drawn = {}
-    monkeypatch.setattr(cal, "bar_chart", lambda bars, path, title: drawn.setdefault(path.name, bars))
+    monkeypatch.setattr(cal, "bar_chart", lambda bars, path, title, reported=None: drawn.setdefault(path.name, (bars, reported)))
     monkeypatch.setattr("pktsim.plots.reported_vs_predicted", lambda *a, **k: None)
     res = reproduce("000")
     _figures_000(tmp_path, res)
-    totals = [sum(groups.values()) for _, groups in drawn["000-fig9.png"]]
-    table = [r["predicted"] for r in res["rows"] if r["quantity"].startswith("C_total,") and "flows" in r["quantity"]]
-    assert totals == pytest.approx(table)
+    bars, reported = drawn["000-fig9.png"]
+    totals = [sum(groups.values()) for _, groups in bars]
+    rows = [r for r in res["rows"] if r["quantity"].startswith("C_total,") and "flows" in r["quantity"]]
+    assert totals == pytest.approx([r["predicted"] for r in rows])
+    assert reported == [r["reported"] for r in rows], "the paper's totals drawn over the bars"
 
 
 def test_plot_command_draws_a_sweep_file_with_per_class_latency(tmp_path):
@@ -259,3 +262,24 @@ def test_figure_options_are_checked(tmp_path):
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (bad, proc.stderr)
     run_cli("plot", table, "-o", tmp_path / "pdf", "--format", "pdf", "--size", "3x2")
     assert (tmp_path / "pdf" / "throughput.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_report_figures_carry_the_papers_own_numbers(tmp_path, monkeypatch):
+    """Where a paper gives a number with its load, the report's figure draws it."""
+    import pktsim.plots as plots
+    from pktsim.report import _figures_002, _figures_003
+    from pktsim.reproduce import reproduce
+
+    calls = {}
+
+    def spy(name):
+        return lambda df, path, *a, **k: calls.setdefault(Path(path).name, k)
+
+    for name in ("latency_vs_load", "irq_and_polls_vs_load", "throughput_vs_load"):
+        monkeypatch.setattr(plots, name, spy(name))
+    caps = _figures_002(tmp_path, reproduce("002")) + _figures_003(tmp_path, reproduce("003"))
+    assert calls["002-fig5.png"]["paper"] == [(44.6e3, 8000.0)]
+    assert calls["002-fig6.png"]["paper_irq"] and calls["002-fig6.png"]["paper_polls"]
+    assert calls["002-throughput.png"]["paper"][0][1] == 1.87e6
+    assert calls["003-fig7.png"]["paper_polls"] == [(0.01 * 1.39e6, 2.0), (0.9 * 1.39e6, 0.22)]
+    assert all(len(c) > 20 for _, c in caps), caps

@@ -26,20 +26,29 @@ def _save(fig, path: str | Path) -> None:
     plt = _plt()
     buf = io.BytesIO()
     fig.tight_layout()
-    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=110)
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=200)
     plt.close(fig)
     atomic_write(path, buf.getvalue())
 
 
-def throughput_vs_load(df, path, x: str = "offered_pps", title: str = "Throughput vs offered load") -> None:
+def _paper(ax, points, xscale: float, yscale: float, label: str = "paper") -> None:
+    """The paper's own numbers, (x, y) in base units, as black crosses."""
+    if points:
+        ax.plot([p[0] * xscale for p in points], [p[1] * yscale for p in points], "kx", markersize=8, markeredgewidth=2, label=label, zorder=5)
+
+
+def throughput_vs_load(df, path, x: str = "offered_pps", title: str = "", paper=None) -> None:
+    """Forwarded vs offered rate; ``paper``: the paper's (offered, forwarded) points in pps."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(df[x] / 1e6, df["throughput_pps"] / 1e6, "o-", label="forwarded")
+    _paper(ax, paper, 1e-6, 1e-6)
     lim = max(df[x].max(), df["throughput_pps"].max()) / 1e6
     ax.plot([0, lim], [0, lim], ":", color="grey", label="offered")
     ax.set_xlabel("offered load [Mpps]")
     ax.set_ylabel("throughput [Mpps]")
-    ax.set_title(title)
+    if title:
+        ax.set_title(title)
     ax.legend()
     ax.grid(alpha=0.3)
     _save(fig, path)
@@ -51,36 +60,50 @@ def loss_vs_load(df, path, x: str = "offered_pps", title: str = "Loss vs offered
     ax.plot(df[x] / 1e6, 100 * df["loss_ratio"], "o-")
     ax.set_xlabel("offered load [Mpps]")
     ax.set_ylabel("loss [%]")
-    ax.set_title(title)
+    if title:
+        ax.set_title(title)
     ax.grid(alpha=0.3)
     _save(fig, path)
 
 
-def latency_vs_load(df, path, x: str = "offered_pps", percentiles: Sequence[str] = ("p25", "p50", "p75", "p99"), prefix: str = "latency_ns_", title: str = "Latency percentiles vs offered load") -> None:
+def latency_vs_load(df, path, x: str = "offered_pps", percentiles: Sequence[str] = ("p25", "p50", "p75", "p99"), prefix: str = "latency_ns_", title: str = "", paper=None) -> None:
+    """Latency percentiles vs offered load; ``paper``: the paper's (offered pps, latency ns) points."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     for p in percentiles:
         col = f"{prefix}{p}" if f"{prefix}{p}" in df else f"latency_{p}_ns"
         ax.plot(df[x] / 1e6, df[col] / 1e3, "o-", markersize=3, label=p)
+    _paper(ax, paper, 1e-6, 1e-3)
     ax.set_yscale("log")
     ax.set_xlabel("offered load [Mpps]")
     ax.set_ylabel("latency [us]")
-    ax.set_title(title)
+    if title:
+        ax.set_title(title)
     ax.legend()
     ax.grid(alpha=0.3, which="both")
     _save(fig, path)
 
 
-def irq_and_polls_vs_load(df, path, x: str = "offered_pps", title: str = "Interrupts and polls vs offered load") -> None:
+def irq_and_polls_vs_load(df, path, x: str = "offered_pps", title: str = "", paper_irq=None, paper_polls=None) -> None:
+    """IRQ rate (left axis) and polls per packet (right) vs offered load; the paper's
+    (offered pps, IRQ/s) and (offered pps, polls per packet) points as crosses."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(df[x] / 1e6, df["irq_per_s"] / 1e3, "o-", color="tab:red", label="IRQ rate")
+    _paper(ax, paper_irq, 1e-6, 1e-3, "paper: IRQ rate")
     ax.set_xlabel("offered load [Mpps]")
     ax.set_ylabel("interrupts [k/s]", color="tab:red")
     ax2 = ax.twinx()
     ax2.plot(df[x] / 1e6, df["polls_per_packet"], "s--", color="tab:blue", label="polls per packet")
+    if paper_polls:
+        ax2.plot([p[0] / 1e6 for p in paper_polls], [p[1] for p in paper_polls], "b+", markersize=10, markeredgewidth=2, label="paper: polls per packet", zorder=5)
     ax2.set_ylabel("polls per packet", color="tab:blue")
-    ax.set_title(title)
+    if paper_irq or paper_polls:
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, fontsize=7)
+    if title:
+        ax.set_title(title)
     ax.grid(alpha=0.3)
     _save(fig, path)
 
@@ -98,7 +121,8 @@ def per_class_latency(df, path, x: str, classes: Sequence[str], strategies: Sequ
             ax.plot(g[x], g[col] / 1e3, styles.get(c, "-"), marker="o", markersize=3, label=f"{s} {c}".strip())
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel("mean latency [us]")
-    ax.set_title(title)
+    if title:
+        ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
     _save(fig, path)
@@ -117,7 +141,8 @@ def reported_vs_predicted(points, path, xlabel: str, ylabel: str, title: str = "
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    if title:
+        ax.set_title(title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     _save(fig, path)

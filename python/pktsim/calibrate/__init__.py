@@ -619,8 +619,9 @@ def flamegraph(profile: Profile, rules: Rules, title: str) -> str:
     return _core.flamegraph_svg(profile.folded(), colors, title, "samples", legend)
 
 
-def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group") -> None:
-    """Stacked bars of cycles per group, one bar per (label, cycles_by_group); PNG or SVG."""
+def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: "list[float] | None" = None) -> None:
+    """Stacked bars of cycles per group, one bar per (label, cycles_by_group); PNG or SVG.
+    ``reported``: a paper's total per bar, drawn as black crosses."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -634,9 +635,13 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
         vals = [c.get(g, 0.0) for _, c in items]
         ax.bar(x, vals, bottom=bottoms, color=[tuple(v / 255 for v in GROUP_COLORS[g])], label=f"C_{g}", width=0.6)
         bottoms = [b + v for b, v in zip(bottoms, vals)]
+    top = max(bottoms + list(reported or []) + [1.0])
     for i, total in enumerate(bottoms):
-        ax.text(i, total, f"{total:.0f}", ha="center", va="bottom", fontsize=9)
-    ax.set_ylim(0, 1.1 * max(bottoms + [1.0]))  # room for the totals under the title
+        above = max(total, reported[i] if reported else 0.0)
+        ax.text(i, above + 0.025 * top, f"{total:.0f}", ha="center", va="bottom", fontsize=9)
+    if reported:
+        ax.plot(list(x), reported, "kx", markersize=9, markeredgewidth=2, label="paper: C_total", zorder=5)
+    ax.set_ylim(0, 1.12 * top)  # room for the totals under the title
     ax.set_xticks(list(x), [label for label, _ in items], rotation=20, ha="right")
     ax.set_ylabel("CPU cycles per packet")
     import textwrap
