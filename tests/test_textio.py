@@ -32,3 +32,21 @@ def test_a_command_writes_with_the_umasks_mode(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o644
+
+
+def test_tables_fit_the_terminal_by_wrapping_their_widest_text_column():
+    from pktsim.textio import table
+
+    rows = [["R_max", 1.67, "000 Table I, 64 B (fit closure: Eq. 1 of the Table II profile 000 computed from this rate)"]]
+    wide = table(rows, ["quantity", "reported", "source"], width=None)
+    assert len(wide.splitlines()) == 3
+    narrow = table(rows, ["quantity", "reported", "source"], width=60)
+    assert all(len(line) <= 60 for line in narrow.splitlines()), narrow
+    assert " ".join(narrow.split()) .count("fit closure") == 1 and len(narrow.splitlines()) > 3
+
+
+def test_piped_output_keeps_full_width(monkeypatch):
+    from pktsim import textio
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert textio.terminal_width() is None  # pytest captures stdout: not a terminal

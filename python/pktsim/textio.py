@@ -36,13 +36,47 @@ def atomic_write(path: str | Path, data: str | bytes) -> None:
         raise
 
 
-def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | None = None) -> str:
+def terminal_width() -> int | None:
+    """Columns of the terminal standard output is (``COLUMNS`` overrides), or None when
+    output goes to a file or pipe (then tables keep their full width for tools to read)."""
+    import shutil
+    import sys
+
+    if os.environ.get("COLUMNS", "").isdigit():
+        return int(os.environ["COLUMNS"])
+    if not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | None = None, width: int | None = -1) -> str:
     """A plain aligned table. ``align`` has one letter per column: l or r (default: text
-    left, numbers right)."""
+    left, numbers right). On a terminal (``width`` -1: :func:`terminal_width`) the widest
+    left-aligned column wraps so that the table fits; ``width`` None never wraps."""
+    import textwrap
+
     cells = [[str(c) for c in r] for r in rows]
     if align is None:
         align = "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(header)))
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
+    limit = terminal_width() if width == -1 else width
+    lefts = [i for i, a in enumerate(align) if a == "l"]
+    if limit and lefts and sum(widths) + 2 * (len(widths) - 1) > limit:
+        # Narrow the widest text column, one character at a time, until the table fits
+        # (no text column below 16 characters), then wrap each cell to its column.
+        target = list(widths)
+        while sum(target) + 2 * (len(target) - 1) > limit:
+            i = max(lefts, key=lambda j: target[j])
+            if target[i] <= 16:
+                break
+            target[i] -= 1
+        wrapped = []
+        for r in cells:
+            parts = [textwrap.wrap(c, target[j]) or [""] if target[j] < widths[j] else [c] for j, c in enumerate(r)]
+            for k in range(max(len(p) for p in parts)):
+                wrapped.append([p[k] if k < len(p) else "" for p in parts])
+        cells = wrapped
+        widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
 
     def fmt(r):
         return "  ".join(c.rjust(w) if a == "r" else c.ljust(w) for c, w, a in zip(r, widths, align)).rstrip()
