@@ -283,3 +283,18 @@ def test_report_figures_carry_the_papers_own_numbers(tmp_path, monkeypatch):
     assert calls["002-throughput.png"]["paper"][0][1] == 1.87e6
     assert calls["003-fig7.png"]["paper_polls"] == [(0.01 * 1.39e6, 2.0), (0.9 * 1.39e6, 0.22)]
     assert all(len(c) > 20 for _, c in caps), caps
+
+
+def test_hue_chooses_the_lines(tmp_path):
+    import pandas as pd
+
+    from pktsim.plots import sweep_figures
+
+    table = tmp_path / "t.csv"
+    run_cli("sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "1Mpps,2Mpps",
+            "--param", "host.io", "--values", "napi,server", "--set", "measure.duration=1ms", "--set", "measure.warmup=1ms", "-o", table)
+    df = pd.read_csv(table)
+    by_io = sweep_figures(df, tmp_path / "a", dpi=50, hue="host.io")["throughput"][1].axes[0]
+    assert sorted(l.get_label() for l in by_io.lines) == ["host.io=napi", "host.io=server"]
+    with pytest.raises(ValueError, match="hue nope"):
+        sweep_figures(df, tmp_path / "b", dpi=50, hue="nope")

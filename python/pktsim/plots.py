@@ -219,13 +219,14 @@ def _ci95(values):
     return _core.student_t95(n - 1) * sd / math.sqrt(n)
 
 
-def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None):
+def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None, hue: "str | Sequence[str] | None" = None):
     """The figures of a sweep table, right for its grid.
 
     x is the swept key (numerically, in its unit) unless the sweep is over the offered load
     (then the offered load); every other swept key (and a `variant`) is a line of its own,
     colour first, then line style; replications are the mean with a 95% confidence band;
-    `capacity_pps` (the model's loss-free capacity) is marked when x is the load. Interrupt
+    `hue` (a column or several) chooses the lines instead (other keys are then averaged
+    over); `capacity_pps` (the model's loss-free capacity) is marked when x is the load. Interrupt
     and poll panels that are zero throughout (server mode, busy polling) are left out. Returns
     ``{name: (path, figure)}`` for the files written (fmt: png, svg or pdf)."""
     import re
@@ -238,6 +239,11 @@ def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "p
     if x is None:
         x = "offered_pps" if (not keys or "traffic.rate" in keys) else next((k for k in keys if k != "variant"), keys[0])
     others = [k for k in keys if k != x and not (x == "offered_pps" and k == "traffic.rate")]
+    if hue is not None:
+        others = [hue] if isinstance(hue, str) else list(hue)
+        missing = [h for h in others if h not in ok]
+        if missing:
+            raise ValueError(f"hue {', '.join(missing)}: no such column; expected one of {', '.join(keys) or 'the swept keys'}")
     if x == "offered_pps" and "traffic.rate" in keys:
         # The swept load (replications share it), not each run's measured offered rate.
         xnum = _numeric(ok, "traffic.rate")
@@ -301,9 +307,9 @@ def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "p
     return written
 
 
-def sweep_plots(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None) -> list[Path]:
+def sweep_plots(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None, hue=None) -> list[Path]:
     """The figures of a sweep table (see :func:`sweep_figures`), as a list of paths."""
-    return [p for p, _ in sweep_figures(df, directory, x, fmt, dpi, size, capacity_pps).values()]
+    return [p for p, _ in sweep_figures(df, directory, x, fmt, dpi, size, capacity_pps, hue).values()]
 
 
 def testbed_validation(res: dict, path: str | Path) -> None:
