@@ -16,5 +16,5 @@ def test_every_scenario_key_is_in_the_reference():
     text = docgen.scenario_reference()
     for key in schema["properties"]:
         assert f"`{key}`" in text, key
-    for key in ("napi_defer_hard_irqs", "gro_flush_timeout", "rx_ring", "budget_time", "contention"):
+    for key in ("defer_hard_irqs", "gro_flush_timeout", "rx_ring", "budget_time", "contention"):
         assert f"| `{key}` |" in text, key

@@ -71,7 +71,7 @@ SET_KEYS = [
     "cost.per_byte.TX", "cost.buffers.recycling", "fib.routes", "fib.misses_per_lookup", "nic.rx_ring",
     "nic.tx_ring", "nic.itr.mode", "nic.itr.interval", "nic.queues", "nic.tx_vector", "host.io", "host.t_irq",
     "host.t_proc", "host.weight", "host.budget", "host.strategy.kind", "host.strategy.slices", "host.batch.size",
-    "host.thread.wake_latency", "host.napi_defer_hard_irqs", "host.gro_flush_timeout", "measure.latency_from", "measure.interval", "measure.batches",
+    "host.thread.wake_latency", "nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "measure.latency_from", "measure.interval", "measure.batches",
     "traffic.colour", "cpu", "", ".", "traffic..rate", "traffic.rate.x", "sweep",
 ]
 SWEEP_KEYS = ["traffic.rate", "seed", "cpu.cores", "traffic.pattern", "host.strategy.kind", "nic.rx_ring", "host.t_proc", "bogus.key", "cpu"]

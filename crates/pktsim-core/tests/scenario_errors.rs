@@ -176,10 +176,12 @@ fn thread_timing_needs_the_threaded_napi_mode() {
 
 #[test]
 fn deferral_belongs_to_napi_and_its_timeout_to_the_engines_range() {
-    assert_names(&message(&[("host.io", "server"), ("host.napi_defer_hard_irqs", "2")]), &["host.napi_defer_hard_irqs", "napi"]);
-    assert_names(&message(&[("host.io", "busy-poll"), ("host.batch.t_empty", "10ns"), ("host.gro_flush_timeout", "50us")]), &["host.gro_flush_timeout", "napi"]);
-    assert_names(&message(&[("host.gro_flush_timeout", "20s")]), &["host.gro_flush_timeout"]);
-    assert_names(&message(&[("host.napi_defer_hard_irqs", "3000000000")]), &["host.napi_defer_hard_irqs"]);
+    assert_names(&message(&[("host.io", "server"), ("nic.napi.defer_hard_irqs", "2")]), &["nic.napi.defer_hard_irqs", "napi"]);
+    assert_names(&message(&[("host.io", "busy-poll"), ("host.batch.t_empty", "10ns"), ("nic.napi.gro_flush_timeout", "50us")]), &["nic.napi.gro_flush_timeout", "napi"]);
+    assert_names(&message(&[("nic.napi.gro_flush_timeout", "20s")]), &["nic.napi.gro_flush_timeout"]);
+    assert_names(&message(&[("nic.napi.defer_hard_irqs", "3000000000")]), &["nic.napi.defer_hard_irqs"]);
+    // The sysfs name is accepted too.
+    assert!(load_with(&[("nic.napi.napi_defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "50us")]).is_ok());
 }
 
 /// Linux's names for kernel and NIC knobs load as the canonical keys; both at once is an

@@ -141,14 +141,6 @@ pub struct HostSpec {
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
-    /// `napi_defer_hard_irqs` (io = "napi"): after a poll that did work, up to this many
-    /// consecutive empty polls are driven by a timer every `gro_flush_timeout` instead of
-    /// unmasking the interrupt; the interrupt is unmasked after that many empty polls.
-    #[serde(default)]
-    pub napi_defer_hard_irqs: u32,
-    /// `gro_flush_timeout` (io = "napi"): the deferral timer's period; 0 disables deferral.
-    #[serde(default)]
-    pub gro_flush_timeout: Duration,
     /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_proc_per_byte: Option<TimePerByte>,
@@ -251,8 +243,6 @@ impl Default for HostSpec {
             budget_time: default_budget_time(),
             hz: default_hz(),
             net_rx_action: NetRxAction::default(),
-            napi_defer_hard_irqs: 0,
-            gro_flush_timeout: Duration::default(),
             t_proc_per_byte: None,
             tx_lock: Duration::default(),
             strategy: StrategySpec::default(),
@@ -269,8 +259,13 @@ impl HostSpec {
     /// Strategies are checked against the neighbouring sections, passed in: `queues` is the
     /// number of rx queues per core (`nic.queues`; priowfq and drr give one slice or weight
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
-    pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32) -> Result<()> {
+    pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
+        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && self.io != IoModeKind::Napi {
+            let key = if napi.defer_hard_irqs > 0 { "nic.napi.defer_hard_irqs" } else { "nic.napi.gro_flush_timeout" };
+            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
+        }
+        range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
                 origin,
@@ -280,11 +275,6 @@ impl HostSpec {
             )
             .into());
         }
-        if (self.napi_defer_hard_irqs > 0 || self.gro_flush_timeout.ps > 0) && self.io != IoModeKind::Napi {
-            let key = if self.napi_defer_hard_irqs > 0 { "host.napi_defer_hard_irqs" } else { "host.gro_flush_timeout" };
-            return Err(ConfigError::new(origin, key, None, "io = \"napi\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
-        }
-        range("host.napi_defer_hard_irqs", self.napi_defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server) {
             return Err(ConfigError::new(
                 origin,
@@ -360,52 +350,52 @@ mod tests {
     fn priowfq_gives_one_slice_per_queue() {
         let slices = vec![Duration::from_ps(1_000_000); 2];
         let st = StrategySpec { kind: StrategyKind::Priowfq, slices, ..StrategySpec::default() };
-        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
-        let e = config_error(with_strategy(st.clone()).validate("t", 3, 1));
+        assert!(with_strategy(st.clone()).validate("t", 2, 1, &Default::default()).is_ok());
+        let e = config_error(with_strategy(st.clone()).validate("t", 3, 1, &Default::default()));
         assert_eq!(e.to_string(), "t: host.strategy.slices = 2 slices: expected one time slice above 0 per queue in nic.queues (3), highest priority first");
         let zero = StrategySpec { slices: vec![Duration::from_ps(1_000_000), Duration::from_ps(0)], ..st };
-        assert_eq!(config_error(with_strategy(zero).validate("t", 2, 1)).path, "host.strategy.slices");
+        assert_eq!(config_error(with_strategy(zero).validate("t", 2, 1, &Default::default())).path, "host.strategy.slices");
     }
 
     #[test]
     fn drr_gives_one_weight_per_queue_and_a_quantum() {
         let st = StrategySpec { kind: StrategyKind::Drr, weights: vec![3, 1], ..StrategySpec::default() };
-        assert!(with_strategy(st.clone()).validate("t", 2, 1).is_ok());
-        assert_eq!(config_error(with_strategy(st.clone()).validate("t", 1, 1)).path, "host.strategy.weights");
+        assert!(with_strategy(st.clone()).validate("t", 2, 1, &Default::default()).is_ok());
+        assert_eq!(config_error(with_strategy(st.clone()).validate("t", 1, 1, &Default::default())).path, "host.strategy.weights");
         let no_quantum = StrategySpec { quantum: Bytes::new(0), ..st };
-        assert_eq!(config_error(with_strategy(no_quantum).validate("t", 2, 1)).path, "host.strategy.weights");
+        assert_eq!(config_error(with_strategy(no_quantum).validate("t", 2, 1, &Default::default())).path, "host.strategy.weights");
     }
 
     #[test]
     fn core_strategies_give_one_per_core_and_are_checked_each() {
         let quota = StrategySpec { kind: StrategyKind::Quota, quota: 0, ..StrategySpec::default() };
         let host = HostSpec { core_strategies: vec![StrategySpec::default(), quota], ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 3)).to_string(), "t: host.core_strategies = 2 entries: expected one strategy per core (3)");
-        assert_eq!(config_error(host.validate("t", 1, 2)).path, "host.core_strategies[1].quota");
+        assert_eq!(config_error(host.validate("t", 1, 3, &Default::default())).to_string(), "t: host.core_strategies = 2 entries: expected one strategy per core (3)");
+        assert_eq!(config_error(host.validate("t", 1, 2, &Default::default())).path, "host.core_strategies[1].quota");
     }
 
     #[test]
     fn busy_polling_for_free_is_rejected() {
         let host = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.batch.t_empty");
+        assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.batch.t_empty");
         let batch = BatchSpec { t_call: Duration::from_ps(10_000), ..BatchSpec::default() };
-        assert!(HostSpec { batch, ..host }.validate("t", 1, 1).is_ok());
+        assert!(HostSpec { batch, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
     }
 
     #[test]
     fn only_threaded_napi_has_a_thread() {
         let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
         let host = HostSpec { thread, ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 1)).path, "host.thread");
-        assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1).is_ok());
+        assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.thread");
+        assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
     }
 
     #[test]
     fn napi_limits_are_in_range() {
-        assert!(HostSpec::default().validate("t", 1, 1).is_ok());
-        let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1));
+        assert!(HostSpec::default().validate("t", 1, 1, &Default::default()).is_ok());
+        let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1, &Default::default()));
         assert_eq!(e.to_string(), "t: host.weight = 0: expected a number of packets from 1 to 65536");
-        assert_eq!(config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1)).path, "host.hz");
-        assert_eq!(config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate("t", 1, 1)).path, "host.budget_time");
+        assert_eq!(config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path, "host.hz");
+        assert_eq!(config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path, "host.budget_time");
     }
 }

@@ -67,7 +67,7 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
     let mut times: Vec<(String, Duration)> = vec![
         ("host.t_irq".into(), h.t_irq),
         ("host.t_poll".into(), h.t_poll),
-        ("host.gro_flush_timeout".into(), h.gro_flush_timeout),
+        ("nic.napi.gro_flush_timeout".into(), s.nic.napi.gro_flush_timeout),
         ("host.tx_lock".into(), h.tx_lock),
         ("host.budget_time".into(), h.budget_time),
         ("host.batch.t_call".into(), h.batch.t_call),

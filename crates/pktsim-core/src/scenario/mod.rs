@@ -209,7 +209,7 @@ impl Scenario {
         self.link.validate(origin)?;
         fib::validate(&self.fib, origin)?;
         self.nic.validate(origin)?;
-        self.host.validate(origin, self.nic.queues.len(), self.cpu.cores)?;
+        self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
         self.measure.validate(origin)?;
         let sources = self.traffic.resolve_sources(origin)?;
         self.traffic.validate_rate(origin, &sources, &self.link)?;

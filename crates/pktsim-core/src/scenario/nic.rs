@@ -59,6 +59,21 @@ impl Default for ItrSpec {
     }
 }
 
+/// Hard-IRQ deferral of the device's NAPIs (io = "napi"), as `napi_complete_done` applies
+/// it: after a poll that did work, up to `defer_hard_irqs` consecutive empty polls are driven
+/// by a timer every `gro_flush_timeout` instead of unmasking the interrupt.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NapiSpec {
+    /// `napi_defer_hard_irqs` (sysfs; netlink `defer-hard-irqs`): empty polls the timer
+    /// drives before the interrupt is unmasked again; 0 disables deferral.
+    #[serde(default, alias = "napi_defer_hard_irqs")]
+    pub defer_hard_irqs: u32,
+    /// `gro_flush_timeout`: the deferral timer's period; 0 disables deferral.
+    #[serde(default)]
+    pub gro_flush_timeout: Duration,
+}
+
 /// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -91,6 +106,9 @@ pub struct NicSpec {
     pub qdisc_len: u32,
     #[serde(default)]
     pub itr: ItrSpec,
+    /// Per-NAPI settings (`/sys/class/net/DEV/napi_defer_hard_irqs`, `gro_flush_timeout`).
+    #[serde(default)]
+    pub napi: NapiSpec,
     /// Rx queues per core, highest priority first (filters name them; one ring each).
     #[serde(default = "default_queues")]
     pub queues: Vec<String>,
@@ -162,6 +180,7 @@ impl Default for NicSpec {
             tx_work_limit: default_tx_work(),
             qdisc_len: default_qdisc(),
             itr: ItrSpec::default(),
+            napi: NapiSpec::default(),
             queues: default_queues(),
             default_queue: None,
             filters: Vec::new(),

@@ -158,8 +158,8 @@ impl Napi {
                 refill_batch: n.refill_batch,
                 refill_at_poll_end: n.refill_at_poll_end,
                 net_rx_action: h.net_rx_action,
-                defer_hard_irqs: h.napi_defer_hard_irqs,
-                gro_flush_timeout: h.gro_flush_timeout.into(),
+                defer_hard_irqs: n.napi.defer_hard_irqs,
+                gro_flush_timeout: n.napi.gro_flush_timeout.into(),
             },
         )
     }
@@ -480,7 +480,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         notes.push("at saturation, polls of the separate tx vectors (their rate follows interrupt moderation) are left out".to_string());
     }
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
-    let deferred = if h.gro_flush_timeout.ps > 0 { h.napi_defer_hard_irqs as f64 } else { 0.0 };
+    let deferred = if n.napi.gro_flush_timeout.ps > 0 { n.napi.defer_hard_irqs as f64 } else { 0.0 };
     super::ModeCosts {
         terms: vec![
             super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
@@ -539,8 +539,8 @@ mod tests {
     /// ```
     #[test]
     fn deferral_keeps_the_interrupt_masked_and_polls_from_a_timer() {
-        let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"\nnapi_defer_hard_irqs = 2\ngro_flush_timeout = \"5us\"";
-        let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
+        let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"";
+        let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\ndefer_hard_irqs = 2\ngro_flush_timeout = \"5us\"");
         let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [13_500.0, 21_000.0]);
