@@ -298,3 +298,12 @@ def test_hue_chooses_the_lines(tmp_path):
     assert sorted(l.get_label() for l in by_io.lines) == ["host.io=napi", "host.io=server"]
     with pytest.raises(ValueError, match="hue nope"):
         sweep_figures(df, tmp_path / "b", dpi=50, hue="nope")
+
+
+def test_swept_keys_are_labelled_with_their_units():
+    from pktsim.plots import _axis_label
+
+    assert _axis_label("link.rate", None) == ("link.rate [Gbit/s]", 1e-9)
+    assert _axis_label("cpu.frequency", None) == ("cpu.frequency [GHz]", 1e-9)
+    assert _axis_label("host.t_proc", None) == ("host.t_proc [us]", 1e6)
+    assert _axis_label("host.batch.size", None) == ("host.batch.size", 1.0)

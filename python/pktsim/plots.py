@@ -194,7 +194,11 @@ def _axis_label(key: str, values) -> tuple[str, float]:
     if key == "offered_pps":
         return "offered load [Mpps]", 1e-6
     unit = None
-    if key.endswith("rate") or key.startswith("traffic.rate"):
+    if key == "link.rate" or key.endswith("bps"):
+        unit = "bit/s"
+    elif "frequency" in key:
+        unit = "Hz"
+    elif key.endswith("rate") or key.startswith("traffic.rate"):
         unit = "pps"
     elif key.endswith(("size", "_ring", "weight", "budget", "flows", "cores", "routes", "_irqs", "quota")):
         return key, 1.0
