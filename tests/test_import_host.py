@@ -17,7 +17,7 @@ EXPECT = {
               'l3 = "8MiB"': "lscpu"},
     "i40e": {"cores = 16": "ethtool -l", 'frequency = "2.10GHz"': "lscpu", 'mode = "static"': "rx-usecs 50", 'interval = "50us"': "rx-usecs 50",
              "budget = 600": "netdev_budget", 'l2 = "1024KiB"': "16 instances", 'rate = "40Gbit/s"': "guessed from the driver"},
-    "mlx5": {"cores = 8": "ethtool -l", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dynamic"': "Adaptive RX on", "rx_ring = 1024": "ethtool -g"},
+    "mlx5": {"cores = 8": "ethtool -l", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dim"': "mlx5_core runs net_dim", 'profile = "mlx5-cqe"': "rx_cqe_moder on", "rx_ring = 1024": "ethtool -g"},
     "virtio_net": {"cores = 2": "ethtool -l", "rx_ring = 256": "ethtool -g", 'frequency = "3GHz"': "guessed"},
     "veth": {'io = "threaded-napi"': "threaded NAPI", "cores = 1": "ethtool -l", 'dma_delay = "0ns"': "veth has no DMA"},
 }

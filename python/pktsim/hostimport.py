@@ -113,7 +113,21 @@ def parse_ethtool_c(text: str, host: Host, name: str) -> None:
     adaptive = re.search(r"Adaptive RX:\s*(on|off)", text)
     usecs = next(((_int(v), n) for k, v, n in _kv(text) if k == "rx-usecs" and _int(v) is not None), None)
     if adaptive and adaptive.group(1) == "on":
-        how = "" if host.driver == "ixgbe" else f" (pktsim's dynamic ITR is ixgbe's algorithm; {host.driver or 'this driver'}'s adaptive moderation differs)"
+        driver = host.driver or ""
+        if driver.startswith("mlx5"):
+            # ethtool >= 5.15 prints the CQ period mode; mlx5 starts from CQEs where the
+            # device can (rx_cqe_moder on), which ConnectX-4 Lx and later do.
+            cqe = re.search(r"CQE mode RX:\s*(on|off)", text)
+            profile = "mlx5-eqe" if cqe and cqe.group(1) == "off" else "mlx5-cqe"
+            how = f"CQE mode RX: {cqe.group(1)}" if cqe else "no CQE mode line: mlx5's default where the device can, rx_cqe_moder on"
+            host.set("nic.itr", "mode", '"dim"', f"ethtool -c: Adaptive RX on, {driver} runs net_dim ({name})")
+            host.set("nic.itr", "profile", f'"{profile}"', f"ethtool -c: {how} ({name})")
+            return
+        if driver == "ice":
+            host.set("nic.itr", "mode", '"dim"', f"ethtool -c: Adaptive RX on, ice runs net_dim ({name})")
+            host.set("nic.itr", "profile", '"ice"', f"ethtool -c: ice's DIM table ({name})")
+            return
+        how = "" if driver == "ixgbe" else f" (pktsim's dynamic ITR is ixgbe's algorithm; {driver or 'this driver'}'s adaptive moderation differs)"
         host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: Adaptive RX on{how} ({name})")
         return
     if usecs is None:

@@ -60,7 +60,7 @@ pub use self::cpu::Cpu;
 pub use self::host::{BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec};
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
-pub use self::nic::{parse_prefix, Filter, ItrMode, ItrSpec, NicSpec, TxVector};
+pub use self::nic::{parse_prefix, DimProfile, Filter, ItrMode, ItrSpec, NicSpec, TxVector};
 pub use self::sweep::{SweepSpec, SweepValues};
 pub use self::traffic::{mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES};
 pub use crate::loader::{apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets};

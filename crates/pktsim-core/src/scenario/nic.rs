@@ -32,6 +32,26 @@ pub enum ItrMode {
     /// ixgbe's dynamic ITR: states lowest / low / bulk, smoothed by 002 Eq. 1.
     #[default]
     Dynamic,
+    /// The kernel's generic dynamic interrupt moderation (`net_dim`) stepping through the
+    /// five (µs, frames) entries of `nic.itr.profile`.
+    Dim,
+}
+
+/// The profile table `net_dim` steps through (`nic.itr.mode = "dim"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+pub enum DimProfile {
+    /// mlx5, EQE-based (`cq_period_mode` start-from-EQE): the timer runs from the last
+    /// interrupt; rx (1, 8, 64, 128, 256) µs with 256 frames.
+    #[default]
+    #[serde(rename = "mlx5-eqe")]
+    Mlx5Eqe,
+    /// mlx5, CQE-based (private flag `rx_cqe_moder` on): the timer restarts at every
+    /// completion; rx (2, 8, 16, 32, 64) µs with (256, 128, 64, 64, 64) frames.
+    #[serde(rename = "mlx5-cqe")]
+    Mlx5Cqe,
+    /// ice: an interval only, rx (2, 8, 16, 62, 126) µs.
+    #[serde(rename = "ice")]
+    Ice,
 }
 
 /// Interrupt throttling (ITR) of the NIC's vectors.
@@ -47,6 +67,9 @@ pub struct ItrSpec {
     /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
     #[serde(default = "default_bulk_rate")]
     pub bulk_rate: u32,
+    /// The device's DIM profile table (mode = "dim"): "mlx5-eqe", "mlx5-cqe" or "ice".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<DimProfile>,
 }
 
 fn default_bulk_rate() -> u32 {
@@ -55,7 +78,7 @@ fn default_bulk_rate() -> u32 {
 
 impl Default for ItrSpec {
     fn default() -> Self {
-        ItrSpec { mode: ItrMode::Dynamic, interval: None, bulk_rate: default_bulk_rate() }
+        ItrSpec { mode: ItrMode::Dynamic, interval: None, bulk_rate: default_bulk_rate(), profile: None }
     }
 }
 
@@ -221,6 +244,22 @@ impl NicSpec {
             }
             _ => {}
         }
+        match (self.itr.mode, self.itr.profile) {
+            (ItrMode::Dim, None) => {
+                return Err(ConfigError::new(origin, "nic.itr.profile", None, "a DIM profile table for mode = \"dim\": \"mlx5-eqe\", \"mlx5-cqe\" or \"ice\"").into())
+            }
+            (mode, Some(p)) if mode != ItrMode::Dim => {
+                let name = serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                return Err(ConfigError::new(
+                    origin,
+                    "nic.itr.profile",
+                    Some(format!("{name:?}")),
+                    format!("no profile with mode = {:?} (only mode = \"dim\" reads it)", format!("{mode:?}").to_lowercase()),
+                )
+                .into());
+            }
+            _ => {}
+        }
         if self.queues.is_empty() {
             return Err(ConfigError::new(origin, "nic.queues", Some("[]".into()), "at least one queue name").into());
         }
@@ -300,6 +339,18 @@ mod tests {
         let e = config_error(with_itr(ItrMode::Dynamic, Some(50)).validate("t"));
         assert_eq!(e.to_string(), "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
         assert_eq!(config_error(with_itr(ItrMode::Off, Some(50)).validate("t")).path, "nic.itr.interval");
+    }
+
+    #[test]
+    fn dim_needs_a_profile_and_only_dim_reads_one() {
+        let dim = |profile| NicSpec { itr: ItrSpec { mode: ItrMode::Dim, profile, ..ItrSpec::default() }, ..NicSpec::default() };
+        assert!(dim(Some(DimProfile::Ice)).validate("t").is_ok());
+        assert_eq!(config_error(dim(None).validate("t")).path, "nic.itr.profile");
+        let nic = NicSpec { itr: ItrSpec { profile: Some(DimProfile::Mlx5Cqe), ..ItrSpec::default() }, ..NicSpec::default() };
+        assert_eq!(
+            config_error(nic.validate("t")).to_string(),
+            "t: nic.itr.profile = \"mlx5-cqe\": expected no profile with mode = \"dynamic\" (only mode = \"dim\" reads it)"
+        );
     }
 
     #[test]

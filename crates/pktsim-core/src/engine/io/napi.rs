@@ -459,11 +459,17 @@ impl IoMode for Napi {
     }
 
     fn report(&self, nic: &Nic) -> serde_json::Value {
-        json!({
+        let mut r = json!({
             "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),
             "moderation": nic.vectors().first().map(|v| v.moderation().name()),
             "deferral_timer_polls": self.timer_polls,
-        })
+        });
+        // A policy's own state at the end (DIM: profile index, windows, changes), per vector.
+        let state: Vec<_> = nic.vectors().iter().map(|v| v.moderation().figures()).filter(|f| !f.is_null()).collect();
+        if !state.is_empty() {
+            r["moderation_state"] = state.into();
+        }
+        r
     }
 }
 
@@ -555,6 +561,51 @@ mod tests {
         let plain = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
         let (_, dep) = trace(&plain, &[(10_000, 64), (14_000, 64)]);
         assert!((dep[1].0 - 17_067.2).abs() < 1e-6, "{dep:?}");
+    }
+
+    /// DIM, mlx5 CQE mode, at its default profile (index 1: 8 us, 128 frames); t_irq 1 us,
+    /// t_proc 1 us; tx completions on the rx vector.
+    ///
+    /// ```text
+    ///  10     frame 1 written back: the timer runs 8 us from it -> IRQ at 18 (frame 2 at
+    ///         14 waits with it); handler 18-19, frames 19-20, 20-21
+    ///  21     complete: the completion of 20.07 came meanwhile -> IRQ 8 us after it was
+    ///         seen, at 29; its poll cleans both completions; armed
+    /// ```
+    #[test]
+    fn dim_cqe_mode_interrupts_one_interval_after_the_first_write_back() {
+        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"");
+        let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [20_000.0, 21_000.0]);
+        assert_eq!(r.io["moderation_state"][0]["usec"], 8);
+        assert_eq!(r.io["moderation_state"][0]["frames"], 128);
+        assert_eq!(r.irq_per_s * 1e-3, 2.0, "IRQs at 18 and 29 us");
+        assert_eq!(r.polls_per_packet, 1.0);
+    }
+
+    /// EQE mode (index 1: 8 us from the last interrupt, 256 frames): a lone frame
+    /// interrupts at once; the next waits for the interval since that interrupt.
+    #[test]
+    fn dim_eqe_mode_times_from_the_last_interrupt() {
+        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-eqe\"");
+        let (_, dep) = trace(&toml, &[(10_000, 64), (13_000, 64)]);
+        // IRQ 10, handler to 11, frame 1 to 12 (completes at 12.07: a cause of the armed
+        // vector -> IRQ when the counter allows, 10 + 8 = 18; frame 2 at 13 leaves it
+        // there). Handler 18-19, frame 2 19-20.
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [12_000.0, 20_000.0]);
+    }
+
+    /// A full count interrupts at the write-back that fills it: CQE mode index 1 counts
+    /// 128 frames; frames every 10 ns from 10 us fill it at 11.27 us, long before the timer.
+    #[test]
+    fn dim_interrupts_when_the_ring_holds_its_frame_count() {
+        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"10ns\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"");
+        let frames: Vec<(u64, u16)> = (0..128).map(|i| (10_000 + 10 * i, 64)).collect();
+        let (_, dep) = trace(&toml, &frames);
+        // IRQ at 11.27, handler to 12.27, then frame 1 to 12.28.
+        assert_eq!(dep[0].0, 12_280.0);
     }
 
     #[test]

@@ -11,11 +11,18 @@
 //! | `off` | [`off`] | interval 0 (`ethtool -C rx-usecs 0`) |
 //! | `static` | [`fixed`] | `rx-usecs N`, in the NIC's 2.048 us steps |
 //! | `dynamic` | [`ixgbe_dynamic`] | ixgbe 3.x dynamic ITR (002 section III-C) |
+//! | `dim` | [`dim`] | the kernel's `net_dim` with the mlx5 (EQE, CQE) and ice profiles |
+//!
+//! A policy may also count frames: with [`Moderation::max_frames`] the vector interrupts as
+//! soon as that many write-backs wait in its rx ring (mlx5 `cq_max_count`), and with
+//! [`Moderation::timer_from_first_cause`] its timer runs from the first cause after the
+//! vector is re-armed instead of from the last interrupt (mlx5 CQE-based moderation).
 //!
 //! To add a policy: a file here with the policy, its `impl Moderation` and its tests; a
 //! variant of [`ItrMode`] (with any keys it reads in [`crate::scenario::ItrSpec`], checked
 //! where that spec is validated); one arm in [`build`].
 
+pub mod dim;
 pub mod fixed;
 pub mod ixgbe_dynamic;
 pub mod off;
@@ -24,6 +31,7 @@ use crate::scenario::{ItrMode, ItrSpec};
 
 use super::time::{Instant, Span};
 
+pub use dim::Dim;
 pub use fixed::{eitr_interval, Fixed};
 pub use ixgbe_dynamic::IxgbeDynamic;
 pub use off::NoThrottle;
@@ -49,13 +57,28 @@ pub trait Moderation: Send {
     fn episode_done(&mut self, _now: Instant, _episode: &Episode) {}
     /// The `nic.itr.mode` name.
     fn name(&self) -> &'static str;
+    /// Interrupt at once when this many frames wait in the rx ring (0: no frame count).
+    fn max_frames(&self) -> u32 {
+        0
+    }
+    /// The interval runs from the first cause after the vector is re-armed rather than from
+    /// the last interrupt.
+    fn timer_from_first_cause(&self) -> bool {
+        false
+    }
+    /// The policy's own figures for the result (null when it has none).
+    fn figures(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
 }
 
-/// The policy a scenario asks for (the one place policies are registered).
-pub fn build(spec: &ItrSpec) -> Box<dyn Moderation> {
+/// The policy a scenario asks for, for a vector that serves an rx ring (`rx`) or only a tx
+/// ring (the one place policies are registered).
+pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
     match spec.mode {
         ItrMode::Off => Box::new(NoThrottle),
         ItrMode::Static => Box::new(Fixed::from_usecs((spec.interval.map_or(0, |d| d.ps) / 1_000_000) as u32)),
         ItrMode::Dynamic => Box::new(IxgbeDynamic::new(spec.bulk_rate)),
+        ItrMode::Dim => Box::new(Dim::new(spec.profile.unwrap_or_default(), rx)),
     }
 }

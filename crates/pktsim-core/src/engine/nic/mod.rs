@@ -326,17 +326,54 @@ impl Nic {
         vec.armed = false;
         vec.tx_cause.cancel();
         vec.irq.set(queue, at, Key::Irq(v as u32));
+        vec.irq_at = at;
         if let Some(r) = vec.layout.rx {
             self.rx[r].set_armed(false);
         }
     }
 
+    /// When vector `v`'s interrupt fires for causes up to `t`, the first at `first`: at
+    /// once if its policy counts frames and the rx ring holds that many; else when the
+    /// throttle counter allows (from the last interrupt), or one interval after `first`
+    /// for a policy whose timer starts at the first cause.
+    fn irq_time(&self, v: usize, t: Instant, first: Instant) -> Instant {
+        let vec = &self.vectors[v];
+        let m = &*vec.moderation;
+        let n = m.max_frames();
+        if n > 0 && vec.layout.rx.is_some_and(|r| self.rx[r].len() >= n as usize) {
+            return t;
+        }
+        if m.timer_from_first_cause() {
+            (first + m.interval()).max(t)
+        } else {
+            t.max(vec.counter_zero)
+        }
+    }
+
+    /// Keep hearing of rx write-backs while vector `v`'s interrupt waits (after `t`) if
+    /// its policy counts frames.
+    fn keep_counting(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
+        let vec = &self.vectors[v];
+        if let (true, Some(r), true) = (vec.moderation.max_frames() > 0, vec.layout.rx, vec.irq_at > t) {
+            self.arm(r, queue);
+        }
+    }
+
     /// A cause reached vector `v` at `t`: an armed vector schedules its interrupt for when
-    /// the throttle counter allows.
+    /// its moderation allows. While a counting policy's interrupt waits, a write-back may
+    /// bring it forward (the count is full).
     pub fn cause(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
-        if self.vectors[v].armed {
-            let at = t.max(self.vectors[v].counter_zero);
+        let vec = &self.vectors[v];
+        if vec.armed {
+            let at = self.irq_time(v, t, t);
             self.schedule_irq(v, at, queue);
+            self.keep_counting(v, t, queue);
+        } else if vec.irq.is_pending() && vec.irq_at > t && vec.moderation.max_frames() > 0 {
+            let at = self.irq_time(v, t, t);
+            if at < self.vectors[v].irq_at {
+                self.schedule_irq(v, at, queue);
+            }
+            self.keep_counting(v, t, queue);
         }
     }
 
@@ -351,6 +388,11 @@ impl Nic {
             Key::Irq(v) if self.vectors[v as usize].irq.fired(gen) => {
                 let vec = &mut self.vectors[v as usize];
                 vec.fire(now);
+                // A counting policy's ring stops waking the vector once it fired.
+                if let Some(r) = vec.layout.rx {
+                    self.rx[r].set_armed(false);
+                }
+                let vec = &self.vectors[v as usize];
                 stats.irq(now);
                 Some(Irq { vector: v as usize, core: vec.layout.core })
             }
@@ -365,8 +407,11 @@ impl Nic {
         self.vectors[v].episode_done(t, episode);
         self.advance_to(t, stats);
         if self.cause_pending(v, t) {
-            let at = t.max(self.vectors[v].counter_zero);
+            // The oldest frame waiting in the ring came first (a tx completion alone: now).
+            let first = self.vectors[v].layout.rx.and_then(|r| self.rx[r].head().map(|p| p.t_ring)).unwrap_or(t);
+            let at = self.irq_time(v, t, first);
             self.schedule_irq(v, at, queue);
+            self.keep_counting(v, t, queue);
         } else {
             self.arm_vector(v, t, queue);
         }

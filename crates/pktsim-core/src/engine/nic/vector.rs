@@ -9,6 +9,9 @@
 //!           when the counter allows, else armed again
 //! ```
 //!
+//! A policy that counts frames ([`Moderation::max_frames`]) keeps hearing of write-backs
+//! while its interrupt waits: the interrupt moves to the write-back that fills the count.
+//!
 //! The vector's behaviour is driven by [`super::Nic`], which owns its rings; this file holds
 //! its state.
 
@@ -24,8 +27,9 @@ pub struct Vector {
     pub(super) last_fire: Option<Instant>,
     /// When the throttle counter reaches zero.
     pub(super) counter_zero: Instant,
-    /// The interrupt scheduled to fire.
+    /// The interrupt scheduled to fire, and when.
     pub(super) irq: Timer,
+    pub(super) irq_at: Instant,
     /// The next tx completion, scheduled while the vector is armed and watches a tx ring.
     pub(super) tx_cause: Timer,
     /// Interrupts since the last episode ended.
@@ -41,6 +45,7 @@ impl Vector {
             last_fire: None,
             counter_zero: Instant::ZERO,
             irq: Timer::default(),
+            irq_at: Instant::NEVER,
             tx_cause: Timer::default(),
             episode_irqs: 0,
             moderation,
