@@ -181,6 +181,7 @@ def test_papers_can_be_named_by_author():
     from pktsim.reproduce import paper_id
 
     assert [paper_id(n) for n in ("raumer2015", "Meyer", "beifuss2015-napi", "bolla", "rizzo2012", "004")] == ["000", "001", "002", "003", "004", "004"]
+    assert [paper_id(n) for n in ("Hoiland-Jorgensen", "xdp2018", "høiland2018")] == ["xdp2018"] * 3
     assert paper_id("smith") is None
     proc = run_cli("reproduce", "smith", check=False)
     assert proc.returncode == 2 and "raumer" in proc.stderr

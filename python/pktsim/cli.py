@@ -189,7 +189,9 @@ def format_run(r: dict, origin: str) -> str:
         table(
             [
                 ["offered", si(r["offered_pps"], "pps")],
-                ["forwarded", si(r["throughput_pps"], "pps") + f"  ({si(r['throughput_bps'], 'bit/s')})"],
+                # Frames the host consumed (XDP_DROP, an application) count as throughput.
+                ["throughput" if r.get("consumed_packets") else "forwarded", si(r["throughput_pps"], "pps") + f"  ({si(r['throughput_bps'], 'bit/s')})"
+                 + (f"; forwarded {r['forwarded_packets']:,}, consumed {r['consumed_packets']:,} packets" if r.get("consumed_packets") else "")],
                 ["loss", f"{100 * r['loss_ratio']:.3f} %  " + ", ".join(f"{k} {v:,}" for k, v in r["drops"].items() if v)],
                 # Only the activities that took time, the longest first.
                 ["CPU", f"{100 * r['cpu_utilization']:.1f} %  " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_activity"].items(), key=lambda kv: -kv[1]) if v > 0)],

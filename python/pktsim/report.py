@@ -104,7 +104,24 @@ def _figures_004(d: Path, res: dict) -> list[tuple[str, str]]:
     return [("004-fig6.png", "004 Fig. 6: throughput vs batch size (markers: 004; fitted at 2 and 50)")]
 
 
-FIGURES = {"000": _figures_000, "001": _figures_001, "002": _figures_002, "003": _figures_003, "004": _figures_004}
+def _figures_xdp(d: Path, res: dict) -> list[tuple[str, str]]:
+    cores: dict[str, list] = {}
+    for r in res["rows"]:
+        if r["unit"] == "Mpps":
+            label, n = r["quantity"].rsplit(", ", 1)
+            cores.setdefault(label, []).append((int(n.split()[0]), r["reported"], r["predicted"]))
+    plots.reported_vs_predicted(cores, d / "xdp2018-cores.png", "cores", "rate [Mpps]")
+    cpu: dict[str, list] = {}
+    for c in res["curve"]:
+        cpu.setdefault(f"{c['path']} drop", []).append((c["offered_pps"] / 1e6, c["reported_pct"], c["cpu_pct"]))
+    plots.reported_vs_predicted(cpu, d / "xdp2018-cpu.png", "offered load [Mpps]", "CPU load of the core [%]", logx=True)
+    return [
+        ("xdp2018-cores.png", "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)"),
+        ("xdp2018-cpu.png", "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 5 Mpps)"),
+    ]
+
+
+FIGURES = {"000": _figures_000, "001": _figures_001, "002": _figures_002, "003": _figures_003, "004": _figures_004, "xdp2018": _figures_xdp}
 
 SCENARIOS = {"001": "meyer2014-rt", "002": "beifuss2015-napi"}
 

@@ -57,7 +57,8 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
       (``idle``, ``io``, ``irq``, ``poll``, ``rx_clean``, ``spin``, ``tx_clean``,
       ``tx_lock``, ``wakeup``: 0..1), ``cpu_per_core`` (list, 0..1);
     - ``drops`` (``qdisc_full``, ``rx_ring_full``: packets), ``offered_packets``,
-      ``forwarded_packets``, ``carried_in_packets``, ``sim_packets``, ``events`` (counts);
+      ``forwarded_packets``, ``consumed_packets`` (XDP_DROP, an application), ``carried_in_packets``,
+      ``sim_packets``, ``events`` (counts);
     - ``per_class`` (by class name: the throughput, loss, latency and drop fields above) and
       ``per_ring`` (list: ``ring``, ``core``, ``queue`` and the same fields);
     - ``series`` (with ``measure.interval``: per bucket ``offered``, ``forwarded``,

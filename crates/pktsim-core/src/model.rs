@@ -224,8 +224,10 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
             0.0
         }
     };
-    let t_sat_ps = |bytes: f64| terms.frame_ps(bytes) + io_ps(bytes, &sat);
-    let t_max_ps = |bytes: f64| terms.frame_ps(bytes) + io_ps(bytes, &|t| t.max_per_frame);
+    // The stack's share of a frame (all of it, or none where XDP ends the frame first).
+    let frame_ps = |bytes: f64| terms.contention_ps + mode.proc_share * (terms.frame_ps(bytes) - terms.contention_ps);
+    let t_sat_ps = |bytes: f64| frame_ps(bytes) + io_ps(bytes, &sat);
+    let t_max_ps = |bytes: f64| frame_ps(bytes) + io_ps(bytes, &|t| t.max_per_frame);
 
     // Eq. 2 on one core (no contention, no lock), with the I/O mode's work in RX.
     let io_mean = io_ps(mean, &sat);
@@ -240,6 +242,9 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     } else {
         sc.group_cycles().0
     };
+    for g in groups.0.iter_mut() {
+        *g *= mode.proc_share;
+    }
     groups.set(Group::Rx, groups.get(Group::Rx) + to_cycles(io_mean));
     let c_total = groups.total();
 
@@ -324,8 +329,8 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     }
 
     let mut frame_cost_ns = BTreeMap::new();
-    frame_cost_ns.insert("processing".to_string(), (terms.proc_ps + terms.proc_fs_per_byte * mean / 1e3) / 1e3);
-    frame_cost_ns.insert("tx clean".to_string(), if terms.clean_in_proc { terms.clean_ps } else { mode.tx_clean_ps } / 1e3);
+    frame_cost_ns.insert("processing".to_string(), mode.proc_share * (terms.proc_ps + terms.proc_fs_per_byte * mean / 1e3) / 1e3);
+    frame_cost_ns.insert("tx clean".to_string(), if terms.clean_in_proc { mode.proc_share * terms.clean_ps } else { mode.tx_clean_ps } / 1e3);
     frame_cost_ns.insert("contention".to_string(), terms.contention_ps / 1e3);
     for t in &mode.terms {
         if t.name != "tx clean" {

@@ -109,3 +109,21 @@ fn the_cleaning_core_bounds_a_shared_tx_queue_in_closed_form() {
     let own_s = (p.c_total_cycles - p.cycles_by_group["free"]) / 3.3e9 + 200e-9;
     assert!(close(t0_s, own_s, 1e-9), "own work + lock: {t0_s} vs {own_s}");
 }
+
+/// XDP: each action's per-frame path (driver, program, xmit, the skb in generic mode), the
+/// flush per bulk, and pass on top of the stack; one core and four.
+#[test]
+fn xdp_actions_native_and_generic() {
+    let xdp = |extra: &[(&'static str, &'static str)]| {
+        let mut sets = vec![("host.io", "xdp"), ("link.rate", "100Gbit/s"), ("host.t_irq", "1us"), ("host.t_poll", "200ns"), ("nic.tx_vector", "shared")];
+        sets.extend_from_slice(extra);
+        check(&sets);
+    };
+    xdp(&[("host.xdp.action", "drop"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns")]);
+    xdp(&[("host.xdp.action", "drop"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("cpu.cores", "4"), ("cpu.contention", "20cycles")]);
+    xdp(&[("host.xdp.action", "tx"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "10ns"), ("host.xdp.t_flush", "60ns"), ("host.t_clean", "15ns")]);
+    xdp(&[("host.xdp.action", "redirect"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "30ns"), ("host.xdp.t_flush", "150ns"), ("host.t_clean", "15ns")]);
+    xdp(&[("host.xdp.action", "pass"), ("host.xdp.t_prog", "13ns")]);
+    xdp(&[("host.xdp.mode", "generic"), ("host.xdp.action", "drop"), ("host.xdp.t_prog", "7ns")]);
+    xdp(&[("host.xdp.mode", "generic"), ("host.xdp.action", "redirect"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "30ns"), ("cpu.cores", "2")]);
+}

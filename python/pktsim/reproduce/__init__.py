@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import paper000, paper001, paper002, paper003, paper004
+from . import paper000, paper001, paper002, paper003, paper004, paper_xdp
 from .rows import KINDS, row, summary
 
 __all__ = ["AUTHORS", "KINDS", "PAPERS", "paper_id", "reproduce", "row", "summary"]
@@ -39,12 +39,14 @@ PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
     "002": (paper002.TITLE, paper002.reproduce),
     "003": (paper003.TITLE, paper003.reproduce),
     "004": (paper004.TITLE, paper004.reproduce),
+    # Beyond the seed papers: published figures of today's receive path.
+    "xdp2018": (paper_xdp.TITLE, paper_xdp.reproduce),
 }
 
 
 # First authors: a paper can be named by number, by author, or author and year
 # ("raumer2015", "Meyer").
-AUTHORS = {"raumer": "000", "meyer": "001", "beifuss": "002", "bolla": "003", "rizzo": "004"}
+AUTHORS = {"raumer": "000", "meyer": "001", "beifuss": "002", "bolla": "003", "rizzo": "004", "hoiland": "xdp2018", "høiland": "xdp2018", "xdp": "xdp2018"}
 
 
 def paper_id(name: str) -> str | None:
@@ -53,7 +55,7 @@ def paper_id(name: str) -> str | None:
         return name
     import re
 
-    m = re.match(r"^([a-z]+)", name.strip().lower())
+    m = re.match(r"^([^\W\d_]+)", name.strip().lower())
     return AUTHORS.get(m.group(1)) if m else None
 
 

@@ -12,7 +12,7 @@
 //!   (000 V-C: cores slow each other down through shared caches and memory);
 //! - where the mode has no tx-clean stage of its own (server, busy-poll, batched-syscall,
 //!   threaded-napi: completions are reclaimed in the same call path), `t_clean` is part of
-//!   each frame's processing.
+//!   each frame's processing (napi and xdp clean completions in the poll's tx phase).
 //!
 //! The analytical model ([`crate::model`]) builds its per-frame cost from this same
 //! struct, so the two describe one node.
@@ -35,6 +35,9 @@ pub struct Costs {
     pub proc_fixed: Span,
     /// Per-byte part of t_proc, in femtoseconds per byte (integer: exact and reproducible).
     pub proc_per_byte_fs: u64,
+    /// `cpu.contention` per frame (in `proc_fixed` too; XDP frames that skip the stack pay
+    /// it alone).
+    pub contention: Span,
     pub dist: ServiceDist,
     pub rng: Stream,
 }
@@ -86,7 +89,7 @@ impl CostTerms {
             proc_ps,
             proc_fs_per_byte,
             clean_ps,
-            clean_in_proc: s.host.io != IoModeKind::Napi,
+            clean_in_proc: !matches!(s.host.io, IoModeKind::Napi | IoModeKind::Xdp),
             contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
             routing_extra_ps: if s.host.t_proc.is_some() { routing_extra_ps } else { 0.0 },
             explicit: s.host.t_proc.is_some(),
@@ -119,6 +122,7 @@ impl Costs {
             t_clean: clean,
             proc_fixed: proc + span(k.contention_ps),
             proc_per_byte_fs: k.proc_fs_per_byte.round() as u64,
+            contention: span(k.contention_ps),
             dist: s.host.service,
             rng: Stream::new(s.seed, "service"),
         }

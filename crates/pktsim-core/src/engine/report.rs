@@ -46,6 +46,9 @@ pub struct SimResult {
     /// Frames whose descriptor was posted to a tx ring in the window: at most
     /// offered_packets + carried_in_packets.
     pub forwarded_packets: u64,
+    /// Frames the host consumed in the window (XDP_DROP; read by an application):
+    /// throughput counts them with the forwarded ones.
+    pub consumed_packets: u64,
     /// Forwarded frames that reached the NIC before the window (queued at its start).
     pub carried_in_packets: u64,
     /// 95% confidence half-width of latency_ns.mean (batch means).
@@ -90,7 +93,7 @@ impl SimNode {
         let k = topo.cores();
         let duration_s = info.duration.as_secs_f64();
         let all = st.all.summary(duration_s);
-        let fwd = st.all.forwarded.max(1) as f64;
+        let fwd = st.all.finished().max(1) as f64;
         let cpu_window = info.duration.ps() as f64 * k as f64;
         let share = |busy: u64| busy as f64 / cpu_window;
         let busy_total: u64 = st.busy.iter().map(|b| b.ps()).sum();
@@ -141,6 +144,7 @@ impl SimNode {
             drops: all.drops.clone(),
             offered_packets: all.offered_packets,
             forwarded_packets: all.forwarded_packets,
+            consumed_packets: all.consumed_packets,
             carried_in_packets: st.carried_in,
             latency_mean_ci95_ns: all.latency_mean_ci95_ns,
             per_class,

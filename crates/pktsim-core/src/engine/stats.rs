@@ -2,6 +2,9 @@
 //! whole node, per traffic class and per rx ring.
 //!
 //! Only what happens inside the measurement window `[warmup, warmup + duration)` counts.
+//! A frame ends *forwarded* (its descriptor posted to a tx ring) or *consumed* by the host
+//! (an XDP program dropped it, an application read it); throughput counts both, latency
+//! runs to where the frame ended.
 //! Latency is recorded in HDR histograms (3 significant digits at any magnitude, memory
 //! fixed by their range), so percentiles stay exact to 0.1% however long the run. Mean
 //! latencies come with a 95% confidence interval from batch means: the window is cut into
@@ -52,6 +55,8 @@ pub struct Bucket {
 pub struct Group {
     pub offered: u64,
     pub forwarded: u64,
+    /// Frames the host consumed (XDP_DROP, read by an application).
+    pub consumed: u64,
     pub forwarded_bytes: u64,
     pub drop_rx_ring: u64,
     pub drop_qdisc: u64,
@@ -69,6 +74,7 @@ impl Group {
         Group {
             offered: 0,
             forwarded: 0,
+            consumed: 0,
             forwarded_bytes: 0,
             drop_rx_ring: 0,
             drop_qdisc: 0,
@@ -86,9 +92,26 @@ impl Group {
 
     #[inline]
     fn record(&mut self, size: u16, latency: Span, batch: usize) {
-        let ns = latency.as_ns_f64();
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
+        self.record_latency(latency, batch);
+    }
+
+    #[inline]
+    fn record_consumed(&mut self, size: u16, latency: Span, batch: usize) {
+        self.consumed += 1;
+        self.forwarded_bytes += size as u64;
+        self.record_latency(latency, batch);
+    }
+
+    /// Frames that ended (forwarded or consumed): the latency samples.
+    pub fn finished(&self) -> u64 {
+        self.forwarded + self.consumed
+    }
+
+    #[inline]
+    fn record_latency(&mut self, latency: Span, batch: usize) {
+        let ns = latency.as_ns_f64();
         // `record` grows the histogram (`saturating_record` would clamp to its current top).
         let v = (latency.ps() / 1_000).max(1);
         if self.latency.record(v).is_err() {
@@ -102,10 +125,10 @@ impl Group {
     }
 
     pub fn latency_mean_ns(&self) -> f64 {
-        if self.forwarded == 0 {
+        if self.finished() == 0 {
             0.0
         } else {
-            self.latency_sum_ns / self.forwarded as f64
+            self.latency_sum_ns / self.finished() as f64
         }
     }
 
@@ -126,8 +149,9 @@ impl Group {
         // A percentile is its histogram bucket's middle value (3 significant digits), kept
         // within the exact extremes: never above a latency that occurred.
         let (min_ns, max_ns) = (self.latency_min.as_ns_f64(), self.latency_max.as_ns_f64());
+        let none = self.finished() == 0;
         let pct = |q: f64| {
-            if self.forwarded == 0 {
+            if none {
                 0.0
             } else {
                 (self.latency.median_equivalent(self.latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
@@ -139,7 +163,7 @@ impl Group {
         drops.insert("qdisc_full".to_string(), self.drop_qdisc);
         GroupSummary {
             offered_pps: self.offered as f64 / duration_s,
-            throughput_pps: self.forwarded as f64 / duration_s,
+            throughput_pps: self.finished() as f64 / duration_s,
             throughput_bps: self.forwarded_bytes as f64 * 8.0 / duration_s,
             loss_ratio: if self.offered == 0 { 0.0 } else { dropped as f64 / self.offered as f64 },
             latency_ns: LatencySummary {
@@ -149,14 +173,15 @@ impl Group {
                 p90: pct(0.90),
                 p99: pct(0.99),
                 p999: pct(0.999),
-                max: if self.forwarded == 0 { 0.0 } else { max_ns },
-                min: if self.forwarded == 0 { 0.0 } else { min_ns },
+                max: if none { 0.0 } else { max_ns },
+                min: if none { 0.0 } else { min_ns },
                 mean: self.latency_mean_ns(),
             },
             latency_mean_ci95_ns: self.latency_ci95_ns(),
             drops,
             offered_packets: self.offered,
             forwarded_packets: self.forwarded,
+            consumed_packets: self.consumed,
         }
     }
 }
@@ -202,6 +227,8 @@ pub struct GroupSummary {
     pub drops: BTreeMap<String, u64>,
     pub offered_packets: u64,
     pub forwarded_packets: u64,
+    /// Frames the host consumed (XDP_DROP, an application); throughput counts them.
+    pub consumed_packets: u64,
 }
 
 /// 001's latency adder: 4 T_DMA + 2 nic_batch x, with x the frame's mean service time.
@@ -381,6 +408,29 @@ impl Stats {
         let batch = (((t_tx - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
         self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {
+            b.forwarded += 1;
+            b.latency_sum_ns += latency.as_ns_f64();
+        }
+    }
+
+    /// The host consumed a frame at `t` (an XDP program dropped it, an application read
+    /// it): it ends there, and its latency runs to `t`.
+    #[inline]
+    pub fn consumed(&mut self, p: &Packet, t: Instant) {
+        if !self.in_window(t) {
+            return;
+        }
+        let start = match self.from {
+            LatencyFrom::WireIn => p.t_wire,
+            LatencyFrom::RxRing => p.t_ring,
+        };
+        let latency = t - start + self.t_off + self.t_plus.map_or(Span::ZERO, |tp| tp.of(p.size));
+        if p.t_ring < self.warm {
+            self.carried_in += 1;
+        }
+        let batch = (((t - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
+        self.each_group(p, |g| g.record_consumed(p.size, latency, batch));
+        if let Some(b) = self.bucket(t) {
             b.forwarded += 1;
             b.latency_sum_ns += latency.as_ns_f64();
         }

@@ -97,12 +97,17 @@ impl CostSpec {
         }
         let batched = matches!(host.io, IoModeKind::BusyPoll | IoModeKind::BatchedSyscall);
         let batch_cost = batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
-        if !(cost.fixed.total() > 0.0) && !batch_cost {
+        // An XDP program that ends frames before the stack prices them itself.
+        let x = &host.xdp;
+        let xdp_cost = host.io == IoModeKind::Xdp
+            && x.action != super::XdpAction::Pass
+            && (x.t_prog.ps > 0 || x.t_driver.ps > 0 || x.t_xmit.ps > 0 || x.t_skb.is_some_and(|d| d.ps > 0));
+        if !(cost.fixed.total() > 0.0) && !batch_cost && !xdp_cost {
             return Err(ConfigError::new(
                 origin,
                 "cost",
                 None,
-                "a cost profile (cost.profile), cycles per group ([cost.cycles]), host.t_proc or batched I/O costs (host.batch), giving more than 0 cycles per packet",
+                "a cost profile (cost.profile), cycles per group ([cost.cycles]), host.t_proc, batched I/O costs (host.batch) or an XDP path's costs (host.xdp), giving more than 0 cycles per packet",
             )
             .into());
         }

@@ -29,6 +29,68 @@ pub enum IoModeKind {
     /// `host.thread.t_wakeup`, then polls up to `host.weight` packets per poll until the
     /// ring is empty and sleeps again.
     ThreadedNapi,
+    /// NAPI with an XDP program (`[host.xdp]`): native, in the driver's rx clean before any
+    /// skb exists, or generic, after the skb is built; its action decides each frame's fate.
+    Xdp,
+}
+
+/// Where the XDP program runs (`ip link set dev X xdp` / `xdpgeneric`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpMode {
+    /// In the driver's rx clean, on the raw buffer (`XDP_FLAGS_DRV_MODE`).
+    #[default]
+    Native,
+    /// In the stack after the skb is built (`do_xdp_generic`, `XDP_FLAGS_SKB_MODE`).
+    Generic,
+}
+
+/// The verdict the program returns for every frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XdpAction {
+    /// `XDP_DROP`: the buffer is recycled (native) or the skb freed (generic).
+    Drop,
+    /// `XDP_PASS`: on to the stack, which forwards the frame as without XDP.
+    #[default]
+    Pass,
+    /// `XDP_TX`: back out of the port it came in on.
+    Tx,
+    /// `XDP_REDIRECT` through a devmap to the egress port.
+    Redirect,
+}
+
+/// The XDP program and what its path costs (io = "xdp").
+///
+/// Per frame: native drop `t_driver + t_prog`; native tx and redirect `t_driver + t_prog +
+/// t_xmit`, posted in bulk (`t_flush` per bulk: at the end of the poll, and for redirect
+/// whenever 16 frames wait, as `xdp_do_flush` and the devmap bulk queue do); generic drop
+/// `t_skb + t_prog + t_clean` (the skb is freed); generic tx and redirect `t_skb + t_prog +
+/// t_xmit`, sent at once; pass, either mode, `t_prog` plus the stack's `t_proc`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct XdpSpec {
+    #[serde(default)]
+    pub mode: XdpMode,
+    #[serde(default)]
+    pub action: XdpAction,
+    /// Running the program on one frame (with its maps and helpers).
+    #[serde(default)]
+    pub t_prog: Duration,
+    /// Native: the driver's own work for one frame on the XDP path (descriptor, DMA sync,
+    /// `xdp_buff`, buffer recycling), without an skb.
+    #[serde(default)]
+    pub t_driver: Duration,
+    /// Tx and redirect: putting one frame on the tx ring (`XDP_TX`, `ndo_xdp_xmit`).
+    #[serde(default)]
+    pub t_xmit: Duration,
+    /// Native tx and redirect: one bulk flush (the tx doorbell; `xdp_do_flush`).
+    #[serde(default)]
+    pub t_flush: Duration,
+    /// Generic: the part of a frame's processing before the hook (driver rx and skb
+    /// allocation). Default: the cost profile's RX and alloc groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_skb: Option<Duration>,
 }
 
 /// The NAPI kernel thread of io = "threaded-napi".
@@ -159,6 +221,9 @@ pub struct HostSpec {
     /// The NAPI thread's wake-up (io = "threaded-napi").
     #[serde(default)]
     pub thread: ThreadSpec,
+    /// The XDP program (io = "xdp").
+    #[serde(default)]
+    pub xdp: XdpSpec,
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -249,6 +314,7 @@ impl Default for HostSpec {
             core_strategies: Vec::new(),
             batch: BatchSpec::default(),
             thread: ThreadSpec::default(),
+            xdp: XdpSpec::default(),
         }
     }
 }
@@ -261,10 +327,11 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && self.io != IoModeKind::Napi {
+        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp) {
             let key = if napi.defer_hard_irqs > 0 { "nic.napi.defer_hard_irqs" } else { "nic.napi.gro_flush_timeout" };
-            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
+            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\" or \"xdp\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
         }
+        self.validate_xdp(origin)?;
         range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
@@ -275,12 +342,12 @@ impl HostSpec {
             )
             .into());
         }
-        if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server) {
+        if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server | IoModeKind::Xdp) {
             return Err(ConfigError::new(
                 origin,
                 "host.tx_lock",
                 Some(format!("\"{}\"", self.tx_lock)),
-                "0 with this host.io: only io = \"napi\" and \"server\" take a shared tx queue's lock",
+                "0 with this host.io: only io = \"napi\", \"xdp\" and \"server\" take a shared tx queue's lock",
             )
             .into());
         }
@@ -337,6 +404,52 @@ impl HostSpec {
     }
 }
 
+impl HostSpec {
+    /// `[host.xdp]` only with io = "xdp", and each of its times only where its mode and
+    /// action read it.
+    fn validate_xdp(&self, origin: &str) -> Result<()> {
+        let x = &self.xdp;
+        if self.io != IoModeKind::Xdp {
+            if *x != XdpSpec::default() {
+                return Err(ConfigError::new(origin, "host.xdp", None, "no [host.xdp] unless host.io = \"xdp\"").into());
+            }
+            return Ok(());
+        }
+        let native = x.mode == XdpMode::Native;
+        let sends = matches!(x.action, XdpAction::Tx | XdpAction::Redirect);
+        let action = format!("{:?}", x.action).to_lowercase();
+        let unread = |key: &str, d: Duration, why: String| -> Result<()> {
+            if d.ps > 0 {
+                return Err(ConfigError::new(origin, format!("host.xdp.{key}"), Some(format!("\"{d}\"")), format!("0 or no key: {why}")).into());
+            }
+            Ok(())
+        };
+        if !native {
+            unread("t_driver", x.t_driver, "generic XDP runs after the driver built the skb (host.xdp.t_skb)".into())?;
+            unread("t_flush", x.t_flush, "generic XDP sends each frame at once, with no bulk to flush".into())?;
+        } else if let Some(d) = x.t_skb {
+            unread("t_skb", d, "native XDP runs before any skb exists".into())?;
+        }
+        if x.action == XdpAction::Pass {
+            unread("t_driver", x.t_driver, "XDP_PASS frames go on to the stack, whose t_proc includes the driver's work".into())?;
+        }
+        if !sends {
+            unread("t_xmit", x.t_xmit, format!("action = \"{action}\" sends nothing"))?;
+            unread("t_flush", x.t_flush, format!("action = \"{action}\" sends nothing"))?;
+        }
+        if !native && x.action != XdpAction::Pass && x.t_skb.is_none() && self.t_proc.is_some() {
+            return Err(ConfigError::new(
+                origin,
+                "host.xdp.t_skb",
+                None,
+                "a time for generic XDP with host.t_proc given: the part of t_proc before the hook (driver rx and skb allocation), e.g. \"150ns\"",
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,6 +501,26 @@ mod tests {
         let host = HostSpec { thread, ..HostSpec::default() };
         assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.thread");
         assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
+    }
+
+    #[test]
+    fn xdp_keys_are_read_where_mode_and_action_use_them() {
+        let ns = |n: u64| Duration::from_ps(n * 1000);
+        let xdp = |x: XdpSpec| HostSpec { io: IoModeKind::Xdp, xdp: x, ..HostSpec::default() };
+        let v = |h: HostSpec| h.validate("t", 1, 1, &Default::default());
+        let drop = XdpSpec { action: XdpAction::Drop, t_prog: ns(5), t_driver: ns(35), ..XdpSpec::default() };
+        assert!(v(xdp(drop.clone())).is_ok());
+        assert_eq!(config_error(v(xdp(XdpSpec { t_xmit: ns(5), ..drop.clone() }))).path, "host.xdp.t_xmit");
+        assert_eq!(config_error(v(xdp(XdpSpec { mode: XdpMode::Generic, ..drop.clone() }))).path, "host.xdp.t_driver");
+        let generic = XdpSpec { mode: XdpMode::Generic, action: XdpAction::Tx, t_xmit: ns(10), ..XdpSpec::default() };
+        assert!(v(xdp(generic.clone())).is_ok(), "t_skb from the cost profile");
+        let explicit = HostSpec { t_proc: Some(ns(500)), ..xdp(generic.clone()) };
+        assert_eq!(config_error(v(explicit.clone())).path, "host.xdp.t_skb");
+        assert!(v(HostSpec { xdp: XdpSpec { t_skb: Some(ns(150)), ..generic.clone() }, ..explicit }).is_ok());
+        assert_eq!(config_error(v(xdp(XdpSpec { t_flush: ns(10), ..generic }))).path, "host.xdp.t_flush");
+        assert_eq!(config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path, "host.xdp.t_driver", "pass");
+        let e = config_error(v(HostSpec { xdp: drop, ..HostSpec::default() }));
+        assert_eq!(e.to_string(), "t: host.xdp: no [host.xdp] unless host.io = \"xdp\"");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! | `server` | [`server`] | cores as plain servers of their rings with a strategy (001, theory) |
 //! | `busy-poll`, `batched-syscall` | [`batched`] | DPDK-style polling, netmap / libpcap calls (004) |
 //! | `threaded-napi` | [`threaded`] | threaded NAPI on a software device (veth) |
+//! | `xdp` | [`xdp`] on [`napi`] | NAPI with an XDP program, native or generic |
 //!
 //! Every mode runs each core as a sequence of work units ([`units`]): units run back to
 //! back without touching the event queue as long as they end before the next event.
@@ -27,6 +28,7 @@ pub mod napi;
 pub mod server;
 pub mod threaded;
 pub mod units;
+pub mod xdp;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -88,6 +90,7 @@ pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Box::new(batched::Batched::new(sc, topo)),
         IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
         IoModeKind::ThreadedNapi => Box::new(threaded::ThreadedNapi::new(sc, topo)),
+        IoModeKind::Xdp => Box::new(napi::Napi::with_xdp(sc, topo)),
     }
 }
 
@@ -130,13 +133,16 @@ pub struct ModeCosts {
     pub cleans_per_rx: f64,
     /// The core never sleeps: it is fully busy at any load (useful work apart).
     pub always_busy: bool,
+    /// How much of the stack's per-frame processing (`CostTerms::frame_ps` without
+    /// contention) a frame pays: 1, or 0 where XDP ends it before the stack.
+    pub proc_share: f64,
     /// Costs of this mode the terms leave out, said in the model's output.
     pub notes: Vec<String>,
 }
 
 impl Default for ModeCosts {
     fn default() -> Self {
-        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, notes: Vec::new() }
+        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, notes: Vec::new() }
     }
 }
 
@@ -147,6 +153,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => batched::mode_costs(sc),
         IoModeKind::Server => server::mode_costs(),
         IoModeKind::ThreadedNapi => threaded::mode_costs(sc, costs),
+        IoModeKind::Xdp => xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs)),
     }
 }
 

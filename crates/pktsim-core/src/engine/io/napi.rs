@@ -28,6 +28,7 @@ use std::collections::VecDeque;
 use serde_json::json;
 
 use super::units::{self, Units, Worker};
+use super::xdp::{Verdict, Xdp};
 use super::{Ctx, IoMode};
 use crate::engine::ingress::Packet;
 use crate::engine::moderation::Episode;
@@ -51,6 +52,8 @@ pub enum Work {
     RxPacket(Packet, usize),
     /// Waiting for and holding a shared tx queue's lock, then posting the frame.
     TxLock(Packet, usize),
+    /// Posting the poll's bulk of XDP_TX / redirected frames (one doorbell).
+    XdpFlush,
 }
 
 impl Work {
@@ -61,6 +64,7 @@ impl Work {
             Work::TxClean(_) => Activity::TxClean,
             Work::RxPacket(..) => Activity::RxClean,
             Work::TxLock(..) => Activity::TxLock,
+            Work::XdpFlush => Activity::Io,
         }
     }
 }
@@ -70,6 +74,8 @@ enum Phase {
     Start,
     Tx,
     Rx,
+    /// After the rx clean: XDP's bulk is flushed (`xdp_do_flush`), then the poll ends.
+    Flush,
 }
 
 /// One driver `poll()` of a vector's NAPI.
@@ -106,6 +112,8 @@ struct Core {
     poll: Option<Poll>,
     /// A packet waiting for its shared tx queue's lock, and how long that takes.
     lock: Option<(Packet, usize, Span)>,
+    /// XDP frames waiting for the next flush, with their tx queues.
+    bulk: Vec<(Packet, usize)>,
 }
 
 /// Per-vector NAPI state and what its episode did so far.
@@ -142,6 +150,9 @@ pub struct Napi {
     budget_jiffies: u64,
     /// Polls the deferral timer started in the measurement window.
     timer_polls: u64,
+    /// The XDP program (io = "xdp"), and its flushes in the window.
+    xdp: Option<Xdp>,
+    flushes: u64,
 }
 
 impl Napi {
@@ -169,7 +180,12 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0 }
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0 }
+    }
+
+    /// NAPI with an XDP program on every frame (io = "xdp").
+    pub fn with_xdp(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        Napi { xdp: Some(Xdp::new(sc)), ..Self::new(sc, topo) }
     }
 
     fn jiffy(&self, t: Instant) -> u64 {
@@ -323,6 +339,11 @@ impl Units for Napi {
                     poll.rx_done += 1;
                     poll.rx_bytes += p.size.saturating_sub(4) as u64;
                 }
+                match self.xdp.as_ref().map_or(Verdict::Stack, Xdp::verdict) {
+                    Verdict::Stack | Verdict::Send => {}
+                    Verdict::Consume => return ctx.stats.consumed(&p, t),
+                    Verdict::Bulk => return self.cores[c].bulk.push((p, q)),
+                }
                 let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
                     self.cores[c].lock = Some((p, q, lock));
@@ -331,6 +352,14 @@ impl Units for Napi {
                 }
             }
             Work::TxLock(p, q) => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+            Work::XdpFlush => {
+                if ctx.stats.in_window(t) {
+                    self.flushes += 1;
+                }
+                for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
+                    ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats);
+                }
+            }
         }
     }
 
@@ -343,9 +372,11 @@ impl Units for Napi {
             if let Some(v) = self.cores[c].irq_queue.pop_front() {
                 return Some((Work::Irq(v), ctx.costs.t_irq));
             }
-            if let Some(poll) = &mut self.cores[c].poll {
-                let layout = ctx.nic.vector(poll.vector).layout();
-                match poll.phase {
+            if let Some(poll) = &self.cores[c].poll {
+                let (phase, layout) = (poll.phase, ctx.nic.vector(poll.vector).layout());
+                let core = &mut self.cores[c];
+                let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
+                match phase {
                     Phase::Start => {
                         poll.phase = Phase::Tx;
                         if ctx.costs.t_poll > Span::ZERO {
@@ -364,17 +395,31 @@ impl Units for Napi {
                     }
                     Phase::Rx => {
                         if let Some(r) = layout.rx {
+                            // A full devmap bulk queue is sent before the next frame.
+                            if let Some(x) = self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n)) {
+                                return Some((Work::XdpFlush, x.t_flush));
+                            }
                             if poll.rx_done < self.p.weight {
                                 // Descriptors go back in batches at the top of each iteration.
                                 ctx.nic.refill(r, t, self.p.refill_batch, ctx.stats);
                                 if let Some(p) = ctx.nic.take(r, t, ctx.stats) {
-                                    let d = ctx.costs.t_proc(&p);
+                                    let d = match &self.xdp {
+                                        Some(x) => x.frame_time(&p, ctx.costs),
+                                        None => ctx.costs.t_proc(&p),
+                                    };
                                     return Some((Work::RxPacket(p, r), d));
                                 }
                             }
                             if self.p.refill_at_poll_end {
                                 ctx.nic.refill(r, t, 1, ctx.stats);
                             }
+                        }
+                        poll.phase = Phase::Flush;
+                    }
+                    Phase::Flush => {
+                        // xdp_do_flush: the poll's bulk goes out, then the poll ends.
+                        if let (false, Some(x)) = (core.bulk.is_empty(), &self.xdp) {
+                            return Some((Work::XdpFlush, x.t_flush));
                         }
                         self.finish_poll(c, t, ctx);
                     }
@@ -464,6 +509,9 @@ impl IoMode for Napi {
             "moderation": nic.vectors().first().map(|v| v.moderation().name()),
             "deferral_timer_polls": self.timer_polls,
         });
+        if let Some(x) = &self.xdp {
+            r["xdp"] = x.report(self.flushes);
+        }
         // A policy's own state at the end (DIM: profile index, windows, changes), per vector.
         let state: Vec<_> = nic.vectors().iter().map(|v| v.moderation().figures()).filter(|f| !f.is_null()).collect();
         if !state.is_empty() {
