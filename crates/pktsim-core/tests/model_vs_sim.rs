@@ -95,6 +95,15 @@ fn server_busy_poll_batched_syscall_and_threaded_napi() {
     ]);
 }
 
+/// Threaded NAPI on a device: the thread polls without netdev_budget; with the tx
+/// completions on their own vector two NAPI threads share each core and yield to each other.
+#[test]
+fn threaded_napi_on_a_device() {
+    let threaded = [("nic.napi.threaded", "true"), ("host.thread.wake_latency", "5us"), ("host.thread.t_wakeup", "2us"), ("host.t_irq", "1us"), ("host.t_poll", "300ns")];
+    check(&[&threaded[..], &[("nic.tx_vector", "shared")]].concat());
+    check(&[&threaded[..], &[("nic.tx_vector", "shared"), ("cpu.cores", "4")]].concat());
+}
+
 /// One tx queue for four cores with NAPI: core 0 alternates a weight (64) of its own rx
 /// frames with a tx_work_limit (256) of everyone's completions, so the node forwards
 /// 256 / (64 t_0 + 256 t_clean) frames per second, where t_0 is core 0's own per-frame time.

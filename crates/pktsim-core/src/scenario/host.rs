@@ -332,6 +332,14 @@ impl HostSpec {
             return Err(ConfigError::new(origin, key, None, "host.io = \"napi\" or \"xdp\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
         }
         self.validate_xdp(origin)?;
+        if napi.threaded && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp) {
+            let why = if self.io == IoModeKind::ThreadedNapi {
+                "false with host.io = \"threaded-napi\", a software device's NAPI thread already"
+            } else {
+                "false unless host.io = \"napi\" or \"xdp\": a NAPI thread polls a device's NAPI"
+            };
+            return Err(ConfigError::new(origin, "nic.napi.threaded", Some("true".into()), why).into());
+        }
         range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
@@ -391,8 +399,14 @@ impl HostSpec {
             )
             .into());
         }
-        if self.io != IoModeKind::ThreadedNapi && self.thread != ThreadSpec::default() {
-            return Err(ConfigError::new(origin, "host.thread", None, "no [host.thread] unless host.io = \"threaded-napi\" (only a NAPI thread has a wake-up)").into());
+        if self.io != IoModeKind::ThreadedNapi && !napi.threaded && self.thread != ThreadSpec::default() {
+            return Err(ConfigError::new(
+                origin,
+                "host.thread",
+                None,
+                "no [host.thread] unless host.io = \"threaded-napi\" or nic.napi.threaded = true (only a NAPI thread has a wake-up)",
+            )
+            .into());
         }
         range("host.weight", self.weight as u64, 1, 1 << 16, "a number of packets")?;
         range("host.budget", self.budget as u64, 1, 1 << 24, "a number of packets")?;
@@ -500,6 +514,10 @@ mod tests {
         let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
         let host = HostSpec { thread, ..HostSpec::default() };
         assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.thread");
+        let threaded = super::super::nic::NapiSpec { threaded: true, ..Default::default() };
+        assert!(host.validate("t", 1, 1, &threaded).is_ok(), "a device's NAPI threads");
+        assert_eq!(config_error(HostSpec { io: IoModeKind::Server, ..host.clone() }.validate("t", 1, 1, &threaded)).path, "nic.napi.threaded");
+        assert_eq!(config_error(HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }.validate("t", 1, 1, &threaded)).path, "nic.napi.threaded");
         assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
     }
 

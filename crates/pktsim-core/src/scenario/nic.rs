@@ -95,6 +95,11 @@ pub struct NapiSpec {
     /// `gro_flush_timeout`: the deferral timer's period; 0 disables deferral.
     #[serde(default)]
     pub gro_flush_timeout: Duration,
+    /// `/sys/class/net/DEV/threaded`: each NAPI is polled by its own kernel thread, which
+    /// the hard IRQ wakes (`[host.thread]` gives its wake-up latency and cost) instead of
+    /// the NET_RX softirq: no netdev_budget, no time limit.
+    #[serde(default)]
+    pub threaded: bool,
 }
 
 /// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).

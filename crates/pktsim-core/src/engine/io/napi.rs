@@ -16,6 +16,12 @@
 //!                episode), unmask; a cause that came meanwhile fires when the throttle
 //!                allows
 //!           budget or time exhausted -> time_squeeze, re-raise (ksoftirqd after 10)
+//!
+//!   threaded ([nic.napi] threaded; napi_threaded_poll): napi_schedule wakes the NAPI's
+//!   kernel thread instead of raising the softirq; it runs wake_latency later (the CPU is
+//!   not busy meanwhile), pays t_wakeup, then polls its NAPI (weight 64, no netdev_budget,
+//!   no time limit) until a poll completes, and sleeps; a full poll yields the core to the
+//!   next runnable NAPI thread (cond_resched), else polls again
 //! ```
 //!
 //! A core runs a sequence of work units ([`super::units`]: a handler, a poll's fixed cost,
@@ -54,6 +60,8 @@ pub enum Work {
     TxLock(Packet, usize),
     /// Posting the poll's bulk of XDP_TX / redirected frames (one doorbell).
     XdpFlush,
+    /// A NAPI thread's wake-up: switching in, the thread loop (threaded NAPI).
+    Wakeup,
 }
 
 impl Work {
@@ -65,6 +73,7 @@ impl Work {
             Work::RxPacket(..) => Activity::RxClean,
             Work::TxLock(..) => Activity::TxLock,
             Work::XdpFlush => Activity::Io,
+            Work::Wakeup => Activity::Wakeup,
         }
     }
 }
@@ -114,6 +123,20 @@ struct Core {
     lock: Option<(Packet, usize, Span)>,
     /// XDP frames waiting for the next flush, with their tx queues.
     bulk: Vec<(Packet, usize)>,
+    /// Threaded NAPI: runnable NAPI threads (by vector) and the one running.
+    runnable: VecDeque<usize>,
+    thread: Option<usize>,
+}
+
+/// A NAPI kernel thread's state (threaded NAPI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum ThreadState {
+    #[default]
+    Asleep,
+    /// Woken, running after the wake-up latency.
+    Waking,
+    /// On its core's run queue or running; `fresh`: its wake-up cost is still to pay.
+    Runnable { fresh: bool },
 }
 
 /// Per-vector NAPI state and what its episode did so far.
@@ -124,6 +147,9 @@ struct NapiInstance {
     /// Empty polls still to be driven by the deferral timer before the IRQ is unmasked.
     defer_left: u32,
     defer_timer: Timer,
+    /// Threaded NAPI: the NAPI's kernel thread and its wake-up timer.
+    thread: ThreadState,
+    wake: Timer,
 }
 
 /// NAPI and driver limits.
@@ -139,6 +165,11 @@ pub struct NapiParams {
     /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
     pub defer_hard_irqs: u32,
     pub gro_flush_timeout: Span,
+    /// Threaded NAPI (`/sys/class/net/DEV/threaded`): a kernel thread per NAPI, with its
+    /// wake-up latency and cost (`[host.thread]`).
+    pub threaded: bool,
+    pub wake_latency: Span,
+    pub t_wakeup: Span,
 }
 
 pub struct Napi {
@@ -153,6 +184,8 @@ pub struct Napi {
     /// The XDP program (io = "xdp"), and its flushes in the window.
     xdp: Option<Xdp>,
     flushes: u64,
+    /// NAPI thread wake-ups in the window (threaded NAPI).
+    wakeups: u64,
 }
 
 impl Napi {
@@ -171,6 +204,9 @@ impl Napi {
                 net_rx_action: h.net_rx_action,
                 defer_hard_irqs: n.napi.defer_hard_irqs,
                 gro_flush_timeout: n.napi.gro_flush_timeout.into(),
+                threaded: n.napi.threaded,
+                wake_latency: h.thread.wake_latency.into(),
+                t_wakeup: h.thread.t_wakeup.into(),
             },
         )
     }
@@ -180,7 +216,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0 }
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0 }
     }
 
     /// NAPI with an XDP program on every frame (io = "xdp").
@@ -192,11 +228,23 @@ impl Napi {
         t.ps() / self.jiffy.ps()
     }
 
-    fn napi_schedule(&mut self, c: usize, v: usize) {
+    fn napi_schedule(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
         if self.napi[v].scheduled {
             return;
         }
         self.napi[v].scheduled = true;
+        if self.p.threaded {
+            // ____napi_schedule: wake the NAPI's thread (a running one polls again).
+            if self.napi[v].thread == ThreadState::Asleep {
+                self.napi[v].thread = ThreadState::Waking;
+                if self.p.wake_latency.is_zero() {
+                    self.thread_runnable(c, v, t, ctx);
+                } else {
+                    self.napi[v].wake.set(ctx.queue, t + self.p.wake_latency, Key::Wake(v as u32));
+                }
+            }
+            return;
+        }
         let core = &mut self.cores[c];
         match (&mut core.net_rx, self.p.net_rx_action) {
             // Old kernels iterate the per-CPU list itself.
@@ -207,6 +255,15 @@ impl Napi {
                 core.softirq_pending = true;
             }
         }
+    }
+
+    /// NAPI `v`'s woken thread joins core `c`'s run queue at `t`.
+    fn thread_runnable(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
+        self.napi[v].thread = ThreadState::Runnable { fresh: true };
+        if ctx.stats.in_window(t) {
+            self.wakeups += 1;
+        }
+        self.cores[c].runnable.push_back(v);
     }
 
     /// The next NAPI net_rx_action polls, or None after ending the invocation.
@@ -275,6 +332,18 @@ impl Napi {
         ep.tx_packets += poll.tx_done as u64;
         ep.tx_bytes += poll.tx_bytes;
         let incomplete = poll.rx_done >= self.p.weight || !poll.tx_complete;
+        if self.p.threaded {
+            let core = &mut self.cores[c];
+            if !incomplete {
+                // napi_complete: the thread sleeps until the NAPI is scheduled again.
+                core.thread = None;
+                self.napi[v].thread = ThreadState::Asleep;
+            } else if !core.runnable.is_empty() {
+                // cond_resched: the next runnable NAPI thread gets the core.
+                core.thread = None;
+                core.runnable.push_back(v);
+            }
+        }
         let legacy = self.p.net_rx_action == NetRxAction::Legacy;
         if let Some(nr) = self.cores[c].net_rx.as_mut() {
             nr.budget -= poll.rx_done as i64;
@@ -324,7 +393,8 @@ impl Units for Napi {
     fn finish(&mut self, c: usize, work: Work, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match work {
             Work::PollStart => {}
-            Work::Irq(v) => self.napi_schedule(c, v),
+            Work::Irq(v) => self.napi_schedule(c, v, t, ctx),
+            Work::Wakeup => {}
             Work::TxClean(q) => {
                 if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
                     if let Some(poll) = &mut self.cores[c].poll {
@@ -426,6 +496,26 @@ impl Units for Napi {
                 }
                 continue;
             }
+            if self.p.threaded {
+                // The running NAPI thread polls again, or the next runnable one runs.
+                let core = &mut self.cores[c];
+                let v = match core.thread {
+                    Some(v) => v,
+                    None => {
+                        let v = core.runnable.pop_front()?;
+                        core.thread = Some(v);
+                        if self.napi[v].thread == (ThreadState::Runnable { fresh: true }) {
+                            self.napi[v].thread = ThreadState::Runnable { fresh: false };
+                            if self.p.t_wakeup > Span::ZERO {
+                                return Some((Work::Wakeup, self.p.t_wakeup));
+                            }
+                        }
+                        v
+                    }
+                };
+                core.poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                continue;
+            }
             if self.cores[c].net_rx.is_some() {
                 if let Some(v) = self.next_poll(c, t, ctx) {
                     self.cores[c].poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
@@ -468,7 +558,16 @@ impl IoMode for Napi {
                 if ctx.stats.in_window(now) {
                     self.timer_polls += 1;
                 }
-                self.napi_schedule(c, v);
+                self.napi_schedule(c, v, now, ctx);
+                if self.cores[c].worker.is_idle() {
+                    units::run(self, c, now, ctx);
+                }
+            }
+            // A woken NAPI thread is scheduled on its core.
+            Key::Wake(v) if self.napi[v as usize].wake.fired(gen) => {
+                let (v, now) = (v as usize, ctx.now);
+                let c = ctx.nic.vector(v).layout().core;
+                self.thread_runnable(c, v, now, ctx);
                 if self.cores[c].worker.is_idle() {
                     units::run(self, c, now, ctx);
                 }
@@ -494,7 +593,7 @@ impl IoMode for Napi {
             let t_irq = ctx.costs.t_irq;
             ctx.stats.busy(c, Activity::Irq, now, now + t_irq);
             self.cores[c].worker.stretch(t_irq, Key::Step(c as u32), ctx);
-            self.napi_schedule(c, irq.vector);
+            self.napi_schedule(c, irq.vector, now, ctx);
         }
     }
 
@@ -509,6 +608,9 @@ impl IoMode for Napi {
             "moderation": nic.vectors().first().map(|v| v.moderation().name()),
             "deferral_timer_polls": self.timer_polls,
         });
+        if self.p.threaded {
+            r["thread_wakeups"] = self.wakeups.into();
+        }
         if let Some(x) = &self.xdp {
             r["xdp"] = x.report(self.flushes);
         }
@@ -535,11 +637,16 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     }
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let deferred = if n.napi.gro_flush_timeout.ps > 0 { n.napi.defer_hard_irqs as f64 } else { 0.0 };
+    let mut terms = vec![
+        super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
+        super::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
+    ];
+    if n.napi.threaded {
+        // A thread that never runs out of work never sleeps; alone, a frame may wake it.
+        terms.push(super::IoCost::per_event("wake-up", h.thread.t_wakeup.ps as f64, f64::INFINITY, vectors + deferred));
+    }
     super::ModeCosts {
-        terms: vec![
-            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
-            super::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
-        ],
+        terms,
         tx_lock: true,
         tx_clean_ps: costs.t_clean.ps() as f64,
         cleans_per_rx: n.tx_work_limit as f64 / h.weight.max(1) as f64,
@@ -654,6 +761,31 @@ mod tests {
         let (_, dep) = trace(&toml, &frames);
         // IRQ at 11.27, handler to 12.27, then frame 1 to 12.28.
         assert_eq!(dep[0].0, 12_280.0);
+    }
+
+    /// Threaded NAPI on a device: wake_latency 3 us, t_wakeup 1 us, t_irq 1 us, t_proc 2 us,
+    /// ITR off, tx completions on the rx vector. Frames at 10 and 11 us.
+    ///
+    /// ```text
+    ///  10     IRQ -> handler 10-11 -> napi_schedule wakes the thread: runs at 14 (the core
+    ///         idles meanwhile); wake-up 14-15, poll: frames 15-17, 17-19; complete, sleep
+    ///  19     frame 1's completion (17.07) came while masked -> IRQ 19, handler 19-20,
+    ///         thread at 23, wake-up 23-24, poll cleans both completions, sleeps; frame 2's
+    ///         completion (19.07) came after the IRQ of 19 -> IRQ 24, thread at 28, wake-up
+    ///         28-29, empty poll, armed
+    /// ```
+    #[test]
+    fn a_threaded_napi_is_polled_by_its_thread_the_interrupt_wakes() {
+        let host = "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"\n[host.thread]\nwake_latency = \"3us\"\nt_wakeup = \"1us\"";
+        let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\nthreaded = true");
+        let (r, dep) = trace(&toml, &[(10_000, 64), (11_000, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [17_000.0, 19_000.0]);
+        assert_eq!(r.irq_per_s * 1e-3, 3.0);
+        assert_eq!(r.io["thread_wakeups"], 3);
+        assert_eq!(r.softirqs_per_packet, 0.0, "no NET_RX softirq");
+        assert!((r.cpu_by_activity["wakeup"] - 3e-6 / 1e-3).abs() < 1e-12);
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (7_000.0, 8_000.0));
     }
 
     #[test]
