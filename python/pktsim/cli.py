@@ -231,7 +231,7 @@ def format_run(r: dict, origin: str) -> str:
                     f"{L['p99'] / 1e3:.2f}",
                 ]
             )
-        lines += ["", table(rows, ["", "offered", "forwarded", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
+        lines += ["", table(rows, ["", "offered", "throughput", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
     lines += [f"note: {n}" for n in r.get("notes", [])]
     return "\n".join(lines)
 
@@ -336,7 +336,7 @@ def cmd_sweep(args) -> int:
                 f"{100 * r['cpu_utilization_mean']:.1f}%",
             ]
         )
-    head = [*keys, "offered", "forwarded", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
+    head = [*keys, "offered", "throughput", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
     print(table(rows, head, "l" * len(keys) + "rrrrrrrr"))
     if replications > 1:
         print(f"\n{replications} replications per point; +- is the 95% confidence half-width")

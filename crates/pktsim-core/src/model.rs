@@ -268,18 +268,41 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let own_s: Vec<f64> = loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12).collect();
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
     let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
-    let (fwd, per_queue, busy, queue_limited) = solve(offered);
+    let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
     let (_, cpu_queue, _, _) = solve(f64::INFINITY);
     let r_cpu: f64 = cpu_queue.iter().sum();
-    let predicted: f64 = per_queue.iter().sum();
+    let mut predicted: f64 = per_queue.iter().sum();
+    // An application reads what each core's stack delivers: on the same core with the
+    // time the softirq work leaves (none once the stack saturates the core: receive
+    // livelock), or on a core of its own at up to 1 / its per-frame time.
+    let app_s = mode.app.as_ref().map(|a| a.frame_ps / 1e12);
+    let mut app_busy = vec![0.0; topo.cores()];
+    if let (Some(a), Some(app_s)) = (&mode.app, app_s) {
+        for c in 0..topo.cores() {
+            let read = if a.same_core { ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]) } else { fwd[c].min(1.0 / app_s) };
+            if a.same_core {
+                busy[c] += read * app_s;
+            } else {
+                app_busy[c] = read * app_s;
+            }
+            fwd[c] = read;
+        }
+        predicted = fwd.iter().sum();
+    }
     // The first core (or lock) to saturate, as the offered rate R grows: core c's load is
     // R (w_c own_c + clean * share of the queues it cleans), linear in R.
     let mut first_sat = f64::INFINITY;
     for c in 0..topo.cores() {
         let cleaned: f64 = cleans(c).map(|q| on_queue(q).map(|d| loads[d].0).sum::<f64>()).sum();
-        let per_rate = loads[c].0 * own_s[c] + clean_s * cleaned;
+        let same_core_app = mode.app.as_ref().is_some_and(|a| a.same_core);
+        let per_rate = loads[c].0 * (own_s[c] + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 }) + clean_s * cleaned;
         if per_rate > 0.0 {
             first_sat = first_sat.min(1.0 / per_rate);
+        }
+        if let (false, Some(app_s)) = (same_core_app, app_s) {
+            if loads[c].0 * app_s > 0.0 {
+                first_sat = first_sat.min(1.0 / (loads[c].0 * app_s));
+            }
         }
     }
     for q in 0..queues {
@@ -304,7 +327,9 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         })
         .collect();
     let capacity = first_sat.min(line);
-    let cpu_load = busy.iter().sum::<f64>() / k as f64;
+    // An application with cores of its own adds one per core to the CPU figures.
+    let k_all = if app_busy.iter().any(|&b| b > 0.0) || mode.app.as_ref().is_some_and(|a| !a.same_core) { 2 * k as usize } else { k as usize };
+    let cpu_load = (busy.iter().sum::<f64>() + app_busy.iter().sum::<f64>()) / k_all as f64;
     let cpu_load_max = (0..topo.cores())
         .map(|c| {
             if busy[c] >= 1.0 {
@@ -314,7 +339,8 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
             (fwd[c] * (t_max_ps(loads[c].1) + hold_ps(c)) / 1e12 + clean_s * cleaned).min(1.0)
         })
         .sum::<f64>()
-        / k as f64;
+        / k_all as f64
+        + app_busy.iter().sum::<f64>() / k_all as f64;
     let events_cost = mode.terms.iter().any(|t| t.ps > 0.0 && t.max_per_frame * t.frames_at_saturation > 1.0);
     let (cpu_load, cpu_load_max, basis) = if mode.always_busy {
         notes.push(format!("busy-poll: the cores spin at any load; useful work {:.1}%", 100.0 * cpu_load));
@@ -336,6 +362,9 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         if t.name != "tx clean" {
             *frame_cost_ns.entry(t.name.to_string()).or_default() += (t.ps + t.fs_per_byte * mean / 1e3) * sat(t) / 1e3;
         }
+    }
+    if let Some(app_s) = app_s {
+        frame_cost_ns.insert("application".to_string(), app_s * 1e9);
     }
     let hold = (0..topo.cores()).map(hold_ps).fold(0.0, f64::max);
     frame_cost_ns.insert("tx lock".to_string(), hold / 1e3);

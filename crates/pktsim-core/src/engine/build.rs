@@ -93,7 +93,8 @@ impl SimNode {
             classes: class_names.len(),
             class_of_source,
             rings: topo.rings(),
-            cores,
+            // An application with cores of its own adds one per NAPI core.
+            cores: cores * if s.app.as_ref().is_some_and(|a| a.core == crate::scenario::AppCore::Other) { 2 } else { 1 },
         });
         let info = ReportInfo {
             name: s.name.clone().unwrap_or_else(|| sc.origin.clone()),

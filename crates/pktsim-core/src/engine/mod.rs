@@ -9,7 +9,8 @@
 //!
 //! Components, in the order a packet meets them: [`ingress`] ([`traffic`]: sources and the
 //! ingress link), [`nic`] (classifier, rx and tx rings, vectors with their [`moderation`]),
-//! [`io`] (the host's I/O mode, with [`costs`] and ring [`strategy`]s), [`stats`]
+//! [`io`] (the host's I/O mode, with [`costs`] and ring [`strategy`]s), [`app`] (a socket
+//! and the application reading it, where the stack delivers frames locally), [`stats`]
 //! (measurement). [`topology`] numbers rings, queues, cores and vectors for all of them.
 //!
 //! A [`SimNode`] is assembled from a scenario ([`build`]), runs ([`SimNode::run`]) and
@@ -18,6 +19,7 @@
 //! cancellable timers ([`queue`]); each component draws from its own seeded random stream
 //! ([`rng`]). Same scenario + same seed = identical results.
 
+pub mod app;
 pub mod build;
 pub mod costs;
 pub mod ingress;

@@ -25,6 +25,8 @@ pub enum Key {
     Wake(u32),
     /// The deferral timer (`gro_flush_timeout`) of the NAPI of vector `.0` expires.
     Defer(u32),
+    /// The blocked application thread `.0` runs again (`sk_data_ready` woke it).
+    App(u32),
 }
 
 /// What an event is for.

@@ -90,7 +90,8 @@ impl SimNode {
     /// The figures of the run so far (`wall_s`: the wall-clock time it took).
     pub fn report(&self, wall_s: f64) -> SimResult {
         let (st, info, topo) = (&self.stats, &self.info, &self.topo);
-        let k = topo.cores();
+        // Every core the node's work ran on (an application's own cores included).
+        let k = st.busy_core.len();
         let duration_s = info.duration.as_secs_f64();
         let all = st.all.summary(duration_s);
         let fwd = st.all.finished().max(1) as f64;

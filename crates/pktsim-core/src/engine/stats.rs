@@ -32,11 +32,13 @@ pub enum Activity {
     Io = 5,
     /// Busy polling that found nothing.
     Spin = 6,
-    /// A sleeping NAPI thread's wake-up (threaded NAPI).
+    /// A sleeping thread's wake-up (a NAPI thread, the application).
     Wakeup = 7,
+    /// The application's receive calls and per-frame work.
+    App = 8,
 }
 
-pub const ACTIVITY_NAMES: [&str; 8] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup"];
+pub const ACTIVITY_NAMES: [&str; 9] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -60,6 +62,8 @@ pub struct Group {
     pub forwarded_bytes: u64,
     pub drop_rx_ring: u64,
     pub drop_qdisc: u64,
+    /// Frames the application's full socket refused (`RcvbufErrors`).
+    pub drop_rcvbuf: u64,
     pub latency: Histogram<u64>,
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
@@ -78,6 +82,7 @@ impl Group {
             forwarded_bytes: 0,
             drop_rx_ring: 0,
             drop_qdisc: 0,
+            drop_rcvbuf: 0,
             // From 1 ns at 3 significant digits, growing to the largest latency recorded:
             // a group's memory follows what it measures (a few KB for one that sees
             // microseconds, none beyond the first bucket for one that sees no frame).
@@ -157,10 +162,11 @@ impl Group {
                 (self.latency.median_equivalent(self.latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
             }
         };
-        let dropped = self.drop_rx_ring + self.drop_qdisc;
+        let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf;
         let mut drops = BTreeMap::new();
         drops.insert("rx_ring_full".to_string(), self.drop_rx_ring);
         drops.insert("qdisc_full".to_string(), self.drop_qdisc);
+        drops.insert("rcvbuf_errors".to_string(), self.drop_rcvbuf);
         GroupSummary {
             offered_pps: self.offered as f64 / duration_s,
             throughput_pps: self.finished() as f64 / duration_s,
@@ -273,7 +279,7 @@ pub struct Stats {
     pub time_squeeze: u64,
     pub ksoftirqd_wakeups: u64,
     /// CPU time per activity, all cores together.
-    pub busy: [Span; 8],
+    pub busy: [Span; ACTIVITY_NAMES.len()],
     pub empty_polls: u64,
     pub busy_core: Vec<Span>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
@@ -326,7 +332,7 @@ impl Stats {
             softirqs: 0,
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
-            busy: [Span::ZERO; 8],
+            busy: [Span::ZERO; ACTIVITY_NAMES.len()],
             empty_polls: 0,
             busy_core: vec![Span::ZERO; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
@@ -379,6 +385,16 @@ impl Stats {
     pub fn drop_qdisc(&mut self, p: &Packet, t: Instant) {
         if self.in_window(t) {
             self.each_group(p, |g| g.drop_qdisc += 1);
+            if let Some(b) = self.bucket(t) {
+                b.dropped += 1;
+            }
+        }
+    }
+
+    /// The application's socket refused a frame at `t` (its receive buffer was full).
+    pub fn drop_rcvbuf(&mut self, p: &Packet, t: Instant) {
+        if self.in_window(t) {
+            self.each_group(p, |g| g.drop_rcvbuf += 1);
             if let Some(b) = self.bucket(t) {
                 b.dropped += 1;
             }

@@ -44,6 +44,7 @@ use crate::cost::{CostProfile, CostProfileFile, Group, GroupCycles};
 use crate::error::{ConfigError, Error, Result};
 use crate::fib::{FibModel, FibParams, FibReport};
 
+mod app;
 mod cost;
 mod cpu;
 mod fib;
@@ -55,6 +56,7 @@ mod nic;
 mod sweep;
 mod traffic;
 
+pub use self::app::{AppCore, AppSpec, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec};
 pub use self::cpu::Cpu;
 pub use self::host::{BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec, XdpAction, XdpMode, XdpSpec};
@@ -94,6 +96,13 @@ pub struct Scenario {
     /// Host-side packet I/O: IRQ and NAPI costs and limits (simulator).
     #[serde(default)]
     pub host: HostSpec,
+    /// The receiving socket of `[app]` (simulator).
+    #[serde(default)]
+    pub socket: SocketSpec,
+    /// An application that reads the frames the stack delivers instead of forwarding them
+    /// (simulator; without it the node forwards).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<AppSpec>,
     /// What the simulator measures, and for how long.
     #[serde(default)]
     pub measure: MeasureSpec,
@@ -203,13 +212,14 @@ impl Scenario {
     /// Validate and resolve the cost profile.
     ///
     /// Each section checks itself, in this order (of several problems, the first one found
-    /// is reported): cpu, link, fib, nic, host, measure, traffic, cost.
+    /// is reported): cpu, link, fib, nic, host, socket and app, measure, traffic, cost.
     pub fn resolve(self, origin: &str, base_dir: &Path) -> Result<ResolvedScenario> {
         self.cpu.validate(origin)?;
         self.link.validate(origin)?;
         fib::validate(&self.fib, origin)?;
         self.nic.validate(origin)?;
         self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
+        app::validate(origin, self.app.as_ref(), &self.socket, &self.host)?;
         self.measure.validate(origin)?;
         let sources = self.traffic.resolve_sources(origin)?;
         self.traffic.validate_rate(origin, &sources, &self.link)?;

@@ -86,11 +86,11 @@ pub trait IoMode: Send {
 /// The mode a scenario asks for (the one place modes are registered).
 pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
     match sc.scenario.host.io {
-        IoModeKind::Napi => Box::new(napi::Napi::new(sc, topo)),
+        IoModeKind::Napi => Box::new(napi::Napi::of(sc, topo, false)),
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Box::new(batched::Batched::new(sc, topo)),
         IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
         IoModeKind::ThreadedNapi => Box::new(threaded::ThreadedNapi::new(sc, topo)),
-        IoModeKind::Xdp => Box::new(napi::Napi::with_xdp(sc, topo)),
+        IoModeKind::Xdp => Box::new(napi::Napi::of(sc, topo, true)),
     }
 }
 
@@ -136,14 +136,25 @@ pub struct ModeCosts {
     /// How much of the stack's per-frame processing (`CostTerms::frame_ps` without
     /// contention) a frame pays: 1, or 0 where XDP ends it before the stack.
     pub proc_share: f64,
+    /// An application reads what the stack delivers (`[app]`).
+    pub app: Option<AppCosts>,
     /// Costs of this mode the terms leave out, said in the model's output.
     pub notes: Vec<String>,
 }
 
 impl Default for ModeCosts {
     fn default() -> Self {
-        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, notes: Vec::new() }
+        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, app: None, notes: Vec::new() }
     }
+}
+
+/// The application's work per frame when its socket never runs dry (`t_packet`, and a
+/// call's `t_call` shared by `batch` frames), and where it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppCosts {
+    pub frame_ps: f64,
+    /// On its NAPI's core, after the softirq work (else on a core of its own).
+    pub same_core: bool,
 }
 
 /// The mode's costs (the one place, besides [`build`], modes are registered).

@@ -36,6 +36,7 @@ use serde_json::json;
 use super::units::{self, Units, Worker};
 use super::xdp::{Verdict, Xdp};
 use super::{Ctx, IoMode};
+use crate::engine::app::{self, App, AppParams};
 use crate::engine::ingress::Packet;
 use crate::engine::moderation::Episode;
 use crate::engine::nic::{Irq, Nic};
@@ -62,6 +63,8 @@ pub enum Work {
     XdpFlush,
     /// A NAPI thread's wake-up: switching in, the thread loop (threaded NAPI).
     Wakeup,
+    /// The application thread's work (`[app]`).
+    App(app::Step),
 }
 
 impl Work {
@@ -73,7 +76,8 @@ impl Work {
             Work::RxPacket(..) => Activity::RxClean,
             Work::TxLock(..) => Activity::TxLock,
             Work::XdpFlush => Activity::Io,
-            Work::Wakeup => Activity::Wakeup,
+            Work::Wakeup | Work::App(app::Step::Wakeup) => Activity::Wakeup,
+            Work::App(_) => Activity::App,
         }
     }
 }
@@ -186,6 +190,10 @@ pub struct Napi {
     flushes: u64,
     /// NAPI thread wake-ups in the window (threaded NAPI).
     wakeups: u64,
+    /// The application reading what the stack delivers (`[app]`), and the workers of its
+    /// cores when it has cores of its own (core `cores + i` runs thread `i`).
+    app: Option<App>,
+    app_workers: Vec<Worker<Work>>,
 }
 
 impl Napi {
@@ -216,12 +224,44 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0 }
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, app: None, app_workers: Vec::new() }
+    }
+
+    /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
+    fn with_app(mut self, p: Option<AppParams>) -> Self {
+        if let Some(p) = p {
+            let n = self.topo.cores();
+            self.app_workers = if p.same_core { Vec::new() } else { (0..n).map(|_| Worker::default()).collect() };
+            self.app = Some(App::new(p, n));
+        }
+        self
+    }
+
+    /// The application thread `i`'s core (its NAPI's, or one of its own).
+    fn app_core(&self, i: usize) -> usize {
+        if self.app_workers.is_empty() {
+            i
+        } else {
+            self.topo.cores() + i
+        }
+    }
+
+    /// The application thread's next step on NAPI core `c`, when it shares the core and
+    /// the core has no interrupt or softirq work left.
+    fn app_next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
+        let app = self.app.as_mut().filter(|_| self.app_workers.is_empty())?;
+        app.next(c, t, ctx.stats).map(|(s, d)| (Work::App(s), d))
     }
 
     /// NAPI with an XDP program on every frame (io = "xdp").
     pub fn with_xdp(sc: &ResolvedScenario, topo: &Topology) -> Self {
         Napi { xdp: Some(Xdp::new(sc)), ..Self::new(sc, topo) }
+    }
+
+    /// The mode a scenario asks for: NAPI, with its XDP program and application if any.
+    pub fn of(sc: &ResolvedScenario, topo: &Topology, xdp: bool) -> Self {
+        let napi = if xdp { Self::with_xdp(sc, topo) } else { Self::new(sc, topo) };
+        napi.with_app(AppParams::of(sc))
     }
 
     fn jiffy(&self, t: Instant) -> u64 {
@@ -381,7 +421,10 @@ impl Units for Napi {
 
     #[inline]
     fn worker(&mut self, core: usize) -> &mut Worker<Work> {
-        &mut self.cores[core].worker
+        match self.cores.get_mut(core) {
+            Some(c) => &mut c.worker,
+            None => &mut self.app_workers[core - self.topo.cores()],
+        }
     }
 
     #[inline]
@@ -395,6 +438,11 @@ impl Units for Napi {
             Work::PollStart => {}
             Work::Irq(v) => self.napi_schedule(c, v, t, ctx),
             Work::Wakeup => {}
+            Work::App(step) => {
+                if let Some(app) = &mut self.app {
+                    app.finish(step, t, ctx.stats);
+                }
+            }
             Work::TxClean(q) => {
                 if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
                     if let Some(poll) = &mut self.cores[c].poll {
@@ -413,6 +461,10 @@ impl Units for Napi {
                     Verdict::Stack | Verdict::Send => {}
                     Verdict::Consume => return ctx.stats.consumed(&p, t),
                     Verdict::Bulk => return self.cores[c].bulk.push((p, q)),
+                }
+                // Delivered locally: into the socket of this core's application thread.
+                if let Some(app) = &mut self.app {
+                    return app.deliver(c, p, t, ctx.queue, ctx.stats);
                 }
                 let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
@@ -435,6 +487,11 @@ impl Units for Napi {
 
     #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
+        if c >= self.cores.len() {
+            // An application thread on a core of its own.
+            let app = self.app.as_mut()?;
+            return app.next(c - self.cores.len(), t, ctx.stats).map(|(s, d)| (Work::App(s), d));
+        }
         if let Some((p, q, d)) = self.cores[c].lock.take() {
             return Some((Work::TxLock(p, q), d));
         }
@@ -502,7 +559,9 @@ impl Units for Napi {
                 let v = match core.thread {
                     Some(v) => v,
                     None => {
-                        let v = core.runnable.pop_front()?;
+                        let Some(v) = core.runnable.pop_front() else {
+                            return self.app_next(c, t, ctx);
+                        };
                         core.thread = Some(v);
                         if self.napi[v].thread == (ThreadState::Runnable { fresh: true }) {
                             self.napi[v].thread = ThreadState::Runnable { fresh: false };
@@ -536,7 +595,7 @@ impl Units for Napi {
                 continue;
             }
             self.cores[c].restarts = 0;
-            return None;
+            return self.app_next(c, t, ctx);
         }
     }
 }
@@ -563,6 +622,16 @@ impl IoMode for Napi {
                     units::run(self, c, now, ctx);
                 }
             }
+            // The application thread a frame woke runs (after the softirq work on its core).
+            Key::App(i) => {
+                let (i, now) = (i as usize, ctx.now);
+                if self.app.as_mut().is_some_and(|a| a.on_wake(i, gen, now, ctx.stats)) {
+                    let core = self.app_core(i);
+                    if self.worker(core).is_idle() {
+                        units::run(self, core, now, ctx);
+                    }
+                }
+            }
             // A woken NAPI thread is scheduled on its core.
             Key::Wake(v) if self.napi[v as usize].wake.fired(gen) => {
                 let (v, now) = (v as usize, ctx.now);
@@ -577,7 +646,7 @@ impl IoMode for Napi {
     }
 
     fn end(&mut self, t: Instant, ctx: &mut Ctx) {
-        for c in 0..self.cores.len() {
+        for c in 0..self.cores.len() + self.app_workers.len() {
             units::end(self, c, t, ctx);
         }
     }
@@ -610,6 +679,9 @@ impl IoMode for Napi {
         });
         if self.p.threaded {
             r["thread_wakeups"] = self.wakeups.into();
+        }
+        if let Some(app) = &self.app {
+            r["app"] = app.report();
         }
         if let Some(x) = &self.xdp {
             r["xdp"] = x.report(self.flushes);
@@ -645,10 +717,22 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         // A thread that never runs out of work never sleeps; alone, a frame may wake it.
         terms.push(super::IoCost::per_event("wake-up", h.thread.t_wakeup.ps as f64, f64::INFINITY, vectors + deferred));
     }
+    let app = sc.scenario.app.as_ref().map(|a| super::AppCosts {
+        frame_ps: a.t_packet.ps as f64 + a.t_call.ps as f64 / a.batch.max(1) as f64,
+        same_core: a.core == crate::scenario::AppCore::Same,
+    });
+    if let Some(a) = &app {
+        notes.clear();
+        if a.same_core && (costs.t_irq > Span::ZERO || costs.t_poll > Span::ZERO) {
+            notes.push("the application shares the NAPI's core: the stack is not saturated, its interrupts and polls cost more than the saturated estimate, so the read rate is an upper bound".to_string());
+        }
+    }
     super::ModeCosts {
         terms,
-        tx_lock: true,
-        tx_clean_ps: costs.t_clean.ps() as f64,
+        // Frames an application reads are not sent.
+        tx_lock: app.is_none(),
+        tx_clean_ps: if app.is_some() { 0.0 } else { costs.t_clean.ps() as f64 },
+        app,
         cleans_per_rx: n.tx_work_limit as f64 / h.weight.max(1) as f64,
         notes,
         ..Default::default()

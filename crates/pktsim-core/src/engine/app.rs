@@ -1,0 +1,245 @@
+//! The socket and the application that reads it (`[socket]`, `[app]`): where frames end
+//! when the stack delivers them locally instead of forwarding them.
+//!
+//! ```text
+//!   stack (NAPI rx clean) --> socket receive queue: sk_rmem_alloc + truesize > rcvbuf?
+//!                                 yes: drop (RcvbufErrors)       (__udp_enqueue_schedule_skb)
+//!                                 no:  queue; sk_data_ready wakes a blocked reader
+//!   application thread: asleep --wake_latency--> runs: t_wakeup
+//!       loop: recvmmsg: t_call, then up to `batch` frames, t_packet each (freed from the
+//!             queue as read: latency ends here); socket empty -> block (epoll_wait)
+//! ```
+//!
+//! One thread and one socket per NAPI core (a `SO_REUSEPORT` group steered by
+//! `SO_INCOMING_CPU`), running on that core (`app.core = "same"`, after the interrupts and
+//! softirq work, which preempt it) or on a core of its own (`"other"`). The I/O mode drives
+//! it: [`App::deliver`] as the stack hands a frame over, [`App::next`] / [`App::finish`]
+//! as the thread's core runs its work, [`App::on_wake`] when its wake-up timer fires.
+
+use std::collections::VecDeque;
+
+use serde_json::json;
+
+use super::ingress::Packet;
+use super::queue::{EventQueue, Key, Timer};
+use super::stats::Stats;
+use super::time::{Instant, Span};
+use crate::scenario::{AppCore, ResolvedScenario};
+
+/// The application's timing and its socket's size.
+#[derive(Debug, Clone, Copy)]
+pub struct AppParams {
+    pub t_packet: Span,
+    pub t_call: Span,
+    pub batch: u32,
+    pub wake_latency: Span,
+    pub t_wakeup: Span,
+    pub rcvbuf: u64,
+    pub truesize: u64,
+    /// The thread runs on its NAPI's core (else on a core of its own).
+    pub same_core: bool,
+}
+
+impl AppParams {
+    pub fn of(sc: &ResolvedScenario) -> Option<AppParams> {
+        let (a, s) = (sc.scenario.app.as_ref()?, &sc.scenario.socket);
+        Some(AppParams {
+            t_packet: a.t_packet.into(),
+            t_call: a.t_call.into(),
+            batch: a.batch,
+            wake_latency: a.wake_latency.into(),
+            t_wakeup: a.t_wakeup.into(),
+            rcvbuf: s.rcvbuf.bytes,
+            truesize: s.truesize.bytes,
+            same_core: a.core == AppCore::Same,
+        })
+    }
+}
+
+/// What the application thread does next.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Its wake-up cost.
+    Wakeup,
+    /// A receive call's fixed cost.
+    Call,
+    /// Reading one frame.
+    Packet(Packet),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum State {
+    #[default]
+    Asleep,
+    Waking,
+    /// Runnable; `fresh`: its wake-up cost is still to pay.
+    Runnable { fresh: bool },
+}
+
+#[derive(Debug, Default)]
+struct Thread {
+    queue: VecDeque<Packet>,
+    rmem: u64,
+    state: State,
+    wake: Timer,
+    /// Frames the current call still reads.
+    in_call: u32,
+}
+
+/// The application's threads and sockets, one per NAPI core.
+pub struct App {
+    p: AppParams,
+    threads: Vec<Thread>,
+    wakeups: u64,
+    calls: u64,
+}
+
+impl App {
+    pub fn new(p: AppParams, cores: usize) -> Self {
+        App { p, threads: (0..cores).map(|_| Thread::default()).collect(), wakeups: 0, calls: 0 }
+    }
+
+    pub fn params(&self) -> &AppParams {
+        &self.p
+    }
+
+    /// The stack hands frame `p` to thread `i`'s socket at `t`: queued (and its blocked
+    /// reader woken: after `wake_latency`, by the timer [`Key::App`]) or dropped because the
+    /// receive buffer is full.
+    pub fn deliver(&mut self, i: usize, p: Packet, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        let th = &mut self.threads[i];
+        if th.rmem + self.p.truesize > self.p.rcvbuf {
+            stats.drop_rcvbuf(&p, t);
+            return;
+        }
+        th.rmem += self.p.truesize;
+        th.queue.push_back(p);
+        if th.state == State::Asleep {
+            th.state = State::Waking;
+            // An event even without latency: the reader's core runs from the event loop,
+            // after the stack's work at `t`.
+            th.wake.set(queue, t + self.p.wake_latency, Key::App(i as u32));
+        }
+    }
+
+    /// Thread `i`'s wake-up timer popped: true if it is now runnable.
+    pub fn on_wake(&mut self, i: usize, gen: u32, t: Instant, stats: &Stats) -> bool {
+        let th = &mut self.threads[i];
+        if !th.wake.fired(gen) || th.state != State::Waking {
+            return false;
+        }
+        th.state = State::Runnable { fresh: true };
+        if stats.in_window(t) {
+            self.wakeups += 1;
+        }
+        true
+    }
+
+    /// Whether thread `i` wants its core.
+    pub fn runnable(&self, i: usize) -> bool {
+        matches!(self.threads[i].state, State::Runnable { .. })
+    }
+
+    /// Thread `i`'s next step at `t` and its length, or None when it blocks.
+    pub fn next(&mut self, i: usize, t: Instant, stats: &Stats) -> Option<(Step, Span)> {
+        let p = self.p;
+        let th = &mut self.threads[i];
+        match th.state {
+            State::Runnable { fresh: true } => {
+                th.state = State::Runnable { fresh: false };
+                if !p.t_wakeup.is_zero() {
+                    return Some((Step::Wakeup, p.t_wakeup));
+                }
+            }
+            State::Runnable { fresh: false } => {}
+            State::Asleep | State::Waking => return None,
+        }
+        if th.in_call == 0 {
+            if th.queue.is_empty() {
+                th.state = State::Asleep;
+                return None;
+            }
+            th.in_call = p.batch.min(th.queue.len() as u32);
+            if stats.in_window(t) {
+                self.calls += 1;
+            }
+            if !p.t_call.is_zero() {
+                return Some((Step::Call, p.t_call));
+            }
+        }
+        // A call reads only what was queued when it began (at least one frame is there).
+        let f = th.queue.pop_front()?;
+        th.in_call -= 1;
+        th.rmem -= p.truesize;
+        Some((Step::Packet(f), p.t_packet))
+    }
+
+    /// Thread `i` finished `step` at `t`.
+    pub fn finish(&mut self, step: Step, t: Instant, stats: &mut Stats) {
+        if let Step::Packet(p) = step {
+            stats.consumed(&p, t);
+        }
+    }
+
+    pub fn report(&self) -> serde_json::Value {
+        json!({
+            "wakeups": self.wakeups,
+            "calls": self.calls,
+            "core": if self.p.same_core { "same" } else { "other" },
+            "queued_at_end": self.threads.iter().map(|t| t.queue.len()).sum::<usize>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::testing::{node_toml, trace};
+
+    const HOST: &str = "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"";
+
+    fn toml(app: &str, socket: &str) -> String {
+        let extra = format!("[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[app]\nt_packet = \"1us\"\nt_call = \"500ns\"\nbatch = 4\nwake_latency = \"3us\"\nt_wakeup = \"1us\"\n{app}\n[socket]\n{socket}");
+        node_toml(HOST, &extra)
+    }
+
+    /// One core, the application on it. Frames at 10 and 11 us.
+    ///
+    /// ```text
+    ///  10     IRQ, handler 10-11; poll: frame 1 11-13 -> socket, wakes the reader (runs at
+    ///         16); frame 2 13-15 -> socket; complete: frame 2 came after the IRQ -> IRQ at
+    ///         15, handler 15-16, empty poll, armed
+    ///  16     the reader: wake-up 16-17, recvmmsg 17-17.5, frames 17.5-18.5, 18.5-19.5
+    /// ```
+    #[test]
+    fn the_application_reads_after_the_softirq_work_on_its_core() {
+        let (r, dep) = trace(&toml("core = \"same\"", ""), &[(10_000, 64), (11_000, 64)]);
+        assert!(dep.is_empty(), "nothing is forwarded");
+        assert_eq!((r.consumed_packets, r.forwarded_packets), (2, 0));
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (8_500.0, 8_500.0), "to the application's read");
+        assert_eq!((r.io["app"]["wakeups"].as_u64(), r.io["app"]["calls"].as_u64()), (Some(1), Some(1)));
+        assert!((r.cpu_by_activity["app"] - 2.5e-6 / 1e-3).abs() < 1e-12);
+        assert!((r.cpu_by_activity["wakeup"] - 1e-6 / 1e-3).abs() < 1e-12);
+        assert_eq!(r.irq_per_s * 1e-3, 2.0);
+    }
+
+    /// The application on a core of its own: the CPU figures count two cores, the reader's
+    /// work is on the second.
+    #[test]
+    fn an_application_on_its_own_core() {
+        let (r, _) = trace(&toml("core = \"other\"", ""), &[(10_000, 64), (11_000, 64)]);
+        assert_eq!(r.consumed_packets, 2);
+        assert_eq!(r.cpu_per_core.len(), 2);
+        assert!((r.cpu_per_core[1] - 3.5e-6 / 1e-3).abs() < 1e-12, "wake-up, call, two frames: {:?}", r.cpu_per_core);
+        assert!((r.cpu_per_core[0] - 6e-6 / 1e-3).abs() < 1e-12, "two IRQs, two frames of 2 us");
+    }
+
+    /// A receive buffer of two frames' truesize: the third frame queued before the reader
+    /// runs is dropped and counted as RcvbufErrors.
+    #[test]
+    fn a_full_receive_buffer_drops() {
+        let (r, _) = trace(&toml("", "rcvbuf = \"1536B\"\ntruesize = \"768B\""), &[(10_000, 64), (10_100, 64), (10_200, 64)]);
+        assert_eq!(r.drops["rcvbuf_errors"], 1);
+        assert_eq!(r.consumed_packets, 2);
+        assert!((r.loss_ratio - 1.0 / 3.0).abs() < 1e-12);
+    }
+}
