@@ -269,6 +269,19 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
     let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
     let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
+    // A NAPI polled only every poll_gap after a poll ends takes at most a weight per
+    // (gap + that poll's time).
+    if mode.poll_gap_ps > 0.0 {
+        let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
+        for c in 0..topo.cores() {
+            let cap = weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]);
+            if fwd[c] > cap {
+                busy[c] *= cap / fwd[c];
+                fwd[c] = cap;
+            }
+        }
+        notes.push(format!("prefer_busy_poll with deferral: a busy reader leaves the NAPI to the deferral timer, one poll of {weight:.0} frames per gro_flush_timeout"));
+    }
     let (_, cpu_queue, _, _) = solve(f64::INFINITY);
     let r_cpu: f64 = cpu_queue.iter().sum();
     let mut predicted: f64 = per_queue.iter().sum();
@@ -279,6 +292,14 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let mut app_busy = vec![0.0; topo.cores()];
     if let (Some(a), Some(app_s)) = (&mode.app, app_s) {
         for c in 0..topo.cores() {
+            if let (true, Some(extra_ps)) = (a.same_core, a.drives) {
+                // The reader's busy polls feed the stack only what it reads.
+                let per_frame = own_s[c] + extra_ps / 1e12 + app_s;
+                let read = (loads[c].0 * offered).min(1.0 / per_frame);
+                busy[c] = read * per_frame;
+                fwd[c] = read;
+                continue;
+            }
             let read = if a.same_core { ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]) } else { fwd[c].min(1.0 / app_s) };
             if a.same_core {
                 busy[c] += read * app_s;
@@ -295,7 +316,12 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     for c in 0..topo.cores() {
         let cleaned: f64 = cleans(c).map(|q| on_queue(q).map(|d| loads[d].0).sum::<f64>()).sum();
         let same_core_app = mode.app.as_ref().is_some_and(|a| a.same_core);
-        let per_rate = loads[c].0 * (own_s[c] + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 }) + clean_s * cleaned;
+        let drives_ps = mode.app.as_ref().and_then(|a| a.drives).unwrap_or(0.0);
+        let per_rate = loads[c].0 * (own_s[c] + drives_ps / 1e12 + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 }) + clean_s * cleaned;
+        if mode.poll_gap_ps > 0.0 && loads[c].0 > 0.0 {
+            let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
+            first_sat = first_sat.min(weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]) / loads[c].0);
+        }
         if per_rate > 0.0 {
             first_sat = first_sat.min(1.0 / per_rate);
         }

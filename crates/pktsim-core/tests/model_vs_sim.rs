@@ -176,3 +176,66 @@ fn an_application_on_its_own_core_or_sharing_the_napis() {
     let (p, s, _) = app("same", "3Mpps");
     assert!(p == 0.0 && s < 1e3, "model {p}, simulator {s}");
 }
+
+/// Preferred busy polling with deferral on the reader's core: above the stack's capacity
+/// the softirq no longer takes the whole core (no receive livelock); the deferral timer
+/// polls the NAPI once per gro_flush_timeout while the reader is busy, and the reader
+/// gets what those polls leave.
+#[test]
+fn preferred_busy_polling_ends_receive_livelock() {
+    let run = |prefer: &'static str| {
+        let sets = [
+            ("host.t_proc", "400ns"),
+            ("host.t_poll", "300ns"),
+            ("host.t_irq", "1us"),
+            ("nic.tx_vector", "shared"),
+            ("nic.itr.mode", "off"),
+            ("nic.napi.defer_hard_irqs", "2"),
+            ("nic.napi.gro_flush_timeout", "20us"),
+            ("app.t_packet", "600ns"),
+            ("app.t_call", "1us"),
+            ("app.batch", "8"),
+            ("socket.busy_poll", "50us"),
+            ("socket.prefer_busy_poll", prefer),
+            ("traffic.rate", "3Mpps"),
+        ];
+        let sc = load(ROUTER, "router.toml", &sets);
+        (predict(&sc).predicted_pps, sim(&sc).throughput_pps)
+    };
+    let (p, s) = run("false");
+    assert!(p < 1.0 && s < 1e3, "livelock: model {p}, simulator {s}");
+    let (p, s) = run("true");
+    assert!(p > 5e5 && close(s, p, 0.02), "model {p}, simulator {s}");
+}
+
+/// With IRQ suspension the reader drives its NAPI: the stack processes only what the
+/// reader's busy polls take, so above capacity the node reads 1 / (t_proc + t_poll / 8 +
+/// the reader's time) on one core: 1 / (400 + 37.5 + 725) ns = 860 kpps.
+#[test]
+fn irq_suspension_lets_the_reader_drive_its_napi() {
+    let sc = load(
+        ROUTER,
+        "router.toml",
+        &[
+            ("host.t_proc", "400ns"),
+            ("host.t_poll", "300ns"),
+            ("host.t_irq", "1us"),
+            ("nic.tx_vector", "shared"),
+            ("nic.itr.mode", "off"),
+            ("nic.napi.defer_hard_irqs", "2"),
+            ("nic.napi.gro_flush_timeout", "20us"),
+            ("nic.napi.irq_suspend_timeout", "2ms"),
+            ("app.t_packet", "600ns"),
+            ("app.t_call", "1us"),
+            ("app.batch", "8"),
+            ("socket.busy_poll", "50us"),
+            ("socket.prefer_busy_poll", "true"),
+            ("fib.routes", "1"),
+            ("traffic.rate", "3Mpps"),
+        ],
+    );
+    let (p, r) = (predict(&sc), sim(&sc));
+    let t_ns = p.frame_cost_ns["processing"] + 300.0 / 8.0 + 725.0;
+    assert!(close(p.predicted_pps, 1e9 / t_ns, 1e-6), "{} vs {}", p.predicted_pps, 1e9 / t_ns);
+    assert!(close(r.throughput_pps, p.predicted_pps, 0.01), "simulator {} vs model {}", r.throughput_pps, p.predicted_pps);
+}

@@ -8,6 +8,13 @@
 //!   application thread: asleep --wake_latency--> runs: t_wakeup
 //!       loop: recvmmsg: t_call, then up to `batch` frames, t_packet each (freed from the
 //!             queue as read: latency ends here); socket empty -> block (epoll_wait)
+//!
+//!   with busy polling (socket.busy_poll for epoll, busy_read for recvmsg;
+//!   napi_busy_loop, busy_poll_stop):
+//!       socket empty -> busy poll: the thread polls its NAPI itself, busy_poll_budget
+//!       frames a poll, until the socket has data or the time is up; then one more poll
+//!       (busy_poll_stop) and the reads, or blocking (with IRQ suspension, the NAPI is
+//!       scheduled first: napi_resume_irqs)
 //! ```
 //!
 //! One thread and one socket per NAPI core (a `SO_REUSEPORT` group steered by
@@ -38,6 +45,8 @@ pub struct AppParams {
     pub truesize: u64,
     /// The thread runs on its NAPI's core (else on a core of its own).
     pub same_core: bool,
+    /// How long an empty socket is busy polled before the thread blocks (0: never).
+    pub busy: Span,
 }
 
 impl AppParams {
@@ -52,6 +61,10 @@ impl AppParams {
             rcvbuf: s.rcvbuf.bytes,
             truesize: s.truesize.bytes,
             same_core: a.core == AppCore::Same,
+            busy: match a.wait {
+                crate::scenario::AppWait::Epoll => s.busy_poll.into(),
+                crate::scenario::AppWait::Recvmsg => s.busy_read.into(),
+            },
         })
     }
 }
@@ -65,6 +78,10 @@ pub enum Step {
     Call,
     /// Reading one frame.
     Packet(Packet),
+    /// Busy polling the NAPI once (`napi_busy_loop`'s poll; the I/O mode runs it).
+    BusyPoll,
+    /// The last poll of a busy-poll loop (`busy_poll_stop`), which hands the NAPI back.
+    BusyStop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -84,6 +101,13 @@ struct Thread {
     wake: Timer,
     /// Frames the current call still reads.
     in_call: u32,
+    /// A busy-poll loop runs until then; `stopped`: its last poll is done.
+    busy_until: Option<Instant>,
+    stopped: bool,
+    /// It has just blocked (read by [`App::take_blocked`]).
+    blocked: bool,
+    /// A wait just returned frames (read by [`App::take_events`]).
+    events: bool,
 }
 
 /// The application's threads and sockets, one per NAPI core.
@@ -156,9 +180,33 @@ impl App {
         }
         if th.in_call == 0 {
             if th.queue.is_empty() {
+                // napi_busy_loop until data or the time is up, then busy_poll_stop.
+                if !p.busy.is_zero() {
+                    match th.busy_until {
+                        None => {
+                            th.busy_until = Some(t + p.busy);
+                            return Some((Step::BusyPoll, Span::ZERO));
+                        }
+                        Some(until) if t < until => return Some((Step::BusyPoll, Span::ZERO)),
+                        Some(_) if !th.stopped => {
+                            th.stopped = true;
+                            return Some((Step::BusyStop, Span::ZERO));
+                        }
+                        Some(_) => {}
+                    }
+                }
+                (th.busy_until, th.stopped) = (None, false);
                 th.state = State::Asleep;
+                th.blocked = true;
                 return None;
             }
+            if th.busy_until.is_some() && !th.stopped {
+                // The loop found data: its last poll hands the NAPI back before the reads.
+                th.stopped = true;
+                return Some((Step::BusyStop, Span::ZERO));
+            }
+            (th.busy_until, th.stopped) = (None, false);
+            th.events = true;
             th.in_call = p.batch.min(th.queue.len() as u32);
             if stats.in_window(t) {
                 self.calls += 1;
@@ -172,6 +220,22 @@ impl App {
         th.in_call -= 1;
         th.rmem -= p.truesize;
         Some((Step::Packet(f), p.t_packet))
+    }
+
+    /// Whether thread `i` blocked since this was last asked (`napi_resume_irqs` then).
+    pub fn take_blocked(&mut self, i: usize) -> bool {
+        std::mem::take(&mut self.threads[i].blocked)
+    }
+
+    /// Whether thread `i`'s wait returned frames since this was last asked (epoll then
+    /// suspends the NAPI's interrupts: `ep_suspend_napi_irqs`).
+    pub fn take_events(&mut self, i: usize) -> bool {
+        std::mem::take(&mut self.threads[i].events)
+    }
+
+    /// Whether thread `i`'s socket holds frames.
+    pub fn has_data(&self, i: usize) -> bool {
+        !self.threads[i].queue.is_empty()
     }
 
     /// Thread `i` finished `step` at `t`.

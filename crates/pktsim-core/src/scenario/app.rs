@@ -21,6 +21,17 @@ pub enum AppCore {
     Other,
 }
 
+/// How the application waits for frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum AppWait {
+    /// `epoll_wait`, then the reads: busy polls for `socket.busy_poll` (`ep_busy_loop`).
+    #[default]
+    Epoll,
+    /// A blocking `recvmsg`: busy polls for `socket.busy_read` (`sk_busy_loop`).
+    Recvmsg,
+}
+
 /// The application: one thread per core with a NAPI, reading its socket.
 ///
 /// With nothing to read the thread blocks (`recvmsg` / `epoll_wait`); the stack's
@@ -48,6 +59,10 @@ pub struct AppSpec {
     /// CPU time of one wake-up (switching in, returning from `epoll_wait`).
     #[serde(default)]
     pub t_wakeup: Duration,
+    /// "epoll" (`epoll_wait`, busy polling for `socket.busy_poll`) or "recvmsg" (a
+    /// blocking read, busy polling for `socket.busy_read`).
+    #[serde(default)]
+    pub wait: AppWait,
 }
 
 fn one() -> u32 {
@@ -56,7 +71,15 @@ fn one() -> u32 {
 
 impl Default for AppSpec {
     fn default() -> Self {
-        AppSpec { t_packet: Duration::default(), t_call: Duration::default(), batch: 1, core: AppCore::Same, wake_latency: Duration::default(), t_wakeup: Duration::default() }
+        AppSpec {
+            t_packet: Duration::default(),
+            t_call: Duration::default(),
+            batch: 1,
+            core: AppCore::Same,
+            wake_latency: Duration::default(),
+            t_wakeup: Duration::default(),
+            wait: AppWait::Epoll,
+        }
     }
 }
 
@@ -72,6 +95,26 @@ pub struct SocketSpec {
     /// `skb->truesize` of one queued frame: its buffer and skb, not its length.
     #[serde(default = "default_truesize")]
     pub truesize: Bytes,
+    /// `net.core.busy_read` / `SO_BUSY_POLL`: how long a blocking read (`app.wait =
+    /// "recvmsg"`) busy polls the NAPI before it sleeps; 0: no busy polling.
+    #[serde(default)]
+    pub busy_read: Duration,
+    /// `net.core.busy_poll`: how long `epoll_wait` (`app.wait = "epoll"`) busy polls.
+    #[serde(default)]
+    pub busy_poll: Duration,
+    /// `SO_PREFER_BUSY_POLL`: with `nic.napi.defer_hard_irqs` and `gro_flush_timeout`, the
+    /// interrupt stays masked after a busy poll (the timer is armed instead), and the
+    /// softirq completes a full poll instead of polling again: the application drives the
+    /// NAPI.
+    #[serde(default)]
+    pub prefer_busy_poll: bool,
+    /// `SO_BUSY_POLL_BUDGET`: frames per busy poll (`BUSY_POLL_BUDGET` = 8).
+    #[serde(default = "default_busy_budget")]
+    pub busy_poll_budget: u32,
+}
+
+fn default_busy_budget() -> u32 {
+    8
 }
 
 fn default_rcvbuf() -> Bytes {
@@ -83,13 +126,34 @@ fn default_truesize() -> Bytes {
 
 impl Default for SocketSpec {
     fn default() -> Self {
-        SocketSpec { rcvbuf: default_rcvbuf(), truesize: default_truesize() }
+        SocketSpec {
+            rcvbuf: default_rcvbuf(),
+            truesize: default_truesize(),
+            busy_read: Duration::default(),
+            busy_poll: Duration::default(),
+            prefer_busy_poll: false,
+            busy_poll_budget: default_busy_budget(),
+        }
     }
 }
 
 /// `[app]` needs an I/O mode whose stack delivers frames (napi, xdp passing them); batch
-/// and the socket's sizes in range; `[socket]` only with `[app]`.
-pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec, host: &HostSpec) -> Result<()> {
+/// and the socket's sizes in range; `[socket]` only with `[app]`; busy polling with the
+/// application on the NAPI's core and a poll that costs time; IRQ suspension with epoll's
+/// preferred busy polling and deferral.
+pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec, host: &HostSpec, napi: &super::nic::NapiSpec) -> Result<()> {
+    if napi.irq_suspend_timeout.ps > 0 {
+        let ok = app.is_some_and(|a| a.wait == AppWait::Epoll) && socket.busy_poll.ps > 0 && socket.prefer_busy_poll && napi.defer_hard_irqs > 0 && napi.gro_flush_timeout.ps > 0;
+        if !ok {
+            return Err(ConfigError::new(
+                origin,
+                "nic.napi.irq_suspend_timeout",
+                Some(format!("\"{}\"", napi.irq_suspend_timeout)),
+                "0, unless an [app] waits in epoll with socket.busy_poll, socket.prefer_busy_poll, nic.napi.defer_hard_irqs and gro_flush_timeout set (IRQ suspension is epoll's preferred busy polling)",
+            )
+            .into());
+        }
+    }
     let Some(app) = app else {
         if *socket != SocketSpec::default() {
             return Err(ConfigError::new(origin, "socket", None, "no [socket] without an [app] reading it").into());
@@ -111,6 +175,29 @@ pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec,
         .into());
     }
     check_range(origin, "app.batch", app.batch as u64, 1, 1 << 16, "a number of frames per call")?;
+    check_range(origin, "socket.busy_poll_budget", socket.busy_poll_budget as u64, 1, 1 << 16, "a number of frames per busy poll")?;
+    let (busy, other) = match app.wait {
+        AppWait::Epoll => (("socket.busy_poll", socket.busy_poll), ("socket.busy_read", socket.busy_read)),
+        AppWait::Recvmsg => (("socket.busy_read", socket.busy_read), ("socket.busy_poll", socket.busy_poll)),
+    };
+    if other.1.ps > 0 {
+        return Err(ConfigError::new(
+            origin,
+            other.0,
+            Some(format!("\"{}\"", other.1)),
+            format!("0 with app.wait = {:?}: that wait busy polls for {}", format!("{:?}", app.wait).to_lowercase(), busy.0),
+        )
+        .into());
+    }
+    if busy.1.ps > 0 && app.core != AppCore::Same {
+        return Err(ConfigError::new(origin, "app.core", Some("\"other\"".into()), format!("\"same\" with {}: pktsim busy polls from the NAPI's core", busy.0)).into());
+    }
+    if busy.1.ps > 0 && host.t_poll.ps == 0 {
+        return Err(ConfigError::new(origin, "host.t_poll", Some("\"0ns\"".into()), format!("a cost above 0 with {}: a busy-poll loop that costs nothing never lets time pass", busy.0)).into());
+    }
+    if socket.prefer_busy_poll && busy.1.ps == 0 {
+        return Err(ConfigError::new(origin, "socket.prefer_busy_poll", Some("true".into()), format!("false unless {} is set: only a busy-polling socket prefers it", busy.0)).into());
+    }
     check_range(origin, "socket.truesize", socket.truesize.bytes, 1, 1 << 20, "a size in bytes")?;
     if socket.rcvbuf.bytes < socket.truesize.bytes {
         return Err(ConfigError::new(
@@ -131,14 +218,34 @@ mod tests {
 
     #[test]
     fn the_app_reads_what_the_stack_delivers() {
+        let n = super::super::nic::NapiSpec::default();
         let napi = HostSpec::default();
         let app = AppSpec::default();
-        assert!(validate("t", Some(&app), &SocketSpec::default(), &napi).is_ok());
+        assert!(validate("t", Some(&app), &SocketSpec::default(), &napi, &n).is_ok());
         let busy = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
-        assert_eq!(config_error(validate("t", Some(&app), &SocketSpec::default(), &busy)).path, "app");
+        assert_eq!(config_error(validate("t", Some(&app), &SocketSpec::default(), &busy, &n)).path, "app");
         let small = SocketSpec { rcvbuf: Bytes::new(100), ..SocketSpec::default() };
-        assert_eq!(config_error(validate("t", Some(&app), &small, &napi)).to_string(), "t: socket.rcvbuf = \"100B\": expected at least one frame's truesize (768B)");
-        assert_eq!(config_error(validate("t", None, &small, &napi)).path, "socket");
-        assert_eq!(config_error(validate("t", Some(&AppSpec { batch: 0, ..app }), &SocketSpec::default(), &napi)).path, "app.batch");
+        assert_eq!(config_error(validate("t", Some(&app), &small, &napi, &n)).to_string(), "t: socket.rcvbuf = \"100B\": expected at least one frame's truesize (768B)");
+        assert_eq!(config_error(validate("t", None, &small, &napi, &n)).path, "socket");
+        assert_eq!(config_error(validate("t", Some(&AppSpec { batch: 0, ..app }), &SocketSpec::default(), &napi, &n)).path, "app.batch");
+    }
+
+    #[test]
+    fn busy_polling_is_checked_against_the_wait_the_core_and_the_poll_cost() {
+        let us = |n: u64| Duration::from_ps(n * 1_000_000);
+        let n = super::super::nic::NapiSpec::default();
+        let host = HostSpec { t_poll: Duration::from_ps(200_000), ..HostSpec::default() };
+        let app = AppSpec::default();
+        let sock = SocketSpec { busy_poll: us(50), prefer_busy_poll: true, ..SocketSpec::default() };
+        assert!(validate("t", Some(&app), &sock, &host, &n).is_ok());
+        assert_eq!(config_error(validate("t", Some(&AppSpec { wait: AppWait::Recvmsg, ..app.clone() }), &sock, &host, &n)).path, "socket.busy_poll");
+        assert_eq!(config_error(validate("t", Some(&AppSpec { core: AppCore::Other, ..app.clone() }), &sock, &host, &n)).path, "app.core");
+        assert_eq!(config_error(validate("t", Some(&app), &sock, &HostSpec::default(), &n)).path, "host.t_poll");
+        let prefer_only = SocketSpec { prefer_busy_poll: true, ..SocketSpec::default() };
+        assert_eq!(config_error(validate("t", Some(&app), &prefer_only, &host, &n)).path, "socket.prefer_busy_poll");
+        let suspend = super::super::nic::NapiSpec { irq_suspend_timeout: us(1000), ..n.clone() };
+        assert_eq!(config_error(validate("t", Some(&app), &sock, &host, &suspend)).path, "nic.napi.irq_suspend_timeout", "needs deferral");
+        let with_defer = super::super::nic::NapiSpec { defer_hard_irqs: 100, gro_flush_timeout: us(20), ..suspend };
+        assert!(validate("t", Some(&app), &sock, &host, &with_defer).is_ok());
     }
 }

@@ -56,7 +56,7 @@ mod nic;
 mod sweep;
 mod traffic;
 
-pub use self::app::{AppCore, AppSpec, SocketSpec};
+pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec};
 pub use self::cpu::Cpu;
 pub use self::host::{BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec, XdpAction, XdpMode, XdpSpec};
@@ -219,7 +219,7 @@ impl Scenario {
         fib::validate(&self.fib, origin)?;
         self.nic.validate(origin)?;
         self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
-        app::validate(origin, self.app.as_ref(), &self.socket, &self.host)?;
+        app::validate(origin, self.app.as_ref(), &self.socket, &self.host, &self.nic.napi)?;
         self.measure.validate(origin)?;
         let sources = self.traffic.resolve_sources(origin)?;
         self.traffic.validate_rate(origin, &sources, &self.link)?;

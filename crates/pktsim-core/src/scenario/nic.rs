@@ -100,6 +100,11 @@ pub struct NapiSpec {
     /// the NET_RX softirq: no netdev_budget, no time limit.
     #[serde(default)]
     pub threaded: bool,
+    /// `irq_suspend_timeout` (Linux 6.13, per NAPI through netlink): while epoll's
+    /// preferred busy polling finds events, interrupts stay suspended for up to this long;
+    /// when it finds none, the NAPI is scheduled and normal deferral takes over.
+    #[serde(default)]
+    pub irq_suspend_timeout: Duration,
 }
 
 /// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).

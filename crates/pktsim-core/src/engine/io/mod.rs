@@ -138,13 +138,17 @@ pub struct ModeCosts {
     pub proc_share: f64,
     /// An application reads what the stack delivers (`[app]`).
     pub app: Option<AppCosts>,
+    /// At saturation each NAPI is polled only every this long after a poll ends (a
+    /// preferred busy poller's NAPI, serviced by the deferral timer while the application
+    /// is busy reading), ps; 0: polled back to back.
+    pub poll_gap_ps: f64,
     /// Costs of this mode the terms leave out, said in the model's output.
     pub notes: Vec<String>,
 }
 
 impl Default for ModeCosts {
     fn default() -> Self {
-        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, app: None, notes: Vec::new() }
+        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, app: None, poll_gap_ps: 0.0, notes: Vec::new() }
     }
 }
 
@@ -155,6 +159,10 @@ pub struct AppCosts {
     pub frame_ps: f64,
     /// On its NAPI's core, after the softirq work (else on a core of its own).
     pub same_core: bool,
+    /// The application drives its NAPI (IRQ suspension): the stack processes only what
+    /// its busy polls take, a poll (`extra_ps` per frame more than the softirq's) per
+    /// `busy_poll_budget` frames.
+    pub drives: Option<f64>,
 }
 
 /// The mode's costs (the one place, besides [`build`], modes are registered).

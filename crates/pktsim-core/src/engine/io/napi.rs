@@ -22,6 +22,16 @@
 //!   not busy meanwhile), pays t_wakeup, then polls its NAPI (weight 64, no netdev_budget,
 //!   no time limit) until a poll completes, and sleeps; a full poll yields the core to the
 //!   next runnable NAPI thread (cond_resched), else polls again
+//!
+//!   busy polling ([app] with socket.busy_poll / busy_read; napi_busy_loop): the
+//!   application thread, on this core after the softirq work, takes the NAPI when nobody
+//!   has it scheduled and polls it (busy_poll_budget frames; napi_complete_done does
+//!   nothing meanwhile: an interrupt that fires stays masked); busy_poll_stop polls once
+//!   more and hands the NAPI back: with prefer_busy_poll and deferral the timer is armed
+//!   (irq_suspend_timeout instead when epoll found events) and the interrupt stays masked;
+//!   else a full poll schedules the softirq and a partial one completes. With
+//!   prefer_busy_poll the softirq completes a full poll (with deferral: the timer) rather
+//!   than polling again
 //! ```
 //!
 //! A core runs a sequence of work units ([`super::units`]: a handler, a poll's fixed cost,
@@ -65,6 +75,8 @@ pub enum Work {
     Wakeup,
     /// The application thread's work (`[app]`).
     App(app::Step),
+    /// The application spinning while the softirq has the NAPI it would busy poll.
+    BusySpin,
 }
 
 impl Work {
@@ -77,6 +89,7 @@ impl Work {
             Work::TxLock(..) => Activity::TxLock,
             Work::XdpFlush => Activity::Io,
             Work::Wakeup | Work::App(app::Step::Wakeup) => Activity::Wakeup,
+            Work::BusySpin => Activity::Spin,
             Work::App(_) => Activity::App,
         }
     }
@@ -95,12 +108,25 @@ enum Phase {
 #[derive(Debug)]
 struct Poll {
     vector: usize,
+    kind: PollKind,
+    /// Most rx frames: the NAPI weight, or the busy-poll budget.
+    weight: u32,
     phase: Phase,
     tx_done: u32,
     tx_bytes: u64,
     tx_complete: bool,
     rx_done: u32,
     rx_bytes: u64,
+}
+
+/// Who polls: the softirq or a NAPI thread, or an application busy polling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PollKind {
+    Normal,
+    /// A poll of `napi_busy_loop` (`NAPI_STATE_IN_BUSY_POLL`).
+    Busy,
+    /// The poll of `busy_poll_stop`.
+    BusyStop,
 }
 
 /// One `net_rx_action` invocation.
@@ -154,6 +180,8 @@ struct NapiInstance {
     /// Threaded NAPI: the NAPI's kernel thread and its wake-up timer.
     thread: ThreadState,
     wake: Timer,
+    /// An application's busy poll has it (`NAPI_STATE_IN_BUSY_POLL`).
+    busy_owned: bool,
 }
 
 /// NAPI and driver limits.
@@ -174,6 +202,11 @@ pub struct NapiParams {
     pub threaded: bool,
     pub wake_latency: Span,
     pub t_wakeup: Span,
+    /// Busy polling (`[socket]`): frames per busy poll, `SO_PREFER_BUSY_POLL`, and
+    /// `irq_suspend_timeout`.
+    pub busy_poll_budget: u32,
+    pub prefer_busy_poll: bool,
+    pub irq_suspend_timeout: Span,
 }
 
 pub struct Napi {
@@ -190,6 +223,8 @@ pub struct Napi {
     flushes: u64,
     /// NAPI thread wake-ups in the window (threaded NAPI).
     wakeups: u64,
+    /// Busy polls in the window.
+    busy_polls: u64,
     /// The application reading what the stack delivers (`[app]`), and the workers of its
     /// cores when it has cores of its own (core `cores + i` runs thread `i`).
     app: Option<App>,
@@ -215,6 +250,9 @@ impl Napi {
                 threaded: n.napi.threaded,
                 wake_latency: h.thread.wake_latency.into(),
                 t_wakeup: h.thread.t_wakeup.into(),
+                busy_poll_budget: sc.scenario.socket.busy_poll_budget,
+                prefer_busy_poll: sc.scenario.socket.prefer_busy_poll,
+                irq_suspend_timeout: n.napi.irq_suspend_timeout.into(),
             },
         )
     }
@@ -224,7 +262,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, app: None, app_workers: Vec::new() }
+        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new() }
     }
 
     /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
@@ -250,7 +288,39 @@ impl Napi {
     /// the core has no interrupt or softirq work left.
     fn app_next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
         let app = self.app.as_mut().filter(|_| self.app_workers.is_empty())?;
-        app.next(c, t, ctx.stats).map(|(s, d)| (Work::App(s), d))
+        // The NAPI its socket is fed by (sk_napi_id): the core's first ring's.
+        let v = self.topo.vector_of_ring(self.topo.rings_of_core(c).start);
+        let kind = match app.next(c, t, ctx.stats) {
+            None => {
+                // Blocking in epoll with IRQ suspension: napi_resume_irqs.
+                if app.take_blocked(c) && !self.p.irq_suspend_timeout.is_zero() {
+                    self.napi_schedule(c, v, t, ctx);
+                }
+                return None;
+            }
+            Some((app::Step::BusyPoll, _)) => PollKind::Busy,
+            Some((app::Step::BusyStop, _)) => PollKind::BusyStop,
+            Some((s, d)) => {
+                // epoll returned events: napi_suspend_irqs restarts the NAPI's timer with
+                // irq_suspend_timeout, keeping a deferred NAPI's interrupt masked.
+                if app.take_events(c) && !self.p.irq_suspend_timeout.is_zero() && self.napi[v].defer_timer.is_pending() {
+                    self.napi[v].defer_timer.set(ctx.queue, t + self.p.irq_suspend_timeout, Key::Defer(v as u32));
+                }
+                return Some((Work::App(s), d));
+            }
+        };
+        if self.napi[v].scheduled && !self.napi[v].busy_owned {
+            // The softirq (or its thread) has the NAPI: spin for a poll's time.
+            return Some((Work::BusySpin, ctx.costs.t_poll));
+        }
+        self.napi[v].scheduled = true;
+        self.napi[v].busy_owned = true;
+        if ctx.stats.in_window(t) {
+            self.busy_polls += 1;
+        }
+        let weight = self.p.busy_poll_budget;
+        self.cores[c].poll = Some(Poll { vector: v, kind, weight, phase: Phase::Tx, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+        Some((Work::PollStart, ctx.costs.t_poll))
     }
 
     /// NAPI with an XDP program on every frame (io = "xdp").
@@ -371,8 +441,37 @@ impl Napi {
         ep.rx_bytes += poll.rx_bytes;
         ep.tx_packets += poll.tx_done as u64;
         ep.tx_bytes += poll.tx_bytes;
-        let incomplete = poll.rx_done >= self.p.weight || !poll.tx_complete;
-        if self.p.threaded {
+        let full = poll.rx_done >= poll.weight || !poll.tx_complete;
+        match poll.kind {
+            // In a busy-poll loop napi_complete_done does nothing: the poller keeps it.
+            PollKind::Busy => return,
+            PollKind::BusyStop => {
+                let inst = &mut self.napi[v];
+                inst.busy_owned = false;
+                let gro = self.p.gro_flush_timeout;
+                if self.p.prefer_busy_poll && self.p.defer_hard_irqs > 0 && gro > Span::ZERO {
+                    // The interrupt stays masked: the timer (IRQ suspension's when epoll
+                    // found events) polls if the application does not come back first.
+                    let suspend = !self.p.irq_suspend_timeout.is_zero() && self.app.as_ref().is_some_and(|a| a.has_data(c));
+                    inst.scheduled = false;
+                    inst.defer_left = self.p.defer_hard_irqs - 1;
+                    let timeout = if suspend { self.p.irq_suspend_timeout } else { gro };
+                    inst.defer_timer.set(ctx.queue, t + timeout, Key::Defer(v as u32));
+                    return;
+                }
+                if full {
+                    inst.scheduled = false;
+                    self.napi_schedule(c, v, t, ctx);
+                    return;
+                }
+            }
+            PollKind::Normal => {}
+        }
+        // A preferred busy poller's NAPI is completed even after a full poll (with
+        // deferral: the timer), leaving the next poll to the application.
+        let yield_to_app = full && self.p.prefer_busy_poll && poll.kind == PollKind::Normal && self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
+        let incomplete = full && !yield_to_app;
+        if self.p.threaded && poll.kind == PollKind::Normal {
             let core = &mut self.cores[c];
             if !incomplete {
                 // napi_complete: the thread sleeps until the NAPI is scheduled again.
@@ -437,7 +536,7 @@ impl Units for Napi {
         match work {
             Work::PollStart => {}
             Work::Irq(v) => self.napi_schedule(c, v, t, ctx),
-            Work::Wakeup => {}
+            Work::Wakeup | Work::BusySpin => {}
             Work::App(step) => {
                 if let Some(app) = &mut self.app {
                     app.finish(step, t, ctx.stats);
@@ -526,7 +625,7 @@ impl Units for Napi {
                             if let Some(x) = self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n)) {
                                 return Some((Work::XdpFlush, x.t_flush));
                             }
-                            if poll.rx_done < self.p.weight {
+                            if poll.rx_done < poll.weight {
                                 // Descriptors go back in batches at the top of each iteration.
                                 ctx.nic.refill(r, t, self.p.refill_batch, ctx.stats);
                                 if let Some(p) = ctx.nic.take(r, t, ctx.stats) {
@@ -560,7 +659,10 @@ impl Units for Napi {
                     Some(v) => v,
                     None => {
                         let Some(v) = core.runnable.pop_front() else {
-                            return self.app_next(c, t, ctx);
+                            match self.app_next(c, t, ctx) {
+                                None if !self.cores[c].runnable.is_empty() => continue,
+                                next => return next,
+                            }
                         };
                         core.thread = Some(v);
                         if self.napi[v].thread == (ThreadState::Runnable { fresh: true }) {
@@ -572,12 +674,12 @@ impl Units for Napi {
                         v
                     }
                 };
-                core.poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                core.poll = Some(Poll { vector: v, kind: PollKind::Normal, weight: self.p.weight, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
                 continue;
             }
             if self.cores[c].net_rx.is_some() {
                 if let Some(v) = self.next_poll(c, t, ctx) {
-                    self.cores[c].poll = Some(Poll { vector: v, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                    self.cores[c].poll = Some(Poll { vector: v, kind: PollKind::Normal, weight: self.p.weight, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
                 }
                 continue;
             }
@@ -595,7 +697,11 @@ impl Units for Napi {
                 continue;
             }
             self.cores[c].restarts = 0;
-            return self.app_next(c, t, ctx);
+            match self.app_next(c, t, ctx) {
+                // napi_resume_irqs scheduled the NAPI: the softirq runs first.
+                None if self.cores[c].softirq_pending => continue,
+                next => return next,
+            }
         }
     }
 }
@@ -614,7 +720,8 @@ impl IoMode for Napi {
             Key::Defer(v) if self.napi[v as usize].defer_timer.fired(gen) => {
                 let (v, now) = (v as usize, ctx.now);
                 let c = ctx.nic.vector(v).layout().core;
-                if ctx.stats.in_window(now) {
+                // A busy poller that has the NAPI meanwhile keeps it (NAPI_STATE_MISSED).
+                if ctx.stats.in_window(now) && !self.napi[v].scheduled {
                     self.timer_polls += 1;
                 }
                 self.napi_schedule(c, v, now, ctx);
@@ -682,6 +789,7 @@ impl IoMode for Napi {
         }
         if let Some(app) = &self.app {
             r["app"] = app.report();
+            r["busy_polls"] = self.busy_polls.into();
         }
         if let Some(x) = &self.xdp {
             r["xdp"] = x.report(self.flushes);
@@ -717,9 +825,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         // A thread that never runs out of work never sleeps; alone, a frame may wake it.
         terms.push(super::IoCost::per_event("wake-up", h.thread.t_wakeup.ps as f64, f64::INFINITY, vectors + deferred));
     }
+    let sock = &sc.scenario.socket;
+    let suspends = n.napi.irq_suspend_timeout.ps > 0;
     let app = sc.scenario.app.as_ref().map(|a| super::AppCosts {
         frame_ps: a.t_packet.ps as f64 + a.t_call.ps as f64 / a.batch.max(1) as f64,
         same_core: a.core == crate::scenario::AppCore::Same,
+        drives: suspends.then(|| costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll)),
     });
     if let Some(a) = &app {
         notes.clear();
@@ -727,8 +838,14 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
             notes.push("the application shares the NAPI's core: the stack is not saturated, its interrupts and polls cost more than the saturated estimate, so the read rate is an upper bound".to_string());
         }
     }
+    // A preferred busy poller's NAPI yields after every poll: while the reader is busy
+    // (its socket never empty), only the deferral timer polls it.
+    let s = &sc.scenario.socket;
+    let prefer = app.is_some() && s.prefer_busy_poll && n.napi.defer_hard_irqs > 0 && n.napi.gro_flush_timeout.ps > 0;
+    let poll_gap_ps = if prefer && !suspends { n.napi.gro_flush_timeout.ps as f64 } else { 0.0 };
     super::ModeCosts {
         terms,
+        poll_gap_ps,
         // Frames an application reads are not sent.
         tx_lock: app.is_none(),
         tx_clean_ps: if app.is_some() { 0.0 } else { costs.t_clean.ps() as f64 },
@@ -870,6 +987,72 @@ mod tests {
         assert_eq!(r.softirqs_per_packet, 0.0, "no NET_RX softirq");
         assert!((r.cpu_by_activity["wakeup"] - 3e-6 / 1e-3).abs() < 1e-12);
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (7_000.0, 8_000.0));
+    }
+
+    const BUSY: &str = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\nt_proc = \"1us\"";
+
+    fn busy_toml(socket: &str, napi: &str) -> String {
+        let extra = format!("[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\n{napi}\n[app]\nt_packet = \"500ns\"\nbatch = 8\n[socket]\nbusy_poll = \"10us\"\n{socket}");
+        node_toml(BUSY, &extra)
+    }
+
+    /// Busy polling for 10 us (t_poll 200 ns, t_proc 1 us, the reader 500 ns a frame).
+    /// Frames at 10 and 15.05 us.
+    ///
+    /// ```text
+    ///  10     IRQ, handler 10-11, softirq poll 11-11.2, frame 11.2-12.2 -> socket; the
+    ///         reader reads it 12.2-12.7; the socket is empty: busy polls of 200 ns from 12.7
+    ///  15.05  frame 2: the vector is armed -> IRQ preempts the busy poll of 14.9 (ends
+    ///         16.1; napi_schedule finds the NAPI taken); its rx phase takes frame 2,
+    ///         16.1-17.1; busy_poll_stop's poll 17.1-17.3 completes the NAPI (unmasked);
+    ///         the reader reads 17.3-17.8; busy polls again until 27.8
+    /// ```
+    #[test]
+    fn a_busy_polling_reader_polls_the_napi_itself() {
+        let (r, _) = trace(&busy_toml("", ""), &[(10_000, 64), (15_050, 64)]);
+        assert_eq!(r.consumed_packets, 2);
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (2_700.0, 2_750.0));
+        assert_eq!(r.irq_per_s * 1e-3, 2.0);
+        // Busy polls: 12.7 .. 14.9 (12, the last one preempted to 16.1 and taking frame 2
+        // to 17.1), its stop, then from 17.8 to 27.8 (50) and the stop: 64.
+        assert_eq!(r.io["busy_polls"], 64);
+    }
+
+    /// The same with SO_PREFER_BUSY_POLL and deferral (2, 5 us): the interrupt masked by
+    /// the first frame's deferral stays masked while the reader polls; frame 2 is found by
+    /// a busy poll, and only after the reader blocks does the timer poll and unmask.
+    ///
+    /// ```text
+    ///  10     IRQ, softirq poll, frame 1 to 12.2: work -> count 2 -> 1, timer 17.2, masked
+    ///  15.05  frame 2, no IRQ: the busy poll 14.9-15.1 takes it 15.1-16.1; stop poll
+    ///         16.1-16.3 arms the timer (21.3) instead of unmasking; read 16.3-16.8
+    ///  21.3   the timer finds the NAPI busy polled (missed); the loop ends at 26.8, its stop
+    ///         poll arms the timer (32.0); the reader blocks
+    ///  32.0   timer poll: empty, count 1 -> 0, timer 37.2; 37.2: empty -> unmask; the
+    ///         cause frame 2 latched while masked fires then (37.4), to an empty poll
+    /// ```
+    #[test]
+    fn prefer_busy_poll_keeps_the_interrupt_masked_while_the_reader_polls() {
+        let (r, _) = trace(&busy_toml("prefer_busy_poll = true", "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\""), &[(10_000, 64), (15_050, 64)]);
+        assert_eq!(r.consumed_packets, 2);
+        assert_eq!(r.irq_per_s * 1e-3, 2.0, "frame 1's, and at 37.4 the cause frame 2 latched: none while the reader polled");
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_750.0, 2_700.0));
+        assert_eq!(r.io["deferral_timer_polls"], 2, "at 32.0 and 37.2 us");
+    }
+
+    /// IRQ suspension (1 ms) on top of the previous test: the stop poll after the loop that
+    /// found frame 2 arms the suspension timer (16.3 + 1000 us) instead of gro_flush_timeout;
+    /// the next loop ends empty at 26.8, its stop poll arms the 5 us timer, and before the
+    /// reader blocks napi_resume_irqs schedules the NAPI: a softirq poll at 27.0 (count
+    /// 1 -> 0, timer 32.2), whose empty poll unmasks (the latched cause fires at 32.4).
+    #[test]
+    fn irq_suspension_holds_the_timer_while_epoll_finds_events_and_resumes_when_it_blocks() {
+        let napi = "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\"\nirq_suspend_timeout = \"1ms\"";
+        let (r, _) = trace(&busy_toml("prefer_busy_poll = true", napi), &[(10_000, 64), (15_050, 64)]);
+        assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_750.0, 2_700.0));
+        assert_eq!(r.io["deferral_timer_polls"], 1, "at 32.2 us only");
+        assert_eq!(r.irq_per_s * 1e-3, 2.0);
+        assert_eq!(r.softirqs_per_packet, 2.0, "at 11 (IRQ), 27.0 (resume), 32.2 (timer), 33.4 (IRQ)");
     }
 
     #[test]
