@@ -594,6 +594,19 @@ mod tests {
     }
 
     #[test]
+    fn page_pool_replaces_alloc_and_free_by_its_fast_path_or_its_ring() {
+        let pp = "[cost.buffers.page_pool]\nfast = \"20cycles\"\nring = \"70cycles\"\nalloc = \"400cycles\"\nalloc_share = 0.01";
+        let p = predict(&node(pp));
+        assert!((p.cycles_by_group["alloc"] - (20.0 + 4.0)).abs() < 1e-9, "forwarded frames recycle in the NAPI: {}", p.cycles_by_group["alloc"]);
+        assert_eq!(p.cycles_by_group["free"], 0.0);
+        // Four cores sharing one tx queue: three of four cores' frames are cleaned by core 0.
+        let mut n = node(&format!("{pp}\n[nic]\ntx_queues = 1"));
+        n.scenario.cpu.cores = 4;
+        let shared = predict(&n);
+        assert!((shared.cycles_by_group["alloc"] - (0.25 * 20.0 + 0.75 * 70.0 + 4.0)).abs() < 1e-9, "{}", shared.cycles_by_group["alloc"]);
+    }
+
+    #[test]
     fn recycling_replaces_alloc_and_free_and_a_shared_allocator_costs_per_core() {
         let base = predict(&node(""));
         let rec = predict(&node("[cost.buffers]\nrecycling = true\nrecycle = \"40cycles\""));

@@ -95,6 +95,15 @@ fn server_busy_poll_batched_syscall_and_threaded_napi() {
     ]);
 }
 
+/// page_pool buffers: the fast path for frames cleaned on their own core, the ring for the
+/// frames of cores whose tx queue another core cleans.
+#[test]
+fn page_pool_buffers() {
+    let pp = [("cost.buffers.page_pool.fast", "20cycles"), ("cost.buffers.page_pool.ring", "70cycles"), ("cost.buffers.page_pool.alloc", "400cycles"), ("cost.buffers.page_pool.alloc_share", "0.02")];
+    check(&pp);
+    check(&[&pp[..], &[("cpu.cores", "4"), ("nic.tx_queues", "2"), ("host.tx_lock", "20ns")]].concat());
+}
+
 /// Threaded NAPI on a device: the thread polls without netdev_budget; with the tx
 /// completions on their own vector two NAPI threads share each core and yield to each other.
 #[test]

@@ -46,6 +46,35 @@ pub struct BufferSpec {
     /// lock (without recycling).
     #[serde(default)]
     pub shared_lock: Cycles,
+    /// The driver's buffers come from a page_pool (`net/core/page_pool.c`): the alloc and
+    /// free groups are replaced by the pool's cost per buffer, on its fast path or through
+    /// its ring.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_pool: Option<PagePoolSpec>,
+}
+
+/// A page_pool's costs per buffer (allocation and release together).
+///
+/// A buffer released in the pool's own NAPI context on its core (a forwarded frame's tx
+/// clean on that core, XDP_DROP, XDP_TX) goes straight back into the per-CPU cache
+/// (`page_pool_recycle_in_cache`) and is taken from it again: `fast`. A buffer released
+/// anywhere else (an application's read in process context, the tx clean of a queue that
+/// another core cleans) goes through the pool's ptr_ring (`page_pool_recycle_in_ring`,
+/// refilled into the cache in bulk): `ring`. `alloc` is the page allocator's cost when a
+/// buffer is not given back (`__page_pool_alloc_pages_slow`, `alloc_pages_bulk`), charged
+/// to the share `alloc_share` of buffers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PagePoolSpec {
+    #[serde(default)]
+    pub fast: Cycles,
+    #[serde(default)]
+    pub ring: Cycles,
+    #[serde(default)]
+    pub alloc: Cycles,
+    /// Share of buffers that come from the page allocator (0..1).
+    #[serde(default)]
+    pub alloc_share: f64,
 }
 
 impl CostSpec {
@@ -86,7 +115,15 @@ impl CostSpec {
         if !b.recycling && b.recycle.is_some() {
             return Err(ConfigError::new(origin, "cost.buffers.recycle", b.recycle.map(|c| format!("{:?}", c.to_string())), "no recycle cost unless cost.buffers.recycling = true").into());
         }
-        if (b.recycling || b.shared_lock.cycles > 0.0) && (host.t_proc.is_some() || !groups_given) {
+        if let Some(pp) = &b.page_pool {
+            if b.recycling {
+                return Err(ConfigError::new(origin, "cost.buffers.page_pool", None, "no page_pool with cost.buffers.recycling = true: one buffer model or the other").into());
+            }
+            if !(0.0..=1.0).contains(&pp.alloc_share) {
+                return Err(ConfigError::new(origin, "cost.buffers.page_pool.alloc_share", Some(pp.alloc_share.to_string()), "a share from 0 to 1").into());
+            }
+        }
+        if (b.recycling || b.page_pool.is_some() || b.shared_lock.cycles > 0.0) && (host.t_proc.is_some() || !groups_given) {
             return Err(ConfigError::new(
                 origin,
                 "cost.buffers",
@@ -130,6 +167,17 @@ mod tests {
 
     fn profile(buffers: BufferSpec) -> CostSpec {
         CostSpec { profile: Some("raumer2015-64B".into()), buffers, ..CostSpec::default() }
+    }
+
+    #[test]
+    fn page_pool_is_one_buffer_model_with_a_share_in_range() {
+        let host = HostSpec::default();
+        let pp = PagePoolSpec { fast: Cycles::new(20.0), ring: Cycles::new(70.0), ..PagePoolSpec::default() };
+        assert!(resolve(&profile(BufferSpec { page_pool: Some(pp.clone()), ..BufferSpec::default() }), &host).is_ok());
+        let both = BufferSpec { recycling: true, recycle: Some(Cycles::new(40.0)), page_pool: Some(pp.clone()), ..BufferSpec::default() };
+        assert_eq!(config_error(resolve(&profile(both), &host)).path, "cost.buffers.page_pool");
+        let share = BufferSpec { page_pool: Some(PagePoolSpec { alloc_share: 1.5, ..pp }), ..BufferSpec::default() };
+        assert_eq!(config_error(resolve(&profile(share), &host)).path, "cost.buffers.page_pool.alloc_share");
     }
 
     #[test]

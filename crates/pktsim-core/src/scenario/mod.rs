@@ -57,7 +57,7 @@ mod sweep;
 mod traffic;
 
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
-pub use self::cost::{BufferSpec, CostSpec};
+pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
 pub use self::cpu::Cpu;
 pub use self::host::{BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec, XdpAction, XdpMode, XdpSpec};
 pub use self::link::{line_rate_pps, Link};
@@ -149,7 +149,15 @@ impl ResolvedScenario {
         // Buffer management: recycling replaces allocation and free; a shared allocator's lock
         // costs more with each core contending for it.
         let b = &s.cost.buffers;
-        if b.recycling {
+        if let Some(pp) = &b.page_pool {
+            // A buffer goes back through the ring where it is released off the pool's
+            // NAPI: read by an application, or cleaned by another core's tx queue.
+            let (k, h) = (s.cpu.cores.max(1) as f64, s.nic.tx_queues.map_or(s.cpu.cores, |q| q.min(s.cpu.cores)).max(1) as f64);
+            let ring_share = if s.app.is_some() { 1.0 } else { (k - h) / k };
+            let per_buffer = (1.0 - ring_share) * pp.fast.cycles + ring_share * pp.ring.cycles + pp.alloc_share * pp.alloc.cycles;
+            cycles.set(Group::Alloc, per_buffer);
+            cycles.set(Group::Free, 0.0);
+        } else if b.recycling {
             cycles.set(Group::Alloc, b.recycle.map_or(0.0, |c| c.cycles));
             cycles.set(Group::Free, 0.0);
         } else if s.cpu.cores > 1 {
