@@ -269,18 +269,27 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
     let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
     let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
-    // A NAPI polled only every poll_gap after a poll ends takes at most a weight per
-    // (gap + that poll's time).
+    // A preferred busy poller's NAPI, polled only every poll_gap after a poll ends while
+    // its reader is busy, takes at most a weight per (gap + that poll's time); a reader
+    // fast enough to empty its socket meanwhile busy polls and drives the NAPI itself.
+    let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
+    let app_s_gap = mode.app.as_ref().map(|a| a.frame_ps / 1e12);
+    let mut drives = vec![mode.app.as_ref().is_some_and(|a| a.drives.is_some()); topo.cores()];
     if mode.poll_gap_ps > 0.0 {
-        let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
         for c in 0..topo.cores() {
             let cap = weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]);
+            if let (Some(app_s), true) = (app_s_gap, mode.app.as_ref().is_some_and(|a| a.same_core)) {
+                if (1.0 - cap * own_s[c]) / app_s > cap {
+                    drives[c] = true;
+                    continue;
+                }
+            }
             if fwd[c] > cap {
                 busy[c] *= cap / fwd[c];
                 fwd[c] = cap;
             }
         }
-        notes.push(format!("prefer_busy_poll with deferral: a busy reader leaves the NAPI to the deferral timer, one poll of {weight:.0} frames per gro_flush_timeout"));
+        notes.push(format!("prefer_busy_poll with deferral: a reader busy reading leaves the NAPI to the deferral timer, one poll of {weight:.0} frames per gro_flush_timeout; one that empties its socket drives the NAPI"));
     }
     let (_, cpu_queue, _, _) = solve(f64::INFINITY);
     let r_cpu: f64 = cpu_queue.iter().sum();
@@ -292,7 +301,8 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let mut app_busy = vec![0.0; topo.cores()];
     if let (Some(a), Some(app_s)) = (&mode.app, app_s) {
         for c in 0..topo.cores() {
-            if let (true, Some(extra_ps)) = (a.same_core, a.drives) {
+            if a.same_core && drives[c] {
+                let extra_ps = a.drives.unwrap_or(a.busy_extra_ps);
                 // The reader's busy polls feed the stack only what it reads.
                 let per_frame = own_s[c] + extra_ps / 1e12 + app_s;
                 let read = (loads[c].0 * offered).min(1.0 / per_frame);

@@ -248,3 +248,38 @@ fn irq_suspension_lets_the_reader_drive_its_napi() {
     assert!(close(p.predicted_pps, 1e9 / t_ns, 1e-6), "{} vs {}", p.predicted_pps, 1e9 / t_ns);
     assert!(close(r.throughput_pps, p.predicted_pps, 0.01), "simulator {} vs model {}", r.throughput_pps, p.predicted_pps);
 }
+
+/// AF_XDP: the kernel's path (driver, program, socket ring, a flush per poll) and the user
+/// thread, on its own core or the NAPI's, sleeping in poll() or busy polling with
+/// deferral; zero copy and copy mode.
+#[test]
+fn af_xdp_sockets() {
+    let run = |extra: &[(&'static str, &'static str)], rate: &'static str, rel: f64| {
+        let mut sets = vec![
+            ("host.io", "af-xdp"),
+            ("link.rate", "100Gbit/s"),
+            ("host.t_irq", "1us"),
+            ("host.t_poll", "200ns"),
+            ("nic.tx_vector", "shared"),
+            ("host.xdp.action", "redirect"),
+            ("host.xdp.t_driver", "35ns"),
+            ("host.xdp.t_prog", "7ns"),
+            ("host.xdp.t_flush", "50ns"),
+            ("host.af_xdp.t_xsk", "15ns"),
+            ("app.t_packet", "40ns"),
+            ("app.t_call", "60ns"),
+            ("traffic.rate", rate),
+        ];
+        sets.extend_from_slice(extra);
+        let sc = load(ROUTER, "router.toml", &sets);
+        let (p, r) = (predict(&sc), sim(&sc));
+        assert!(close(r.throughput_pps, p.predicted_pps, rel), "{extra:?}: simulator {} vs model {}", r.throughput_pps, p.predicted_pps);
+    };
+    // Own core: the kernel at 35 + 7 + 15 + 3.1 + 0.8 ns caps before the thread (40 + 60 / 64).
+    run(&[("app.core", "other")], "30Mpps", 0.01);
+    run(&[("app.core", "other"), ("host.af_xdp.zero_copy", "false"), ("host.af_xdp.t_copy", "20ns"), ("host.af_xdp.t_copy_per_byte", "0.2ns/B")], "30Mpps", 0.01);
+    // Own core, a slower thread without need_wakeup: the thread caps.
+    run(&[("app.core", "other"), ("app.t_packet", "80ns"), ("host.af_xdp.need_wakeup", "false"), ("host.af_xdp.t_syscall", "1us")], "30Mpps", 0.01);
+    // Busy polling on the NAPI's core with deferral: the timer polls while the thread reads.
+    run(&[("host.af_xdp.busy_poll", "true"), ("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "20us")], "30Mpps", 0.02);
+}

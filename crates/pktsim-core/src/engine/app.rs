@@ -47,6 +47,17 @@ pub struct AppParams {
     pub same_core: bool,
     /// How long an empty socket is busy polled before the thread blocks (0: never).
     pub busy: Span,
+    /// How a frame that finds the socket full is counted.
+    pub drop_kind: DropKind,
+}
+
+/// Where a frame the socket cannot take is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropKind {
+    /// `RcvbufErrors`: the receive buffer is full.
+    Rcvbuf,
+    /// `rx_ring_full` of an AF_XDP socket.
+    XskRing,
 }
 
 impl AppParams {
@@ -65,6 +76,7 @@ impl AppParams {
                 crate::scenario::AppWait::Epoll => s.busy_poll.into(),
                 crate::scenario::AppWait::Recvmsg => s.busy_read.into(),
             },
+            drop_kind: DropKind::Rcvbuf,
         })
     }
 }
@@ -133,7 +145,10 @@ impl App {
     pub fn deliver(&mut self, i: usize, p: Packet, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
         let th = &mut self.threads[i];
         if th.rmem + self.p.truesize > self.p.rcvbuf {
-            stats.drop_rcvbuf(&p, t);
+            match self.p.drop_kind {
+                DropKind::Rcvbuf => stats.drop_rcvbuf(&p, t),
+                DropKind::XskRing => stats.drop_xsk(&p, t),
+            }
             return;
         }
         th.rmem += self.p.truesize;

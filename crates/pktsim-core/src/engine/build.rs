@@ -114,7 +114,7 @@ impl SimNode {
 fn notes(sc: &ResolvedScenario) -> Vec<String> {
     let h = &sc.scenario.host;
     let mut out = Vec::new();
-    if matches!(h.io, IoModeKind::Napi | IoModeKind::BatchedSyscall) && h.t_irq.ps == 0 {
+    if matches!(h.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall) && h.t_irq.ps == 0 {
         out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
     }
     out

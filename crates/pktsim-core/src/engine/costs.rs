@@ -89,7 +89,7 @@ impl CostTerms {
             proc_ps,
             proc_fs_per_byte,
             clean_ps,
-            clean_in_proc: !matches!(s.host.io, IoModeKind::Napi | IoModeKind::Xdp),
+            clean_in_proc: !matches!(s.host.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp),
             contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
             routing_extra_ps: if s.host.t_proc.is_some() { routing_extra_ps } else { 0.0 },
             explicit: s.host.t_proc.is_some(),

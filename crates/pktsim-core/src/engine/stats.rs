@@ -64,6 +64,8 @@ pub struct Group {
     pub drop_qdisc: u64,
     /// Frames the application's full socket refused (`RcvbufErrors`).
     pub drop_rcvbuf: u64,
+    /// Frames an AF_XDP socket's full rx ring refused (`rx_ring_full`).
+    pub drop_xsk: u64,
     pub latency: Histogram<u64>,
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
@@ -83,6 +85,7 @@ impl Group {
             drop_rx_ring: 0,
             drop_qdisc: 0,
             drop_rcvbuf: 0,
+            drop_xsk: 0,
             // From 1 ns at 3 significant digits, growing to the largest latency recorded:
             // a group's memory follows what it measures (a few KB for one that sees
             // microseconds, none beyond the first bucket for one that sees no frame).
@@ -162,11 +165,12 @@ impl Group {
                 (self.latency.median_equivalent(self.latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
             }
         };
-        let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf;
+        let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf + self.drop_xsk;
         let mut drops = BTreeMap::new();
         drops.insert("rx_ring_full".to_string(), self.drop_rx_ring);
         drops.insert("qdisc_full".to_string(), self.drop_qdisc);
         drops.insert("rcvbuf_errors".to_string(), self.drop_rcvbuf);
+        drops.insert("xsk_rx_ring_full".to_string(), self.drop_xsk);
         GroupSummary {
             offered_pps: self.offered as f64 / duration_s,
             throughput_pps: self.finished() as f64 / duration_s,
@@ -395,6 +399,16 @@ impl Stats {
     pub fn drop_rcvbuf(&mut self, p: &Packet, t: Instant) {
         if self.in_window(t) {
             self.each_group(p, |g| g.drop_rcvbuf += 1);
+            if let Some(b) = self.bucket(t) {
+                b.dropped += 1;
+            }
+        }
+    }
+
+    /// An AF_XDP socket's full rx ring refused a frame at `t`.
+    pub fn drop_xsk(&mut self, p: &Packet, t: Instant) {
+        if self.in_window(t) {
+            self.each_group(p, |g| g.drop_xsk += 1);
             if let Some(b) = self.bucket(t) {
                 b.dropped += 1;
             }

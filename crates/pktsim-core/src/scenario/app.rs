@@ -160,6 +160,23 @@ pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec,
         }
         return Ok(());
     };
+    if host.io == IoModeKind::AfXdp {
+        // The AF_XDP thread reads the socket's rx ring: its batch and busy polling are
+        // host.af_xdp's, and there is no socket buffer.
+        if app.batch != 1 {
+            return Err(ConfigError::new(origin, "app.batch", Some(app.batch.to_string()), "no key with host.io = \"af-xdp\": host.af_xdp.batch is the thread's batch").into());
+        }
+        if *socket != SocketSpec::default() {
+            return Err(ConfigError::new(origin, "socket", None, "no [socket] with host.io = \"af-xdp\": [host.af_xdp] describes the AF_XDP socket").into());
+        }
+        if host.af_xdp.busy_poll && app.core != AppCore::Same {
+            return Err(ConfigError::new(origin, "app.core", Some("\"other\"".into()), "\"same\" with host.af_xdp.busy_poll: pktsim busy polls from the NAPI's core").into());
+        }
+        if host.af_xdp.busy_poll && host.t_poll.ps == 0 {
+            return Err(ConfigError::new(origin, "host.t_poll", Some("\"0ns\"".into()), "a cost above 0 with host.af_xdp.busy_poll: a busy-poll loop that costs nothing never lets time pass").into());
+        }
+        return Ok(());
+    }
     let delivers = match host.io {
         IoModeKind::Napi => true,
         IoModeKind::Xdp => host.xdp.action == XdpAction::Pass,

@@ -136,7 +136,7 @@ impl CostSpec {
         let batch_cost = batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
         // An XDP program that ends frames before the stack prices them itself.
         let x = &host.xdp;
-        let xdp_cost = host.io == IoModeKind::Xdp
+        let xdp_cost = matches!(host.io, IoModeKind::Xdp | IoModeKind::AfXdp)
             && x.action != super::XdpAction::Pass
             && (x.t_prog.ps > 0 || x.t_driver.ps > 0 || x.t_xmit.ps > 0 || x.t_skb.is_some_and(|d| d.ps > 0));
         if !(cost.fixed.total() > 0.0) && !batch_cost && !xdp_cost {

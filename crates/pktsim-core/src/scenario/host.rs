@@ -32,6 +32,78 @@ pub enum IoModeKind {
     /// NAPI with an XDP program (`[host.xdp]`): native, in the driver's rx clean before any
     /// skb exists, or generic, after the skb is built; its action decides each frame's fate.
     Xdp,
+    /// AF_XDP: an XDP program (`[host.xdp]`, action "redirect") sends every frame to an
+    /// AF_XDP socket of its queue, read by the `[app]` thread in user space
+    /// (`[host.af_xdp]`).
+    AfXdp,
+}
+
+/// The AF_XDP socket and its user-space thread's ring handling (io = "af-xdp").
+///
+/// Per frame in the kernel, besides the program's path (`host.xdp.t_driver + t_prog`):
+/// `t_xsk` (the descriptor onto the socket's rx ring), and in copy mode `t_copy` plus
+/// `t_copy_per_byte` (`xsk_rcv` copies into a umem frame). The rx ring is published at
+/// the end of each poll (`xsk_flush`, `host.xdp.t_flush`). The user thread (`[app]`: its
+/// per-frame work `t_packet`, ring handling per batch `t_call`, wake-up) takes up to
+/// `batch` frames a time; without `need_wakeup` it makes a system call (`t_syscall`)
+/// every batch to kick the kernel, with it only when it slept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AfXdpSpec {
+    /// `XDP_ZEROCOPY` (else `XDP_COPY`).
+    #[serde(default = "yes")]
+    pub zero_copy: bool,
+    /// `XDP_USE_NEED_WAKEUP`.
+    #[serde(default = "yes")]
+    pub need_wakeup: bool,
+    /// Frames the user thread takes from the rx ring at a time (and its busy-poll budget).
+    #[serde(default = "default_xsk_batch")]
+    pub batch: u32,
+    /// The user thread busy polls its NAPI with `recvfrom` (`SO_BUSY_POLL`,
+    /// `SO_PREFER_BUSY_POLL`, `SO_BUSY_POLL_BUDGET` = batch) instead of sleeping in `poll()`.
+    #[serde(default)]
+    pub busy_poll: bool,
+    /// Entries of the socket's rx ring (`XSK_RING_CONS__DEFAULT_NUM_DESCS` = 2048); a frame
+    /// that finds it full is dropped (`rx_ring_full` in `XDP_STATISTICS`).
+    #[serde(default = "default_xsk_ring")]
+    pub rx_size: u32,
+    /// Kernel time per frame to put its descriptor on the rx ring (`__xsk_rcv_zc`).
+    #[serde(default)]
+    pub t_xsk: Duration,
+    /// Copy mode: fixed and per-byte time of copying a frame into the umem.
+    #[serde(default)]
+    pub t_copy: Duration,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_copy_per_byte: Option<TimePerByte>,
+    /// One kick system call (`sendto` / `recvfrom` / `poll`).
+    #[serde(default)]
+    pub t_syscall: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_xsk_batch() -> u32 {
+    64
+}
+fn default_xsk_ring() -> u32 {
+    2048
+}
+
+impl Default for AfXdpSpec {
+    fn default() -> Self {
+        AfXdpSpec {
+            zero_copy: true,
+            need_wakeup: true,
+            batch: default_xsk_batch(),
+            busy_poll: false,
+            rx_size: default_xsk_ring(),
+            t_xsk: Duration::default(),
+            t_copy: Duration::default(),
+            t_copy_per_byte: None,
+            t_syscall: Duration::default(),
+        }
+    }
 }
 
 /// Where the XDP program runs (`ip link set dev X xdp` / `xdpgeneric`).
@@ -221,9 +293,12 @@ pub struct HostSpec {
     /// The NAPI thread's wake-up (io = "threaded-napi").
     #[serde(default)]
     pub thread: ThreadSpec,
-    /// The XDP program (io = "xdp").
+    /// The XDP program (io = "xdp", "af-xdp").
     #[serde(default)]
     pub xdp: XdpSpec,
+    /// The AF_XDP socket (io = "af-xdp").
+    #[serde(default)]
+    pub af_xdp: AfXdpSpec,
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -315,6 +390,7 @@ impl Default for HostSpec {
             batch: BatchSpec::default(),
             thread: ThreadSpec::default(),
             xdp: XdpSpec::default(),
+            af_xdp: AfXdpSpec::default(),
         }
     }
 }
@@ -327,12 +403,12 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp) {
+        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp) {
             let key = if napi.defer_hard_irqs > 0 { "nic.napi.defer_hard_irqs" } else { "nic.napi.gro_flush_timeout" };
             return Err(ConfigError::new(origin, key, None, "host.io = \"napi\" or \"xdp\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
         }
         self.validate_xdp(origin)?;
-        if napi.threaded && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp) {
+        if napi.threaded && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp) {
             let why = if self.io == IoModeKind::ThreadedNapi {
                 "false with host.io = \"threaded-napi\", a software device's NAPI thread already"
             } else {
@@ -423,9 +499,36 @@ impl HostSpec {
     /// action read it.
     fn validate_xdp(&self, origin: &str) -> Result<()> {
         let x = &self.xdp;
+        if self.io != IoModeKind::AfXdp && self.af_xdp != AfXdpSpec::default() {
+            return Err(ConfigError::new(origin, "host.af_xdp", None, "no [host.af_xdp] unless host.io = \"af-xdp\"").into());
+        }
+        if self.io == IoModeKind::AfXdp {
+            let a = &self.af_xdp;
+            check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
+            check_range(origin, "host.af_xdp.rx_size", a.rx_size as u64, 2, 1 << 24, "a number of ring entries")?;
+            if !a.rx_size.is_power_of_two() {
+                return Err(ConfigError::new(origin, "host.af_xdp.rx_size", Some(a.rx_size.to_string()), "a power of two (the kernel's rings are)").into());
+            }
+            if a.zero_copy && (a.t_copy.ps > 0 || a.t_copy_per_byte.is_some()) {
+                return Err(ConfigError::new(origin, "host.af_xdp.t_copy", None, "no copy cost with zero_copy = true").into());
+            }
+            if x.mode != XdpMode::Native || x.action != XdpAction::Redirect {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.xdp.action",
+                    Some(format!("{:?}", format!("{:?}", x.action).to_lowercase())),
+                    "\"redirect\" in native mode with host.io = \"af-xdp\": the program redirects every frame to the socket (XSKMAP)",
+                )
+                .into());
+            }
+            if x.t_xmit.ps > 0 {
+                return Err(ConfigError::new(origin, "host.xdp.t_xmit", Some(format!("\"{}\"", x.t_xmit)), "0 or no key with host.io = \"af-xdp\": host.af_xdp.t_xsk is the socket's cost").into());
+            }
+            return Ok(());
+        }
         if self.io != IoModeKind::Xdp {
             if *x != XdpSpec::default() {
-                return Err(ConfigError::new(origin, "host.xdp", None, "no [host.xdp] unless host.io = \"xdp\"").into());
+                return Err(ConfigError::new(origin, "host.xdp", None, "no [host.xdp] unless host.io = \"xdp\" or \"af-xdp\"").into());
             }
             return Ok(());
         }
@@ -538,7 +641,7 @@ mod tests {
         assert_eq!(config_error(v(xdp(XdpSpec { t_flush: ns(10), ..generic }))).path, "host.xdp.t_flush");
         assert_eq!(config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path, "host.xdp.t_driver", "pass");
         let e = config_error(v(HostSpec { xdp: drop, ..HostSpec::default() }));
-        assert_eq!(e.to_string(), "t: host.xdp: no [host.xdp] unless host.io = \"xdp\"");
+        assert_eq!(e.to_string(), "t: host.xdp: no [host.xdp] unless host.io = \"xdp\" or \"af-xdp\"");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | `busy-poll`, `batched-syscall` | [`batched`] | DPDK-style polling, netmap / libpcap calls (004) |
 //! | `threaded-napi` | [`threaded`] | threaded NAPI on a software device (veth) |
 //! | `xdp` | [`xdp`] on [`napi`] | NAPI with an XDP program, native or generic |
+//! | `af-xdp` | [`af_xdp`] on [`xdp`] and [`napi`] | an AF_XDP socket read by a user thread |
 //!
 //! Every mode runs each core as a sequence of work units ([`units`]): units run back to
 //! back without touching the event queue as long as they end before the next event.
@@ -23,6 +24,7 @@
 //! [`crate::scenario::HostSpec`], checked where that spec is validated); one arm in
 //! [`build`] and one in [`mode_costs`].
 
+pub mod af_xdp;
 pub mod batched;
 pub mod napi;
 pub mod server;
@@ -91,6 +93,7 @@ pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
         IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
         IoModeKind::ThreadedNapi => Box::new(threaded::ThreadedNapi::new(sc, topo)),
         IoModeKind::Xdp => Box::new(napi::Napi::of(sc, topo, true)),
+        IoModeKind::AfXdp => Box::new(napi::Napi::af_xdp(sc, topo)),
     }
 }
 
@@ -163,6 +166,9 @@ pub struct AppCosts {
     /// its busy polls take, a poll (`extra_ps` per frame more than the softirq's) per
     /// `busy_poll_budget` frames.
     pub drives: Option<f64>,
+    /// A busy poll's cost per frame more than the softirq's, ps (where the reader busy
+    /// polls and may drive its NAPI).
+    pub busy_extra_ps: f64,
 }
 
 /// The mode's costs (the one place, besides [`build`], modes are registered).
@@ -173,6 +179,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
         IoModeKind::Server => server::mode_costs(),
         IoModeKind::ThreadedNapi => threaded::mode_costs(sc, costs),
         IoModeKind::Xdp => xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs)),
+        IoModeKind::AfXdp => af_xdp::mode_costs(sc, costs, xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs))),
     }
 }
 

@@ -334,6 +334,16 @@ impl Napi {
         napi.with_app(AppParams::of(sc))
     }
 
+    /// AF_XDP: the program redirects to the queue's socket, whose user thread is the
+    /// application, busy polling (preferred, its batch a poll) when asked to.
+    pub fn af_xdp(sc: &ResolvedScenario, topo: &Topology) -> Self {
+        let x = &sc.scenario.host.af_xdp;
+        let mut napi = Napi { xdp: Some(Xdp::to_xsk(sc)), ..Self::new(sc, topo) };
+        napi.p.busy_poll_budget = x.batch;
+        napi.p.prefer_busy_poll = x.busy_poll;
+        napi.with_app(super::af_xdp::app_params(sc))
+    }
+
     fn jiffy(&self, t: Instant) -> u64 {
         t.ps() / self.jiffy.ps()
     }
@@ -577,8 +587,13 @@ impl Units for Napi {
                 if ctx.stats.in_window(t) {
                     self.flushes += 1;
                 }
+                let to_xsk = self.xdp.as_ref().is_some_and(|x| x.xsk.is_some());
                 for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
-                    ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats);
+                    match &mut self.app {
+                        // xsk_flush: the socket's rx ring is published to its thread.
+                        Some(app) if to_xsk => app.deliver(c, p, t, ctx.queue, ctx.stats),
+                        _ => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+                    }
                 }
             }
         }
@@ -831,6 +846,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         frame_ps: a.t_packet.ps as f64 + a.t_call.ps as f64 / a.batch.max(1) as f64,
         same_core: a.core == crate::scenario::AppCore::Same,
         drives: suspends.then(|| costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll)),
+        busy_extra_ps: costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll),
     });
     if let Some(a) = &app {
         notes.clear();

@@ -62,6 +62,9 @@ pub struct Xdp {
     t_skb: Span,
     /// Bulked frames that make a flush before the poll ends (None: only at its end).
     pub bulk_limit: Option<usize>,
+    /// The redirect goes to an AF_XDP socket: its cost per frame (fixed, fs per byte), and
+    /// the flush publishes its rx ring to the user thread instead of transmitting.
+    pub xsk: Option<(Span, u64)>,
 }
 
 /// The part of a frame's stack processing before the generic hook: `host.xdp.t_skb`, else
@@ -91,7 +94,14 @@ impl Xdp {
             t_flush: x.t_flush.into(),
             t_skb: Span::from_ps(t_skb_ps(sc).round() as u64),
             bulk_limit: (native && x.action == XdpAction::Redirect).then_some(DEV_MAP_BULK_SIZE),
+            xsk: None,
         }
+    }
+
+    /// The program of io = "af-xdp": native, redirecting to the queue's AF_XDP socket.
+    pub fn to_xsk(sc: &ResolvedScenario) -> Self {
+        let ps = super::af_xdp::xsk_ps(sc, 0.0).round() as u64;
+        Xdp { bulk_limit: None, xsk: Some((Span::from_ps(ps), super::af_xdp::xsk_fs_per_byte(sc))), ..Self::new(sc) }
     }
 
     /// What happens to every frame.
@@ -113,6 +123,10 @@ impl Xdp {
             XdpAction::Pass => costs.t_proc(p) + self.t_prog,
             XdpAction::Drop if native => front,
             XdpAction::Drop => front + costs.t_clean,
+            XdpAction::Redirect if self.xsk.is_some() => {
+                let (fixed, fs) = self.xsk.unwrap_or_default();
+                front + fixed + Span::from_ps(fs * p.size as u64 / 1000)
+            }
             XdpAction::Tx | XdpAction::Redirect => front + self.t_xmit,
         }
     }
