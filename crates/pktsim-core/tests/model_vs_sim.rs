@@ -93,6 +93,16 @@ fn server_busy_poll_batched_syscall_and_threaded_napi() {
         ("host.thread.t_wakeup", "5us"),
         ("host.thread.wake_latency", "5us"),
     ]);
+    // veth with deferral: above capacity every poll uses its weight, the timer never runs.
+    check(&[
+        ("host.io", "threaded-napi"),
+        ("host.t_proc", "2us"),
+        ("host.t_poll", "3us"),
+        ("host.thread.t_wakeup", "5us"),
+        ("host.thread.wake_latency", "5us"),
+        ("nic.napi.defer_hard_irqs", "2"),
+        ("nic.napi.gro_flush_timeout", "50us"),
+    ]);
 }
 
 /// page_pool buffers: the fast path for frames cleaned on their own core, the ring for the

@@ -403,9 +403,9 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp) {
+        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::ThreadedNapi) {
             let key = if napi.defer_hard_irqs > 0 { "nic.napi.defer_hard_irqs" } else { "nic.napi.gro_flush_timeout" };
-            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\" or \"xdp\": hard-IRQ deferral belongs to a NAPI with a device interrupt").into());
+            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\", \"xdp\", \"af-xdp\" or \"threaded-napi\": deferral belongs to a NAPI").into());
         }
         self.validate_xdp(origin)?;
         if napi.threaded && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp) {

@@ -10,6 +10,13 @@
 //!                 each (GRO batches them; they are forwarded at the GRO flush)
 //!           napi_complete; frames came meanwhile -> poll again at once (veth_poll
 //!           re-checks its ring); else sleep until the next frame schedules the NAPI
+//!
+//!   with [nic.napi] defer_hard_irqs and gro_flush_timeout (napi_complete_done): a poll
+//!   that took fewer than `weight` frames completes at once; one that took frames reloads
+//!   the deferral count; while it is above 0 it drops, the ring's notifications stay
+//!   masked (senders do not schedule the NAPI) and the timer wakes the thread after
+//!   gro_flush_timeout for another poll (an empty one costs t_poll); at 0 the notifications
+//!   are unmasked and the ring re-checked
 //! ```
 //!
 //! The ring's entries are freed as frames are consumed (no refill batching), and the ring
@@ -38,6 +45,9 @@ pub struct ThreadParams {
     pub weight: u32,
     pub wake_latency: Span,
     pub t_wakeup: Span,
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
+    pub defer_hard_irqs: u32,
+    pub gro_flush_timeout: Span,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +68,12 @@ struct Thread {
     in_poll: bool,
     /// Frames the current poll took from its ring, not yet processed.
     batch: VecDeque<(Packet, usize)>,
+    /// Deferral: frames the current poll took, empty polls still to be driven by the
+    /// timer, the timer, and whether its wake-up owes a poll even of an empty ring.
+    took: usize,
+    defer_left: u32,
+    defer: Timer,
+    timer_poll: bool,
 }
 
 pub struct ThreadedNapi {
@@ -65,19 +81,42 @@ pub struct ThreadedNapi {
     topo: Topology,
     p: ThreadParams,
     wakeups: u64,
+    /// Polls the deferral timer started in the window.
+    timer_polls: u64,
 }
 
 impl ThreadedNapi {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
         let h = &sc.scenario.host;
-        Self::with_params(*topo, ThreadParams { weight: h.weight, wake_latency: h.thread.wake_latency.into(), t_wakeup: h.thread.t_wakeup.into() })
+        let napi = &sc.scenario.nic.napi;
+        Self::with_params(
+            *topo,
+            ThreadParams {
+                weight: h.weight,
+                wake_latency: h.thread.wake_latency.into(),
+                t_wakeup: h.thread.t_wakeup.into(),
+                defer_hard_irqs: napi.defer_hard_irqs,
+                gro_flush_timeout: napi.gro_flush_timeout.into(),
+            },
+        )
     }
 
     pub fn with_params(topo: Topology, p: ThreadParams) -> Self {
         let threads = (0..topo.cores())
-            .map(|_| Thread { worker: Worker::default(), waking: false, wake: Timer::default(), cur: topo.queues_per_core() - 1, in_poll: false, batch: VecDeque::new() })
+            .map(|_| Thread {
+                worker: Worker::default(),
+                waking: false,
+                wake: Timer::default(),
+                cur: topo.queues_per_core() - 1,
+                in_poll: false,
+                batch: VecDeque::new(),
+                took: 0,
+                defer_left: 0,
+                defer: Timer::default(),
+                timer_poll: false,
+            })
             .collect();
-        ThreadedNapi { threads, topo, p, wakeups: 0 }
+        ThreadedNapi { threads, topo, p, wakeups: 0, timer_polls: 0 }
     }
 
     /// Thread `c` starts running at `t`: its wake-up cost first.
@@ -138,6 +177,29 @@ impl Units for ThreadedNapi {
                 }
                 // The poll ends: weight used (repoll), or napi_complete.
                 th.in_poll = false;
+                let deferring = self.p.defer_hard_irqs > 0 && !self.p.gro_flush_timeout.is_zero();
+                if deferring && th.took < weight {
+                    // napi_complete_done(took): work reloads the count; while it lasts the
+                    // notifications stay masked and the timer polls again.
+                    if th.took > 0 {
+                        th.defer_left = self.p.defer_hard_irqs;
+                    }
+                    if th.defer_left > 0 {
+                        th.defer_left -= 1;
+                        th.defer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(c as u32));
+                        return None;
+                    }
+                }
+            }
+            if std::mem::take(&mut th.timer_poll) && (0..n).all(|j| ctx.nic.rx(rings.start + j).is_empty()) {
+                // The timer's poll finds the ring empty: veth_poll returns 0.
+                th.in_poll = true;
+                th.took = 0;
+                ctx.stats.poll(t, Some(0));
+                if ctx.costs.t_poll > Span::ZERO {
+                    return Some((Unit::PollStart, ctx.costs.t_poll));
+                }
+                continue;
             }
             // Next poll: the next ring after the last one polled that has frames. It takes
             // what the ring holds now, up to the weight; frames that come while they are
@@ -151,6 +213,7 @@ impl Units for ThreadedNapi {
             th.in_poll = true;
             let r = rings.start + j;
             let take = ctx.nic.take_batch(r, t, weight, ctx.stats, &mut th.batch);
+            th.took = take;
             // The ptr_ring entries are free as soon as the frames are consumed.
             ctx.nic.refill(r, t, 1, ctx.stats);
             ctx.stats.poll(t, Some(take as u32));
@@ -187,6 +250,23 @@ impl IoMode for ThreadedNapi {
                     self.wake(c, now, ctx);
                 }
             }
+            // napi_watchdog: the deferral timer schedules the NAPI, which wakes the thread.
+            Key::Defer(c) if self.threads[c as usize].defer.fired(gen) => {
+                let (c, now) = (c as usize, ctx.now);
+                if ctx.stats.in_window(now) {
+                    self.timer_polls += 1;
+                }
+                let th = &mut self.threads[c];
+                th.timer_poll = true;
+                if th.worker.is_idle() && !th.waking {
+                    th.waking = true;
+                    if self.p.wake_latency.is_zero() {
+                        self.wake(c, now, ctx);
+                    } else {
+                        th.wake.set(ctx.queue, now + self.p.wake_latency, Key::Wake(c as u32));
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -214,6 +294,7 @@ impl IoMode for ThreadedNapi {
             "weight": self.p.weight,
             "wake_latency_ns": self.p.wake_latency.as_ns_f64(),
             "t_wakeup_ns": self.p.t_wakeup.as_ns_f64(),
+            "deferral_timer_polls": self.timer_polls,
         })
     }
 }
@@ -222,10 +303,13 @@ impl IoMode for ThreadedNapi {
 /// `t_wakeup` (none then: the thread never sleeps).
 pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
     let per_poll = sc.scenario.host.weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
+    // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
+    let napi = &sc.scenario.nic.napi;
+    let deferred = if napi.gro_flush_timeout.ps > 0 { napi.defer_hard_irqs as f64 } else { 0.0 };
     super::ModeCosts {
         terms: vec![
-            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0),
-            super::IoCost::per_event("wake-up", sc.scenario.host.thread.t_wakeup.ps as f64, f64::INFINITY, 1.0),
+            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
+            super::IoCost::per_event("wake-up", sc.scenario.host.thread.t_wakeup.ps as f64, f64::INFINITY, 1.0 + deferred),
         ],
         ..Default::default()
     }
@@ -247,5 +331,25 @@ mod tests {
         assert_eq!(r.io["wakeups"], 2);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 2, 1], "polls of 2, 1 and 1 frames");
         assert!((r.cpu_by_activity["wakeup"] - 2e-6 / 1e-3).abs() < 1e-12);
+    }
+
+    /// veth with napi_defer_hard_irqs 1 and gro_flush_timeout 5 us (t_poll 0.5 us). Frames
+    /// at 10 and 12 us: the thread runs at 12 (wake-up to 13), polls both (13-15.5); the
+    /// poll took fewer than the weight: the count is reloaded (1) and drops to 0, the
+    /// notifications stay masked and the timer (20.5) wakes the thread at 22.5 for an empty
+    /// poll (23.5-24), which unmasks. Without deferral: one wake-up and one poll.
+    #[test]
+    fn deferral_keeps_a_veth_napi_masked_and_its_timer_wakes_the_thread() {
+        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"";
+        let thread = "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"";
+        let toml = node_toml(host, &format!("{thread}\n[nic.napi]\ndefer_hard_irqs = 1\ngro_flush_timeout = \"5us\""));
+        let (r, dep) = trace(&toml, &[(10_000, 64), (12_000, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [14_500.0, 15_500.0]);
+        assert_eq!((r.io["wakeups"].as_u64(), r.io["deferral_timer_polls"].as_u64()), (Some(2), Some(1)));
+        assert_eq!(r.packets_per_poll.histogram[..3], [1, 0, 1], "a poll of 2, an empty one");
+        assert!((r.cpu_by_activity["poll"] - 1e-6 / 1e-3).abs() < 1e-12);
+        let (r, _) = trace(&node_toml(host, thread), &[(10_000, 64), (12_000, 64)]);
+        assert_eq!((r.io["wakeups"].as_u64(), r.polls_per_packet), (Some(1), 0.5));
     }
 }
