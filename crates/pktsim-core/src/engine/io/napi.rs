@@ -442,6 +442,47 @@ impl Napi {
         None
     }
 
+    /// Where XDP or an application sends a frame the driver finished at `t` (rx ring of
+    /// core `c`, tx queue `q`): true if it went there, false if it is forwarded as usual.
+    /// Out of line: the plain forwarding path stays small.
+    #[inline(never)]
+    fn rx_verdict(&mut self, c: usize, p: Packet, q: usize, t: Instant, ctx: &mut Ctx) -> bool {
+        match self.xdp.as_ref().map_or(Verdict::Stack, Xdp::verdict) {
+            Verdict::Stack | Verdict::Send => {}
+            Verdict::Consume => {
+                ctx.stats.consumed(&p, t);
+                return true;
+            }
+            Verdict::Bulk => {
+                self.cores[c].bulk.push((p, q));
+                return true;
+            }
+        }
+        // Delivered locally: into the socket of this core's application thread.
+        match &mut self.app {
+            Some(app) => {
+                app.deliver(c, p, t, ctx.queue, ctx.stats);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The poll's XDP bulk goes out at `t`: to the tx queues (`xdp_do_flush`), or onto the
+    /// AF_XDP socket's rx ring (`xsk_flush`).
+    fn flush(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
+        if ctx.stats.in_window(t) {
+            self.flushes += 1;
+        }
+        let to_xsk = self.xdp.as_ref().is_some_and(|x| x.xsk.is_some());
+        for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
+            match &mut self.app {
+                Some(app) if to_xsk => app.deliver(c, p, t, ctx.queue, ctx.stats),
+                _ => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+            }
+        }
+    }
+
     fn finish_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
         let Some(poll) = self.cores[c].poll.take() else { return };
         let v = poll.vector;
@@ -541,7 +582,7 @@ impl Units for Napi {
         ctx.stats.busy(c, work.activity(), start, end);
     }
 
-    #[inline]
+    #[inline(always)]
     fn finish(&mut self, c: usize, work: Work, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match work {
             Work::PollStart => {}
@@ -566,14 +607,8 @@ impl Units for Napi {
                     poll.rx_done += 1;
                     poll.rx_bytes += p.size.saturating_sub(4) as u64;
                 }
-                match self.xdp.as_ref().map_or(Verdict::Stack, Xdp::verdict) {
-                    Verdict::Stack | Verdict::Send => {}
-                    Verdict::Consume => return ctx.stats.consumed(&p, t),
-                    Verdict::Bulk => return self.cores[c].bulk.push((p, q)),
-                }
-                // Delivered locally: into the socket of this core's application thread.
-                if let Some(app) = &mut self.app {
-                    return app.deliver(c, p, t, ctx.queue, ctx.stats);
+                if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, p, q, t, ctx) {
+                    return;
                 }
                 let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
@@ -583,23 +618,11 @@ impl Units for Napi {
                 }
             }
             Work::TxLock(p, q) => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
-            Work::XdpFlush => {
-                if ctx.stats.in_window(t) {
-                    self.flushes += 1;
-                }
-                let to_xsk = self.xdp.as_ref().is_some_and(|x| x.xsk.is_some());
-                for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
-                    match &mut self.app {
-                        // xsk_flush: the socket's rx ring is published to its thread.
-                        Some(app) if to_xsk => app.deliver(c, p, t, ctx.queue, ctx.stats),
-                        _ => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
-                    }
-                }
-            }
+            Work::XdpFlush => self.flush(c, t, ctx),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
         if c >= self.cores.len() {
             // An application thread on a core of its own.
