@@ -132,6 +132,13 @@ impl Costs {
     #[inline]
     pub fn t_proc(&mut self, p: &Packet) -> Span {
         let mean = self.t_proc_mean(p.size as u64);
+        self.draw(mean)
+    }
+
+    /// A per-frame time of mean `mean` drawn from the service distribution
+    /// (`host.service`): `mean` itself when constant.
+    #[inline]
+    pub fn draw(&mut self, mean: Span) -> Span {
         match self.dist {
             ServiceDist::Constant => mean,
             ServiceDist::Exponential => Span::from_ps_f64(self.rng.exponential(mean.ps() as f64)),

@@ -262,6 +262,12 @@ pub struct HostSpec {
     /// NAPI poll weight (packets per poll).
     #[serde(default = "default_weight")]
     pub weight: u32,
+    /// `net.core.gro_normal_batch`: frames GRO hands to the stack together. On a veth with
+    /// threaded NAPI (`host.io = "threaded-napi"`) a poll consumes frames from the ring one
+    /// by one and processes them in lists of this many; frames that come while a list
+    /// shorter than this (the ring ran empty) is processed wait for the next poll.
+    #[serde(default = "default_gro_normal_batch")]
+    pub gro_normal_batch: u32,
     /// `net.core.netdev_budget`: packets per net_rx_action (also accepted as
     /// `netdev_budget`).
     #[serde(default = "default_budget", alias = "netdev_budget")]
@@ -356,6 +362,10 @@ impl Default for StrategySpec {
     }
 }
 
+fn default_gro_normal_batch() -> u32 {
+    8
+}
+
 fn default_weight() -> u32 {
     64
 }
@@ -379,6 +389,7 @@ impl Default for HostSpec {
             t_poll: Duration::default(),
             service: ServiceDist::default(),
             weight: default_weight(),
+            gro_normal_batch: default_gro_normal_batch(),
             budget: default_budget(),
             budget_time: default_budget_time(),
             hz: default_hz(),
@@ -485,6 +496,7 @@ impl HostSpec {
             .into());
         }
         range("host.weight", self.weight as u64, 1, 1 << 16, "a number of packets")?;
+        range("host.gro_normal_batch", self.gro_normal_batch as u64, 1, 1 << 16, "a number of frames")?;
         range("host.budget", self.budget as u64, 1, 1 << 24, "a number of packets")?;
         range("host.hz", self.hz as u64, 100, 10_000, "a tick rate in Hz")?;
         if self.budget_time.ps == 0 {

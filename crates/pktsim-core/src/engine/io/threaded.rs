@@ -6,8 +6,11 @@
 //!           NAPI not scheduled -> napi_schedule -> wake_up_process(thread)     (no hard IRQ)
 //!   thread: runs wake_latency later (scheduler, idle exit; the CPU is not busy for it)
 //!           t_wakeup of CPU time (switch in and out, thread loop)
-//!           poll: take the frames in the ring (at most `weight`), t_poll, then t_proc for
-//!                 each (GRO batches them; they are forwarded at the GRO flush)
+//!           poll: t_poll, then consume the ring's frames one by one (veth_xdp_rcv) and
+//!                 process them (t_proc each) in lists of `host.gro_normal_batch` (GRO's
+//!                 gro_normal_list): after a full list the poll consumes on, and frames
+//!                 that came meanwhile join it; a shorter list means the ring ran empty,
+//!                 and the poll ends after it (at most `weight` frames a poll)
 //!           napi_complete; frames came meanwhile -> poll again at once (veth_poll
 //!           re-checks its ring); else sleep until the next frame schedules the NAPI
 //!
@@ -43,6 +46,8 @@ use crate::scenario::ResolvedScenario;
 #[derive(Debug, Clone, Copy)]
 pub struct ThreadParams {
     pub weight: u32,
+    /// `net.core.gro_normal_batch`: frames processed per list.
+    pub gro_normal_batch: u32,
     pub wake_latency: Span,
     pub t_wakeup: Span,
     /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
@@ -71,6 +76,8 @@ struct Thread {
     /// Deferral: frames the current poll took, empty polls still to be driven by the
     /// timer, the timer, and whether its wake-up owes a poll even of an empty ring.
     took: usize,
+    /// Whether the poll consumes more after its current list (the last list was full).
+    more: bool,
     defer_left: u32,
     defer: Timer,
     timer_poll: bool,
@@ -93,6 +100,7 @@ impl ThreadedNapi {
             *topo,
             ThreadParams {
                 weight: h.weight,
+                gro_normal_batch: h.gro_normal_batch,
                 wake_latency: h.thread.wake_latency.into(),
                 t_wakeup: h.thread.t_wakeup.into(),
                 defer_hard_irqs: napi.defer_hard_irqs,
@@ -111,6 +119,7 @@ impl ThreadedNapi {
                 in_poll: false,
                 batch: VecDeque::new(),
                 took: 0,
+                more: false,
                 defer_left: 0,
                 defer: Timer::default(),
                 timer_poll: false,
@@ -175,8 +184,26 @@ impl Units for ThreadedNapi {
                     let d = ctx.costs.t_proc(&p);
                     return Some((Unit::Packet(p, r), d));
                 }
+                // veth_xdp_rcv consumes the ring frame by frame until it is empty or the
+                // weight is used; GRO hands the frames to the stack in lists of
+                // gro_normal_batch (the rest at napi_complete). After a full list the poll
+                // consumes on (frames that came meanwhile join it); after a shorter one the
+                // ring was empty and the poll ends.
+                let r = rings.start + th.cur;
+                if th.more && th.took < weight {
+                    let g = (self.p.gro_normal_batch as usize).min(weight - th.took);
+                    let n = ctx.nic.take_batch(r, t, g, ctx.stats, &mut th.batch);
+                    th.took += n;
+                    th.more = n == g;
+                    if n > 0 {
+                        // The ptr_ring entries are free as soon as the frames are consumed.
+                        ctx.nic.refill(r, t, 1, ctx.stats);
+                        continue;
+                    }
+                }
                 // The poll ends: weight used (repoll), or napi_complete.
                 th.in_poll = false;
+                ctx.stats.poll(t, Some(th.took as u32));
                 let deferring = self.p.defer_hard_irqs > 0 && !self.p.gro_flush_timeout.is_zero();
                 if deferring && th.took < weight {
                     // napi_complete_done(took): work reloads the count; while it lasts the
@@ -195,28 +222,24 @@ impl Units for ThreadedNapi {
                 // The timer's poll finds the ring empty: veth_poll returns 0.
                 th.in_poll = true;
                 th.took = 0;
-                ctx.stats.poll(t, Some(0));
+                th.more = false;
                 if ctx.costs.t_poll > Span::ZERO {
                     return Some((Unit::PollStart, ctx.costs.t_poll));
                 }
                 continue;
             }
             // Next poll: the next ring after the last one polled that has frames. It takes
-            // what the ring holds now, up to the weight; frames that come while they are
-            // processed wait for the next poll (veth_poll re-checks the ring after
-            // napi_complete and polls again).
+            // the frames one by one as it processes them (above), up to the weight; a poll
+            // that used its weight is followed by another at once (veth_poll also re-checks
+            // the ring after napi_complete and polls again).
             let Some(j) = (1..=n).map(|i| (th.cur + i) % n).find(|&j| !ctx.nic.rx(rings.start + j).is_empty()) else {
                 super::arm_rings(rings, ctx);
                 return None;
             };
             th.cur = j;
             th.in_poll = true;
-            let r = rings.start + j;
-            let take = ctx.nic.take_batch(r, t, weight, ctx.stats, &mut th.batch);
-            th.took = take;
-            // The ptr_ring entries are free as soon as the frames are consumed.
-            ctx.nic.refill(r, t, 1, ctx.stats);
-            ctx.stats.poll(t, Some(take as u32));
+            th.took = 0;
+            th.more = true;
             if ctx.costs.t_poll > Span::ZERO {
                 return Some((Unit::PollStart, ctx.costs.t_poll));
             }
@@ -331,6 +354,29 @@ mod tests {
         assert_eq!(r.io["wakeups"], 2);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 2, 1], "polls of 2, 1 and 1 frames");
         assert!((r.cpu_by_activity["wakeup"] - 2e-6 / 1e-3).abs() < 1e-12);
+    }
+
+    /// A poll consumes frames and processes them in lists of gro_normal_batch: frames at 10
+    /// and 13.7 us, the thread runs at 12 (wake-up to 13), polls (t_poll 0.5 us to 13.5).
+    /// With gro_normal_batch 1 every list is full: the first frame (13.5-14.5), then the
+    /// second, which came meanwhile, joins the poll (14.5-15.5): one poll of 2. With the
+    /// kernel's 8 the first list is short (the ring ran empty): the poll ends at 14.5 and
+    /// the re-check polls again (14.5-15.0 t_poll, the frame to 16.0), no wake-up between.
+    /// A frame of 15.7 (batch 1) or 16.5 us (batch 8) finds the thread asleep.
+    #[test]
+    fn a_poll_consumes_on_after_a_full_gro_list_and_ends_after_a_short_one() {
+        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"";
+        let thread = "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"";
+        let (r, dep) = trace(&node_toml(&format!("{host}\ngro_normal_batch = 1"), thread), &[(10_000, 64), (13_700, 64), (15_700, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [14_500.0, 15_500.0, 20_200.0]);
+        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.packets_per_poll.histogram[..3], [0, 1, 1], "a poll of 2 frames, then one of 1");
+        let (r, dep) = trace(&node_toml(host, thread), &[(10_000, 64), (13_700, 64), (16_500, 64)]);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [14_500.0, 16_000.0, 21_000.0]);
+        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.packets_per_poll.histogram[..3], [0, 3, 0], "three polls of 1 frame");
     }
 
     /// veth with napi_defer_hard_irqs 1 and gro_flush_timeout 5 us (t_poll 0.5 us). Frames
