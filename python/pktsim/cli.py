@@ -705,16 +705,18 @@ def _format_tb(points: list[dict]) -> str:
 
 
 def cmd_testbed_validate(args) -> int:
-    from .testbed.topology import Topology
-    from .testbed.validate import plan, validate
+    from .testbed import paths
+    from .testbed.validate import plan
 
     duration = _tb_duration(args)
     try:
         plan(args.quick, duration, args.repetitions)
-        Topology(routes=args.routes, rules=args.rules)  # checks the dials; builds nothing
+        paths.topology(args.path, args.rules, args.routes, args.loops)  # checks the dials; builds nothing
     except TestbedError as e:
         raise UsageError(str(e)) from None
-    res = validate(args.routes, args.rules, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
+    if args.loops is not None and args.path != "xdp":
+        raise UsageError(f"--loops {args.loops}: only --path xdp has the XDP program's cost loop")
+    res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
     if args.output:
         atomic_write(args.output, _dump(res) + "\n")
     if args.plot:
@@ -724,13 +726,11 @@ def cmd_testbed_validate(args) -> int:
     if args.json:
         print(_dump(res))
         return 0
-    m, c = res["machine"], res["calibration"]
-    print(f"pktsim testbed validate: {res['title']}")
-    print(f"  {m.get('cpu_model', '?')}, {m['cpus']} CPUs, Linux {m['kernel']}; {args.rules} nftables rules, {args.routes} routes")
-    print(
-        f"  calibrated at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
-        f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
-    )
+    m, st = res["machine"], res["setup"]
+    dial = f"XDP program loop {st['loops']} turns" if args.path == "xdp" else f"{args.rules} nftables rules, {args.routes} routes"
+    print(f"pktsim testbed validate --path {args.path}: {res['title']}")
+    print(f"  {m.get('cpu_model', '?')}, {m['cpus']} CPUs, Linux {m['kernel']}; {dial}")
+    print(f"  {paths.PATHS[args.path].describe(res)}")
     print()
     _print_rows(res)
     print()
@@ -930,8 +930,16 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load, 1 to 20 (default 3)")
     dials(tr)
     tr.set_defaults(func=cmd_testbed_run)
-    tv = tbs.add_parser("validate", help="calibrate the model at two loads, predict the rest, print measured vs predicted")
-    tv.add_argument("--quick", action="store_true", help="4 loads, 1 run each, 0.5 s (a smoke test)")
+    tv = tbs.add_parser("validate", help="measure a path, calibrate its model on a few points, predict the rest, print measured vs predicted")
+    tv.add_argument(
+        "--path",
+        choices=("stack", "defer", "xdp"),
+        default="stack",
+        help="stack: the kernel's forwarding (nftables dial); defer: the same with napi_defer_hard_irqs / gro_flush_timeout dialled; "
+        "xdp: native XDP redirect between the veths (default stack)",
+    )
+    tv.add_argument("--loops", type=int, default=None, metavar="N", help="--path xdp: turns of the XDP program's cost loop per frame (default 15000)")
+    tv.add_argument("--quick", action="store_true", help="a few points, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
     dials(tv)

@@ -316,10 +316,22 @@ def sweep_plots(df, directory: str | Path, x: str | None = None, fmt: str = "png
     return [p for p, _ in sweep_figures(df, directory, x, fmt, dpi, size, capacity_pps, hue).values()]
 
 
+def _testbed_title(res: dict) -> str:
+    m, setup = res.get("machine", {}), res.get("setup", {})
+    path = res.get("path", "stack")
+    dial = {
+        "xdp": f"native XDP redirect, program loop {setup.get('loops', '?')} turns",
+        "defer": f"threaded NAPI with deferral, {setup.get('rules', '?')} nftables rules",
+    }.get(path, f"{setup.get('rules', '?')} nftables rules")
+    return f"pktsim testbed --path {path}: measured vs predicted ({m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {dial})"
+
+
 def testbed_validation(res: dict, path: str | Path) -> None:
     """Measured (points, min-max bars over the runs) vs predicted (lines) for a
     ``pktsim testbed validate`` result: CPU per frame, forwarded rate, loss and latency
-    medians against the offered load."""
+    medians against the offered load (against the deferral timeout for ``--path defer``)."""
+    if res.get("path") == "defer":
+        return _testbed_defer(res, path)
     plt = _plt()
     sw = res["measurements"]
     pts = sorted(sw["points"], key=lambda p: p["offered_pps"])
@@ -369,7 +381,40 @@ def testbed_validation(res: dict, path: str | Path) -> None:
         a.set_xlabel("offered [kpps]")
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
-    m = res.get("machine", {})
-    setup = res.get("setup", {})
-    fig.suptitle(f"pktsim testbed: measured vs predicted ({m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {setup.get('rules', '?')} nftables rules)", fontsize=10)
+    fig.suptitle(_testbed_title(res), fontsize=10)
+    _save(fig, path)
+
+
+def _testbed_defer(res: dict, path: str | Path) -> None:
+    """``--path defer``: each figure against gro_flush_timeout (0: deferral off), one
+    colour per load; measured points (min-max bars over the runs), predicted lines."""
+    plt = _plt()
+    pairs = [(p, q) for p, q in zip(res["measurements"]["points"], res["predictions"]) if not p.get("calibration")]
+    loads = sorted({p["load"] for p, _ in pairs})
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    panels = [
+        (axes[0][0], "dut CPU per forwarded frame [us]", lambda p: p["dut_ns_per_packet"] / 1e3 if p["dut_ns_per_packet"] else None, "dut_ns_per_packet", 1e-3),
+        (axes[0][1], "frames per poll", lambda p: p["packets_per_poll"], "packets_per_poll", 1.0),
+        (axes[1][0], "NAPI thread wake-ups per frame", lambda p: 1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None, None, 1.0),
+        (axes[1][1], "latency p50 at dut egress [us]", lambda p: p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, "latency_ns.p50", 1e-3),
+    ]
+    for ax, label, f, spread_key, scale in panels:
+        for i, load in enumerate(loads):
+            sel = sorted(((p, q) for p, q in pairs if p["load"] == load), key=lambda pq: pq[0]["gro_flush_timeout_ns"])
+            x = [p["gro_flush_timeout_ns"] / 1e3 for p, _ in sel]
+            ys = [f(p) for p, _ in sel]
+            lo, hi = [], []
+            for (p, _), y in zip(sel, ys):
+                sp = p.get("spread", {}).get(spread_key) if spread_key else None
+                lo.append(0 if sp is None or y is None else max(0.0, y - sp["min"] * scale))
+                hi.append(0 if sp is None or y is None else max(0.0, sp["max"] * scale - y))
+            kpps = sel[0][0]["offered_pps"] / 1e3 if sel else 0
+            ax.errorbar(x, ys, yerr=[lo, hi], fmt="o", color=f"C{i}", capsize=3, label=f"measured, {100 * load:.0f}% load ({kpps:.0f} kpps)")
+            ax.plot(x, [f(q) for _, q in sel], "-", color=f"C{i}", label=f"pktsim, {100 * load:.0f}% load")
+        ax.set_ylabel(label)
+        ax.set_xlabel("gro_flush_timeout [us] (napi_defer_hard_irqs 2; 0: deferral off)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[1][1].set_yscale("log")
+    fig.suptitle(_testbed_title(res) + "\ncalibrated with deferral off; every point here is predicted", fontsize=10)
     _save(fig, path)

@@ -15,6 +15,8 @@ use crate::frame::{MAX_FRAME_LEN, MIN_FRAME_LEN};
 pub const MAX_COUNT: u64 = 100_000_000;
 /// Longest run (gen and sink), in milliseconds.
 pub const MAX_DURATION_MS: u64 = 600_000;
+/// Longest `xdp` hold, in milliseconds (a day: it ends with its run long before).
+pub const MAX_HOLD_MS: u64 = 86_400_000;
 /// Largest `gen --batch`.
 pub const MAX_GEN_BATCH: usize = 256;
 /// Largest `sink --batch`.
@@ -32,8 +34,12 @@ usage:
   pktsim-tb gen  --iface NAME --dst-mac MAC --src-ip IP --dst-ip IP --rate PPS|max
                  --count N --duration-ms MS [options]      send UDP probe frames
   pktsim-tb sink --iface NAME --duration-ms MS [options]   receive them, report latency
+  pktsim-tb xdp  --iface NAME --prog pass|redirect [--to NAME] --duration-ms MS
+                                                          hold an XDP program on NAME
+  pktsim-tb xskfwd --in NAME --out NAME --batch N --mode busy|sleep --duration-ms MS
+                                                          forward between two AF_XDP sockets
   pktsim-tb version                                       print the version
-  pktsim-tb [gen|sink] --help                             print usage
+  pktsim-tb [gen|sink|xdp|xskfwd] --help                  print usage
 
 Both subcommands print one JSON object on stdout when they stop.
 Exit status: 0 done, 1 system call failed, 2 usage error.
@@ -99,6 +105,59 @@ one JSON object: received, bytes, foreign, min_seq, max_seq, reordered, lost_est
 first_rx_mono_ns, last_rx_mono_ns, latency_kernel_ns, latency_app_ns, interrupted.
 ";
 
+/// Usage text of `pktsim-tb xdp`.
+pub const XDP_USAGE: &str = "\
+usage: pktsim-tb xdp --iface NAME --prog pass|redirect [--to NAME] --duration-ms MS [options]
+
+Loads an XDP program (assembled in pktsim-tb, loaded with bpf(2)) and attaches it to an
+interface in native mode through a BPF link, which this process holds: the program
+leaves the interface when pktsim-tb exits, however it exits.
+
+required:
+  --iface NAME         interface to attach to
+  --prog pass|redirect pass: return XDP_PASS; redirect: XDP_REDIRECT every frame to
+                       --to through a devmap
+  --duration-ms MS     detach and exit after MS milliseconds, at most 86400000
+
+options:
+  --to NAME            the egress interface of --prog redirect (same namespace)
+  --loops N            --prog redirect first turns an empty loop N times, 0..=100000 [0]
+                       (a dial for the program's cost per frame)
+  --ready-file PATH    create PATH once the program is attached
+
+Stops at --duration-ms or on SIGINT/SIGTERM, then prints one JSON object: iface, prog,
+ifindex, to_ifindex, attached_ns, interrupted.
+";
+
+/// Usage text of `pktsim-tb xskfwd`.
+pub const XSKFWD_USAGE: &str = "\
+usage: pktsim-tb xskfwd --in NAME --out NAME --batch N --mode busy|sleep --duration-ms MS [options]
+
+Forwards frames from queue 0 of --in to queue 0 of --out through two AF_XDP sockets in
+copy mode: an XDP program on --in redirects every frame to the first socket (XSKMAP);
+the forwarder takes up to --batch frames from its rx ring, copies them into the second
+socket's umem and transmits them with sendto. The program leaves --in when the
+forwarder exits, however it exits.
+
+required:
+  --in NAME            ingress interface
+  --out NAME           egress interface (same namespace)
+  --batch N            most frames per batch, 1..=256 (with busy, also the NAPI budget)
+  --mode busy|sleep    busy: poll the rx ring without sleeping and run the ingress NAPI
+                       with recvfrom (SO_PREFER_BUSY_POLL); sleep: block in poll(2)
+  --duration-ms MS     stop after MS milliseconds, at most 600000
+
+options:
+  --busy-poll-us N     SO_BUSY_POLL of the busy mode, 1..=1000 [20]
+  --cpu N              pin to CPU N
+  --ready-file PATH    create PATH once the sockets are bound and the program attached
+
+Stops at --duration-ms or on SIGINT/SIGTERM, then prints one JSON object: forwarded,
+batches, frames_per_batch, batch_sizes_log2, empty_polls, rx_calls, tx_calls, waits,
+elapsed_ns, xsk_rx_dropped, xsk_rx_ring_full, xsk_fill_ring_empty, no_tx_frame,
+interrupted.
+";
+
 /// A usage error: what was wrong with the command line. Exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
@@ -122,6 +181,44 @@ pub enum Command {
     Version,
     Gen(GenArgs),
     Sink(SinkArgs),
+    Xdp(XdpArgs),
+    XskFwd(XskFwdArgs),
+}
+
+/// How `pktsim-tb xskfwd` waits for frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XskMode {
+    Busy,
+    Sleep,
+}
+
+/// Settings of `pktsim-tb xskfwd`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct XskFwdArgs {
+    pub iface_in: String,
+    pub iface_out: String,
+    pub batch: usize,
+    pub mode: XskMode,
+    pub duration_ns: u64,
+    pub busy_poll_us: u32,
+    pub cpu: Option<usize>,
+    pub ready_file: Option<PathBuf>,
+}
+
+/// The program `pktsim-tb xdp` attaches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum XdpProg {
+    Pass,
+    Redirect { to: String, loops: u32 },
+}
+
+/// Settings of `pktsim-tb xdp`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct XdpArgs {
+    pub iface: String,
+    pub prog: XdpProg,
+    pub duration_ns: u64,
+    pub ready_file: Option<PathBuf>,
 }
 
 /// Send rate of `gen`.
@@ -189,7 +286,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let Some(first) = argv.first() else {
         return Err(UsageError {
             subcommand: None,
-            message: "missing subcommand (gen, sink, version)".into(),
+            message: "missing subcommand (gen, sink, xdp, xskfwd, version)".into(),
         });
     };
     let rest = &argv[1..];
@@ -206,9 +303,11 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         }
         "gen" => parse_gen(rest),
         "sink" => parse_sink(rest),
+        "xdp" => parse_xdp(rest),
+        "xskfwd" => parse_xskfwd(rest),
         other => Err(UsageError {
             subcommand: None,
-            message: format!("unknown subcommand \"{other}\" (expected gen, sink or version)"),
+            message: format!("unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd or version)"),
         }),
     }
 }
@@ -316,6 +415,75 @@ fn parse_gen(argv: &[String]) -> Result<Command, UsageError> {
         batch,
         cpu: flags.optional(CPU, parse_cpu)?,
         run_id: flags.optional(RUN_ID, parse_int::<u32>)?.unwrap_or(0),
+    }))
+}
+
+const PROG: (&str, &str) = ("--prog", "pass or redirect");
+const TO: (&str, &str) = ("--to", "an interface name of 1 to 15 characters");
+const HOLD_MS: (&str, &str) = ("--duration-ms", "a duration in milliseconds from 1 to 86400000");
+const LOOPS: (&str, &str) = ("--loops", "a number of loop turns from 0 to 100000");
+const XDP_FLAGS: &[(&str, &str)] = &[IFACE, PROG, TO, LOOPS, HOLD_MS, READY_FILE];
+
+fn parse_xdp(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("xdp", XDP_FLAGS, argv)? else {
+        return Ok(Command::Help(XDP_USAGE));
+    };
+    let iface = flags.required(IFACE, parse_iface)?;
+    let kind = flags.required(PROG, |s| matches!(s, "pass" | "redirect").then(|| s.to_string()))?;
+    let to = flags.optional(TO, parse_iface)?;
+    let loops = flags.optional(LOOPS, |s| parse_int::<u32>(s).filter(|&n| n <= 100_000))?;
+    if loops.is_some() && kind != "redirect" {
+        return Err(flags.error("--loops: only --prog redirect has a cost loop".into()));
+    }
+    let prog = match (kind.as_str(), to) {
+        ("redirect", Some(to)) => XdpProg::Redirect { to, loops: loops.unwrap_or(0) },
+        ("redirect", None) => return Err(flags.error("--prog redirect: missing --to (the egress interface)".into())),
+        (_, Some(_)) => return Err(flags.error("--to: only --prog redirect has an egress interface".into())),
+        _ => XdpProg::Pass,
+    };
+    let duration_ms = flags.required(HOLD_MS, |s| {
+        parse_int::<u64>(s).filter(|n| (1..=MAX_HOLD_MS).contains(n))
+    })?;
+    Ok(Command::Xdp(XdpArgs {
+        iface,
+        prog,
+        duration_ns: duration_ms * 1_000_000,
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+    }))
+}
+
+const IN: (&str, &str) = ("--in", "an interface name of 1 to 15 characters");
+const OUT: (&str, &str) = ("--out", "an interface name of 1 to 15 characters");
+const XSK_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 256");
+const MODE: (&str, &str) = ("--mode", "busy or sleep");
+const BUSY_POLL_US: (&str, &str) = ("--busy-poll-us", "a busy-poll time in microseconds from 1 to 1000");
+const XSKFWD_FLAGS: &[(&str, &str)] = &[IN, OUT, XSK_BATCH, MODE, DURATION_MS, BUSY_POLL_US, CPU, READY_FILE];
+
+fn parse_xskfwd(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("xskfwd", XSKFWD_FLAGS, argv)? else {
+        return Ok(Command::Help(XSKFWD_USAGE));
+    };
+    let iface_in = flags.required(IN, parse_iface)?;
+    let iface_out = flags.required(OUT, parse_iface)?;
+    if iface_in == iface_out {
+        return Err(flags.error(format!("--out {iface_out}: expected another interface than --in")));
+    }
+    let batch = flags.required(XSK_BATCH, |s| parse_int::<usize>(s).filter(|n| (1..=256).contains(n)))?;
+    let mode = flags.required(MODE, |s| match s {
+        "busy" => Some(XskMode::Busy),
+        "sleep" => Some(XskMode::Sleep),
+        _ => None,
+    })?;
+    let duration_ms = flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    Ok(Command::XskFwd(XskFwdArgs {
+        iface_in,
+        iface_out,
+        batch,
+        mode,
+        duration_ns: duration_ms * 1_000_000,
+        busy_poll_us: flags.optional(BUSY_POLL_US, |s| parse_int::<u32>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(20),
+        cpu: flags.optional(CPU, parse_cpu)?,
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
     }))
 }
 
@@ -673,6 +841,57 @@ mod tests {
     }
 
     #[test]
+    fn xdp_parsing() {
+        let c = parse(&argv("xdp --iface tb-dut0 --prog redirect --to tb-dut1 --duration-ms 5000")).unwrap();
+        assert_eq!(
+            c,
+            Command::Xdp(XdpArgs {
+                iface: "tb-dut0".into(),
+                prog: XdpProg::Redirect { to: "tb-dut1".into(), loops: 0 },
+                duration_ns: 5_000_000_000,
+                ready_file: None
+            })
+        );
+        let c = parse(&argv("xdp --iface tb-sink0 --prog pass --duration-ms 1")).unwrap();
+        assert!(matches!(c, Command::Xdp(XdpArgs { prog: XdpProg::Pass, .. })));
+        let err = |s: &str| parse(&argv(s)).unwrap_err().message;
+        assert_eq!(err("xdp --iface a --prog redirect --duration-ms 1"), "--prog redirect: missing --to (the egress interface)");
+        assert_eq!(err("xdp --iface a --prog pass --to b --duration-ms 1"), "--to: only --prog redirect has an egress interface");
+        assert_eq!(err("xdp --iface a --prog pass --loops 3 --duration-ms 1"), "--loops: only --prog redirect has a cost loop");
+        assert_eq!(err("xdp --iface a --prog redirect --to b --loops 100001 --duration-ms 1"), "--loops: expected a number of loop turns from 0 to 100000, got \"100001\"");
+        assert!(matches!(parse(&argv("xdp --iface a --prog redirect --to b --loops 7 --duration-ms 1")).unwrap(),
+            Command::Xdp(XdpArgs { prog: XdpProg::Redirect { loops: 7, .. }, .. })));
+        assert_eq!(err("xdp --iface a --prog drop --duration-ms 1"), "--prog: expected pass or redirect, got \"drop\"");
+        assert_eq!(err("xdp --iface a --prog pass"), "missing required flag --duration-ms (expected a duration in milliseconds from 1 to 86400000)");
+        assert_eq!(parse(&argv("xdp --help")).unwrap(), Command::Help(XDP_USAGE));
+    }
+
+    #[test]
+    fn xskfwd_parsing() {
+        let c = parse(&argv("xskfwd --in tb-dut0 --out tb-dut1 --batch 32 --mode busy --duration-ms 100 --cpu 1")).unwrap();
+        assert_eq!(
+            c,
+            Command::XskFwd(XskFwdArgs {
+                iface_in: "tb-dut0".into(),
+                iface_out: "tb-dut1".into(),
+                batch: 32,
+                mode: XskMode::Busy,
+                duration_ns: 100_000_000,
+                busy_poll_us: 20,
+                cpu: Some(1),
+                ready_file: None
+            })
+        );
+        let err = |s: &str| parse(&argv(s)).unwrap_err().message;
+        assert_eq!(err("xskfwd --in a --out b --batch 0 --mode busy --duration-ms 1"), "--batch: expected a batch size from 1 to 256, got \"0\"");
+        assert_eq!(err("xskfwd --in a --out b --batch 257 --mode busy --duration-ms 1"), "--batch: expected a batch size from 1 to 256, got \"257\"");
+        assert_eq!(err("xskfwd --in a --out b --batch 8 --mode spin --duration-ms 1"), "--mode: expected busy or sleep, got \"spin\"");
+        assert_eq!(err("xskfwd --in a --out a --batch 8 --mode busy --duration-ms 1"), "--out a: expected another interface than --in");
+        assert_eq!(err("xskfwd --in a --out b --batch 8 --mode sleep --duration-ms 1 --busy-poll-us 0"), "--busy-poll-us: expected a busy-poll time in microseconds from 1 to 1000, got \"0\"");
+        assert_eq!(parse(&argv("xskfwd -h")).unwrap(), Command::Help(XSKFWD_USAGE));
+    }
+
+    #[test]
     fn parent_from_environment() {
         use std::ffi::OsStr;
         assert_eq!(parent_pid(None), Ok(None));
@@ -701,7 +920,7 @@ mod tests {
             (e.subcommand, e.message.as_str()),
             (
                 None,
-                "unknown subcommand \"bench\" (expected gen, sink or version)"
+                "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd or version)"
             )
         );
         assert!(parse(&[]).is_err());

@@ -10,6 +10,10 @@
 //! - [`frame`]: probe frame layout, building, parsing, IPv4 checksum.
 //! - [`gen`]: the open-loop generator (AF_PACKET, sendmmsg, integer due times).
 //! - [`sink`]: the receiver (AF_PACKET, recvmmsg, kernel timestamps, latency histograms).
+//! - [`bpf`]: the testbed's XDP programs, assembled here, loaded and attached with bpf(2).
+//! - [`xdp`]: holds an XDP program on an interface for the length of a run.
+//! - [`xsk`]: AF_XDP sockets: umem, rings, copy-mode binding, busy polling.
+//! - [`xskfwd`]: a user-space forwarder between two AF_XDP sockets.
 //! - [`sys`]: thin safe wrappers over the Linux calls used.
 //!
 //! Each run prints one JSON object on stdout. Exit status: 0 done (also when stopped by
@@ -19,6 +23,8 @@
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
 mod args;
+#[cfg(target_os = "linux")]
+mod bpf;
 mod frame;
 #[cfg(target_os = "linux")]
 mod gen;
@@ -26,6 +32,12 @@ mod gen;
 mod sink;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod xdp;
+#[cfg(target_os = "linux")]
+mod xsk;
+#[cfg(target_os = "linux")]
+mod xskfwd;
 
 use std::io::Write;
 use std::ffi::OsString;
@@ -56,7 +68,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) => return usage_error(&e),
         Ok(c) => c,
     };
-    if matches!(command, Command::Gen(_) | Command::Sink(_)) {
+    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_)) {
         let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
             Ok(p) => p,
             Err(e) => return usage_error(&e),
@@ -72,6 +84,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Version => print_stdout(&format!("pktsim-tb {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Gen(a) => run_gen(&a),
         Command::Sink(a) => run_sink(&a),
+        Command::Xdp(a) => run_xdp(&a),
+        Command::XskFwd(a) => run_xskfwd(&a),
     }
 }
 
@@ -105,7 +119,7 @@ fn usage_error(e: &UsageError) -> ExitCode {
         None => "pktsim-tb".to_string(),
     };
     let help = match e.subcommand {
-        Some(sub) if sub == "gen" || sub == "sink" => format!("pktsim-tb {sub} --help"),
+        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" => format!("pktsim-tb {sub} --help"),
         _ => "pktsim-tb --help".to_string(),
     };
     let _ = writeln!(std::io::stderr(), "{prefix}: {e}\n(run '{help}' for usage)");
@@ -150,6 +164,32 @@ fn run_sink(a: &args::SinkArgs) -> ExitCode {
         Ok(stats) => print_json(&stats.to_json()),
         Err(e) => failure("sink", &e),
     }
+}
+
+#[cfg(target_os = "linux")]
+fn run_xdp(a: &args::XdpArgs) -> ExitCode {
+    match xdp::run(a) {
+        Ok(report) => print_json(&report),
+        Err(e) => failure("xdp", &e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_xskfwd(a: &args::XskFwdArgs) -> ExitCode {
+    match xskfwd::run(a) {
+        Ok(report) => print_json(&report),
+        Err(e) => failure("xskfwd", &e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_xskfwd(_: &args::XskFwdArgs) -> ExitCode {
+    failure("xskfwd", &"needs Linux (AF_XDP)")
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_xdp(_: &args::XdpArgs) -> ExitCode {
+    failure("xdp", &"needs Linux (XDP)")
 }
 
 #[cfg(not(target_os = "linux"))]

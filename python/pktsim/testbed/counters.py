@@ -81,11 +81,15 @@ class Snapshot:
     tasks: dict
     cpus: list
     devs: dict
+    app_ns: int = 0
 
     @classmethod
-    def take(cls, napi_pid: int, devs: dict[str, tuple[str, str]]) -> "Snapshot":
+    def take(cls, napi_pid: int, devs: dict[str, tuple[str, str]], app_pid: int | None = None) -> "Snapshot":
+        """``app_pid``: a process on the dut CPU whose CPU time is the dut's too (a
+        forwarder in user space)."""
         return cls(
             t_ns=time.monotonic_ns(),
+            app_ns=thread_runtime_ns(app_pid) if app_pid else 0,
             napi_ns=thread_runtime_ns(napi_pid),
             napi_wakeups=voluntary_switches(napi_pid),
             tasks=task_runtimes(),

@@ -8,6 +8,12 @@
                                    thread pinned to the    N /32 routes in 198.19.0.0/16
                                    dut CPU, SCHED_FIFO     via 198.18.0.6
 
+With ``xdp`` an XDP program on tb-dut0 redirects every frame to tb-dut1 through a devmap
+(no skb, no routing, no nftables) and tb-sink0 carries XDP_PASS with its NAPI thread on
+the load CPU; the programs are held by ``pktsim-tb xdp`` children through BPF links.
+:meth:`Topology.set_deferral` sets tb-dut0's ``napi_defer_hard_irqs`` and
+``gro_flush_timeout``.
+
 The generator sends UDP to 198.19.0.0/16: the dut forwards it to the sink, which has
 forwarding off and drops it quietly after its packet socket has seen it. The sink's veth
 has no NAPI of its own, so the dut's transmit puts each frame into a backlog; RPS sends
@@ -56,7 +62,12 @@ DST_BASE = ipaddress.ip_address("198.19.0.1")
 BENCHMARK_NET = ipaddress.ip_network("198.18.0.0/15")
 MAX_ROUTES = 65_000
 MAX_RULES = 50_000
+MAX_XDP_LOOPS = 100_000
 NAPI_PRIORITY = 50
+# The sink's NAPI thread (XDP path) on the load CPU: above the sink reader and the generator.
+SINK_NAPI_PRIORITY = 20
+# `pktsim-tb xdp` holds its program at most this long (it dies with the run before that).
+XDP_HOLD_MS = 86_400_000
 LOCK_PATH = Path("/run/pktsim-testbed.lock")
 # Marks the run's children (their environment) and makes pktsim-tb die with the run.
 PARENT_ENV = "PKTSIM_TB_PARENT"
@@ -376,15 +387,23 @@ class Topology:
 
     routes: int = 0
     rules: int = 0
+    # XDP_REDIRECT from the dut's ingress veth to its egress veth through a devmap (no skb,
+    # no nftables); the sink's veth carries XDP_PASS and a NAPI thread on the load CPU.
+    xdp: bool = False
+    xdp_loops: int = 0  # the XDP program's cost dial: turns of an empty loop per frame
     placement: Placement = field(default_factory=Placement)
     napi_pid: int | None = None
+    sink_napi_pid: int | None = None
     dut_mac: str = ""
     tmp: str | None = None  # the run's temporary directory (removed by down())
     _lock: Lock | None = None
+    _holders: list = field(default_factory=list)  # pktsim-tb xdp children holding programs
 
     def __post_init__(self):
         if not 0 <= self.routes <= MAX_ROUTES:
             raise TestbedError(f"--routes {self.routes}: expected a number of /32 routes from 0 to {MAX_ROUTES}")
+        if not 0 <= self.xdp_loops <= MAX_XDP_LOOPS:
+            raise TestbedError(f"--loops {self.xdp_loops}: expected a number of XDP loop turns from 0 to {MAX_XDP_LOOPS}")
         if not 0 <= self.rules <= MAX_RULES:
             raise TestbedError(f"--rules {self.rules}: expected a number of nftables rules from 0 to {MAX_RULES}")
 
@@ -415,6 +434,11 @@ class Topology:
     def down(self) -> None:
         with _signals_held():
             try:
+                for proc in self._holders:  # their links close: the programs detach
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                self._holders.clear()
                 if self._lock is not None:
                     _kill_and_wait(marked_processes())  # our own children, if any are left
                 teardown()
@@ -455,7 +479,44 @@ class Topology:
         _sh("sh", "-c", f"echo {1 << self.placement.load_cpu:x} > /sys/class/net/{SINK_IF}/queues/rx-0/rps_cpus", ns=SINK)
         self._routes()
         self._rules()
-        self.napi_pid = self._place_napi_thread()
+        self.napi_pid = self._place_napi_thread(DUT_IN, self.placement.dut_cpu, NAPI_PRIORITY)
+        if self.xdp:
+            self._xdp()
+
+    def _xdp(self) -> None:
+        """XDP_PASS on the sink's veth (veth's ndo_xdp_xmit needs the receiver's NAPI),
+        whose NAPI thread runs on the load CPU, then the redirect on the dut's ingress.
+        Each program is held by a `pktsim-tb xdp` child through a BPF link: it leaves the
+        interface when that child ends, which it does with the run (even a killed one)."""
+        self._hold_xdp(SINK, SINK_IF, ["--prog", "pass"])  # veth has a NAPI (to thread) from here on
+        _sh("sh", "-c", f"echo 1 > /sys/class/net/{SINK_IF}/threaded", ns=SINK)
+        self.sink_napi_pid = self._place_napi_thread(SINK_IF, self.placement.load_cpu, SINK_NAPI_PRIORITY)
+        self._hold_xdp(DUT, DUT_IN, ["--prog", "redirect", "--to", DUT_OUT, "--loops", str(self.xdp_loops)])
+
+    def _hold_xdp(self, ns: str, dev: str, prog: list[str]) -> None:
+        from .runner import tb_binary
+
+        ready = Path(self.tmp or tempfile.gettempdir()) / f"xdp-{dev}-ready"
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, tb_binary(), "xdp", "--iface", dev, *prog, "--duration-ms", str(XDP_HOLD_MS), "--ready-file", str(ready)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env(),
+        )
+        self._holders.append(proc)
+        deadline = time.monotonic() + 5
+        while not ready.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is None:
+                    proc.kill()
+                err = proc.communicate()[1].strip()
+                raise TestbedError(f"could not attach XDP to {dev}: {err or 'no answer within 5 s'} (native XDP on veth needs Linux 5.9 or later with BPF)")
+            time.sleep(0.01)
+
+    def set_deferral(self, defer_hard_irqs: int, gro_flush_timeout_ns: int) -> None:
+        """``napi_defer_hard_irqs`` and ``gro_flush_timeout`` of the dut's ingress veth."""
+        if not (0 <= defer_hard_irqs <= 2**31 - 1 and 0 <= gro_flush_timeout_ns <= 10**9):
+            raise TestbedError(f"deferral {defer_hard_irqs} x {gro_flush_timeout_ns} ns: expected 0..2^31-1 and 0..1 s")
+        _sh("sh", "-c", f"echo {defer_hard_irqs} > /sys/class/net/{DUT_IN}/napi_defer_hard_irqs && "
+            f"echo {gro_flush_timeout_ns} > /sys/class/net/{DUT_IN}/gro_flush_timeout", ns=DUT)
 
     def _routes(self) -> None:
         if not self.routes:
@@ -473,17 +534,17 @@ class Topology:
         text = f"table inet pktsim_tb {{\n  chain forward_dial {{\n    type filter hook forward priority 0; policy accept;\n{body}\n  }}\n}}\n"
         _sh("nft", "-f", "-", input=text, ns=DUT)
 
-    def _place_napi_thread(self) -> int:
+    def _place_napi_thread(self, dev: str, cpu: int, priority: int) -> int:
         deadline = time.monotonic() + 5
-        pat = re.compile(rf"^napi/{re.escape(DUT_IN)}-\d+$")
+        pat = re.compile(rf"^napi/{re.escape(dev)}-\d+$")
         while time.monotonic() < deadline:
             for pid in _pids():
                 if pat.match(_comm(pid)):
-                    os.sched_setaffinity(pid, {self.placement.dut_cpu})
-                    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(NAPI_PRIORITY))
+                    os.sched_setaffinity(pid, {cpu})
+                    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
                     return pid
             time.sleep(0.05)
-        raise TestbedError(f"no threaded NAPI kernel thread napi/{DUT_IN}-* appeared (does this kernel support threaded NAPI on veth?)")
+        raise TestbedError(f"no threaded NAPI kernel thread napi/{dev}-* appeared (does this kernel support threaded NAPI on veth?)")
 
     @property
     def destinations(self) -> int:

@@ -55,17 +55,17 @@ def machine() -> dict:
 PARAMS = ("t_proc_ns", "t_poll_ns", "t_wakeup_ns")
 
 
-def calibrate(points: list[dict]) -> dict:
+def calibrate(points: list[dict], names: tuple[str, ...] | None = None) -> dict:
     """t_proc, t_poll and t_wakeup (ns) from measured loads.
 
     The NAPI thread's CPU time per forwarded frame is
     ``t_proc + t_poll x polls per frame + t_wakeup x wake-ups per frame``; each load gives
     all four figures exactly (runtime, perf's napi:napi_poll count, voluntary switches),
-    so three loads fix the three costs (without poll counts, two loads fix t_proc and
-    t_wakeup and t_poll is 0). A cost that comes out negative is set to 0 and the others
+    so three loads fix the three costs (without poll counts, or with ``names`` the two
+    of t_proc and t_wakeup, two loads fix t_proc and t_wakeup and t_poll is 0). A cost that comes out negative is set to 0 and the others
     are fitted again (least squares)."""
-    use_polls = all(p.get("packets_per_poll") for p in points)
-    names = PARAMS if use_polls else ("t_proc_ns", "t_wakeup_ns")
+    use_polls = all(p.get("packets_per_poll") for p in points) and (names is None or "t_poll_ns" in names)
+    names = names or (PARAMS if use_polls else ("t_proc_ns", "t_wakeup_ns"))
     rows = []
     for p in points:
         r = {"t_proc_ns": 1.0, "t_wakeup_ns": 1 / p["packets_per_wakeup"]}
@@ -90,36 +90,63 @@ def calibrate(points: list[dict]) -> dict:
     return fit
 
 
-def scenario(cal: dict, rate_pps: float, wake_latency_ns: float, duration_s: float = 1.0) -> Scenario:
-    sc = Scenario.load(SCENARIO)
+def scenario(cal: dict, rate_pps: float, wake_latency_ns: float, duration_s: float = 1.0, sets: dict | None = None, path: Path = SCENARIO, per_frame_key: str = "host.t_proc") -> Scenario:
+    """The path's scenario at ``rate_pps`` with the calibrated costs (``per_frame_key``
+    takes t_proc: the stack's per-frame time, or XDP's t_driver) and ``sets`` on top."""
+    sc = Scenario.load(path)
     return sc.with_sets(
         {
             "traffic.rate": f"{rate_pps:.3f}pps",
-            "host.t_proc": f"{cal['t_proc_ns']:.1f}ns",
+            per_frame_key: f"{cal['t_proc_ns']:.1f}ns",
             "host.t_poll": f"{cal['t_poll_ns']:.1f}ns",
             "host.thread.t_wakeup": f"{cal['t_wakeup_ns']:.1f}ns",
             "host.thread.wake_latency": f"{max(0.0, wake_latency_ns):.1f}ns",
             "measure.duration": f"{duration_s:g}s",
+            **(sets or {}),
         }
     )
 
 
-def simulate(cal: dict, rate_pps: float, wake_latency_ns: float) -> dict:
-    r = sim.run(scenario(cal, rate_pps, wake_latency_ns))
+def simulate(cal: dict, rate_pps: float, wake_latency_ns: float, **kw) -> dict:
+    """The simulator's figures at ``rate_pps`` (``kw``: :func:`scenario`'s), with CPU per
+    frame and frames per wake-up as the testbed measures them."""
+    r = sim.run(scenario(cal, rate_pps, wake_latency_ns, **kw))
     fwd = r["forwarded_packets"]
     r["ns_per_packet"] = r["cpu_utilization"] * 1e9 / r["throughput_pps"] if r["throughput_pps"] else None
-    r["packets_per_wakeup"] = fwd / r["io"]["wakeups"] if r["io"]["wakeups"] else None
+    # veth's threaded NAPI reports "wakeups", a device's NAPI thread "thread_wakeups".
+    wakeups = r["io"]["wakeups"] if "wakeups" in r["io"] else r["io"]["thread_wakeups"]
+    r["packets_per_wakeup"] = fwd / wakeups if wakeups else None
     return r
 
 
-def fit_wake_latency(cal: dict, lo: dict) -> float:
+def fit_wake_latency(cal: dict, lo: dict, **kw) -> float:
     """Wake-up latency (ns) that makes the simulated median at the lowest load the measured one."""
     target = lo["latency_ns"]["p50"]
     wl = max(0.0, target - cal["t_wakeup_ns"] - cal["t_poll_ns"] - cal["t_proc_ns"])
     for _ in range(4):
-        got = simulate(cal, lo["offered_pps"], wl)["latency_ns"]["p50"]
+        got = simulate(cal, lo["offered_pps"], wl, **kw)["latency_ns"]["p50"]
         wl = max(0.0, wl + target - got)
     return wl
+
+
+def fit_wake_latency_from_batching(cal: dict, lo: dict, **kw) -> float:
+    """Wake-up latency (ns) that makes the simulated frames per wake-up at the lowest load
+    the measured ones: the longer the thread takes to run, the more frames it finds
+    (bisection; frames per wake-up grow with the latency)."""
+    target = lo["packets_per_wakeup"]
+    a, b = 0.0, 200_000.0
+    for _ in range(14):
+        mid = (a + b) / 2
+        got = simulate(cal, lo["offered_pps"], mid, **kw)["packets_per_wakeup"] or 0.0
+        a, b = (mid, b) if got < target else (a, mid)
+    return (a + b) / 2
+
+
+def shift_latency(m: dict, offset_ns: float) -> dict:
+    """``m`` with ``offset_ns`` added to every latency percentile (a fixed delay after the
+    dut that the model does not simulate)."""
+    m["latency_ns"] = {q: (v + offset_ns if isinstance(v, (int, float)) and q != "count" else v) for q, v in m["latency_ns"].items()}
+    return m
 
 
 def calibration_points(usable: list[dict]) -> list[dict]:
@@ -150,7 +177,7 @@ def compare(sw: dict) -> dict:
     for p in pts:
         fitted = any(p is c for c in cal_points)
         m = simulate(cal, p["offered_pps"], cal["wake_latency_ns"])
-        preds.append(_prediction(p, m))
+        preds.append(prediction(p, m))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         extra = {"fitted": True} if fitted else {}
         rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **extra))
@@ -162,13 +189,14 @@ def compare(sw: dict) -> dict:
         rows.append(row(f"latency p99, {tag}", p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None, m["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
     probe = sw["capacity_probe"]
     sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"])
-    preds.append(_prediction(probe, sat))
+    preds.append(prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 
-def _prediction(p: dict, m: dict) -> dict:
+def prediction(p: dict, m: dict) -> dict:
+    """A simulated point in the shape of a measured one."""
     return {
         "load": p.get("load"),
         "offered_pps": p["offered_pps"],
@@ -181,26 +209,26 @@ def _prediction(p: dict, m: dict) -> dict:
     }
 
 
-def plan(quick: bool, duration_s: float | None, reps: int | None) -> tuple[int, float, int]:
-    """Loads, seconds per run and runs per load (checked)."""
-    points = 4 if quick else 12
+def plan(quick: bool, duration_s: float | None, reps: int | None) -> tuple[float, int]:
+    """Seconds per run and runs per load (checked)."""
     # `is None`, not `or`: a given 0 is an error, not the default.
     duration_s = (0.5 if quick else 3.0) if duration_s is None else duration_s
     reps = (1 if quick else 3) if reps is None else reps
-    runner.check(None, duration_s, reps, points)
-    return points, duration_s, reps
+    runner.check(None, duration_s, reps)
+    return duration_s, reps
 
 
-def validate(routes: int, rules: int, quick: bool, duration_s: float | None, reps: int | None, progress=None) -> dict:
-    lo, hi = 0.1, 1.2
-    points, duration_s, reps = plan(quick, duration_s, reps)
-    with Topology(routes=routes, rules=rules) as topo:
-        sw = runner.sweep(topo, lo, hi, points, duration_s, reps, progress=progress)
-    return {
-        "paper": "testbed",
-        "title": TITLE,
-        **compare(sw),
-        "setup": {"routes": routes, "rules": rules, "duration_s": duration_s, "repetitions": reps, "points": points, "quick": quick},
-        "machine": machine(),
-        "measurements": sw,
-    }
+NAME = "stack"
+
+
+def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
+    """The capacity and 12 loads from 10% to 120% of it (4 with ``quick``)."""
+    return runner.sweep(topo, 0.1, 1.2, 4 if quick else 12, duration_s, reps, progress=progress)
+
+
+def describe(res: dict) -> str:
+    c = res["calibration"]
+    return (
+        f"calibrated at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
+        f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
+    )

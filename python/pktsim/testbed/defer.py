@@ -1,0 +1,101 @@
+"""The ``defer`` path: the veth / threaded-NAPI path with hard-IRQ deferral dialled.
+
+``napi_defer_hard_irqs`` and ``gro_flush_timeout`` (``/sys/class/net/DEV/``) apply to
+veth's NAPI: after a poll that took fewer frames than its weight, ``napi_complete_done``
+arms the deferral timer and tells veth_poll to leave the ring's notifications masked; the
+generator's sends then do not wake the NAPI thread, the timer does (``napi_watchdog``),
+``gro_flush_timeout`` later. An empty timer poll uses up one of the
+``napi_defer_hard_irqs`` deferrals; a poll with frames restores them.
+
+1. Measure the capacity (overload probe) and, with deferral off, the three loads the
+   ``stack`` path calibrates on (the lowest, 45% and 90%).
+2. Calibrate the model on those (``validate.calibrate``: t_proc, t_poll, t_wakeup; then
+   the wake-up latency from the lowest load's median), exactly as the stack path does.
+3. Measure the dial: ``gro_flush_timeout`` 0 (off), 20, 50, 100, 200 us with
+   ``napi_defer_hard_irqs`` 2 at 30%, 60% and 90% load, and predict every point with the
+   simulator's veth deferral (``[nic.napi] defer_hard_irqs``, ``gro_flush_timeout``)
+   without fitting anything more: CPU per frame, frames per poll, polls and wake-ups per
+   frame, p50 (p99 as a tail row).
+"""
+
+from __future__ import annotations
+
+from ..reproduce.rows import row, summary
+from . import runner, validate
+from .topology import Topology
+
+NAME = "defer"
+TITLE = "Linux forwarding over veth with threaded NAPI and hard-IRQ deferral, measured on this machine"
+SOURCE = "testbed"
+DEFER_HARD_IRQS = 2
+TIMEOUTS_US = (0, 20, 50, 100, 200)
+LOADS = (0.3, 0.6, 0.9)
+QUICK_TIMEOUTS_US = (0, 50, 200)
+QUICK_LOADS = (0.3, 0.7)
+CAL_LOADS = (0.1, 0.45, 0.9)
+
+
+def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
+    cap = runner.capacity(topo)
+    cap_pps = cap["forwarded_pps"]
+    timeouts = QUICK_TIMEOUTS_US if quick else TIMEOUTS_US
+    loads = QUICK_LOADS if quick else LOADS
+    plan = [(f, 0, True) for f in CAL_LOADS] + [(f, t, False) for f in loads for t in timeouts]
+    points = []
+    for i, (f, t_us, cal) in enumerate(plan):
+        if progress:
+            progress(i, len(plan), f, f * cap_pps)
+        defer = DEFER_HARD_IRQS if t_us else 0
+        topo.set_deferral(defer, int(t_us * 1000))
+        r = runner.repeat(topo, f * cap_pps, duration_s, reps, run_id=10 * (i + 1))
+        r.update(load=f, defer_hard_irqs=defer, gro_flush_timeout_ns=int(t_us * 1000), calibration=cal)
+        points.append(r)
+    topo.set_deferral(0, 0)
+    return {"capacity_pps": cap_pps, "capacity_probe": cap, "points": points}
+
+
+def _sets(p: dict) -> dict:
+    return {"nic.napi.defer_hard_irqs": str(p["defer_hard_irqs"]), "nic.napi.gro_flush_timeout": f"{p['gro_flush_timeout_ns']}ns"}
+
+
+def compare(sw: dict) -> dict:
+    cal_pts = sorted((p for p in sw["points"] if p["calibration"]), key=lambda p: p["load"])
+    usable = [p for p in cal_pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
+    if len(usable) < 2:
+        raise runner.TestbedError("fewer than two deferral-off loads forwarded anything: nothing to calibrate from")
+    cal = validate.calibrate(usable)
+    cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0])
+    rows, preds = [], []
+    for p in sw["points"]:
+        m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets=_sets(p))
+        pred = validate.prediction(p, m)
+        pred.update(defer_hard_irqs=p["defer_hard_irqs"], gro_flush_timeout_ns=p["gro_flush_timeout_ns"], calibration=p["calibration"])
+        preds.append(pred)
+        dial = f"gro_flush_timeout {p['gro_flush_timeout_ns'] / 1e3:.0f} us" if p["defer_hard_irqs"] else "deferral off"
+        tag = f"{dial}, {100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
+        fit = {"fitted": True} if p["calibration"] else {}
+        polls = p["packets_per_poll"]
+        rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **fit))
+        if p["calibration"]:
+            rows.append(row(f"latency p50, {tag}", _us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is usable[0] else {})))
+            continue
+        rows.append(row(f"frames per poll, {tag}", polls, m["packets_per_poll"]["mean"], "frames", SOURCE))
+        rows.append(row(f"polls per frame, {tag}", 1 / polls if polls else None, 1 / m["packets_per_poll"]["mean"] if m["packets_per_poll"]["mean"] else None, "", SOURCE))
+        rows.append(row(f"wake-ups per frame, {tag}", 1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
+                        1 / m["packets_per_wakeup"] if m["packets_per_wakeup"] else None, "", SOURCE))
+        rows.append(row(f"latency p50, {tag}", _us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE))
+        rows.append(row(f"latency p99, {tag}", _us(p["latency_ns"]["p99"]), m["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
+    return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
+
+
+def _us(ns):
+    return ns / 1e3 if ns else None
+
+
+def describe(res: dict) -> str:
+    c = res["calibration"]
+    return (
+        f"calibrated with deferral off at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
+        f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us; "
+        f"the deferral dial (napi_defer_hard_irqs {DEFER_HARD_IRQS}) is predicted"
+    )

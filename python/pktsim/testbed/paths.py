@@ -1,0 +1,47 @@
+"""The paths ``pktsim testbed validate --path`` holds against the real kernel, registered
+in one place. Each is a module with ``NAME``, ``TITLE``, ``measure(topo, quick,
+duration_s, reps, progress)`` (the measurements), ``compare(measurements)`` (rows in the
+``reproduce`` contract, summary, calibration, predictions) and ``describe(result)`` (the
+calibration in one line); :data:`TOPOLOGY` says what each needs built.
+"""
+
+from __future__ import annotations
+
+from . import defer, validate, xdp
+from .topology import Topology
+
+PATHS = {m.NAME: m for m in (validate, defer, xdp)}
+# What each path's topology carries besides the veths and the threaded NAPI.
+TOPOLOGY = {
+    "stack": lambda o: {"rules": o["rules"], "routes": o["routes"]},
+    "defer": lambda o: {"rules": o["rules"], "routes": o["routes"]},
+    "xdp": lambda o: {"xdp": True, "xdp_loops": o["loops"]},
+}
+
+
+def topology(path: str, rules: int, routes: int, loops: int | None) -> Topology:
+    """The path's topology, checked, not built."""
+    opts = {"rules": rules, "routes": routes, "loops": xdp.DEFAULT_LOOPS if loops is None else loops}
+    return Topology(**TOPOLOGY[path](opts))
+
+
+def run(path: str, rules: int, routes: int, loops: int | None, quick: bool, duration_s: float | None, reps: int | None, progress=None) -> dict:
+    mod = PATHS[path]
+    duration_s, reps = validate.plan(quick, duration_s, reps)
+    topo = topology(path, rules, routes, loops)
+    with topo:
+        sw = mod.measure(topo, quick, duration_s, reps, progress=progress)
+    setup = {"path": path, "duration_s": duration_s, "repetitions": reps, "quick": quick}
+    if path == "xdp":
+        setup["loops"] = topo.xdp_loops
+    else:
+        setup.update(rules=rules, routes=routes)
+    return {
+        "paper": "testbed",
+        "path": path,
+        "title": mod.TITLE,
+        **mod.compare(sw),
+        "setup": setup,
+        "machine": validate.machine(),
+        "measurements": sw,
+    }
