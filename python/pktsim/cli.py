@@ -676,8 +676,8 @@ def cmd_testbed_run(args) -> int:
     return 0
 
 
-def _tb_progress(i: int, n: int, frac: float, rate: float) -> None:
-    print(f"  [{i + 1}/{n}] {100 * frac:.0f}% load: {rate / 1e3:.1f} kpps", file=sys.stderr, flush=True)
+def _tb_progress(i: int, n: int, what: str) -> None:
+    print(f"  [{i + 1}/{n}] {what}", file=sys.stderr, flush=True)
 
 
 def _format_tb(points: list[dict]) -> str:
@@ -714,8 +714,8 @@ def cmd_testbed_validate(args) -> int:
         paths.topology(args.path, args.rules, args.routes, args.loops)  # checks the dials; builds nothing
     except TestbedError as e:
         raise UsageError(str(e)) from None
-    if args.loops is not None and args.path != "xdp":
-        raise UsageError(f"--loops {args.loops}: only --path xdp has the XDP program's cost loop")
+    if args.loops is not None and args.path not in paths.LOOPED:
+        raise UsageError(f"--loops {args.loops}: only --path xdp and --path afxdp have an XDP program's cost loop")
     res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
     if args.output:
         atomic_write(args.output, _dump(res) + "\n")
@@ -727,7 +727,7 @@ def cmd_testbed_validate(args) -> int:
         print(_dump(res))
         return 0
     m, st = res["machine"], res["setup"]
-    dial = f"XDP program loop {st['loops']} turns" if args.path == "xdp" else f"{args.rules} nftables rules, {args.routes} routes"
+    dial = f"XDP program loop {st['loops']} turns" if args.path in paths.LOOPED else f"{args.rules} nftables rules, {args.routes} routes"
     print(f"pktsim testbed validate --path {args.path}: {res['title']}")
     print(f"  {m.get('cpu_model', '?')}, {m['cpus']} CPUs, Linux {m['kernel']}; {dial}")
     print(f"  {paths.PATHS[args.path].describe(res)}")
@@ -933,12 +933,12 @@ def build_parser() -> argparse.ArgumentParser:
     tv = tbs.add_parser("validate", help="measure a path, calibrate its model on a few points, predict the rest, print measured vs predicted")
     tv.add_argument(
         "--path",
-        choices=("stack", "defer", "xdp"),
+        choices=("stack", "defer", "xdp", "afxdp"),
         default="stack",
         help="stack: the kernel's forwarding (nftables dial); defer: the same with napi_defer_hard_irqs / gro_flush_timeout dialled; "
-        "xdp: native XDP redirect between the veths (default stack)",
+        "xdp: native XDP redirect between the veths; afxdp: a forwarder between two AF_XDP sockets, batch 1 to 256 (default stack)",
     )
-    tv.add_argument("--loops", type=int, default=None, metavar="N", help="--path xdp: turns of the XDP program's cost loop per frame (default 15000)")
+    tv.add_argument("--loops", type=int, default=None, metavar="N", help="--path xdp / afxdp: turns of the XDP program's cost loop per frame (default 15000 / 3000)")
     tv.add_argument("--quick", action="store_true", help="a few points, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")

@@ -322,6 +322,7 @@ def _testbed_title(res: dict) -> str:
     dial = {
         "xdp": f"native XDP redirect, program loop {setup.get('loops', '?')} turns",
         "defer": f"threaded NAPI with deferral, {setup.get('rules', '?')} nftables rules",
+        "afxdp": f"AF_XDP copy mode, XSK program loop {setup.get('loops', '?')} turns",
     }.get(path, f"{setup.get('rules', '?')} nftables rules")
     return f"pktsim testbed --path {path}: measured vs predicted ({m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {dial})"
 
@@ -332,6 +333,8 @@ def testbed_validation(res: dict, path: str | Path) -> None:
     medians against the offered load (against the deferral timeout for ``--path defer``)."""
     if res.get("path") == "defer":
         return _testbed_defer(res, path)
+    if res.get("path") == "afxdp":
+        return _testbed_afxdp(res, path)
     plt = _plt()
     sw = res["measurements"]
     pts = sorted(sw["points"], key=lambda p: p["offered_pps"])
@@ -382,6 +385,48 @@ def testbed_validation(res: dict, path: str | Path) -> None:
         a.grid(alpha=0.3)
         a.legend(fontsize=8)
     fig.suptitle(_testbed_title(res), fontsize=10)
+    _save(fig, path)
+
+
+def _testbed_afxdp(res: dict, path: str | Path) -> None:
+    """``--path afxdp``: CPU per frame and forwarding rate against the batch size, measured
+    (min-max bars over the runs) and the batching law fitted at two batch sizes."""
+    plt = _plt()
+    pts = sorted(res["measurements"]["points"], key=lambda p: p["batch"])
+    cal = res["calibration"]
+    fitted = set(cal["from_batches"])
+    b = [p["batch"] for p in pts]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
+
+    def measured(ax, key, scale):
+        ys = [p[key] * scale if p[key] else None for p in pts]
+        lo = [0 if not p.get("spread", {}).get(key) or y is None else y - p["spread"][key]["min"] * scale for p, y in zip(pts, ys)]
+        hi = [0 if not p.get("spread", {}).get(key) or y is None else p["spread"][key]["max"] * scale - y for p, y in zip(pts, ys)]
+        ax.errorbar(b, ys, yerr=[lo, hi], fmt="o", color="C0", capsize=3, label="measured")
+        ax.plot([x for x in b if x in fitted], [y for x, y in zip(b, ys) if x in fitted], "o", mfc="none", mec="k", ms=11, label="calibration batch sizes")
+
+    preds = {q["batch"]: q for q in res["predictions"]}
+    ax = axes[0]
+    measured(ax, "dut_ns_per_packet", 1e-3)
+    ax.plot(b, [preds[x]["dut_ns_per_packet"] / 1e3 for x in b], "-", color="C1", label=f"t_frame + t_call / b ({cal['t_frame_ns'] / 1e3:.2f} + {cal['t_call_ns'] / 1e3:.2f} us / b)")
+    ax.set_ylabel("dut CPU per forwarded frame [us]")
+    ax = axes[1]
+    measured(ax, "forwarded_pps", 1e-3)
+    ax.plot(b, [preds[x]["forwarded_pps"] / 1e3 for x in b], "-", color="C1", label="pktsim (law)")
+    ax.set_ylabel("forwarded, dut overloaded [kpps]")
+    ax = axes[2]
+    ax.plot(b, [p["frames_per_batch"] for p in pts], "o-", color="C0", label="frames per batch (forwarder)")
+    ax.plot(b, [preds[x].get("frames_per_call") for x in b], "s--", color="C2", label="frames per sendto (at most 32)")
+    ax.plot(b, b, ":", color="grey", label="batch size B")
+    ax.set_yscale("log", base=2)
+    ax.set_ylabel("frames [per batch, per call]")
+    for a in axes:
+        a.set_xscale("log", base=2)
+        a.set_xlabel("batch size B [frames]")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8)
+    fig.suptitle(_testbed_title(res), fontsize=10)
+    fig.tight_layout()
     _save(fig, path)
 
 

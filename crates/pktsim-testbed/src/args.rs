@@ -149,6 +149,7 @@ required:
 
 options:
   --busy-poll-us N     SO_BUSY_POLL of the busy mode, 1..=1000 [20]
+  --loops N            the XDP program first turns an empty loop N times, 0..=100000 [0]
   --cpu N              pin to CPU N
   --ready-file PATH    create PATH once the sockets are bound and the program attached
 
@@ -201,6 +202,7 @@ pub struct XskFwdArgs {
     pub mode: XskMode,
     pub duration_ns: u64,
     pub busy_poll_us: u32,
+    pub loops: u32,
     pub cpu: Option<usize>,
     pub ready_file: Option<PathBuf>,
 }
@@ -457,7 +459,7 @@ const OUT: (&str, &str) = ("--out", "an interface name of 1 to 15 characters");
 const XSK_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 256");
 const MODE: (&str, &str) = ("--mode", "busy or sleep");
 const BUSY_POLL_US: (&str, &str) = ("--busy-poll-us", "a busy-poll time in microseconds from 1 to 1000");
-const XSKFWD_FLAGS: &[(&str, &str)] = &[IN, OUT, XSK_BATCH, MODE, DURATION_MS, BUSY_POLL_US, CPU, READY_FILE];
+const XSKFWD_FLAGS: &[(&str, &str)] = &[IN, OUT, XSK_BATCH, MODE, DURATION_MS, BUSY_POLL_US, LOOPS, CPU, READY_FILE];
 
 fn parse_xskfwd(argv: &[String]) -> Result<Command, UsageError> {
     let Some(flags) = Flags::collect("xskfwd", XSKFWD_FLAGS, argv)? else {
@@ -482,6 +484,7 @@ fn parse_xskfwd(argv: &[String]) -> Result<Command, UsageError> {
         mode,
         duration_ns: duration_ms * 1_000_000,
         busy_poll_us: flags.optional(BUSY_POLL_US, |s| parse_int::<u32>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(20),
+        loops: flags.optional(LOOPS, |s| parse_int::<u32>(s).filter(|&n| n <= 100_000))?.unwrap_or(0),
         cpu: flags.optional(CPU, parse_cpu)?,
         ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
     }))
@@ -878,6 +881,7 @@ mod tests {
                 mode: XskMode::Busy,
                 duration_ns: 100_000_000,
                 busy_poll_us: 20,
+                loops: 0,
                 cpu: Some(1),
                 ready_file: None
             })

@@ -8,8 +8,8 @@
 //!   the devmap's one entry being the egress interface (XDP_REDIRECT through a devmap); the
 //!   empty loop is the testbed's cost dial (a bounded loop: the verifier walks it once per
 //!   iteration, so it is limited to [`MAX_LOOPS`]);
-//! - [`Program::Xsk`]: `return bpf_redirect_map(&xskmap, ctx->rx_queue_index, XDP_PASS)`,
-//!   an AF_XDP socket per queue.
+//! - [`Program::Xsk`]: the same loop, then `return bpf_redirect_map(&xskmap,
+//!   ctx->rx_queue_index, XDP_PASS)`, an AF_XDP socket per queue.
 //!
 //! Programs are attached in native (driver) mode through a BPF link
 //! (`BPF_LINK_CREATE`, `BPF_XDP`): the link is a file descriptor of this process, so the
@@ -110,8 +110,9 @@ pub enum Program {
     /// Redirect every frame through entry 0 of a devmap, after `loops` turns of an empty
     /// loop.
     Redirect { devmap_fd: i32, loops: u32 },
-    /// Redirect every frame to the AF_XDP socket of its rx queue (XDP_PASS without one).
-    Xsk { xskmap_fd: i32 },
+    /// Redirect every frame to the AF_XDP socket of its rx queue (XDP_PASS without one),
+    /// after `loops` turns of an empty loop.
+    Xsk { xskmap_fd: i32, loops: u32 },
 }
 
 impl Program {
@@ -120,19 +121,15 @@ impl Program {
         match self {
             Program::Pass => vec![Insn::mov64_imm(0, XDP_PASS), Insn::exit()],
             Program::Redirect { devmap_fd, loops } => {
-                let mut v = Vec::new();
-                if loops > 0 {
-                    let n = loops.min(MAX_LOOPS) as i32;
-                    // r4 = n; do r4 -= 1 while (r4 != 0)
-                    v.extend([Insn::mov64_imm(4, n), Insn::sub64_imm(4, 1), Insn::jne_imm(4, 0, -2)]);
-                }
+                let mut v = cost_loop(loops);
                 v.extend(Insn::ld_map_fd(1, devmap_fd));
                 v.extend([Insn::mov64_imm(2, 0), Insn::mov64_imm(3, 0), Insn::call(BPF_FUNC_REDIRECT_MAP), Insn::exit()]);
                 v
             }
-            Program::Xsk { xskmap_fd } => {
+            Program::Xsk { xskmap_fd, loops } => {
+                let mut v = cost_loop(loops);
                 // r1 is the context until the map load overwrites it: read the queue first.
-                let mut v = vec![Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX)];
+                v.push(Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX));
                 v.extend(Insn::ld_map_fd(1, xskmap_fd));
                 v.extend([Insn::mov64_imm(3, XDP_PASS), Insn::call(BPF_FUNC_REDIRECT_MAP), Insn::exit()]);
                 v
@@ -148,6 +145,15 @@ impl Program {
             Program::Xsk { .. } => c"pktsim_xsk",
         }
     }
+}
+
+/// `r4 = loops; do r4 -= 1 while (r4 != 0)` (nothing for 0 turns): the cost dial.
+fn cost_loop(loops: u32) -> Vec<Insn> {
+    if loops == 0 {
+        return Vec::new();
+    }
+    let n = loops.min(MAX_LOOPS) as i32;
+    vec![Insn::mov64_imm(4, n), Insn::sub64_imm(4, 1), Insn::jne_imm(4, 0, -2)]
 }
 
 /// `union bpf_attr`, as wide as any command here needs; fields are written at their
@@ -278,11 +284,12 @@ pub fn attach_redirect(ifindex: u32, to_ifindex: u32, loops: u32) -> io::Result<
     Ok(Attached { _map: Some(map), _prog: prog, _link: link })
 }
 
-/// Loads and attaches the AF_XDP redirect to `ifindex`, `queues` entries in its xskmap;
+/// Loads and attaches the AF_XDP redirect to `ifindex` (`loops` turns of the cost loop),
+/// `queues` entries in its xskmap;
 /// the caller puts each socket in with [`map_update`] on the returned map.
-pub fn attach_xsk(ifindex: u32, queues: u32) -> io::Result<(OwnedFd, Attached)> {
+pub fn attach_xsk(ifindex: u32, queues: u32, loops: u32) -> io::Result<(OwnedFd, Attached)> {
     let map = map_create(BPF_MAP_TYPE_XSKMAP, queues)?;
-    let prog = prog_load(Program::Xsk { xskmap_fd: map.as_raw_fd() })?;
+    let prog = prog_load(Program::Xsk { xskmap_fd: map.as_raw_fd(), loops })?;
     let link = xdp_link(&prog, ifindex)?;
     let map2 = map.try_clone()?;
     Ok((map2, Attached { _map: Some(map), _prog: prog, _link: link }))
@@ -314,11 +321,13 @@ mod tests {
         assert_eq!(v[..3], [Insn::mov64_imm(4, 500), Insn::sub64_imm(4, 1), Insn::jne_imm(4, 0, -2)]);
         assert_eq!(2 + 1 + v[2].off as isize, 1);
         assert_eq!(Program::Redirect { devmap_fd: 3, loops: 0 }.insns().len(), 6);
+        let x = Program::Xsk { xskmap_fd: 4, loops: 7 }.insns();
+        assert_eq!(x[..4], [Insn::mov64_imm(4, 7), Insn::sub64_imm(4, 1), Insn::jne_imm(4, 0, -2), Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX)]);
     }
 
     #[test]
     fn programs_end_in_exit_with_r0_set() {
-        for p in [Program::Pass, Program::Redirect { devmap_fd: 3, loops: 9 }, Program::Xsk { xskmap_fd: 4 }] {
+        for p in [Program::Pass, Program::Redirect { devmap_fd: 3, loops: 9 }, Program::Xsk { xskmap_fd: 4, loops: 0 }] {
             let v = p.insns();
             assert_eq!(*v.last().unwrap(), Insn::exit());
             // r0 comes from the helper call or a move right before the exit.
@@ -326,7 +335,7 @@ mod tests {
             assert!(before == Insn::call(BPF_FUNC_REDIRECT_MAP) || before == Insn::mov64_imm(0, XDP_PASS), "{p:?}");
         }
         // The xsk program reads the queue index before r1 is overwritten with the map.
-        let x = Program::Xsk { xskmap_fd: 4 }.insns();
+        let x = Program::Xsk { xskmap_fd: 4, loops: 0 }.insns();
         assert_eq!(x[0], Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX));
         assert_eq!(x[1].code, 0x18);
         assert_eq!(x[3], Insn::mov64_imm(3, XDP_PASS));

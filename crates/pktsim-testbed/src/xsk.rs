@@ -217,7 +217,10 @@ fn setsockopt<T>(fd: i32, level: i32, name: i32, v: &T) -> io::Result<()> {
 /// Which rings a socket has, and their sizes.
 pub struct XskConfig {
     pub frames: u32,
+    /// Entries of the rx and tx rings, and of the completion ring.
     pub ring: u32,
+    /// Entries of the fill ring.
+    pub fill: u32,
     pub rx: bool,
     pub tx: bool,
 }
@@ -245,7 +248,7 @@ impl Xsk {
         }
         let reg = UmemReg { addr: umem.addr as u64, len: umem.len as u64, chunk_size: FRAME_SIZE, headroom: 0, flags: 0, tx_metadata_len: 0 };
         setsockopt(raw, SOL_XDP, XDP_UMEM_REG, &reg)?;
-        setsockopt(raw, SOL_XDP, XDP_UMEM_FILL_RING, &c.ring)?;
+        setsockopt(raw, SOL_XDP, XDP_UMEM_FILL_RING, &c.fill)?;
         setsockopt(raw, SOL_XDP, XDP_UMEM_COMPLETION_RING, &c.ring)?;
         if c.rx {
             setsockopt(raw, SOL_XDP, XDP_RX_RING, &c.ring)?;
@@ -259,7 +262,7 @@ impl Xsk {
         if unsafe { libc::getsockopt(raw, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as *mut libc::c_void, &mut len) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        let fill = Ring::map(raw, &off.fr, c.ring, XDP_UMEM_PGOFF_FILL_RING)?;
+        let fill = Ring::map(raw, &off.fr, c.fill, XDP_UMEM_PGOFF_FILL_RING)?;
         let comp = Ring::map(raw, &off.cr, c.ring, XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let rx = if c.rx { Some(Ring::map(raw, &off.rx, c.ring, XDP_PGOFF_RX_RING)?) } else { None };
         let tx = if c.tx { Some(Ring::map(raw, &off.tx, c.ring, XDP_PGOFF_TX_RING)?) } else { None };
@@ -303,6 +306,20 @@ impl Xsk {
         setsockopt(fd, libc::SOL_SOCKET, SO_PREFER_BUSY_POLL, &1i32)?;
         setsockopt(fd, libc::SOL_SOCKET, SO_BUSY_POLL, &usecs)?;
         setsockopt(fd, libc::SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget)
+    }
+
+    /// The NAPI the socket's frames came from (SO_INCOMING_NAPI_ID; 0: none known, and
+    /// busy polling has nothing to run).
+    pub fn napi_id(&self) -> u32 {
+        let mut id = 0u32;
+        let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
+        // SAFETY: `id` is writable for `len` bytes.
+        let rc = unsafe { libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, 56, &mut id as *mut u32 as *mut libc::c_void, &mut len) };
+        if rc < 0 {
+            0
+        } else {
+            id
+        }
     }
 
     pub fn statistics(&self) -> io::Result<XdpStatistics> {

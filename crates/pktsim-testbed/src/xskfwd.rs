@@ -23,8 +23,9 @@ use crate::bpf;
 use crate::sys::{self, failed, SysError};
 use crate::xsk::{XdpDesc, Xsk, XskConfig, FRAME_SIZE};
 
-/// Ring entries of every ring; the ingress umem has twice as many frames (half of them
-/// on the fill ring), the egress one as many.
+/// Entries of the rx and tx rings. The ingress umem has twice as many frames, all on its
+/// fill ring (of as many entries), so that in overload the rx ring fills before the fill
+/// ring runs dry (drops count as rx_ring_full); the egress umem has as many as its tx ring.
 const RING: u32 = 2048;
 /// How long `sleep` mode blocks before it checks for a stop.
 const WAIT_MS: i32 = 10;
@@ -38,18 +39,18 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
     }
     let in_idx = sys::if_index(&a.iface_in).map_err(failed(format!("if_nametoindex({})", a.iface_in)))?;
     let out_idx = sys::if_index(&a.iface_out).map_err(failed(format!("if_nametoindex({})", a.iface_out)))?;
-    let rx = retry_busy(|| Xsk::new(in_idx, 0, &XskConfig { frames: 2 * RING, ring: RING, rx: true, tx: false }))
+    let rx = retry_busy(|| Xsk::new(in_idx, 0, &XskConfig { frames: 2 * RING, ring: RING, fill: 2 * RING, rx: true, tx: false }))
         .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_in)))?;
-    let mut tx = retry_busy(|| Xsk::new(out_idx, 0, &XskConfig { frames: RING, ring: RING, rx: false, tx: true }))
+    let mut tx = retry_busy(|| Xsk::new(out_idx, 0, &XskConfig { frames: RING, ring: RING, fill: RING, rx: false, tx: true }))
         .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_out)))?;
-    // Half the ingress umem onto the fill ring: frames for the kernel to copy into.
-    let (fi, n) = rx.fill.reserve(RING);
+    // The whole ingress umem onto the fill ring: frames for the kernel to copy into.
+    let (fi, n) = rx.fill.reserve(2 * RING);
     for j in 0..n {
         rx.fill.write(fi.wrapping_add(j), u64::from(j) * u64::from(FRAME_SIZE));
     }
     rx.fill.submit(n);
     let mut free: Vec<u64> = (0..tx.frames).map(|j| u64::from(j) * u64::from(FRAME_SIZE)).collect();
-    let (xskmap, _attached) = bpf::attach_xsk(in_idx, 1).map_err(failed(format!("attach the XSKMAP redirect to {} (native mode)", a.iface_in)))?;
+    let (xskmap, _attached) = bpf::attach_xsk(in_idx, 1, a.loops).map_err(failed(format!("attach the XSKMAP redirect to {} (native mode)", a.iface_in)))?;
     bpf::map_update(&xskmap, 0, std::os::fd::AsRawFd::as_raw_fd(&rx.fd) as u32).map_err(failed("put the socket into the XSKMAP"))?;
     let busy = a.mode == XskMode::Busy;
     if busy {
@@ -147,6 +148,7 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
         "xsk_rx_ring_full": st.rx_ring_full,
         "xsk_fill_ring_empty": st.rx_fill_ring_empty_descs,
         "xsk_tx_invalid": tst.tx_invalid_descs,
+        "napi_id": rx.napi_id(),
         "interrupted": sys::stop_requested(),
     }))
 }

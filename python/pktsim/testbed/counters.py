@@ -84,14 +84,15 @@ class Snapshot:
     app_ns: int = 0
 
     @classmethod
-    def take(cls, napi_pid: int, devs: dict[str, tuple[str, str]], app_pid: int | None = None) -> "Snapshot":
-        """``app_pid``: a process on the dut CPU whose CPU time is the dut's too (a
-        forwarder in user space)."""
+    def take(cls, napi_pid: int | None, devs: dict[str, tuple[str, str]], app_pid: int | None = None) -> "Snapshot":
+        """``napi_pid``: the dut's NAPI thread (None: its NAPI is not threaded); ``app_pid``:
+        a process on the dut CPU whose CPU time is the dut's too (a forwarder in user
+        space)."""
         return cls(
             t_ns=time.monotonic_ns(),
             app_ns=thread_runtime_ns(app_pid) if app_pid else 0,
-            napi_ns=thread_runtime_ns(napi_pid),
-            napi_wakeups=voluntary_switches(napi_pid),
+            napi_ns=thread_runtime_ns(napi_pid) if napi_pid else 0,
+            napi_wakeups=voluntary_switches(napi_pid) if napi_pid else 0,
             tasks=task_runtimes(),
             cpus=cpu_busy_ns(),
             devs={name: dev_stats(ns, dev) for name, (ns, dev) in devs.items()},

@@ -44,7 +44,7 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
     points = []
     for i, (f, t_us, cal) in enumerate(plan):
         if progress:
-            progress(i, len(plan), f, f * cap_pps)
+            progress(i, len(plan), f"{100 * f:.0f}% load: {f * cap_pps / 1e3:.1f} kpps, " + (f"gro_flush_timeout {t_us} us" if t_us else "deferral off"))
         defer = DEFER_HARD_IRQS if t_us else 0
         topo.set_deferral(defer, int(t_us * 1000))
         r = runner.repeat(topo, f * cap_pps, duration_s, reps, run_id=10 * (i + 1))

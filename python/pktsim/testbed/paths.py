@@ -7,21 +7,25 @@ calibration in one line); :data:`TOPOLOGY` says what each needs built.
 
 from __future__ import annotations
 
-from . import defer, validate, xdp
+from . import afxdp, defer, validate, xdp
 from .topology import Topology
 
-PATHS = {m.NAME: m for m in (validate, defer, xdp)}
+PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp)}
 # What each path's topology carries besides the veths and the threaded NAPI.
 TOPOLOGY = {
     "stack": lambda o: {"rules": o["rules"], "routes": o["routes"]},
     "defer": lambda o: {"rules": o["rules"], "routes": o["routes"]},
-    "xdp": lambda o: {"xdp": True, "xdp_loops": o["loops"]},
+    "xdp": lambda o: {"xdp": True, "xdp_loops": o["loops"] if o["loops"] is not None else xdp.DEFAULT_LOOPS},
+    # No nftables or XDP redirect: the forwarder attaches its own program (loops: its dial).
+    "afxdp": lambda o: {"xdp_loops": o["loops"] if o["loops"] is not None else afxdp.DEFAULT_LOOPS},
 }
+# Paths with an XDP program whose cost loop --loops sets.
+LOOPED = ("xdp", "afxdp")
 
 
 def topology(path: str, rules: int, routes: int, loops: int | None) -> Topology:
     """The path's topology, checked, not built."""
-    opts = {"rules": rules, "routes": routes, "loops": xdp.DEFAULT_LOOPS if loops is None else loops}
+    opts = {"rules": rules, "routes": routes, "loops": loops}
     return Topology(**TOPOLOGY[path](opts))
 
 
@@ -32,7 +36,7 @@ def run(path: str, rules: int, routes: int, loops: int | None, quick: bool, dura
     with topo:
         sw = mod.measure(topo, quick, duration_s, reps, progress=progress)
     setup = {"path": path, "duration_s": duration_s, "repetitions": reps, "quick": quick}
-    if path == "xdp":
+    if path in LOOPED:
         setup["loops"] = topo.xdp_loops
     else:
         setup.update(rules=rules, routes=routes)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from . import counters
-from .topology import DST_BASE, DUT, DUT_IN, DUT_OUT, GEN, GEN_IF, GEN_IP, SINK, SINK_IF, TestbedError, Topology, child_env, die_with_parent
+from .topology import DST_BASE, DUT, DUT_IN, DUT_OUT, GEN, GEN_IF, GEN_IP, SINK, SINK_IF, TestbedError, Topology, child_env, die_with_parent, tb_binary
 
 FRAME_BYTES = 74  # Ethernet frame without FCS: UDP/IPv4 with the 32-byte probe payload (78 B on a wire)
 MAX_DURATION_S = 60.0
@@ -38,23 +38,6 @@ NUMERIC = (
     "packets_per_poll",
     "foreign_cpu",
 )
-
-
-def tb_binary() -> str:
-    """The compiled generator/sink: $PKTSIM_TB, else next to this Python, else on PATH."""
-    env = os.environ.get("PKTSIM_TB")
-    if env:
-        return env
-    here = Path(sys.executable).parent / "pktsim-tb"
-    if here.exists():
-        return str(here)
-    found = shutil.which("pktsim-tb")
-    if found:
-        return found
-    repo = Path(__file__).resolve().parents[3] / "target" / "release" / "pktsim-tb"
-    if repo.exists():
-        return str(repo)
-    raise TestbedError("pktsim-tb (the testbed's generator and sink) is not built: run `make install`")
 
 
 def _json_out(proc: subprocess.Popen, what: str, timeout: float) -> dict:
@@ -297,7 +280,7 @@ def sweep(topo: Topology, lo: float, hi: float, points: int, duration_s: float, 
     out = []
     for i, f in enumerate(fracs):
         if progress:
-            progress(i, len(fracs), f, f * cap_pps)
+            progress(i, len(fracs), f"{100 * f:.0f}% load: {f * cap_pps / 1e3:.1f} kpps")
         r = repeat(topo, f * cap_pps, duration_s, reps, run_id=10 * (i + 1))
         r["load"] = f
         out.append(r)

@@ -45,6 +45,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -373,6 +374,23 @@ def child_env() -> dict:
     return {**os.environ, PARENT_ENV: str(os.getpid())}
 
 
+def tb_binary() -> str:
+    """The compiled generator/sink: $PKTSIM_TB, else next to this Python, else on PATH."""
+    env = os.environ.get("PKTSIM_TB")
+    if env:
+        return env
+    here = Path(sys.executable).parent / "pktsim-tb"
+    if here.exists():
+        return str(here)
+    found = shutil.which("pktsim-tb")
+    if found:
+        return found
+    repo = Path(__file__).resolve().parents[3] / "target" / "release" / "pktsim-tb"
+    if repo.exists():
+        return str(repo)
+    raise TestbedError("pktsim-tb (the testbed's generator and sink) is not built: run `make install`")
+
+
 @dataclass
 class Placement:
     """CPUs of the parts: the dut's NAPI thread alone on ``dut_cpu``."""
@@ -494,8 +512,6 @@ class Topology:
         self._hold_xdp(DUT, DUT_IN, ["--prog", "redirect", "--to", DUT_OUT, "--loops", str(self.xdp_loops)])
 
     def _hold_xdp(self, ns: str, dev: str, prog: list[str]) -> None:
-        from .runner import tb_binary
-
         ready = Path(self.tmp or tempfile.gettempdir()) / f"xdp-{dev}-ready"
         proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, tb_binary(), "xdp", "--iface", dev, *prog, "--duration-ms", str(XDP_HOLD_MS), "--ready-file", str(ready)],
