@@ -11,6 +11,7 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, run_cli
@@ -547,3 +548,35 @@ def test_repetitions_report_mean_spread_and_warn_of_foreign_load(monkeypatch, ca
     assert len(out["runs"]) == 3
     err = capsys.readouterr().err
     assert err.count("warning") == 1 and "20% of a CPU" in err and "stress" in err
+
+
+# ------------------------------------------------------------------------------ interference
+
+
+def test_the_probe_analysis_finds_the_tick_and_the_rest():
+    """Synthetic gaps: a 250 Hz tick of 20 us at 90% of its periods (phase 1.3 ms) and 300
+    other gaps of 5 us at random times over 2 s: the tick, its share and cost, and the
+    rest's rate and length come back."""
+    from pktsim.testbed import tails
+
+    rng = np.random.default_rng(1)
+    ticks = [[1.3e6 + k * 4e6, 20_000.0] for k in range(500) if rng.random() < 0.9]
+    others = [[float(t), 5_000.0] for t in rng.uniform(0, 2e9, 300)]
+    # Keep the others off the tick's window (2% of 4 ms around its phase).
+    others = [g for g in others if abs(((g[0] - 1.3e6) % 4e6) / 4e6 - 0.5) < 0.47]
+    listed = sorted(ticks + others)
+    raw = {"listed": listed, "gaps": len(listed), "spin_ns": 2e9, "stolen_ns": sum(g[1] for g in listed), "threshold_ns": 1000}
+    res = tails.analyze(raw)
+    t, r = res["tick"], res["rest"]
+    assert t["hz"] == 250 and t["gaps"] == len(ticks) and t["t_tick_ns"] == 20_000.0
+    assert abs(t["share_of_periods"] - len(ticks) / 500) < 1e-9
+    assert r["gaps"] == len(others) and abs(r["rate_per_s"] - len(others) / 2) < 1e-9 and r["length_ns"]["p50"] == 5_000.0
+
+
+@root_only
+def test_probe_measures_the_dut_cpu_and_releases_the_lock():
+    res = json.loads(run_cli("testbed", "probe", "--duration", "1s", "--json").stdout)
+    assert 0.5 < res["observed_s"] <= 1.0 and res["raw"]["cpu"] == topology.Placement().dut_cpu and res["raw"]["priority"] == topology.NAPI_PRIORITY
+    assert res["gaps"] > 0 and 0 < res["stolen_share"] < 0.5
+    assert res["tick"] is None or res["tick"]["hz"] in (100, 250, 300, 1000)
+    assert topology.lock_holder() is None and left_behind() == []

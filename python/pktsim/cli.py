@@ -738,6 +738,33 @@ def cmd_testbed_validate(args) -> int:
     return 0
 
 
+def cmd_testbed_probe(args) -> int:
+    from .testbed import tails
+
+    duration = _tb_duration(args) or 10.0
+    res = tails.probe(duration)
+    if args.output:
+        atomic_write(args.output, _dump(res) + "\n")
+    if args.plot:
+        from .plots import testbed_probe
+
+        testbed_probe(res, args.plot)
+    if args.json:
+        print(_dump(res))
+        return 0
+    t, r = res.get("tick"), res.get("rest")
+    us = lambda ns: "-" if ns is None else f"{ns / 1e3:.1f}"  # noqa: E731
+    print(f"pktsim testbed probe: CPU {res['raw']['cpu']} at SCHED_FIFO {res['raw']['priority']}, {res['observed_s']:.2f} s observed")
+    print(f"  {res['gaps']} gaps over {res['threshold_ns'] / 1e3:g} us ({res['gaps_per_s']:.0f}/s), {100 * res['stolen_share']:.2f}% of the CPU taken")
+    if t:
+        L = t["length_ns"]
+        print(f"  tick: {t['hz']} Hz, a gap at {100 * t['share_of_periods']:.0f}% of the ticks; length p50 {us(L['p50'])} us, p90 {us(L['p90'])} us, p99 {us(L['p99'])} us")
+    if r:
+        L = r["length_ns"] or {}
+        print(f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us")
+    return 0
+
+
 def cmd_testbed_plot(args) -> int:
     from .plots import testbed_validation
 
@@ -944,6 +971,12 @@ def build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
+    tq = tbs.add_parser("probe", help="measure the interference the dut CPU suffers with nothing to forward (tick, the rest), as root")
+    tq.add_argument("--duration", metavar="D", help="how long, 100ms to 600s (default 10s)")
+    tq.add_argument("--plot", metavar="FILE", help="also draw the gaps (PNG or SVG by suffix)")
+    tq.add_argument("--json", action="store_true")
+    tq.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
+    tq.set_defaults(func=cmd_testbed_probe)
     tp = tbs.add_parser("plot", help="draw measured vs predicted from a saved validate result")
     tp.add_argument("result", metavar="RESULT.json", help="the JSON of `pktsim testbed validate --json` (or -o)")
     tp.add_argument("-o", "--output", metavar="FILE", required=True, help="PNG or SVG by suffix")

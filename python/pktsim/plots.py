@@ -463,3 +463,49 @@ def _testbed_defer(res: dict, path: str | Path) -> None:
     axes[1][1].set_yscale("log")
     fig.suptitle(_testbed_title(res) + "\ncalibrated with deferral off; every point here is predicted", fontsize=10)
     _save(fig, path)
+
+
+def testbed_probe(res: dict, path: str | Path) -> None:
+    """``pktsim testbed probe``: the gaps an idle spinning thread on the dut CPU saw — where
+    they fall in the tick's period, and the distribution of their lengths (the tick's and
+    the rest's) as a survival function."""
+    import numpy as np
+
+    plt = _plt()
+    g = np.array(res["raw"].get("listed") or [], dtype=float).reshape(-1, 2)
+    t = res.get("tick")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    ax = axes[0]
+    if t and len(g):
+        period = t["period_ns"]
+        ax.hist((g[:, 0] % period) / 1e3, bins=100, color="C0")
+        ax.set_xlabel(f"gap start within the tick period [us] ({t['hz']} Hz)")
+    ax.set_ylabel("gaps")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax = axes[1]
+    if len(g):
+        if t:
+            per = t["period_ns"]
+            starts = g[:, 0] % per
+            mode = np.argmax(np.histogram(starts, bins=100, range=(0, per))[0])
+            phase = (mode + 0.5) * per / 100
+            d = np.abs(((starts - phase) / per + 0.5) % 1.0 - 0.5)
+            groups = [("tick", g[d <= 0.02, 1], "C1"), ("the rest", g[d > 0.02, 1], "C2")]
+        else:
+            groups = [("all gaps", g[:, 1], "C0")]
+        for name, lens, color in groups:
+            if len(lens):
+                x = np.sort(lens) / 1e3
+                ax.step(x, 1 - np.arange(len(x)) / len(x), where="post", color=color, label=f"{name} ({len(x)} gaps, {len(x) / res['observed_s']:.0f}/s)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+    ax.set_xlabel("gap length [us]")
+    ax.set_ylabel("share of gaps longer")
+    ax.grid(alpha=0.3, which="both")
+    raw = res["raw"]
+    fig.suptitle(f"pktsim testbed probe: CPU {raw['cpu']} at SCHED_FIFO {raw['priority']}, {res['observed_s']:.1f} s observed, "
+                 f"{100 * res['stolen_share']:.2f}% of the CPU taken (gaps over {res['threshold_ns'] / 1e3:g} us)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, path)

@@ -38,8 +38,9 @@ usage:
                                                           hold an XDP program on NAME
   pktsim-tb xskfwd --in NAME --out NAME --batch N --mode busy|sleep --duration-ms MS
                                                           forward between two AF_XDP sockets
+  pktsim-tb probe --cpu N --duration-ms MS [options]     gaps an idle spinning thread sees
   pktsim-tb version                                       print the version
-  pktsim-tb [gen|sink|xdp|xskfwd] --help                  print usage
+  pktsim-tb [gen|sink|xdp|xskfwd|probe] --help            print usage
 
 Both subcommands print one JSON object on stdout when they stop.
 Exit status: 0 done, 1 system call failed, 2 usage error.
@@ -159,6 +160,30 @@ elapsed_ns, xsk_rx_dropped, xsk_rx_ring_full, xsk_fill_ring_empty, no_tx_frame,
 interrupted.
 ";
 
+/// Usage text of `pktsim-tb probe`.
+pub const PROBE_USAGE: &str = "\
+usage: pktsim-tb probe --cpu N --duration-ms MS [options]
+
+Measures the interference a thread on CPU N suffers: pinned there (at SCHED_FIFO
+--priority, if given), it reads CLOCK_MONOTONIC in a tight loop for --spin-ms, then
+sleeps --rest-ms (a real-time thread stays below the kernel's real-time throttling), until
+--duration-ms. Two reads more than --threshold-ns apart are a gap: the CPU was elsewhere.
+
+required:
+  --cpu N              the CPU to probe
+  --duration-ms MS     stop after MS milliseconds, at most 600000
+
+options:
+  --priority P         run at SCHED_FIFO priority P, 1..=99 (the NAPI thread's: 50)
+  --threshold-ns T     the shortest gap, 100..=1000000 ns [1000]
+  --spin-ms MS         spinning phase, 1..=1000 [10]
+  --rest-ms MS         sleeping phase between spins, 0..=1000 [1]
+
+Prints one JSON object: spin_ns (time observed), reads, gaps, stolen_ns, gap_ns
+{p50, p90, p99, max}, listed ([start_ns, length_ns] of each gap, the first 200000),
+unlisted, elapsed_ns, interrupted.
+";
+
 /// A usage error: what was wrong with the command line. Exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
@@ -184,6 +209,18 @@ pub enum Command {
     Sink(SinkArgs),
     Xdp(XdpArgs),
     XskFwd(XskFwdArgs),
+    Probe(ProbeArgs),
+}
+
+/// Settings of `pktsim-tb probe`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProbeArgs {
+    pub cpu: Option<usize>,
+    pub duration_ns: u64,
+    pub priority: Option<u32>,
+    pub threshold_ns: u64,
+    pub spin_ns: u64,
+    pub rest_ns: u64,
 }
 
 /// How `pktsim-tb xskfwd` waits for frames.
@@ -288,7 +325,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let Some(first) = argv.first() else {
         return Err(UsageError {
             subcommand: None,
-            message: "missing subcommand (gen, sink, xdp, xskfwd, version)".into(),
+            message: "missing subcommand (gen, sink, xdp, xskfwd, probe, version)".into(),
         });
     };
     let rest = &argv[1..];
@@ -307,9 +344,10 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "sink" => parse_sink(rest),
         "xdp" => parse_xdp(rest),
         "xskfwd" => parse_xskfwd(rest),
+        "probe" => parse_probe(rest),
         other => Err(UsageError {
             subcommand: None,
-            message: format!("unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd or version)"),
+            message: format!("unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd, probe or version)"),
         }),
     }
 }
@@ -487,6 +525,28 @@ fn parse_xskfwd(argv: &[String]) -> Result<Command, UsageError> {
         loops: flags.optional(LOOPS, |s| parse_int::<u32>(s).filter(|&n| n <= 100_000))?.unwrap_or(0),
         cpu: flags.optional(CPU, parse_cpu)?,
         ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+    }))
+}
+
+const PRIORITY: (&str, &str) = ("--priority", "a SCHED_FIFO priority from 1 to 99");
+const THRESHOLD_NS: (&str, &str) = ("--threshold-ns", "a gap threshold in nanoseconds from 100 to 1000000");
+const SPIN_MS: (&str, &str) = ("--spin-ms", "a spinning phase in milliseconds from 1 to 1000");
+const REST_MS: (&str, &str) = ("--rest-ms", "a sleeping phase in milliseconds from 0 to 1000");
+const PROBE_FLAGS: &[(&str, &str)] = &[CPU, DURATION_MS, PRIORITY, THRESHOLD_NS, SPIN_MS, REST_MS];
+
+fn parse_probe(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("probe", PROBE_FLAGS, argv)? else {
+        return Ok(Command::Help(PROBE_USAGE));
+    };
+    let cpu = flags.required(CPU, parse_cpu)?;
+    let duration_ms = flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    Ok(Command::Probe(ProbeArgs {
+        cpu: Some(cpu),
+        duration_ns: duration_ms * 1_000_000,
+        priority: flags.optional(PRIORITY, |s| parse_int::<u32>(s).filter(|n| (1..=99).contains(n)))?,
+        threshold_ns: flags.optional(THRESHOLD_NS, |s| parse_int::<u64>(s).filter(|n| (100..=1_000_000).contains(n)))?.unwrap_or(1000),
+        spin_ns: flags.optional(SPIN_MS, |s| parse_int::<u64>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(10) * 1_000_000,
+        rest_ns: flags.optional(REST_MS, |s| parse_int::<u64>(s).filter(|n| *n <= 1000))?.unwrap_or(1) * 1_000_000,
     }))
 }
 
@@ -896,6 +956,20 @@ mod tests {
     }
 
     #[test]
+    fn probe_parsing() {
+        let c = parse(&argv("probe --cpu 1 --duration-ms 2000 --priority 50")).unwrap();
+        assert_eq!(
+            c,
+            Command::Probe(ProbeArgs { cpu: Some(1), duration_ns: 2_000_000_000, priority: Some(50), threshold_ns: 1000, spin_ns: 10_000_000, rest_ns: 1_000_000 })
+        );
+        let err = |s: &str| parse(&argv(s)).unwrap_err().message;
+        assert_eq!(err("probe --duration-ms 5"), "missing required flag --cpu (expected a CPU number from 0 to 1023)");
+        assert_eq!(err("probe --cpu 1 --duration-ms 5 --priority 100"), "--priority: expected a SCHED_FIFO priority from 1 to 99, got \"100\"");
+        assert_eq!(err("probe --cpu 1 --duration-ms 5 --threshold-ns 10"), "--threshold-ns: expected a gap threshold in nanoseconds from 100 to 1000000, got \"10\"");
+        assert_eq!(err("probe --cpu 1 --duration-ms 5 --spin-ms 0"), "--spin-ms: expected a spinning phase in milliseconds from 1 to 1000, got \"0\"");
+    }
+
+    #[test]
     fn parent_from_environment() {
         use std::ffi::OsStr;
         assert_eq!(parent_pid(None), Ok(None));
@@ -924,7 +998,7 @@ mod tests {
             (e.subcommand, e.message.as_str()),
             (
                 None,
-                "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd or version)"
+                "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe or version)"
             )
         );
         assert!(parse(&[]).is_err());

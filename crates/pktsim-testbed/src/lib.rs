@@ -14,6 +14,7 @@
 //! - [`xdp`]: holds an XDP program on an interface for the length of a run.
 //! - [`xsk`]: AF_XDP sockets: umem, rings, copy-mode binding, busy polling.
 //! - [`xskfwd`]: a user-space forwarder between two AF_XDP sockets.
+//! - [`probe`]: the gaps a spinning thread on one CPU sees (interference).
 //! - [`sys`]: thin safe wrappers over the Linux calls used.
 //!
 //! Each run prints one JSON object on stdout. Exit status: 0 done (also when stopped by
@@ -34,6 +35,8 @@ mod sink;
 mod sys;
 #[cfg(target_os = "linux")]
 mod xdp;
+#[cfg(target_os = "linux")]
+mod probe;
 #[cfg(target_os = "linux")]
 mod xsk;
 #[cfg(target_os = "linux")]
@@ -68,7 +71,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) => return usage_error(&e),
         Ok(c) => c,
     };
-    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_)) {
+    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_) | Command::Probe(_)) {
         let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
             Ok(p) => p,
             Err(e) => return usage_error(&e),
@@ -86,6 +89,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Sink(a) => run_sink(&a),
         Command::Xdp(a) => run_xdp(&a),
         Command::XskFwd(a) => run_xskfwd(&a),
+        Command::Probe(a) => run_probe(&a),
     }
 }
 
@@ -119,7 +123,7 @@ fn usage_error(e: &UsageError) -> ExitCode {
         None => "pktsim-tb".to_string(),
     };
     let help = match e.subcommand {
-        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" => format!("pktsim-tb {sub} --help"),
+        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" => format!("pktsim-tb {sub} --help"),
         _ => "pktsim-tb --help".to_string(),
     };
     let _ = writeln!(std::io::stderr(), "{prefix}: {e}\n(run '{help}' for usage)");
@@ -180,6 +184,19 @@ fn run_xskfwd(a: &args::XskFwdArgs) -> ExitCode {
         Ok(report) => print_json(&report),
         Err(e) => failure("xskfwd", &e),
     }
+}
+
+#[cfg(target_os = "linux")]
+fn run_probe(a: &args::ProbeArgs) -> ExitCode {
+    match probe::run(a) {
+        Ok(report) => print_json(&report),
+        Err(e) => failure("probe", &e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_probe(_: &args::ProbeArgs) -> ExitCode {
+    failure("probe", &"needs Linux")
 }
 
 #[cfg(not(target_os = "linux"))]

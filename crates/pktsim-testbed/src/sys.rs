@@ -150,6 +150,14 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Runs the calling thread at SCHED_FIFO `priority` (1..=99).
+pub fn set_fifo(priority: u32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority as libc::c_int };
+    // SAFETY: `param` is a complete sched_param for the call.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------
 // Dying with the parent
 // ---------------------------------------------------------------------------------------
