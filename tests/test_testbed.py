@@ -580,3 +580,44 @@ def test_probe_measures_the_dut_cpu_and_releases_the_lock():
     assert res["gaps"] > 0 and 0 < res["stolen_share"] < 0.5
     assert res["tick"] is None or res["tick"]["hz"] in (100, 250, 300, 1000)
     assert topology.lock_holder() is None and left_behind() == []
+
+
+def _synthetic_probe(seconds=2.0, seed=2):
+    """A probe result: a 250 Hz tick of 30-50 us and 500/s other gaps of 2-100 us."""
+    from pktsim.testbed import tails
+
+    rng = np.random.default_rng(seed)
+    ticks = [[2.1e6 + k * 4e6, float(rng.uniform(30e3, 50e3))] for k in range(int(seconds * 250))]
+    others = [[float(t), float(rng.choice([2e3, 3e3, 100e3], p=[0.6, 0.38, 0.02]))] for t in rng.uniform(0, seconds * 1e9, int(500 * seconds))]
+    others = [g for g in others if abs(((g[0] - 2.1e6) % 4e6) / 4e6 - 0.5) < 0.47]
+    listed = sorted(ticks + others)
+    raw = {"listed": listed, "gaps": len(listed), "spin_ns": seconds * 1e9, "stolen_ns": sum(g[1] for g in listed), "threshold_ns": 1000, "cpu": 1, "priority": 50}
+    return {"raw": raw, **tails.analyze(raw)}
+
+
+def test_a_probe_becomes_the_models_interference_and_its_tails_are_predicted():
+    """The probe's tick and the rest become [cpu.interference] (quantiles of their
+    measured times); with it the stack path's p99 and p99.9 rows are predictions, and the
+    simulated p99 at the lowest load grows (a frame in a hundred meets a tick)."""
+    from pktsim.testbed import tails
+
+    probe = _synthetic_probe()
+    sets = tails.sets(probe)
+    assert sets["cpu.interference.tick_period"] == "4000000ns"
+    def times(v):
+        return [float(x.strip().strip('"').removesuffix("ns")) for x in v.strip("[]").split(",")]
+
+    ticks = times(sets["cpu.interference.t_tick"])
+    assert len(ticks) == tails.TICK_QUANTILES and 30_000 <= min(ticks) and max(ticks) <= 50_000
+    rest = times(sets["cpu.interference.t_preempt"])
+    assert len(rest) == tails.REST_QUANTILES and set(rest) <= {2000, 3000, 100000}
+    assert abs(float(sets["cpu.interference.rate"].removesuffix("Hz")) - probe["rest"]["rate_per_s"]) < 1e-3
+    sw = json.loads(DATA.read_text())
+    plain = validate.compare(sw)
+    with_probe = validate.compare({**sw, "probe": probe})
+    tail = [r for r in with_probe["rows"] if "p99" in r["quantity"]]
+    assert tail and all(r["kind"] == "predicted" and not r.get("tail") for r in tail)
+    assert all(r.get("tail") for r in plain["rows"] if "p99" in r["quantity"])
+    lo = with_probe["predictions"][0]["latency_ns"]["p99"], plain["predictions"][0]["latency_ns"]["p99"]
+    assert lo[0] > lo[1] + 5_000, lo
+    assert with_probe["calibration"]["interference"] and not plain["calibration"]["interference"]

@@ -734,7 +734,10 @@ def cmd_testbed_validate(args) -> int:
     print()
     _print_rows(res)
     print()
-    print("  'fitted' rows were used for the calibration; 'tail' rows (p99) include scheduler-tick and timer delays the model leaves out.")
+    if res["calibration"].get("interference"):
+        print("  'fitted' rows were used for the calibration; p99 and p99.9 are predicted with the interference the probe measured on the dut CPU.")
+    else:
+        print("  'fitted' rows were used for the calibration; 'tail' rows (p99) include scheduler-tick and timer delays the model leaves out.")
     return 0
 
 

@@ -263,9 +263,19 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let on_queue = |q: usize| (0..topo.cores()).filter(move |&c| topo.tx_of_core(c) == q);
     let lock_pps: Vec<f64> =
         (0..queues).map(|q| on_queue(q).next().map_or(f64::INFINITY, |c| if hold_ps(c) > 0.0 { 1e12 / hold_ps(c) } else { f64::INFINITY })).collect();
-    let clean_s = mode.tx_clean_ps / 1e12;
+    // Interference takes its share of every core: the rest does the work, so each frame
+    // takes 1 / (1 - share) as long in wall-clock time (and the core's load counts it).
+    let stolen = interference_share(&sc.scenario.cpu.interference);
+    let stretch = 1.0 / (1.0 - stolen).max(1e-9);
+    if stolen > 0.0 {
+        notes.push(format!(
+            "cpu.interference takes {:.2}% of each core (tick and preemptions, mean times): each frame's time is stretched by what it leaves; the delays it adds to single frames are the simulator's",
+            100.0 * stolen
+        ));
+    }
+    let clean_s = mode.tx_clean_ps / 1e12 * stretch;
     // Seconds of one core's own work per frame it forwards, and the tx queues it cleans.
-    let own_s: Vec<f64> = loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12).collect();
+    let own_s: Vec<f64> = loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12 * stretch).collect();
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
     let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
     let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
@@ -637,4 +647,12 @@ mod tests {
         let d = many.cycles_by_group["routing"] - few.cycles_by_group["routing"];
         assert!((d - 520.0).abs() < 520.0 * 0.02, "routing grows by ~520 cycles at 1 Mi flows, got {d}");
     }
+}
+
+/// The share of a core `[cpu.interference]` takes: the tick's mean time per period plus
+/// the preemptions' rate times their mean length.
+pub fn interference_share(i: &crate::scenario::Interference) -> f64 {
+    let mean = |v: &[crate::units::Duration]| if v.is_empty() { 0.0 } else { v.iter().map(|d| d.ps as f64).sum::<f64>() / v.len() as f64 };
+    let tick = if i.tick_period.ps > 0 { mean(&i.t_tick) / i.tick_period.ps as f64 } else { 0.0 };
+    tick + i.rate.hz * mean(&i.t_preempt) * 1e-12
 }

@@ -293,3 +293,22 @@ fn af_xdp_sockets() {
     // Busy polling on the NAPI's core with deferral: the timer polls while the thread reads.
     run(&[("host.af_xdp.busy_poll", "true"), ("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "20us")], "30Mpps", 0.02);
 }
+
+/// Interference (a 4 ms tick of 40 us and preemptions at 2 kHz of 5 or 15 us: 3% of a
+/// core) takes its share of each core's capacity, in the model as in the simulator, on
+/// one core and on two.
+#[test]
+fn interference_takes_its_share_of_each_core() {
+    let i = [
+        ("cpu.interference.tick_period", "4ms"),
+        ("cpu.interference.t_tick", "[\"40us\"]"),
+        ("cpu.interference.rate", "2kHz"),
+        ("cpu.interference.t_preempt", "[\"5us\", \"15us\"]"),
+    ];
+    check(&i);
+    let mut two = i.to_vec();
+    two.push(("cpu.cores", "2"));
+    check(&two);
+    let sc = load(ROUTER, "router.toml", &i);
+    assert!((pktsim_core::model::interference_share(&sc.scenario.cpu.interference) - 0.03).abs() < 1e-12);
+}

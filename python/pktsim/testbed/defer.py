@@ -64,10 +64,12 @@ def compare(sw: dict) -> dict:
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two deferral-off loads forwarded anything: nothing to calibrate from")
     cal = validate.calibrate(usable)
-    cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0])
+    isets = validate.interference_sets(sw)
+    cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets=isets)
+    cal["interference"] = bool(isets)
     rows, preds = [], []
     for p in sw["points"]:
-        m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets=_sets(p))
+        m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**isets, **_sets(p)})
         pred = validate.prediction(p, m)
         pred.update(defer_hard_irqs=p["defer_hard_irqs"], gro_flush_timeout_ns=p["gro_flush_timeout_ns"], calibration=p["calibration"])
         preds.append(pred)
@@ -84,7 +86,7 @@ def compare(sw: dict) -> dict:
         rows.append(row(f"wake-ups per frame, {tag}", 1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
                         1 / m["packets_per_wakeup"] if m["packets_per_wakeup"] else None, "", SOURCE))
         rows.append(row(f"latency p50, {tag}", _us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE))
-        rows.append(row(f"latency p99, {tag}", _us(p["latency_ns"]["p99"]), m["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
+        rows.extend(validate.tail_rows(p, m, tag, bool(isets)))
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 

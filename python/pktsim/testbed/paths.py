@@ -7,8 +7,12 @@ calibration in one line); :data:`TOPOLOGY` says what each needs built.
 
 from __future__ import annotations
 
-from . import afxdp, defer, validate, xdp
+from . import afxdp, defer, tails, validate, xdp
 from .topology import Topology
+
+# Seconds of the interference probe each validation runs on the dut CPU before it
+# measures (quick: a short one), for the model's [cpu.interference].
+PROBE_S = (10.0, 2.0)
 
 PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp)}
 # What each path's topology carries besides the veths and the threaded NAPI.
@@ -21,6 +25,8 @@ TOPOLOGY = {
 }
 # Paths with an XDP program whose cost loop --loops sets.
 LOOPED = ("xdp", "afxdp")
+# Paths whose latency tails are predicted, with the interference a probe measured.
+TAILED = ("stack", "defer", "xdp")
 
 
 def topology(path: str, rules: int, routes: int, loops: int | None) -> Topology:
@@ -34,7 +40,10 @@ def run(path: str, rules: int, routes: int, loops: int | None, quick: bool, dura
     duration_s, reps = validate.plan(quick, duration_s, reps)
     topo = topology(path, rules, routes, loops)
     with topo:
+        probe = tails.run_probe(PROBE_S[quick]) if path in TAILED else None
         sw = mod.measure(topo, quick, duration_s, reps, progress=progress)
+    if probe:
+        sw["probe"] = probe
     setup = {"path": path, "duration_s": duration_s, "repetitions": reps, "quick": quick}
     if path in LOOPED:
         setup["loops"] = topo.xdp_loops

@@ -12,8 +12,9 @@ splits the gaps into
 - the **rest**: preemptions at a rate (per spinning second) with the distribution of
   their lengths (quantiles).
 
-These are the parameters of an interference source for the model; the model does not
-have one yet.
+:func:`sets` turns them into the model's ``[cpu.interference]`` (the tick with its
+measured CPU time per tick, preemptions at the measured rate with lengths drawn from the
+measured distribution), with which the paths predict their latency tails.
 """
 
 from __future__ import annotations
@@ -32,30 +33,72 @@ TICK_WINDOW = 0.02
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
 
+def run_probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -> dict:
+    """``pktsim-tb probe`` on the dut CPU at the NAPI thread's priority for ``duration_s``
+    (the caller holds the testbed's lock): its raw result and :func:`analyze`'s."""
+    if not 0.1 <= duration_s <= 600:
+        raise TestbedError(f"--duration {duration_s:g}s: expected from 100ms to 600s")
+    cpu = Placement().dut_cpu if cpu is None else cpu
+    p = subprocess.run(
+        [tb_binary(), "probe", "--cpu", str(cpu), "--duration-ms", str(round(duration_s * 1000)), "--priority", str(NAPI_PRIORITY),
+         "--threshold-ns", str(threshold_ns)],
+        capture_output=True, text=True, env=child_env(), timeout=duration_s + 30,
+    )
+    if p.returncode != 0:
+        raise TestbedError(f"pktsim-tb probe failed (exit {p.returncode}): {p.stderr.strip()}")
+    raw = json.loads(p.stdout)
+    return {"raw": raw, **analyze(raw)}
+
+
 def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -> dict:
-    """Runs ``pktsim-tb probe`` on the dut CPU at the NAPI thread's priority for
-    ``duration_s``, holding the testbed's lock (no run measures meanwhile)."""
+    """:func:`run_probe` holding the testbed's lock (no run measures meanwhile)."""
     if not 0.1 <= duration_s <= 600:
         raise TestbedError(f"--duration {duration_s:g}s: expected from 100ms to 600s")
     require_root()
-    cpu = Placement().dut_cpu if cpu is None else cpu
     try:
         lock = Lock()
     except LockBusy as e:
         raise TestbedError(f"{e}; wait for it to end") from None
     try:
         reap(lock.previous)
-        p = subprocess.run(
-            [tb_binary(), "probe", "--cpu", str(cpu), "--duration-ms", str(round(duration_s * 1000)), "--priority", str(NAPI_PRIORITY),
-             "--threshold-ns", str(threshold_ns)],
-            capture_output=True, text=True, env=child_env(), timeout=duration_s + 30,
-        )
+        return run_probe(duration_s, threshold_ns, cpu)
     finally:
         lock.release()
-    if p.returncode != 0:
-        raise TestbedError(f"pktsim-tb probe failed (exit {p.returncode}): {p.stderr.strip()}")
-    raw = json.loads(p.stdout)
-    return {"raw": raw, **analyze(raw)}
+
+
+# Quantiles of the measured lengths the model draws from, evenly (each stands for 1/n of
+# the events): fine enough to keep the long, rare gaps that make the tails.
+TICK_QUANTILES = 100
+REST_QUANTILES = 500
+
+
+def sets(res: dict) -> dict:
+    """The model's ``[cpu.interference]`` from a probe result (``--set`` keys): the tick's
+    period and per-tick CPU times (100 quantiles), the rest's rate and lengths (500)."""
+    g = np.array(res["raw"].get("listed") or [], dtype=float).reshape(-1, 2)
+    t, r = res.get("tick"), res.get("rest")
+    out = {}
+
+    def times(values, n):
+        return "[" + ", ".join(f'"{v:.0f}ns"' for v in np.quantile(values, [(k + 0.5) / n for k in range(n)], method="inverted_cdf")) + "]"
+
+    starts, lens = g[:, 0], g[:, 1]
+    is_tick = np.zeros(len(g), dtype=bool)
+    if t:
+        period, phase = t["period_ns"], t["phase_ns"]
+        d = np.abs((((starts % period) - phase) / period + 0.5) % 1.0 - 0.5)
+        is_tick = d <= TICK_WINDOW
+        k = np.round((starts[is_tick] - phase) / period).astype(np.int64)
+        per_tick = np.bincount(k - k.min(), weights=lens[is_tick]) if len(k) else np.array([])
+        per_tick = per_tick[per_tick > 0]
+        if len(per_tick):
+            out["cpu.interference.tick_period"] = f"{period:.0f}ns"
+            out["cpu.interference.t_tick"] = times(per_tick, TICK_QUANTILES)
+    rest = lens[~is_tick]
+    if r and len(rest):
+        out["cpu.interference.rate"] = f"{r['rate_per_s']:.3f}Hz"
+        out["cpu.interference.t_preempt"] = times(rest, REST_QUANTILES)
+    return out
 
 
 def _phase_concentration(starts_ns: np.ndarray, period_ns: float) -> tuple[float, float]:

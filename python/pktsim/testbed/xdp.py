@@ -58,11 +58,13 @@ def compare(sw: dict) -> dict:
     cal_points = validate.calibration_points(usable)
     cal = validate.calibrate(cal_points, names=None if len(cal_points) > 2 else FIT)
     lo = cal_points[0]
-    cal["wake_latency_ns"] = validate.fit_wake_latency_from_batching(cal, lo, **KW)
-    cal["egress_delay_ns"] = lo["latency_ns"]["p50"] - validate.simulate(cal, lo["offered_pps"], cal["wake_latency_ns"], **KW)["latency_ns"]["p50"]
+    kw = {**KW, "sets": validate.interference_sets(sw)}
+    cal["interference"] = bool(kw["sets"])
+    cal["wake_latency_ns"] = validate.fit_wake_latency_from_batching(cal, lo, **kw)
+    cal["egress_delay_ns"] = lo["latency_ns"]["p50"] - validate.simulate(cal, lo["offered_pps"], cal["wake_latency_ns"], **kw)["latency_ns"]["p50"]
     rows, preds = [], []
     for p in pts:
-        m = validate.shift_latency(validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], **KW), cal["egress_delay_ns"])
+        m = validate.shift_latency(validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])
         preds.append(validate.prediction(p, m))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         fit = {"fitted": True} if any(p is c for c in cal_points) else {}
@@ -72,9 +74,9 @@ def compare(sw: dict) -> dict:
         rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, m["throughput_pps"] / 1e3, "kpps", SOURCE))
         rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * m["loss_ratio"], "%", SOURCE))
         rows.append(row(f"latency p50, {tag}", _us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
-        rows.append(row(f"latency p99, {tag}", _us(p["latency_ns"]["p99"]), m["latency_ns"]["p99"] / 1e3, "us", SOURCE, tail=True))
+        rows.extend(validate.tail_rows(p, m, tag, bool(kw["sets"])))
     probe = sw["capacity_probe"]
-    sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **KW), cal["egress_delay_ns"])
+    sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])
     preds.append(validate.prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))

@@ -106,7 +106,8 @@ impl SimNode {
             mean_frame_bytes: sc.mean_frame_bytes(),
             notes: notes(sc),
         };
-        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info }
+        let interference = super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
+        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info, interference }
     }
 }
 

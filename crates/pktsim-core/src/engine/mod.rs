@@ -23,6 +23,7 @@ pub mod app;
 pub mod build;
 pub mod costs;
 pub mod ingress;
+pub mod interference;
 pub mod io;
 pub mod moderation;
 pub mod nic;
@@ -71,6 +72,8 @@ pub struct SimNode {
     /// Set (from any thread) to stop the run.
     cancel: Arc<AtomicBool>,
     info: ReportInfo,
+    /// `[cpu.interference]`, if anything interferes.
+    interference: Option<interference::Interference>,
 }
 
 /// What the report names and scales by.
@@ -105,8 +108,12 @@ impl SimNode {
         self.queue.schedule(self.stop, EventKind::End);
         let mode = &mut *self.mode;
         let cancel = &*self.cancel;
+        let interference = &mut self.interference;
         let mut ctx = Ctx { now: Instant::ZERO, queue: &mut self.queue, nic: &mut self.nic, stats: &mut self.stats, costs: &mut self.costs, cancel };
         mode.start(&mut ctx);
+        if let Some(i) = interference.as_mut() {
+            i.start(ctx.queue);
+        }
         deliver_wakeups(mode, &mut ctx);
 
         while let Some((t, kind)) = ctx.queue.pop() {
@@ -127,6 +134,11 @@ impl SimNode {
                 EventKind::Timer(key @ (Key::Irq(_) | Key::TxCause(_)), gen) => {
                     if let Some(irq) = ctx.nic.on_timer(key, gen, t, ctx.queue, ctx.stats) {
                         mode.on_irq(irq, &mut ctx);
+                    }
+                }
+                EventKind::Timer(Key::Interfere(c), gen) => {
+                    if let Some(d) = interference.as_mut().and_then(|i| i.fire(c as usize, gen, t, ctx.queue)) {
+                        mode.preempt(c as usize, t, d, &mut ctx);
                     }
                 }
                 EventKind::Timer(key, gen) => mode.on_timer(key, gen, &mut ctx),

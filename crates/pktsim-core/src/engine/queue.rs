@@ -27,6 +27,8 @@ pub enum Key {
     Defer(u32),
     /// The blocked application thread `.0` runs again (`sk_data_ready` woke it).
     App(u32),
+    /// Interference (the tick, a preemption) begins on core `.0`.
+    Interfere(u32),
 }
 
 /// What an event is for.

@@ -36,9 +36,11 @@ pub enum Activity {
     Wakeup = 7,
     /// The application's receive calls and per-frame work.
     App = 8,
+    /// The core taken by something else (`[cpu.interference]`: the tick, preemptions).
+    Interference = 9,
 }
 
-pub const ACTIVITY_NAMES: [&str; 9] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app"];
+pub const ACTIVITY_NAMES: [&str; 10] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]

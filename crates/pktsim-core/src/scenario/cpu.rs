@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{ConfigError, Result};
 use crate::fib::Caches;
-use crate::units::{Cycles, Frequency};
+use crate::units::{Cycles, Duration, Frequency};
 
 /// The processor of the node.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -22,6 +22,65 @@ pub struct Cpu {
     pub contention: Cycles,
     #[serde(default)]
     pub caches: Caches,
+    #[serde(default)]
+    pub interference: Interference,
+}
+
+/// `[cpu.interference]`: what takes each forwarding core away from the packets now and
+/// then — the scheduler tick and other preemptions (timers, RCU, kworkers, the
+/// hypervisor) — as `pktsim testbed probe` measures them. Off by default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Interference {
+    /// Period of the scheduler tick (1 / CONFIG_HZ, e.g. "4ms"); 0: no tick.
+    #[serde(default)]
+    pub tick_period: Duration,
+    /// CPU time of one tick, drawn uniformly from these values (e.g. the quantiles the
+    /// probe measured).
+    #[serde(default)]
+    pub t_tick: Vec<Duration>,
+    /// Rate of the other preemptions, a Poisson process ("700Hz"); 0: none.
+    #[serde(default = "zero_hz")]
+    pub rate: Frequency,
+    /// Length of one preemption, drawn uniformly from these values.
+    #[serde(default)]
+    pub t_preempt: Vec<Duration>,
+}
+
+fn zero_hz() -> Frequency {
+    Frequency::from_hz(0.0)
+}
+
+impl Interference {
+    /// Whether anything interferes.
+    pub fn is_on(&self) -> bool {
+        self.tick_period.ps > 0 || self.rate.hz > 0.0
+    }
+
+    fn validate(&self, origin: &str) -> Result<()> {
+        const MAX_VALUES: usize = 1000;
+        const MAX_PS: u64 = 1_000_000_000_000; // 1 s
+        let p = self.tick_period.ps;
+        if p > 0 && !(1_000_000..=MAX_PS).contains(&p) {
+            return Err(ConfigError::new(origin, "cpu.interference.tick_period", Some(format!("{:?}", self.tick_period.to_string())), "0, or a period from 1us to 1s").into());
+        }
+        if !(self.rate.hz >= 0.0 && self.rate.hz <= 1e6) {
+            return Err(ConfigError::new(origin, "cpu.interference.rate", Some(format!("{:?}", self.rate.to_string())), "a rate from 0 Hz to 1 MHz").into());
+        }
+        for (key, on, values) in [("t_tick", p > 0, &self.t_tick), ("t_preempt", self.rate.hz > 0.0, &self.t_preempt)] {
+            let path = format!("cpu.interference.{key}");
+            if on && values.is_empty() {
+                return Err(ConfigError::new(origin, &path, Some("[]".into()), "one or more times to draw from (the tick or rate is set)").into());
+            }
+            if values.len() > MAX_VALUES || values.iter().any(|d| d.ps > MAX_PS) {
+                return Err(ConfigError::new(origin, &path, Some(format!("{} values", values.len())), "at most 1000 times, each at most 1s").into());
+            }
+        }
+        if p > 0 && self.t_tick.iter().any(|d| d.ps >= p) {
+            return Err(ConfigError::new(origin, "cpu.interference.t_tick", Some(format!("{:?}", self.t_tick.iter().map(|d| d.to_string()).collect::<Vec<_>>())), "times shorter than the tick period").into());
+        }
+        Ok(())
+    }
 }
 
 fn one_u32() -> u32 {
@@ -37,6 +96,7 @@ impl Cpu {
         if self.cores == 0 || self.cores > 4096 {
             return Err(ConfigError::new(origin, "cpu.cores", Some(self.cores.to_string()), "a number of cores from 1 to 4096").into());
         }
+        self.interference.validate(origin)?;
         let c = &self.caches;
         if c.l1d.bytes == 0 || c.l2.bytes < c.l1d.bytes || c.l3.bytes < c.l2.bytes {
             return Err(ConfigError::new(
@@ -58,7 +118,7 @@ mod tests {
     use crate::units::Bytes;
 
     fn cpu(cores: u32) -> Cpu {
-        Cpu { frequency: Frequency::from_hz(3.3e9), cores, contention: Cycles::default(), caches: Caches::default() }
+        Cpu { frequency: Frequency::from_hz(3.3e9), cores, contention: Cycles::default(), caches: Caches::default(), interference: Interference::default() }
     }
 
     #[test]
@@ -67,6 +127,24 @@ mod tests {
         assert!(cpu(4096).validate("t").is_ok());
         assert_eq!(config_error(cpu(0).validate("t")).to_string(), "t: cpu.cores = 0: expected a number of cores from 1 to 4096");
         assert_eq!(config_error(cpu(4097).validate("t")).path, "cpu.cores");
+    }
+
+    #[test]
+    fn interference_needs_times_to_draw_and_a_tick_longer_than_them() {
+        use crate::units::Duration;
+        let d = |t: &str| Duration::parse(t).unwrap();
+        let with = |i: Interference| Cpu { interference: i, ..cpu(1) }.validate("t");
+        assert!(with(Interference::default()).is_ok());
+        let tick = Interference { tick_period: d("4ms"), t_tick: vec![d("40us")], ..Default::default() };
+        assert!(with(tick.clone()).is_ok() && tick.is_on());
+        let e = config_error(with(Interference { t_tick: vec![], ..tick.clone() }));
+        assert_eq!((e.path.as_str(), e.expected.as_str()), ("cpu.interference.t_tick", "one or more times to draw from (the tick or rate is set)"));
+        assert_eq!(config_error(with(Interference { t_tick: vec![d("5ms")], ..tick.clone() })).path, "cpu.interference.t_tick");
+        assert_eq!(config_error(with(Interference { tick_period: d("100ns"), ..tick.clone() })).path, "cpu.interference.tick_period");
+        let rate = Interference { rate: Frequency::from_hz(700.0), ..Default::default() };
+        assert_eq!(config_error(with(rate.clone())).path, "cpu.interference.t_preempt");
+        assert!(with(Interference { t_preempt: vec![d("2us")], ..rate.clone() }).is_ok());
+        assert_eq!(config_error(with(Interference { rate: Frequency::from_hz(-1.0), ..rate })).path, "cpu.interference.rate");
     }
 
     #[test]

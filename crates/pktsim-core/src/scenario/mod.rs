@@ -58,7 +58,7 @@ mod traffic;
 
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
-pub use self::cpu::Cpu;
+pub use self::cpu::{Cpu, Interference};
 pub use self::host::{AfXdpSpec, BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec, XdpAction, XdpMode, XdpSpec};
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};

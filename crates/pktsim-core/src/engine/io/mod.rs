@@ -42,7 +42,7 @@ use super::nic::{Irq, Nic};
 use super::queue::{EventQueue, Key};
 use super::stats::Stats;
 use super::strategy::{self, RingView, Strategy};
-use super::time::Instant;
+use super::time::{Instant, Span};
 use super::topology::Topology;
 
 /// What an I/O mode may touch while handling an event.
@@ -73,6 +73,8 @@ pub trait IoMode: Send {
     fn on_irq(&mut self, _irq: Irq, _ctx: &mut Ctx) {}
     /// A ring this mode asked to be woken by received a frame at `t`.
     fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx);
+    /// Interference takes forwarding core `core` from `t` for `d` (see [`units::preempt`]).
+    fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx);
     /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).
     fn end(&mut self, t: Instant, ctx: &mut Ctx);
     /// The rx rings this mode reads from.

@@ -811,6 +811,10 @@ impl IoMode for Napi {
         }
     }
 
+    fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx) {
+        units::preempt(self, core, t, d, ctx);
+    }
+
     fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
         let v = ctx.nic.rx(ring).vector();
         ctx.nic.cause(v, t, ctx.queue);

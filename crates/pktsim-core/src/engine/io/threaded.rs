@@ -294,6 +294,10 @@ impl IoMode for ThreadedNapi {
         }
     }
 
+    fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx) {
+        units::preempt(self, core, t, d, ctx);
+    }
+
     fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
         let c = self.topo.core_of_ring(ring);
         let th = &self.threads[c];
