@@ -72,6 +72,7 @@ SET_KEYS = [
     "nic.tx_ring", "nic.itr.mode", "nic.itr.interval", "nic.queues", "nic.tx_vector", "host.io", "host.t_irq",
     "host.t_proc", "host.weight", "host.budget", "host.strategy.kind", "host.strategy.slices", "host.batch.size",
     "host.thread.wake_latency", "nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "measure.latency_from", "measure.interval", "measure.batches",
+    "cpu.interference.tick_period", "cpu.interference.t_tick", "cpu.interference.rate", "cpu.interference.t_preempt",
     "traffic.colour", "cpu", "", ".", "traffic..rate", "traffic.rate.x", "sweep",
 ]
 SWEEP_KEYS = ["traffic.rate", "seed", "cpu.cores", "traffic.pattern", "host.strategy.kind", "nic.rx_ring", "host.t_proc", "bogus.key", "cpu"]
@@ -531,6 +532,8 @@ RUST_OVERFLOW_CASES = [
     ["run", "examples/linux-router-64B.toml", "--set", "cpu.cores=4096", "--set", "nic.queues=[\"a\", \"b\", \"c\", \"d\"]"],
     ["run", "examples/linux-router-64B.toml", "--set", "cpu.cores=9223372036854775807"],
     ["run", "examples/linux-router-64B.toml", "--set", "nic.rx_ring=18446744073709551615"],
+    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.rate=1e-300Hz", "--set", "cpu.interference.t_preempt=[\"9000000s\"]"],
+    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.tick_period=1us", "--set", "cpu.interference.t_tick=[\"999ns\"]"],
 ]
 PENDING_VALUES = ["1e17cycles", "1e300B", "1e-8pps", "1e12ns/B", "9000000s", "1e30Gbit/s", "4096", "9223372036854775807", "18446744073709551616", "1e308", "-1e308", "1e-300"]
 

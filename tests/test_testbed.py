@@ -257,6 +257,8 @@ ZERO_CASES = [
     (("validate", "--quick", "--repetitions", "0"), ("--repetitions 0", "1 to 20 runs")),  # ran 1
     (("validate", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 3 s
     (("validate", "--quick", "--duration", "0s"), ("--duration 0s", "50ms", "60s")),  # ran 0.5 s
+    (("probe", "--duration", "0s"), ("--duration 0s", "100ms", "600s")),  # ran 10 s
+    (("probe", "--duration", "700s"), ("--duration 700s", "100ms", "600s")),
 ]
 
 

@@ -664,16 +664,27 @@ def cmd_testbed_run(args) -> int:
         else:
             res = runner.repeat(topo, rate, duration, args.repetitions)
     res["setup"] = {"routes": args.routes, "rules": args.rules, "duration_s": duration, "repetitions": args.repetitions}
-    if args.output:
-        atomic_write(args.output, _dump(res) + "\n")
-    if args.json:
-        print(_dump(res))
+    if _emit_tb(args, res):
         return 0
     points = res["points"] if args.sweep else [res]
     if args.sweep:
         print(f"pktsim testbed: dut capacity {res['capacity_pps'] / 1e3:.1f} kpps ({args.rules} nftables rules, {args.routes} routes)")
     print(_format_tb(points))
     return 0
+
+
+def _emit_tb(args, res: dict, plot: str | None = None) -> bool:
+    """A testbed result to -o, to --plot (with the named function of pktsim.plots) and, with
+    --json, to stdout; True when the JSON was printed (nothing else is)."""
+    if args.output:
+        atomic_write(args.output, _dump(res) + "\n")
+    if plot and args.plot:
+        from . import plots
+
+        getattr(plots, plot)(res, args.plot)
+    if args.json:
+        print(_dump(res))
+    return bool(args.json)
 
 
 def _tb_progress(i: int, n: int, what: str) -> None:
@@ -717,14 +728,7 @@ def cmd_testbed_validate(args) -> int:
     if args.loops is not None and args.path not in paths.LOOPED:
         raise UsageError(f"--loops {args.loops}: only --path xdp and --path afxdp have an XDP program's cost loop")
     res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
-    if args.output:
-        atomic_write(args.output, _dump(res) + "\n")
-    if args.plot:
-        from .plots import testbed_validation
-
-        testbed_validation(res, args.plot)
-    if args.json:
-        print(_dump(res))
+    if _emit_tb(args, res, "testbed_validation"):
         return 0
     m, st = res["machine"], res["setup"]
     dial = f"XDP program loop {st['loops']} turns" if args.path in paths.LOOPED else f"{args.rules} nftables rules, {args.routes} routes"
@@ -744,16 +748,15 @@ def cmd_testbed_validate(args) -> int:
 def cmd_testbed_probe(args) -> int:
     from .testbed import tails
 
-    duration = _tb_duration(args) or 10.0
+    duration = _tb_duration(args)
+    if duration is None:
+        duration = 10.0
+    try:
+        tails.check_duration(duration)
+    except TestbedError as e:
+        raise UsageError(str(e)) from None
     res = tails.probe(duration)
-    if args.output:
-        atomic_write(args.output, _dump(res) + "\n")
-    if args.plot:
-        from .plots import testbed_probe
-
-        testbed_probe(res, args.plot)
-    if args.json:
-        print(_dump(res))
+    if _emit_tb(args, res, "testbed_probe"):
         return 0
     t, r = res.get("tick"), res.get("rest")
     us = lambda ns: "-" if ns is None else f"{ns / 1e3:.1f}"  # noqa: E731

@@ -50,10 +50,15 @@ def run_probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = Non
     return {"raw": raw, **analyze(raw)}
 
 
-def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -> dict:
-    """:func:`run_probe` holding the testbed's lock (no run measures meanwhile)."""
+def check_duration(duration_s: float) -> None:
+    """The probe's --duration: long enough to see the tick, short enough to stay bounded."""
     if not 0.1 <= duration_s <= 600:
         raise TestbedError(f"--duration {duration_s:g}s: expected from 100ms to 600s")
+
+
+def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -> dict:
+    """:func:`run_probe` holding the testbed's lock (no run measures meanwhile)."""
+    check_duration(duration_s)
     require_root()
     try:
         lock = Lock()

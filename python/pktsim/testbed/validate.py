@@ -37,6 +37,11 @@ SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "veth-threaded-na
 SOURCE = "testbed"
 
 
+def us(ns: float | None) -> float | None:
+    """Nanoseconds as microseconds (None for a quantile that was not measured)."""
+    return ns / 1e3 if ns else None
+
+
 def machine() -> dict:
     info = {"kernel": platform.release(), "cpus": os.cpu_count(), "python": platform.python_version()}
     try:

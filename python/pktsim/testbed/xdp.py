@@ -73,7 +73,7 @@ def compare(sw: dict) -> dict:
         rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], m["packets_per_poll"]["mean"], "frames", SOURCE))
         rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, m["throughput_pps"] / 1e3, "kpps", SOURCE))
         rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * m["loss_ratio"], "%", SOURCE))
-        rows.append(row(f"latency p50, {tag}", _us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
         rows.extend(validate.tail_rows(p, m, tag, bool(kw["sets"])))
     probe = sw["capacity_probe"]
     sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])
@@ -81,10 +81,6 @@ def compare(sw: dict) -> dict:
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
-
-
-def _us(ns):
-    return ns / 1e3 if ns else None
 
 
 def describe(res: dict) -> str:
