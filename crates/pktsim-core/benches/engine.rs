@@ -1,9 +1,16 @@
-//! Engine throughput, in simulated packets per wall-clock second.
+//! Engine speed, in nanoseconds of wall time per simulated packet, for every case the speed
+//! goals name, each as a ratio to a bare binary-heap M/D/1/K loop timed in the same run:
 //!
-//! (a) the 002 NAPI/ixgbe node at 1.5 Mpps offered (the bundled scenario), and
-//! (b) a minimal hand-written binary-heap M/D/1/K loop (K = 512, rho = 0.9): one heap event
-//!     per arrival and per departure, nothing else,
-//! and their ratio. Run: `cargo bench -p pktsim-core --bench engine` (or `make bench`).
+//! - the 002 NAPI/ixgbe node (`python/pktsim/scenarios/beifuss2015-napi.toml`) on one core
+//!   at 1.5 Mpps and at 0.1 Mpps (every packet its own IRQ and poll), and on 2, 4, 16 and 64
+//!   cores (RSS over 1,024 flows, 1.5 Mpps per core);
+//! - the same node in busy-poll mode (DPDK-style), one core at 1.5 Mpps;
+//! - server mode as M/D/1/K and M/M/1/K (1 us service, rho 0.9, K 512): what the theory
+//!   tests check;
+//! - the bare loop: one heap push and pop per arrival and per departure, nothing else.
+//!
+//! Run: `cargo bench -p pktsim-core --bench engine` (or `make bench`, which adds the sweep
+//! and start-up figures). `PKTSIM_BENCH_ONLY=name` runs one case (for `perf record`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -13,21 +20,78 @@ use std::time::Instant;
 use pktsim_core::engine::run;
 use pktsim_core::Scenario;
 
-fn bench_napi(sim_seconds: u32) -> (u64, f64) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/pktsim/scenarios/beifuss2015-napi.toml");
-    let sets = vec![
-        ("traffic.rate".to_string(), "1.5Mpps".to_string()),
-        ("measure.warmup".to_string(), "10ms".to_string()),
-        ("measure.duration".to_string(), format!("{sim_seconds}s")),
-    ];
-    let sc = Scenario::load_path(&path, &sets).expect("bundled scenario");
+/// One timed simulation.
+struct Timed {
+    packets: u64,
+    events: u64,
+    wall_s: f64,
+}
+
+impl Timed {
+    fn ns_per_packet(&self) -> f64 {
+        self.wall_s * 1e9 / self.packets as f64
+    }
+}
+
+fn simulate(file: &str, sets: &[(&str, String)]) -> Timed {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/pktsim/scenarios").join(file);
+    let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+    let sc = Scenario::load_path(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
     let t = Instant::now();
-    let r = run(&sc, Default::default()).expect("run");
-    (r.sim_packets, t.elapsed().as_secs_f64())
+    let r = run(&sc, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    Timed { packets: r.sim_packets, events: r.events, wall_s: t.elapsed().as_secs_f64() }
+}
+
+/// The 002 node on `cores` cores at 1.5 Mpps each (or `rate`), `seconds` simulated.
+fn node(cores: u32, rate_pps: f64, seconds: f64, extra: &[(&str, &str)]) -> Timed {
+    let mut sets = vec![
+        ("traffic.rate", format!("{rate_pps}pps")),
+        ("measure.warmup", "1ms".to_string()),
+        ("measure.duration", format!("{seconds}s")),
+    ];
+    if cores > 1 {
+        sets.push(("cpu.cores", cores.to_string()));
+        sets.push(("traffic.flows", "1024".to_string()));
+        sets.push(("link.rate", "1Tbit/s".to_string()));
+    }
+    sets.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    simulate("beifuss2015-napi.toml", &sets)
+}
+
+/// Server mode as M/D/1/K or M/M/1/K: 1 us service, rho 0.9, K 512, Poisson arrivals (the
+/// scenario of `tests/theory.rs`).
+fn server(service: &str, seconds: f64) -> Timed {
+    let text = format!(
+        r#"
+        [cpu]
+        frequency = "1GHz"
+        [link]
+        rate = "100Tbit/s"
+        [traffic]
+        rate = "0.9Mpps"
+        pattern = "poisson"
+        size = "64B"
+        [nic]
+        rx_ring = 513
+        refill_batch = 1
+        tx_ring = 65536
+        [host]
+        io = "server"
+        t_proc = "1us"
+        service = "{service}"
+        [measure]
+        warmup = "1ms"
+        duration = "{seconds}s"
+        "#
+    );
+    let sc = Scenario::load_toml(&text, "server.toml", Path::new("."), &[]).unwrap_or_else(|e| panic!("{e}"));
+    let t = Instant::now();
+    let r = run(&sc, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    Timed { packets: r.sim_packets, events: r.events, wall_s: t.elapsed().as_secs_f64() }
 }
 
 /// M/D/1/K with Poisson arrivals: the smallest honest event loop.
-fn bench_md1k(packets: u64) -> (u64, f64) {
+fn bare_md1k(packets: u64) -> Timed {
     const K: usize = 512;
     let service_ps: u64 = 1_000_000; // 1 us
     let mean_gap = service_ps as f64 / 0.9;
@@ -48,10 +112,11 @@ fn bench_md1k(packets: u64) -> (u64, f64) {
     let mut heap: BinaryHeap<Reverse<(u64, u64, Ev)>> = BinaryHeap::new();
     let mut seq = 0u64;
     let mut queue: VecDeque<u64> = VecDeque::with_capacity(K);
-    let (mut arrived, mut dropped, mut served) = (0u64, 0u64, 0u64);
+    let (mut arrived, mut dropped, mut served, mut events) = (0u64, 0u64, 0u64, 0u64);
     let mut lat_sum = 0u64;
     heap.push(Reverse((0, seq, Ev::Arrival)));
     while let Some(Reverse((t, _, ev))) = heap.pop() {
+        events += 1;
         match ev {
             Ev::Arrival => {
                 arrived += 1;
@@ -81,21 +146,96 @@ fn bench_md1k(packets: u64) -> (u64, f64) {
             }
         }
     }
-    let wall = t0.elapsed().as_secs_f64();
+    let wall_s = t0.elapsed().as_secs_f64();
     std::hint::black_box((dropped, served, lat_sum));
-    (arrived, wall)
+    Timed { packets: arrived, events, wall_s }
+}
+
+type Case = (&'static str, fn() -> Timed);
+
+const CASES: &[Case] = &[
+    ("napi-1core-1.5Mpps", || node(1, 1.5e6, 5.0, &[])),
+    ("napi-1core-0.1Mpps", || node(1, 0.1e6, 30.0, &[])),
+    ("napi-2cores", || node(2, 3.0e6, 2.0, &[])),
+    ("napi-4cores", || node(4, 6.0e6, 1.0, &[])),
+    ("napi-16cores", || node(16, 24.0e6, 0.25, &[])),
+    ("napi-64cores", || node(64, 96.0e6, 0.07, &[])),
+    ("busy-poll-1core", || node(1, 1.5e6, 5.0, &[("host.io", "busy-poll"), ("host.batch.size", "32"), ("host.batch.t_empty", "50ns")])),
+    ("server-md1k", || server("constant", 10.0)),
+    ("server-mm1k", || server("exponential", 10.0)),
+];
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
 }
 
 fn main() {
+    let only = std::env::var("PKTSIM_BENCH_ONLY").ok();
+    let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().map_or(true, |o| o == *n)).collect();
+    if cases.is_empty() {
+        eprintln!("PKTSIM_BENCH_ONLY={}: expected one of {}", only.unwrap_or_default(), CASES.iter().map(|c| c.0).collect::<Vec<_>>().join(", "));
+        std::process::exit(2);
+    }
+    if only.is_some() {
+        // One case alone, nothing else in the profile.
+        let t = (cases[0].1)();
+        println!("{}: {} packets, {:.1} ns/packet, {:.2} events/packet", cases[0].0, t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
+        return;
+    }
     // Warm caches and the allocator once.
-    let _ = bench_napi(1);
-    let _ = bench_md1k(1_000_000);
-    let (a_pkts, a_wall) = bench_napi(10);
-    let (b_pkts, b_wall) = bench_md1k(15_000_000);
-    let a_rate = a_pkts as f64 / a_wall;
-    let b_rate = b_pkts as f64 / b_wall;
-    println!("(a) 002 NAPI/ixgbe node, 1.5 Mpps offered: {a_pkts} packets in {a_wall:.3} s = {:.2} M simulated packets/s", a_rate / 1e6);
-    println!("(b) bare binary-heap M/D/1/K loop, K=512, rho=0.9: {b_pkts} packets in {b_wall:.3} s = {:.2} M simulated packets/s", b_rate / 1e6);
-    println!("ratio (a)/(b): {:.2}", a_rate / b_rate);
-    println!("goal (a) >= 10 M simulated packets/s: {}", if a_rate >= 10e6 { "met" } else { "NOT met" });
+    let _ = bare_md1k(1_000_000);
+    let _ = node(1, 1.5e6, 0.2, &[]);
+    // The bare loop before and after the cases (the machine's speed drifts): its median.
+    let mut bare = vec![bare_md1k(10_000_000).ns_per_packet()];
+    let mut rows = Vec::new();
+    for (name, f) in &cases {
+        let t = f();
+        rows.push((name, t));
+        if rows.len() % 3 == 0 {
+            bare.push(bare_md1k(10_000_000).ns_per_packet());
+        }
+    }
+    bare.push(bare_md1k(10_000_000).ns_per_packet());
+    let bare_ns = median(bare.clone());
+    println!("{:<22} {:>10} {:>8} {:>11} {:>9} {:>11}", "case", "packets", "wall s", "ns/packet", "events/p", "bare/case");
+    let ns_of = |n: &str| rows.iter().find(|(name, _)| **name == n).map(|(_, t)| t.ns_per_packet());
+    for (name, t) in &rows {
+        println!(
+            "{:<22} {:>10} {:>8.3} {:>11.1} {:>9.2} {:>11.2}",
+            name,
+            t.packets,
+            t.wall_s,
+            t.ns_per_packet(),
+            t.events as f64 / t.packets as f64,
+            bare_ns / t.ns_per_packet()
+        );
+    }
+    println!(
+        "{:<22} {:>10} {:>8} {:>11.1} {:>9.2} {:>11.2}   (median of {} runs: {})",
+        "bare-heap-md1k",
+        10_000_000,
+        "",
+        bare_ns,
+        2.0,
+        1.0,
+        bare.len(),
+        bare.iter().map(|b| format!("{b:.1}")).collect::<Vec<_>>().join(", ")
+    );
+    // The goals: speed relative to the bare loop ("bare/case" above), >= the goal.
+    let ratio = |n: &str| ns_of(n).map(|ns| bare_ns / ns).unwrap_or(f64::NAN);
+    let goal = |what: &str, value: f64, at_least: f64| {
+        println!("goal: {what:<52} {value:>6.2} (>= {at_least}): {}", if value >= at_least { "met" } else { "NOT met" });
+    };
+    println!();
+    goal("002 node, 1 core, 1.5 Mpps: x the bare loop", ratio("napi-1core-1.5Mpps"), 2.0);
+    let low = ns_of("napi-1core-0.1Mpps").unwrap_or(f64::NAN) / ns_of("napi-1core-1.5Mpps").unwrap_or(f64::NAN);
+    println!("goal: {:<52} {low:>6.2} (<= 2): {}", "0.1 Mpps cost per packet / 1.5 Mpps cost", if low <= 2.0 { "met" } else { "NOT met" });
+    goal("4 cores: x the bare loop", ratio("napi-4cores"), 1.0);
+    goal("64 cores: x the bare loop", ratio("napi-64cores"), 0.5);
+    let napi = ns_of("napi-1core-1.5Mpps").unwrap_or(f64::NAN);
+    goal("busy-poll: NAPI's ns/packet / busy-poll's", napi / ns_of("busy-poll-1core").unwrap_or(f64::NAN), 1.0);
+    goal("server M/D/1/K: x the bare loop", ratio("server-md1k"), 1.5);
+    goal("server M/M/1/K: x the bare loop", ratio("server-mm1k"), 1.5);
+    goal("server M/D/1/K: NAPI's ns/packet / server's", napi / ns_of("server-md1k").unwrap_or(f64::NAN), 1.0);
 }

@@ -88,8 +88,8 @@ pub enum Step {
     Wakeup,
     /// A receive call's fixed cost.
     Call,
-    /// Reading one frame.
-    Packet(Packet),
+    /// Reading one frame (the thread's `reading`: units stay small, see `io::units::run`).
+    Packet,
     /// Busy polling the NAPI once (`napi_busy_loop`'s poll; the I/O mode runs it).
     BusyPoll,
     /// The last poll of a busy-poll loop (`busy_poll_stop`), which hands the NAPI back.
@@ -116,6 +116,8 @@ struct Thread {
     /// A busy-poll loop runs until then; `stopped`: its last poll is done.
     busy_until: Option<Instant>,
     stopped: bool,
+    /// The frame the running `Step::Packet` reads.
+    reading: Option<Packet>,
     /// It has just blocked (read by [`App::take_blocked`]).
     blocked: bool,
     /// A wait just returned frames (read by [`App::take_events`]).
@@ -234,7 +236,8 @@ impl App {
         let f = th.queue.pop_front()?;
         th.in_call -= 1;
         th.rmem -= p.truesize;
-        Some((Step::Packet(f), p.t_packet))
+        th.reading = Some(f);
+        Some((Step::Packet, p.t_packet))
     }
 
     /// Whether thread `i` blocked since this was last asked (`napi_resume_irqs` then).
@@ -254,9 +257,11 @@ impl App {
     }
 
     /// Thread `i` finished `step` at `t`.
-    pub fn finish(&mut self, step: Step, t: Instant, stats: &mut Stats) {
-        if let Step::Packet(p) = step {
-            stats.consumed(&p, t);
+    pub fn finish(&mut self, i: usize, step: Step, t: Instant, stats: &mut Stats) {
+        if step == Step::Packet {
+            if let Some(p) = self.threads[i].reading.take() {
+                stats.consumed(&p, t);
+            }
         }
     }
 

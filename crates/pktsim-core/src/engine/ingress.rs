@@ -12,7 +12,7 @@
 use super::time::Instant;
 
 /// A frame as the simulator carries it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Packet {
     /// When the frame entered the first node of its path (for end-to-end latency; on a
     /// single node, its last bit received).
@@ -44,6 +44,18 @@ pub trait Ingress: Send {
     /// The next frame off the wire (`t_wire` never decreases from one call to the next), or
     /// None when the ingress has no more.
     fn next_packet(&mut self) -> Option<Packet>;
+    /// The next frame written into `out` (true), or false when the ingress has no more.
+    /// Writing in place spares a copy of a just-written frame, which stalls the CPU.
+    #[inline]
+    fn next_into(&mut self, out: &mut Packet) -> bool {
+        match self.next_packet() {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
+    }
     /// Frames handed out so far.
     fn delivered(&self) -> u64;
 }

@@ -270,13 +270,17 @@ pub struct Stats {
     from: LatencyFrom,
     to: LatencyTo,
     pub all: Group,
-    /// Per class and per ring, kept only when there is more than one of either.
+    /// Per class and per ring, each kept only when there is more than one (else the
+    /// report gives the node's figures for the one there is).
     pub classes: Vec<Group>,
     pub rings: Vec<Group>,
     class_of_source: Vec<usize>,
-    groups_on: bool,
     batches: usize,
     batch_len: Span,
+    /// The batch (of the batch means) a departure time falls in, for the last one asked:
+    /// (first instant, end, index). Departures come in time order, so this spares a
+    /// division per frame.
+    batch_at: (Instant, Instant, usize),
     /// Frames that reached the NIC before the window and were forwarded in it.
     pub carried_in: u64,
     pub irqs: u64,
@@ -316,8 +320,7 @@ impl Stats {
             Some(i) => vec![Bucket::default(); c.duration.div_ceil(i) as usize],
             None => Vec::new(),
         };
-        let groups_on = c.classes > 1 || c.rings > 1;
-        let n = |k: usize| if groups_on { k } else { 0 };
+        let n = |k: usize| if k > 1 { k } else { 0 };
         Stats {
             warm: c.warm,
             stop: c.warm + c.duration,
@@ -329,7 +332,7 @@ impl Stats {
             classes: (0..n(c.classes)).map(|_| Group::new(c.batches)).collect(),
             rings: (0..n(c.rings)).map(|_| Group::new(c.batches)).collect(),
             class_of_source: c.class_of_source,
-            groups_on,
+            batch_at: (Instant::ZERO, Instant::ZERO, 0),
             batches: c.batches,
             batch_len: Span::from_ps(c.duration.ps().div_ceil(c.batches as u64).max(1)),
             carried_in: 0,
@@ -362,8 +365,10 @@ impl Stats {
     #[inline]
     fn each_group(&mut self, p: &Packet, mut f: impl FnMut(&mut Group)) {
         f(&mut self.all);
-        if self.groups_on {
+        if !self.classes.is_empty() {
             f(&mut self.classes[self.class_of_source[p.source as usize]]);
+        }
+        if !self.rings.is_empty() {
             f(&mut self.rings[p.ring as usize]);
         }
     }
@@ -417,6 +422,20 @@ impl Stats {
         }
     }
 
+    /// The batch a departure at `t` (in the window) counts in.
+    #[inline]
+    fn batch_of(&mut self, t: Instant) -> usize {
+        let (lo, hi, i) = self.batch_at;
+        if t >= lo && t < hi {
+            return i;
+        }
+        let i = (((t - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
+        let lo = self.warm + self.batch_len * i as u64;
+        let hi = if i == self.batches - 1 { self.stop } else { lo + self.batch_len };
+        self.batch_at = (lo, hi, i);
+        i
+    }
+
     /// A packet's descriptor was written to a tx ring at `t_tx`; its last bit leaves at `t_done`.
     #[inline]
     pub fn forwarded(&mut self, p: &Packet, t_tx: Instant, t_done: Instant) {
@@ -437,7 +456,7 @@ impl Stats {
         if p.t_ring < self.warm {
             self.carried_in += 1;
         }
-        let batch = (((t_tx - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
+        let batch = self.batch_of(t_tx);
         self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;

@@ -49,7 +49,12 @@ impl Topology {
     /// Core owning rx ring `ring`.
     #[inline]
     pub fn core_of_ring(&self, ring: usize) -> usize {
-        ring / self.queues_per_core
+        // One queue per core is the common case: no division per frame.
+        if self.queues_per_core == 1 {
+            ring
+        } else {
+            ring / self.queues_per_core
+        }
     }
     /// Queue (index into nic.queues) of rx ring `ring`.
     #[inline]
@@ -64,7 +69,11 @@ impl Topology {
     /// Tx queue core `core` sends on.
     #[inline]
     pub fn tx_of_core(&self, core: usize) -> usize {
-        core % self.tx_queues
+        if core < self.tx_queues {
+            core
+        } else {
+            core % self.tx_queues
+        }
     }
     /// Tx queue frames from rx ring `ring` leave by.
     #[inline]

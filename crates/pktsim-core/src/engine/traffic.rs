@@ -150,6 +150,12 @@ impl Traffic {
 impl Ingress for Traffic {
     /// The next frame off the link.
     fn next_packet(&mut self) -> Option<Packet> {
+        let mut p = Packet::default();
+        self.next_into(&mut p).then_some(p)
+    }
+
+    #[inline]
+    fn next_into(&mut self, out: &mut Packet) -> bool {
         // Few sources: a linear scan beats a heap (sources with no share never win).
         let mut best = 0;
         for i in 1..self.sources.len() {
@@ -161,7 +167,7 @@ impl Ingress for Traffic {
         // A frame that would start after any run can end (a gap longer than the run, a
         // source without a share) never comes: the sources are done.
         if !(src.next_start < HORIZON_PS) {
-            return None;
+            return false;
         }
         let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
         let size = src.sample_size();
@@ -170,7 +176,8 @@ impl Ingress for Traffic {
         let t_wire = start.max(self.link_free) + self.wire.of(size);
         self.link_free = t_wire;
         self.generated += 1;
-        Some(Packet::arriving(t_wire, size, best as u16, flow))
+        *out = Packet::arriving(t_wire, size, best as u16, flow);
+        true
     }
 
     fn delivered(&self) -> u64 {

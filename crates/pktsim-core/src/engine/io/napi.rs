@@ -65,10 +65,11 @@ pub enum Work {
     PollStart,
     /// Cleaning one completed descriptor of a tx queue.
     TxClean(usize),
-    /// Rx clean of one frame from a ring.
-    RxPacket(Packet, usize),
-    /// Waiting for and holding a shared tx queue's lock, then posting the frame.
-    TxLock(Packet, usize),
+    /// Rx clean of one frame (the core's `frame`) from a ring.
+    RxPacket(usize),
+    /// Waiting for and holding a shared tx queue's lock, then posting the frame (the
+    /// core's `frame`).
+    TxLock(usize),
     /// Posting the poll's bulk of XDP_TX / redirected frames (one doorbell).
     XdpFlush,
     /// A NAPI thread's wake-up: switching in, the thread loop (threaded NAPI).
@@ -149,8 +150,11 @@ struct Core {
     restarts: u32,
     net_rx: Option<NetRx>,
     poll: Option<Poll>,
-    /// A packet waiting for its shared tx queue's lock, and how long that takes.
-    lock: Option<(Packet, usize, Span)>,
+    /// The frame of the running RxPacket or TxLock unit (kept here, not in the unit: units
+    /// stay small, see `units::run`).
+    frame: Packet,
+    /// A frame (`frame`) waiting for its shared tx queue's lock, and how long that takes.
+    lock: Option<(usize, Span)>,
     /// XDP frames waiting for the next flush, with their tx queues.
     bulk: Vec<(Packet, usize)>,
     /// Threaded NAPI: runnable NAPI threads (by vector) and the one running.
@@ -589,8 +593,9 @@ impl Units for Napi {
             Work::Irq(v) => self.napi_schedule(c, v, t, ctx),
             Work::Wakeup | Work::BusySpin => {}
             Work::App(step) => {
+                let thread = if c >= self.cores.len() { c - self.cores.len() } else { c };
                 if let Some(app) = &mut self.app {
-                    app.finish(step, t, ctx.stats);
+                    app.finish(thread, step, t, ctx.stats);
                 }
             }
             Work::TxClean(q) => {
@@ -601,7 +606,8 @@ impl Units for Napi {
                     }
                 }
             }
-            Work::RxPacket(p, r) => {
+            Work::RxPacket(r) => {
+                let p = self.cores[c].frame;
                 let q = self.topo.tx_of_ring(r);
                 if let Some(poll) = &mut self.cores[c].poll {
                     poll.rx_done += 1;
@@ -612,12 +618,15 @@ impl Units for Napi {
                 }
                 let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
-                    self.cores[c].lock = Some((p, q, lock));
+                    self.cores[c].lock = Some((q, lock));
                 } else {
                     ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats);
                 }
             }
-            Work::TxLock(p, q) => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+            Work::TxLock(q) => {
+                let p = self.cores[c].frame;
+                ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats)
+            }
             Work::XdpFlush => self.flush(c, t, ctx),
         }
     }
@@ -629,8 +638,8 @@ impl Units for Napi {
             let app = self.app.as_mut()?;
             return app.next(c - self.cores.len(), t, ctx.stats).map(|(s, d)| (Work::App(s), d));
         }
-        if let Some((p, q, d)) = self.cores[c].lock.take() {
-            return Some((Work::TxLock(p, q), d));
+        if let Some((q, d)) = self.cores[c].lock.take() {
+            return Some((Work::TxLock(q), d));
         }
         loop {
             if let Some(v) = self.cores[c].irq_queue.pop_front() {
@@ -671,7 +680,8 @@ impl Units for Napi {
                                         Some(x) => x.frame_time(&p, ctx.costs),
                                         None => ctx.costs.t_proc(&p),
                                     };
-                                    return Some((Work::RxPacket(p, r), d));
+                                    core.frame = p;
+                                    return Some((Work::RxPacket(r), d));
                                 }
                             }
                             if self.p.refill_at_poll_end {

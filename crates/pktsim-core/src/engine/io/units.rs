@@ -60,26 +60,39 @@ pub trait Units {
 }
 
 /// Run `core` from `t` until it idles or a unit would end after the next event.
+///
+/// A unit that runs on without the event queue stays in a local: only a unit that
+/// suspends is stored in the core's worker (moving a frame-carrying unit in and out of the
+/// worker on every unit was a fifth of the engine's time).
 #[inline]
 pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     let mut units = 0u32;
+    let w = m.worker(core);
+    let mut done = w.unit.take().map(|u| (u, w.len));
     loop {
         // Every 1024 units: a stop is seen within microseconds, at no cost per unit.
         units = units.wrapping_add(1);
         if units % 1024 == 0 && ctx.cancelled() {
+            if let Some((unit, len)) = done {
+                // Left as it was: suspended at its end.
+                let w = m.worker(core);
+                (w.unit, w.len, w.end) = (Some(unit), len, t);
+            }
             return;
         }
-        let w = m.worker(core);
-        if let Some(unit) = w.unit.take() {
-            let len = w.len;
+        if let Some((unit, len)) = done.take() {
             m.account(core, &unit, t - len, t, ctx);
             m.finish(core, unit, t - len, t, ctx);
         }
         let Some((unit, d)) = m.next(core, t, ctx) else { return };
-        if !begin(m, core, unit, t, d, ctx) {
-            return;
+        let w = m.worker(core);
+        if w.blocked <= t && t + d <= ctx.queue.peek_time() {
+            done = Some((unit, d));
+            t += d;
+            continue;
         }
-        t += d;
+        suspend(w, core, unit, t, d, ctx);
+        return;
     }
 }
 
@@ -89,15 +102,25 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 #[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
+    if w.blocked <= t && t + d <= ctx.queue.peek_time() {
+        w.unit = Some(unit);
+        w.len = d;
+        w.end = t + d;
+        return true;
+    }
+    suspend(w, core, unit, t, d, ctx);
+    false
+}
+
+/// Store `unit` (started at `t`, or when the core's interference ends) in the worker and
+/// set the step timer for its end.
+#[inline]
+fn suspend<U>(w: &mut Worker<U>, core: usize, unit: U, t: Instant, d: Span, ctx: &mut Ctx) {
     let start = if w.blocked > t { w.blocked } else { t };
     w.unit = Some(unit);
     w.len = d;
     w.end = start + d;
-    if start == t && t + d <= ctx.queue.peek_time() {
-        return true;
-    }
     w.timer.set(ctx.queue, w.end, Key::Step(core as u32));
-    false
 }
 
 /// Interference takes `core` from `t` for `d`: a unit running at `t` ends `d` later, an

@@ -117,14 +117,16 @@ impl Nic {
         self.egress_port = Some(port);
     }
 
+    #[inline]
     fn pull(&mut self) {
-        self.next = match self.ingress.next_packet() {
-            Some(mut p) => {
-                p.t_ring = p.t_wire + self.dma;
-                p
-            }
-            None => Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) },
-        };
+        if self.ingress.next_into(&mut self.next) {
+            // Classified now, long before the frame is copied into its ring (a copy of a
+            // frame just written in parts stalls the CPU).
+            self.next.t_ring = self.next.t_wire + self.dma;
+            self.next.ring = self.classifier.ring(&self.next) as u16;
+        } else {
+            self.next = Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) };
+        }
     }
 
     pub fn rx(&self, r: usize) -> &RxRing {
@@ -200,16 +202,15 @@ impl Nic {
             if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
                 return;
             }
-            let mut p = self.next;
-            self.pull();
-            let r = self.classifier.ring(&p);
-            p.ring = r as u16;
-            stats.offered(&p);
-            match self.rx[r].write_back(p) {
-                None => stats.drop_rx_ring(&p),
+            let r = self.next.ring as usize;
+            let p = &self.next;
+            stats.offered(p);
+            match self.rx[r].write_back(*p) {
+                None => stats.drop_rx_ring(p),
                 Some(true) => self.woken.push((r, p.t_ring)),
                 Some(false) => {}
             }
+            self.pull();
         }
     }
 
