@@ -121,7 +121,7 @@ impl Units for Batched {
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
                 for (p, _) in frames {
-                    ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
+                    ctx.nic.xmit(tx, &p, t, ctx.queue, ctx.stats);
                 }
             }
             Unit::Spin | Unit::Wake => {}

@@ -482,7 +482,7 @@ impl Napi {
         for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
             match &mut self.app {
                 Some(app) if to_xsk => app.deliver(c, p, t, ctx.queue, ctx.stats),
-                _ => ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats),
+                _ => ctx.nic.xmit(q, &p, t, ctx.queue, ctx.stats),
             }
         }
     }
@@ -607,26 +607,23 @@ impl Units for Napi {
                 }
             }
             Work::RxPacket(r) => {
-                let p = self.cores[c].frame;
                 let q = self.topo.tx_of_ring(r);
-                if let Some(poll) = &mut self.cores[c].poll {
+                let core = &mut self.cores[c];
+                if let Some(poll) = &mut core.poll {
                     poll.rx_done += 1;
-                    poll.rx_bytes += p.size.saturating_sub(4) as u64;
+                    poll.rx_bytes += core.frame.size.saturating_sub(4) as u64;
                 }
-                if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, p, q, t, ctx) {
+                if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, self.cores[c].frame, q, t, ctx) {
                     return;
                 }
                 let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
                     self.cores[c].lock = Some((q, lock));
                 } else {
-                    ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats);
+                    ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats);
                 }
             }
-            Work::TxLock(q) => {
-                let p = self.cores[c].frame;
-                ctx.nic.xmit(q, p, t, ctx.queue, ctx.stats)
-            }
+            Work::TxLock(q) => ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats),
             Work::XdpFlush => self.flush(c, t, ctx),
         }
     }

@@ -29,19 +29,23 @@ use crate::engine::time::{Instant, Span};
 use crate::engine::topology::Topology;
 use crate::scenario::ResolvedScenario;
 
+/// A core's unit of work. The frame it concerns is the core's `frame` (units stay small:
+/// see `units::run`).
 pub enum Unit {
     /// Serving a frame of ring `ring` (the core's `i`-th), `rest` of its service left
     /// when the unit ends (above zero: preempted).
-    Serve { p: Packet, ring: usize, i: usize, rest: Span },
+    Serve { ring: usize, i: usize, rest: Span },
     /// Waiting for and holding the shared tx queue's lock, then posting the frame.
-    Lock(Packet),
+    Lock,
 }
 
 struct Core {
     strategy: Box<dyn Strategy>,
     worker: Worker<Unit>,
-    /// A served frame waiting for its shared tx queue's lock, and how long that takes.
-    lock: Option<(Packet, Span)>,
+    /// The frame of the running unit.
+    frame: Packet,
+    /// The served frame (`frame`) waits for its shared tx queue's lock, this long.
+    lock: Option<Span>,
     /// Per ring of the core: a frame taken from it whose service was revoked, and the
     /// service it still needs. It counts as the ring's head.
     preempted: Vec<Option<(Packet, Span)>>,
@@ -70,6 +74,7 @@ impl Server {
             .map(|strategy| Core {
                 strategy,
                 worker: Worker::default(),
+                frame: Packet::default(),
                 lock: None,
                 preempted: vec![None; topo.queues_per_core()],
                 cut: None,
@@ -93,7 +98,7 @@ impl Units for Server {
     fn account(&mut self, c: usize, unit: &Unit, start: Instant, end: Instant, ctx: &mut Ctx) {
         let a = match unit {
             Unit::Serve { .. } => Activity::RxClean,
-            Unit::Lock(_) => Activity::TxLock,
+            Unit::Lock => Activity::TxLock,
         };
         ctx.stats.busy(c, a, start, end);
     }
@@ -102,11 +107,11 @@ impl Units for Server {
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         let tx = self.topo.tx_of_core(c);
         match unit {
-            Unit::Serve { p, ring: r, i, rest } => {
+            Unit::Serve { ring: r, i, rest } => {
                 if rest > Span::ZERO {
                     // Revoked: the frame stays at its ring's head, descriptor and all.
                     let core = &mut self.cores[c];
-                    core.preempted[i] = Some((p, rest));
+                    core.preempted[i] = Some((core.frame, rest));
                     core.cut = Some(i);
                     return;
                 }
@@ -115,23 +120,23 @@ impl Units for Server {
                 ctx.nic.refill(r, t, 1, ctx.stats);
                 let lock = ctx.nic.tx_lock(tx, t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
-                    self.cores[c].lock = Some((p, lock));
+                    self.cores[c].lock = Some(lock);
                     return;
                 }
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
             }
-            Unit::Lock(p) => {
+            Unit::Lock => {
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
             }
         }
     }
 
     #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        if let Some((p, lock)) = self.cores[c].lock.take() {
-            return Some((Unit::Lock(p), lock));
+        if let Some(lock) = self.cores[c].lock.take() {
+            return Some((Unit::Lock, lock));
         }
         // Choose the next frame.
         ctx.nic.advance_to(t, ctx.stats);
@@ -163,7 +168,8 @@ impl Units for Server {
             }
         };
         let d = turn.budget.map_or(need, |b| b.min(need));
-        Some((Unit::Serve { p, ring: r, i, rest: need - d }, d))
+        core.frame = p;
+        Some((Unit::Serve { ring: r, i, rest: need - d }, d))
     }
 }
 

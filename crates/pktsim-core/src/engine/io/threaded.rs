@@ -165,7 +165,7 @@ impl Units for ThreadedNapi {
             Unit::Packet(p, _) => {
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &p, t, ctx.queue, ctx.stats);
             }
         }
     }

@@ -259,10 +259,10 @@ impl Nic {
     /// Hand a frame to tx queue `q` at `now` (marker B when its descriptor is posted): into
     /// the ring if it has room, else into the qdisc, else drop. A posted frame's completion
     /// is a cause for the queue's vector if that one is armed and waits for none.
-    pub fn xmit(&mut self, q: usize, p: Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
-        match self.tx[q].xmit(&p, now, &mut self.egress) {
+    pub fn xmit(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        match self.tx[q].xmit(p, now, &mut self.egress) {
             Xmit::Posted(done) => {
-                Self::posted(stats, &mut self.egress_port, &p, now, done);
+                Self::posted(stats, &mut self.egress_port, p, now, done);
                 let v = self.tx[q].vector();
                 let vec = &mut self.vectors[v];
                 if vec.armed && !vec.tx_cause.is_pending() {
@@ -270,7 +270,7 @@ impl Nic {
                 }
             }
             Xmit::Queued => {}
-            Xmit::Dropped => stats.drop_qdisc(&p, now),
+            Xmit::Dropped => stats.drop_qdisc(p, now),
         }
     }
 
@@ -529,7 +529,7 @@ mod tests {
         let (mut nic, mut q, mut st) = nic(&[]);
         nic.arm_vector(0, Instant::ZERO, &mut q);
         // 64 B at 10 Gbit/s: done 67.2 ns after posting.
-        nic.xmit(0, Packet::arriving(us(0.0), 64, 0, 0), us(20.0), &mut q, &mut st);
+        nic.xmit(0, &Packet::arriving(us(0.0), 64, 0, 0), us(20.0), &mut q, &mut st);
         assert_eq!(nic.tx(0).head_done(), Some(us(20.0672)));
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(20.0672)));
         assert_eq!(nic.tx_clean_one(0, us(20.05), &mut st), None, "not complete before 20.0672 us");
