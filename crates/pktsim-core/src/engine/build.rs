@@ -107,7 +107,9 @@ impl SimNode {
             notes: notes(sc),
         };
         let interference = super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
-        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info, interference }
+        // Cores with their own rings, tx queue and vectors run ahead of each other.
+        let run_ahead = (cores > 1 && topo.tx_queues() >= cores && mode.independent_cores()).then_some(super::RUN_AHEAD);
+        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info, interference, run_ahead }
     }
 }
 

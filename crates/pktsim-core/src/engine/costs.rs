@@ -39,7 +39,10 @@ pub struct Costs {
     /// it alone).
     pub contention: Span,
     pub dist: ServiceDist,
-    pub rng: Stream,
+    /// The service distribution's streams, one per rx ring (ring 0's is "service"): a
+    /// ring's frames draw the same times whatever order the cores run in.
+    rngs: Vec<Stream>,
+    seed: u64,
 }
 
 /// The scenario's times before they are rounded to integer time: what the simulator runs
@@ -124,7 +127,8 @@ impl Costs {
             proc_per_byte_fs: k.proc_fs_per_byte.round() as u64,
             contention: span(k.contention_ps),
             dist: s.host.service,
-            rng: Stream::new(s.seed, "service"),
+            rngs: Vec::new(),
+            seed: s.seed,
         }
     }
 
@@ -132,17 +136,25 @@ impl Costs {
     #[inline]
     pub fn t_proc(&mut self, p: &Packet) -> Span {
         let mean = self.t_proc_mean(p.size as u64);
-        self.draw(mean)
+        self.draw(mean, p)
     }
 
-    /// A per-frame time of mean `mean` drawn from the service distribution
-    /// (`host.service`): `mean` itself when constant.
+    /// A time of mean `mean` for frame `p` drawn from the service distribution
+    /// (`host.service`, from its ring's stream): `mean` itself when constant.
     #[inline]
-    pub fn draw(&mut self, mean: Span) -> Span {
+    pub fn draw(&mut self, mean: Span, p: &Packet) -> Span {
         match self.dist {
             ServiceDist::Constant => mean,
-            ServiceDist::Exponential => Span::from_ps_f64(self.rng.exponential(mean.ps() as f64)),
+            ServiceDist::Exponential => Span::from_ps_f64(self.stream(p.ring as usize).exponential(mean.ps() as f64)),
         }
+    }
+
+    fn stream(&mut self, ring: usize) -> &mut Stream {
+        while self.rngs.len() <= ring {
+            let r = self.rngs.len();
+            self.rngs.push(Stream::new(self.seed, &if r == 0 { "service".to_string() } else { format!("service/ring{r}") }));
+        }
+        &mut self.rngs[ring]
     }
 
     /// Mean rx-clean time for a frame size.

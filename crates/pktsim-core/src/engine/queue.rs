@@ -67,9 +67,14 @@ impl Ord for Entry {
     }
 }
 
+/// The events, in two heaps: the ends of the cores' work units ([`Key::Step`]) and all the
+/// rest (the barriers). Popping takes the earlier of the two tops, so the order is that of
+/// one heap; apart, they tell a core how far it may run ahead of the others' units
+/// ([`EventQueue::barrier_time`], [`EventQueue::step_time`]).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    heap: BinaryHeap<Entry>,
+    steps: BinaryHeap<Entry>,
+    other: BinaryHeap<Entry>,
     seq: u64,
     /// Events scheduled so far (stale ones included).
     pub scheduled: u64,
@@ -80,28 +85,52 @@ impl EventQueue {
         Self::default()
     }
 
+    #[inline]
     pub fn schedule(&mut self, time: Instant, kind: EventKind) {
         self.seq += 1;
         self.scheduled += 1;
-        self.heap.push(Entry { time, seq: self.seq, kind });
+        let e = Entry { time, seq: self.seq, kind };
+        match kind {
+            EventKind::Timer(Key::Step(_), _) => self.steps.push(e),
+            _ => self.other.push(e),
+        }
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Instant, EventKind)> {
-        self.heap.pop().map(|e| (e.time, e.kind))
+        let heap = match (self.steps.peek(), self.other.peek()) {
+            // Entry's order is reversed (a max-heap pops the earliest): greater = earlier.
+            (Some(s), Some(o)) if s > o => &mut self.steps,
+            (Some(_), None) => &mut self.steps,
+            _ => &mut self.other,
+        };
+        heap.pop().map(|e| (e.time, e.kind))
     }
 
     /// Time of the next event (the horizon up to which a component may run ahead).
     #[inline]
     pub fn peek_time(&self) -> Instant {
-        self.heap.peek().map_or(Instant::NEVER, |e| e.time)
+        self.barrier_time().min(self.step_time())
+    }
+
+    /// Time of the next event that is not the end of a core's work unit.
+    #[inline]
+    pub fn barrier_time(&self) -> Instant {
+        self.other.peek().map_or(Instant::NEVER, |e| e.time)
+    }
+
+    /// Time of the earliest end of a core's work unit in the queue (stale ones included).
+    #[inline]
+    pub fn step_time(&self) -> Instant {
+        self.steps.peek().map_or(Instant::NEVER, |e| e.time)
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.steps.len() + self.other.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len() == 0
     }
 }
 

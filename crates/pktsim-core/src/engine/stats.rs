@@ -52,7 +52,14 @@ pub struct Bucket {
     pub carried_in: u64,
     pub irqs: u64,
     pub polls: u64,
-    pub latency_sum_ns: f64,
+    /// Sum of the latencies of the frames forwarded in the interval, exact in integer
+    /// picoseconds (reported in ns).
+    #[serde(rename = "latency_sum_ns", serialize_with = "ps_as_ns")]
+    pub latency_sum_ps: u128,
+}
+
+fn ps_as_ns<S: serde::Serializer>(ps: &u128, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(*ps as f64 / 1e3)
 }
 
 /// Counters and latency of a set of packets (all, one class, one ring).
@@ -72,8 +79,10 @@ pub struct Group {
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
     latency_max: Span,
-    latency_sum_ns: f64,
-    batch_sum_ns: Vec<f64>,
+    /// Latency sums in integer picoseconds: exact, so they come out the same whatever the
+    /// order frames of different cores are recorded in.
+    latency_sum_ps: u128,
+    batch_sum_ps: Vec<u128>,
     batch_n: Vec<u64>,
 }
 
@@ -94,8 +103,8 @@ impl Group {
             latency: Histogram::new(3).unwrap_or_else(|_| unreachable!("valid precision")),
             latency_min: Span::from_ps(u64::MAX),
             latency_max: Span::ZERO,
-            latency_sum_ns: 0.0,
-            batch_sum_ns: vec![0.0; batches],
+            latency_sum_ps: 0,
+            batch_sum_ps: vec![0; batches],
             batch_n: vec![0; batches],
         }
     }
@@ -121,7 +130,6 @@ impl Group {
 
     #[inline]
     fn record_latency(&mut self, latency: Span, batch: usize) {
-        let ns = latency.as_ns_f64();
         // `record` grows the histogram (`saturating_record` would clamp to its current top).
         let v = (latency.ps() / 1_000).max(1);
         if self.latency.record(v).is_err() {
@@ -129,8 +137,8 @@ impl Group {
         }
         self.latency_min = self.latency_min.min(latency);
         self.latency_max = self.latency_max.max(latency);
-        self.latency_sum_ns += ns;
-        self.batch_sum_ns[batch] += ns;
+        self.latency_sum_ps += latency.ps() as u128;
+        self.batch_sum_ps[batch] += latency.ps() as u128;
         self.batch_n[batch] += 1;
     }
 
@@ -138,14 +146,14 @@ impl Group {
         if self.finished() == 0 {
             0.0
         } else {
-            self.latency_sum_ns / self.finished() as f64
+            self.latency_sum_ps as f64 / 1e3 / self.finished() as f64
         }
     }
 
     /// Half-width of the 95% confidence interval of the mean latency (batch means), or
     /// None when fewer than two batches saw packets.
     pub fn latency_ci95_ns(&self) -> Option<f64> {
-        let means: Vec<f64> = self.batch_sum_ns.iter().zip(&self.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| s / *n as f64).collect();
+        let means: Vec<f64> = self.batch_sum_ps.iter().zip(&self.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| *s as f64 / 1e3 / *n as f64).collect();
         let b = means.len();
         if b < 2 {
             return None;
@@ -460,7 +468,7 @@ impl Stats {
         self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;
-            b.latency_sum_ns += latency.as_ns_f64();
+            b.latency_sum_ps += latency.ps() as u128;
         }
     }
 
@@ -483,7 +491,7 @@ impl Stats {
         self.each_group(p, |g| g.record_consumed(p.size, latency, batch));
         if let Some(b) = self.bucket(t) {
             b.forwarded += 1;
-            b.latency_sum_ns += latency.as_ns_f64();
+            b.latency_sum_ps += latency.ps() as u128;
         }
     }
 

@@ -40,6 +40,11 @@ impl Instant {
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / PS_PER_S as f64
     }
+    /// `self + d`, or [`Instant::NEVER`] past the end of time.
+    #[inline]
+    pub fn saturating_add(self, d: Span) -> Instant {
+        Instant(self.0.saturating_add(d.0))
+    }
     /// Time since `earlier`, or zero if `earlier` is later.
     pub fn saturating_since(self, earlier: Instant) -> Span {
         Span(self.0.saturating_sub(earlier.0))

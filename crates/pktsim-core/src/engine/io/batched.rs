@@ -114,7 +114,7 @@ impl Units for Batched {
             Unit::Call { frames, .. } => {
                 ctx.stats.poll(t, Some(frames.len() as u32));
                 // The call's descriptors go back at its end.
-                ctx.nic.advance_to(t, ctx.stats);
+                ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
                 for r in self.topo.rings_of_core(c) {
                     ctx.nic.refill(r, t, 1, ctx.stats);
                 }
@@ -130,7 +130,7 @@ impl Units for Batched {
 
     #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        ctx.nic.advance_to(t, ctx.stats);
+        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         super::ring_views(rings.clone(), &mut core.views, ctx);
@@ -209,6 +209,10 @@ impl IoMode for Batched {
         if units::begin(self, c, unit, start, d, ctx) {
             units::run(self, c, start + d, ctx);
         }
+    }
+
+    fn independent_cores(&self) -> bool {
+        true
     }
 
     fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {

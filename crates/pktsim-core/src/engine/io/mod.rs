@@ -54,9 +54,25 @@ pub struct Ctx<'a> {
     pub costs: &'a mut Costs,
     /// The run is being stopped: handlers return as soon as they can.
     pub cancel: &'a AtomicBool,
+    /// The cores share nothing but the ingress: one may run this far ahead of the earliest
+    /// end of another's work unit (None: no core runs past the next event of any kind).
+    pub run_ahead: Option<Span>,
 }
 
 impl Ctx<'_> {
+    /// How far a running core may go on without the event queue: to the next event, or,
+    /// when the cores are independent, to the next event that is not another core's unit
+    /// ending (an interrupt, a timer, an arrival on an armed ring, the end), and at most
+    /// `run_ahead` past the earliest unit ending (which bounds the frames the ingress holds
+    /// for rings whose cores are behind).
+    #[inline]
+    pub fn horizon(&self) -> Instant {
+        match self.run_ahead {
+            None => self.queue.peek_time(),
+            Some(ahead) => self.queue.barrier_time().min(self.queue.step_time().saturating_add(ahead)),
+        }
+    }
+
     #[inline]
     pub fn cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
@@ -77,6 +93,11 @@ pub trait IoMode: Send {
     fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx);
     /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).
     fn end(&mut self, t: Instant, ctx: &mut Ctx);
+    /// Whether its cores share no state but the NIC's ingress (each its own rings, tx queue
+    /// and vectors): then a core may run ahead of the others' work units.
+    fn independent_cores(&self) -> bool {
+        false
+    }
     /// The rx rings this mode reads from.
     fn rx_ring_kind(&self) -> RxRingKind {
         RxRingKind::Descriptors

@@ -827,6 +827,11 @@ impl IoMode for Napi {
         ctx.nic.cause(v, t, ctx.queue);
     }
 
+    fn independent_cores(&self) -> bool {
+        // An application thread on a core of its own reads another core's socket.
+        self.app_workers.is_empty()
+    }
+
     fn report(&self, nic: &Nic) -> serde_json::Value {
         let mut r = json!({
             "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),

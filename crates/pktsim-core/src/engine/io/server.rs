@@ -139,7 +139,7 @@ impl Units for Server {
             return Some((Unit::Lock, lock));
         }
         // Choose the next frame.
-        ctx.nic.advance_to(t, ctx.stats);
+        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         super::ring_views(rings.clone(), &mut core.views, ctx);
@@ -200,6 +200,10 @@ impl IoMode for Server {
             super::disarm_rings(self.topo.rings_of_core(c), ctx);
             units::run(self, c, t, ctx);
         }
+    }
+
+    fn independent_cores(&self) -> bool {
+        true
     }
 
     fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {

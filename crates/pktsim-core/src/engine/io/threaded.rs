@@ -173,7 +173,7 @@ impl Units for ThreadedNapi {
     /// The thread's next unit at `t`, or None when it goes to sleep (its rings armed).
     #[inline]
     fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        ctx.nic.advance_to(t, ctx.stats);
+        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let weight = self.p.weight as usize;
         let rings = self.topo.rings_of_core(c);
         let n = rings.len();
@@ -313,6 +313,10 @@ impl IoMode for ThreadedNapi {
         } else {
             th.wake.set(ctx.queue, t + self.p.wake_latency, Key::Wake(c as u32));
         }
+    }
+
+    fn independent_cores(&self) -> bool {
+        true
     }
 
     fn report(&self, _nic: &Nic) -> serde_json::Value {

@@ -86,7 +86,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
         }
         let Some((unit, d)) = m.next(core, t, ctx) else { return };
         let w = m.worker(core);
-        if w.blocked <= t && t + d <= ctx.queue.peek_time() {
+        if w.blocked <= t && t + d <= ctx.horizon() {
             done = Some((unit, d));
             t += d;
             continue;
@@ -102,7 +102,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 #[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
-    if w.blocked <= t && t + d <= ctx.queue.peek_time() {
+    if w.blocked <= t && t + d <= ctx.horizon() {
         w.unit = Some(unit);
         w.len = d;
         w.end = t + d;

@@ -129,7 +129,7 @@ impl Xdp {
             }
             XdpAction::Tx | XdpAction::Redirect => front + self.t_xmit,
         };
-        costs.draw(mean)
+        costs.draw(mean, p)
     }
 
     pub fn report(&self, flushes: u64) -> serde_json::Value {

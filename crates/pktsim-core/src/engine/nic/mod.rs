@@ -15,17 +15,24 @@
 //! I/O modes drive the NIC only through its methods: take frames, refill descriptors,
 //! transmit, clean completions, ask to be woken by a ring, complete a NAPI episode.
 //!
-//! Arrivals are processed lazily: [`Nic::advance_to`] moves every frame that has reached
-//! the NIC by a time into its ring. Only rings whose owner asked to be woken make the
-//! engine stop at each arrival; a ring drained by a busy poller is filled in batches when
-//! the poller looks, which is exact because the ring's free descriptors change only when
-//! the driver refills them.
+//! Arrivals are processed lazily: [`Nic::advance_ring_to`] moves every frame that has
+//! reached the NIC by a time into its ring. Only rings whose owner asked to be woken make
+//! the engine stop at each arrival; a ring drained by a busy poller is filled in batches
+//! when the poller looks, which is exact because the ring's free descriptors change only
+//! when the driver refills them.
+//!
+//! Each ring is brought up to date on its own: frames the ingress generated for other
+//! rings are written back into them at once if they came before the current event (every
+//! core has reached that time), else they wait in the ring's `pending` list until its
+//! owner looks. So a core may run ahead of the others' work units (see
+//! `io::units::run`) without writing frames into a ring whose owner is behind.
 
 pub mod classify;
 pub mod rx;
 pub mod tx;
 pub mod vector;
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -64,6 +71,11 @@ pub struct Nic {
     /// From a frame's last bit on the wire to its descriptor written back.
     dma: Span,
     next: Packet,
+    /// Per ring: frames generated, in order, not yet written back (they came at or after
+    /// `safe` when generated).
+    pending: Vec<VecDeque<Packet>>,
+    /// Every ring may be brought up to this time (the current event's).
+    safe: Instant,
     /// Rings whose owner asked to be woken, and were: (ring, write-back time).
     woken: Vec<(usize, Instant)>,
     egress: WireTime,
@@ -97,14 +109,23 @@ impl Nic {
             ingress: parts.ingress,
             dma: parts.dma,
             next: Packet::arriving(Instant::NEVER, 0, 0, 0),
+            pending: Vec::new(),
+            safe: Instant::ZERO,
             woken: Vec::new(),
             egress: WireTime::new(parts.overhead_bytes, parts.egress_bps),
             egress_port: None,
             arrival_event: None,
             cancel: Arc::default(),
         };
+        nic.pending = (0..nic.rx.len()).map(|_| VecDeque::new()).collect();
         nic.pull();
         nic
+    }
+
+    /// The engine is at `t`: no core will look at a ring before then.
+    #[inline]
+    pub fn set_safe(&mut self, t: Instant) {
+        self.safe = t;
     }
 
     /// Stop moving frames when `flag` is set (see [`crate::engine::SimNode::cancel_on`]).
@@ -167,34 +188,66 @@ impl Nic {
         self.rx[r].set_armed(false);
     }
 
+    /// Keep an arrival event at or before the next write-back on an armed ring.
     fn ensure_arrival_event(&mut self, queue: &mut EventQueue) {
-        let next = self.next.t_ring;
+        let mut next = self.next.t_ring;
+        for (ring, pending) in self.rx.iter().zip(&self.pending) {
+            if let (true, Some(p)) = (ring.is_armed(), pending.front()) {
+                next = next.min(p.t_ring);
+            }
+        }
         if self.arrival_event.is_none_or(|a| a > next) {
             self.arrival_event = Some(next);
             queue.schedule(next, EventKind::Arrival);
         }
     }
 
-    /// The arrival event at `t` fired: bring the rings up to `t` and keep the invariant.
+    /// The arrival event at `t` fired: bring the armed rings up to `t` (waking their
+    /// owners) and keep the invariant.
     pub fn on_arrival_event(&mut self, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
         if self.arrival_event == Some(t) {
             self.arrival_event = None;
         }
-        self.advance_to(t, stats);
+        for r in 0..self.rx.len() {
+            if self.rx[r].is_armed() {
+                self.advance_ring_to(r, t, stats);
+            }
+        }
         if self.any_wake() {
             self.ensure_arrival_event(queue);
         }
     }
 
-    /// Move every frame whose descriptor write-back is due by `t` into its ring (or drop it).
+    /// Move every frame of ring `r` whose descriptor write-back is due by `t` into it (or
+    /// drop it).
     #[inline]
-    pub fn advance_to(&mut self, t: Instant, stats: &mut Stats) {
-        self.advance_before(t + Span::from_ps(1), stats);
+    pub fn advance_ring_to(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.advance_ring_before(r, t + Span::from_ps(1), stats);
     }
 
-    /// Move every frame due strictly before `t` into its ring (or drop it).
+    /// Every ring of `rings` up to `t` (due by `t`).
     #[inline]
-    pub fn advance_before(&mut self, t: Instant, stats: &mut Stats) {
+    pub fn advance_rings_to(&mut self, rings: std::ops::Range<usize>, t: Instant, stats: &mut Stats) {
+        for r in rings {
+            self.advance_ring_to(r, t, stats);
+        }
+    }
+
+    /// Every ring up to `t` (due strictly before `t`): the end of the run.
+    pub fn advance_all_before(&mut self, t: Instant, stats: &mut Stats) {
+        for r in 0..self.rx.len() {
+            self.advance_ring_before(r, t, stats);
+        }
+    }
+
+    /// Move every frame of ring `r` due strictly before `t` into it (or drop it). Frames
+    /// generated on the way for other rings are written back too if they came before the
+    /// current event, else kept in their ring's pending list.
+    #[inline]
+    pub fn advance_ring_before(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        if self.pending[r].front().is_some_and(|p| p.t_ring < t) {
+            self.write_pending(r, t, stats);
+        }
         let mut moved = 0u32;
         while self.next.t_ring < t {
             // Every 1024 frames: a stop is seen within microseconds, at no cost per frame.
@@ -202,15 +255,36 @@ impl Nic {
             if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
                 return;
             }
-            let r = self.next.ring as usize;
-            let p = &self.next;
-            stats.offered(p);
-            match self.rx[r].write_back(*p) {
-                None => stats.drop_rx_ring(p),
+            let nr = self.next.ring as usize;
+            if nr != r && self.next.t_ring >= self.safe {
+                self.pending[nr].push_back(self.next);
+            } else {
+                if nr != r && !self.pending[nr].is_empty() {
+                    self.write_pending(nr, Instant::NEVER, stats);
+                }
+                let p = &self.next;
+                stats.offered(p);
+                match self.rx[nr].write_back(*p) {
+                    None => stats.drop_rx_ring(p),
+                    Some(true) => self.woken.push((nr, p.t_ring)),
+                    Some(false) => {}
+                }
+            }
+            self.pull();
+        }
+    }
+
+    /// Write ring `r`'s pending frames due before `t` back into it.
+    #[inline(never)]
+    fn write_pending(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        while let Some(p) = self.pending[r].front().copied().filter(|p| p.t_ring < t) {
+            self.pending[r].pop_front();
+            stats.offered(&p);
+            match self.rx[r].write_back(p) {
+                None => stats.drop_rx_ring(&p),
                 Some(true) => self.woken.push((r, p.t_ring)),
                 Some(false) => {}
             }
-            self.pull();
         }
     }
 
@@ -223,13 +297,13 @@ impl Nic {
     /// ring first); its descriptor stays the driver's until refilled.
     #[inline]
     pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats) -> Option<Packet> {
-        self.advance_to(t, stats);
+        self.advance_ring_to(r, t, stats);
         self.rx[r].take()
     }
 
     /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
     pub fn take_batch(&mut self, r: usize, t: Instant, max: usize, stats: &mut Stats, out: &mut impl Extend<(Packet, usize)>) -> usize {
-        self.advance_to(t, stats);
+        self.advance_ring_to(r, t, stats);
         let ring = &mut self.rx[r];
         let n = max.min(ring.len());
         out.extend((0..n).filter_map(|_| ring.take()).map(|p| (p, r)));
@@ -242,7 +316,7 @@ impl Nic {
     #[inline]
     pub fn refill(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
         if self.rx[r].unrefilled() >= min_batch.max(1) {
-            self.advance_before(t, stats);
+            self.advance_ring_before(r, t, stats);
             self.rx[r].refill();
         }
     }
@@ -406,7 +480,9 @@ impl Nic {
     /// throttle counter allows, else the vector waits for the next one.
     pub fn complete(&mut self, v: usize, t: Instant, episode: Episode, queue: &mut EventQueue, stats: &mut Stats) {
         self.vectors[v].episode_done(t, episode);
-        self.advance_to(t, stats);
+        if let Some(r) = self.vectors[v].layout.rx {
+            self.advance_ring_to(r, t, stats);
+        }
         if self.cause_pending(v, t) {
             // The oldest frame waiting in the ring came first (a tx completion alone: now).
             let first = self.vectors[v].layout.rx.and_then(|r| self.rx[r].head().map(|p| p.t_ring)).unwrap_or(t);
