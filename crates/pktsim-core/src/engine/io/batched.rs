@@ -16,7 +16,8 @@
 //! `priowfq`) end a turn at the first call boundary at or after its slice's end. Spinning is not simulated call by
 //! call: when the rings are empty the core notes when it started, and on the next
 //! write-back it resumes at the first empty-call boundary at or after it, charging the
-//! empty calls in between.
+//! empty calls in between. When the next frame for its rings is known to come before
+//! anything else can happen to the core, it spins to it without an event.
 
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
@@ -45,8 +46,8 @@ pub struct CallCosts {
 }
 
 pub enum Unit {
-    /// A call and the processing of the frames it moved.
-    Call { frames: Vec<(Packet, usize)>, io: Span },
+    /// A call and the processing of the frames it moved (the core's `frames`).
+    Call { io: Span },
     /// Spinning until a write-back is seen at an empty-call boundary.
     Spin,
     /// Interrupt and scheduler wake-up of a sleeping thread.
@@ -56,6 +57,8 @@ pub enum Unit {
 struct Core {
     strategy: Box<dyn Strategy>,
     worker: Worker<Unit>,
+    /// The frames of the running call (kept from call to call: no allocation per call).
+    frames: Vec<(Packet, usize)>,
     /// When the rings were last found empty (spinning or asleep since then).
     idle_since: Instant,
     views: Vec<RingView>,
@@ -82,7 +85,7 @@ impl Batched {
     pub fn with_parts(topo: Topology, strategies: Vec<Box<dyn Strategy>>, wait: Wait, costs: CallCosts) -> Self {
         let cores = strategies
             .into_iter()
-            .map(|strategy| Core { strategy, worker: Worker::default(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
+            .map(|strategy| Core { strategy, worker: Worker::default(), frames: Vec::new(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
             .collect();
         Batched { cores, topo, wait, costs }
     }
@@ -111,7 +114,8 @@ impl Units for Batched {
     #[inline]
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
-            Unit::Call { frames, .. } => {
+            Unit::Call { .. } => {
+                let frames = std::mem::take(&mut self.cores[c].frames);
                 ctx.stats.poll(t, Some(frames.len() as u32));
                 // The call's descriptors go back at its end.
                 ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
@@ -120,9 +124,11 @@ impl Units for Batched {
                 }
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                for (p, _) in frames {
-                    ctx.nic.xmit(tx, &p, t, ctx.queue, ctx.stats);
+                for (p, _) in &frames {
+                    ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
                 }
+                self.cores[c].frames = frames;
+                self.cores[c].frames.clear();
             }
             Unit::Spin | Unit::Wake => {}
         }
@@ -138,13 +144,26 @@ impl Units for Batched {
         // the turn at the first call boundary after its slice.
         let Some(turn) = core.strategy.pick(&core.views, t) else {
             core.idle_since = t;
+            // Spinning: if the rings' next frame comes before the core's horizon, spin to
+            // the first empty-call boundary at or after it (as a wake-up by that frame
+            // would), without the event queue.
+            if let Wait::Spin { t_empty } = self.wait {
+                let horizon = ctx.horizon();
+                if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats) {
+                    let calls = (at.max(t) - t).div_ceil(Span::from_ps(t_empty.ps().max(1))).max(1);
+                    if t + t_empty * calls <= horizon {
+                        ctx.stats.empty_polls_add(t, calls);
+                        return Some((Unit::Spin, t_empty * calls));
+                    }
+                }
+            }
             super::arm_rings(rings, ctx);
             return None;
         };
         let i = turn.ring;
         let r = rings.start + i;
         let n = self.costs.batch.min(ctx.nic.rx(r).len());
-        let mut frames = Vec::with_capacity(n);
+        let frames = &mut core.frames;
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
         for _ in 0..n {
             let Some(p) = ctx.nic.take(r, t, ctx.stats) else { break };
@@ -153,7 +172,7 @@ impl Units for Batched {
             work += ctx.costs.t_proc(&p);
             frames.push((p, r));
         }
-        Some((Unit::Call { frames, io }, io + work))
+        Some((Unit::Call { io }, io + work))
     }
 }
 

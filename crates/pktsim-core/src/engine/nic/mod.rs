@@ -256,21 +256,63 @@ impl Nic {
                 return;
             }
             let nr = self.next.ring as usize;
-            if nr != r && self.next.t_ring >= self.safe {
-                self.pending[nr].push_back(self.next);
+            if nr == r {
+                self.write_next(r, stats);
             } else {
-                if nr != r && !self.pending[nr].is_empty() {
-                    self.write_pending(nr, Instant::NEVER, stats);
-                }
-                let p = &self.next;
-                stats.offered(p);
-                match self.rx[nr].write_back(*p) {
-                    None => stats.drop_rx_ring(p),
-                    Some(true) => self.woken.push((nr, p.t_ring)),
-                    Some(false) => {}
-                }
+                self.place_next(nr, stats);
             }
             self.pull();
+        }
+    }
+
+    /// When the next frame of `rings` is written back, if no later than `limit` (frames of
+    /// other rings met on the way are handled as [`Nic::advance_ring_before`] does).
+    pub fn next_arrival(&mut self, rings: std::ops::Range<usize>, limit: Instant, stats: &mut Stats) -> Option<Instant> {
+        // Pending frames came before any not yet generated.
+        let pending = rings.clone().filter_map(|r| self.pending[r].front().map(|p| p.t_ring)).min();
+        if pending.is_some() {
+            return pending.filter(|&t| t <= limit);
+        }
+        let mut moved = 0u32;
+        while self.next.t_ring <= limit {
+            let nr = self.next.ring as usize;
+            if rings.contains(&nr) {
+                return Some(self.next.t_ring);
+            }
+            moved = moved.wrapping_add(1);
+            if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
+                return None;
+            }
+            self.place_next(nr, stats);
+            self.pull();
+        }
+        None
+    }
+
+    /// The next frame, of ring `r` (whose pending list holds nothing older), is written back.
+    #[inline]
+    fn write_next(&mut self, r: usize, stats: &mut Stats) {
+        let p = &self.next;
+        stats.offered(p);
+        match self.rx[r].write_back(*p) {
+            None => stats.drop_rx_ring(p),
+            Some(true) => self.woken.push((r, p.t_ring)),
+            Some(false) => {}
+        }
+    }
+
+    /// The next frame, of ring `r` that nobody is bringing up to date now: written back
+    /// (after its older pending frames) if it came before the current event, else kept
+    /// pending until its ring's core looks.
+    #[inline]
+    fn place_next(&mut self, r: usize, stats: &mut Stats) {
+        if self.next.t_ring >= self.safe {
+            self.pending[r].push_back(self.next);
+        } else {
+            if !self.pending[r].is_empty() {
+                self.write_pending(r, Instant::NEVER, stats);
+            }
+            self.write_next(r, stats);
         }
     }
 
