@@ -672,12 +672,11 @@ impl Units for Napi {
                             if poll.rx_done < poll.weight {
                                 // Descriptors go back in batches at the top of each iteration.
                                 ctx.nic.refill(r, t, self.p.refill_batch, ctx.stats);
-                                if let Some(p) = ctx.nic.take(r, t, ctx.stats) {
+                                if ctx.nic.take_into(r, t, ctx.stats, &mut core.frame) {
                                     let d = match &self.xdp {
-                                        Some(x) => x.frame_time(&p, ctx.costs),
-                                        None => ctx.costs.t_proc(&p),
+                                        Some(x) => x.frame_time(&core.frame, ctx.costs),
+                                        None => ctx.costs.t_proc(&core.frame),
                                     };
-                                    core.frame = p;
                                     return Some((Work::RxPacket(r), d));
                                 }
                             }

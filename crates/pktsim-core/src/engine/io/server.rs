@@ -17,7 +17,7 @@
 //! frame keeps its descriptor until its service ends, so a ring of N descriptors holds at
 //! most N - 1 frames in the system (one descriptor always stays empty): one core with one
 //! ring is an M/G/1/K queue with K = N - 1. An idle core waits for the next write-back on
-//! any of its rings.
+//! any of its rings (without the event queue when that comes before its horizon).
 
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
@@ -37,6 +37,8 @@ pub enum Unit {
     Serve { ring: usize, i: usize, rest: Span },
     /// Waiting for and holding the shared tx queue's lock, then posting the frame.
     Lock,
+    /// Idle until the next write-back on one of the core's rings (no CPU time).
+    Idle,
 }
 
 struct Core {
@@ -99,6 +101,7 @@ impl Units for Server {
         let a = match unit {
             Unit::Serve { .. } => Activity::RxClean,
             Unit::Lock => Activity::TxLock,
+            Unit::Idle => return,
         };
         ctx.stats.busy(c, a, start, end);
     }
@@ -130,6 +133,7 @@ impl Units for Server {
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
                 ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
             }
+            Unit::Idle => {}
         }
     }
 
@@ -149,7 +153,15 @@ impl Units for Server {
             }
         }
         let Some(turn) = core.strategy.pick(&core.views, t) else {
-            // Idle: wake on the next write-back to any of this core's rings.
+            // Idle until the next write-back to any of this core's rings: without the
+            // event queue if it comes before anything else can happen to the core (what a
+            // wake-up by it would do), else armed to be woken by it.
+            let horizon = ctx.horizon();
+            if core.worker.is_free_at(t) {
+                if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats).filter(|&at| at > t) {
+                    return Some((Unit::Idle, at - t));
+                }
+            }
             super::arm_rings(rings, ctx);
             return None;
         };

@@ -39,6 +39,10 @@ impl<U> Worker<U> {
     pub fn is_idle(&self) -> bool {
         self.unit.is_none()
     }
+    /// Whether interference leaves the core free at `t`.
+    pub fn is_free_at(&self, t: Instant) -> bool {
+        self.blocked <= t
+    }
     /// The running unit ends `d` later than planned (it was preempted for `d`).
     pub fn stretch(&mut self, d: Span, key: Key, ctx: &mut Ctx) {
         self.end += d;

@@ -343,6 +343,14 @@ impl Nic {
         self.rx[r].take()
     }
 
+    /// [`Nic::take`] into `out` (true), or false with `out` unchanged when the ring is
+    /// empty: the frame is copied once, from the ring.
+    #[inline]
+    pub fn take_into(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+        self.advance_ring_to(r, t, stats);
+        self.rx[r].take_into(out)
+    }
+
     /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
     pub fn take_batch(&mut self, r: usize, t: Instant, max: usize, stats: &mut Stats, out: &mut impl Extend<(Packet, usize)>) -> usize {
         self.advance_ring_to(r, t, stats);

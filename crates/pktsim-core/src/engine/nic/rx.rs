@@ -108,6 +108,19 @@ impl RxRing {
 
     /// Give every taken descriptor back to the NIC (one tail write for the batch).
     #[inline]
+    pub(super) fn take_into(&mut self, out: &mut Packet) -> bool {
+        match self.frames.front() {
+            Some(p) => {
+                *out = *p;
+                self.frames.pop_front();
+                self.unrefilled += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[inline]
     pub(super) fn refill(&mut self) {
         self.hw_avail += self.unrefilled;
         self.unrefilled = 0;
