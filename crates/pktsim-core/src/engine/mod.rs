@@ -138,6 +138,7 @@ impl SimNode {
                     // under way is charged up to the end.
                     ctx.nic.advance_all_before(t, ctx.stats);
                     mode.end(t, &mut ctx);
+                    ctx.stats.flush();
                     break;
                 }
                 EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),

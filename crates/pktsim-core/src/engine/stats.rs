@@ -62,6 +62,18 @@ fn ps_as_ns<S: serde::Serializer>(ps: &u128, s: S) -> std::result::Result<S::Ok,
     s.serialize_f64(*ps as f64 / 1e3)
 }
 
+/// Latencies a group buffers before recording them into its histogram.
+const LATENCY_BUFFER: usize = 64;
+
+/// Record `v` ns, growing the histogram (`saturating_record` would clamp to its current
+/// top).
+#[inline]
+fn record_ns(h: &mut Histogram<u64>, v: u64) {
+    if h.record(v).is_err() {
+        h.saturating_record(v);
+    }
+}
+
 /// Counters and latency of a set of packets (all, one class, one ring).
 pub struct Group {
     pub offered: u64,
@@ -75,7 +87,11 @@ pub struct Group {
     pub drop_rcvbuf: u64,
     /// Frames an AF_XDP socket's full rx ring refused (`rx_ring_full`).
     pub drop_xsk: u64,
-    pub latency: Histogram<u64>,
+    latency: Histogram<u64>,
+    /// Latencies (ns) not yet in the histogram: recorded LATENCY_BUFFER at a time, so that
+    /// with many groups (a ring per core) each histogram's memory is touched in bursts,
+    /// not on every frame. Counts add up the same in any order.
+    unrecorded: Vec<u64>,
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
     latency_max: Span,
@@ -101,6 +117,7 @@ impl Group {
             // a group's memory follows what it measures (a few KB for one that sees
             // microseconds, none beyond the first bucket for one that sees no frame).
             latency: Histogram::new(3).unwrap_or_else(|_| unreachable!("valid precision")),
+            unrecorded: Vec::new(),
             latency_min: Span::from_ps(u64::MAX),
             latency_max: Span::ZERO,
             latency_sum_ps: 0,
@@ -123,6 +140,27 @@ impl Group {
         self.record_latency(latency, batch);
     }
 
+    /// Put the buffered latencies into the histogram.
+    #[inline(never)]
+    pub fn flush(&mut self) {
+        for v in self.unrecorded.drain(..) {
+            record_ns(&mut self.latency, v);
+        }
+    }
+
+    /// The latency histogram, with every latency recorded so far.
+    pub fn latency(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
+        if self.unrecorded.is_empty() {
+            std::borrow::Cow::Borrowed(&self.latency)
+        } else {
+            let mut h = self.latency.clone();
+            for &v in &self.unrecorded {
+                record_ns(&mut h, v);
+            }
+            std::borrow::Cow::Owned(h)
+        }
+    }
+
     /// Frames that ended (forwarded or consumed): the latency samples.
     pub fn finished(&self) -> u64 {
         self.forwarded + self.consumed
@@ -131,9 +169,9 @@ impl Group {
     #[inline]
     fn record_latency(&mut self, latency: Span, batch: usize) {
         // `record` grows the histogram (`saturating_record` would clamp to its current top).
-        let v = (latency.ps() / 1_000).max(1);
-        if self.latency.record(v).is_err() {
-            self.latency.saturating_record(v);
+        self.unrecorded.push((latency.ps() / 1_000).max(1));
+        if self.unrecorded.len() >= LATENCY_BUFFER {
+            self.flush();
         }
         self.latency_min = self.latency_min.min(latency);
         self.latency_max = self.latency_max.max(latency);
@@ -168,11 +206,12 @@ impl Group {
         // within the exact extremes: never above a latency that occurred.
         let (min_ns, max_ns) = (self.latency_min.as_ns_f64(), self.latency_max.as_ns_f64());
         let none = self.finished() == 0;
+        let latency = self.latency();
         let pct = |q: f64| {
             if none {
                 0.0
             } else {
-                (self.latency.median_equivalent(self.latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
+                (latency.median_equivalent(latency.value_at_quantile(q)) as f64).clamp(min_ns, max_ns)
             }
         };
         let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf + self.drop_xsk;
@@ -427,6 +466,13 @@ impl Stats {
             if let Some(b) = self.bucket(t) {
                 b.dropped += 1;
             }
+        }
+    }
+
+    /// Put every group's buffered latencies into its histogram (the run ended).
+    pub fn flush(&mut self) {
+        for g in std::iter::once(&mut self.all).chain(&mut self.classes).chain(&mut self.rings) {
+            g.flush();
         }
     }
 
