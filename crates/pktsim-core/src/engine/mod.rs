@@ -255,6 +255,8 @@ mod tests {
             "io = \"server\"\nt_proc = \"700ns\"\nservice = \"exponential\"",
             "io = \"busy-poll\"\nt_proc = \"500ns\"\n[host.batch]\nsize = 32\nt_call = \"100ns\"\nt_empty = \"50ns\"",
             "io = \"threaded-napi\"\nt_proc = \"650ns\"\nservice = \"exponential\"\n[host.thread]\nwake_latency = \"5us\"\nt_wakeup = \"2us\"",
+            "io = \"xdp\"\nt_irq = \"1us\"\nservice = \"exponential\"\n[host.xdp]\nmode = \"native\"\naction = \"tx\"\nt_driver = \"300ns\"",
+            "io = \"af-xdp\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\n[host.xdp]\naction = \"redirect\"\nt_driver = \"100ns\"\nt_flush = \"50ns\"\n[host.af_xdp]\nzero_copy = true",
         ];
         for host in hosts {
             let toml = format!("{head}\n[host]\n{host}\n");
