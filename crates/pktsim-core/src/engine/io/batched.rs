@@ -46,7 +46,7 @@ pub struct CallCosts {
 }
 
 pub enum Unit {
-    /// A call and the processing of the frames it moved (the core's `frames`).
+    /// A call and the processing of the frames it moved (the core's `moved`).
     Call { io: Span },
     /// Spinning until a write-back is seen at an empty-call boundary.
     Spin,
@@ -58,7 +58,7 @@ struct Core {
     strategy: Box<dyn Strategy>,
     worker: Worker<Unit>,
     /// The frames of the running call (kept from call to call: no allocation per call).
-    frames: Vec<(Packet, usize)>,
+    moved: Vec<(Packet, usize)>,
     /// When the rings were last found empty (spinning or asleep since then).
     idle_since: Instant,
     views: Vec<RingView>,
@@ -85,7 +85,7 @@ impl Batched {
     pub fn with_parts(topo: Topology, strategies: Vec<Box<dyn Strategy>>, wait: Wait, costs: CallCosts) -> Self {
         let cores = strategies
             .into_iter()
-            .map(|strategy| Core { strategy, worker: Worker::default(), frames: Vec::new(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
+            .map(|strategy| Core { strategy, worker: Worker::default(), moved: Vec::new(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
             .collect();
         Batched { cores, topo, wait, costs }
     }
@@ -115,7 +115,7 @@ impl Units for Batched {
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
             Unit::Call { .. } => {
-                let frames = std::mem::take(&mut self.cores[c].frames);
+                let frames = std::mem::take(&mut self.cores[c].moved);
                 ctx.stats.poll(t, Some(frames.len() as u32));
                 // The call's descriptors go back at its end.
                 ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
@@ -127,8 +127,8 @@ impl Units for Batched {
                 for (p, _) in &frames {
                     ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
                 }
-                self.cores[c].frames = frames;
-                self.cores[c].frames.clear();
+                self.cores[c].moved = frames;
+                self.cores[c].moved.clear();
             }
             Unit::Spin | Unit::Wake => {}
         }
@@ -163,7 +163,7 @@ impl Units for Batched {
         let i = turn.ring;
         let r = rings.start + i;
         let n = self.costs.batch.min(ctx.nic.rx(r).len());
-        let frames = &mut core.frames;
+        let frames = &mut core.moved;
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
         for _ in 0..n {
             let Some(p) = ctx.nic.take(r, t, ctx.stats) else { break };
