@@ -2,10 +2,11 @@
 Dask cluster, resumable, with one tidy row per (point, replication).
 
 ``sweep`` (exported as ``pktsim.sweep``) is the entry point; ``summarize`` (``pktsim.summarize``)
-turns the replications of each point into means with 95% confidence intervals. Each point
-is validated once when the grid is built, then each run hands the scenario text and the
-point's overrides to the core (:func:`pktsim.sim.run_text`), which parses it once more to
-run it. This module builds on ``sim`` and ``values``, which never import it.
+turns the replications of each point into means with 95% confidence intervals. Each run
+hands the scenario text and the point's overrides to the core (:func:`pktsim.sim.run_text`):
+the text is parsed once per process, and each run resolves (validates) its point once,
+where it runs; its result comes back as Python objects. This module builds on ``sim`` and
+``values``, which never import it.
 
 A point that fails, or whose values the scenario rejects, is kept as a row with
 ``status = "error"`` and its message; the others go on. Finished rows are appended to
@@ -48,7 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import _core, sim
 from .errors import ScenarioError
-from .scenario import Scenario, as_scenario
+from .scenario import Scenario, _check_profile_file, as_scenario, parsed
 from .values import expand_values, flatten, numeric_value
 
 RUN_FIELDS_DROPPED = ("swept",)
@@ -115,10 +116,11 @@ def _base_dir(task: Task) -> str:
 
 
 def run_task(task: Task) -> dict:
-    """Run one point; never raises (a failure becomes an error row).
+    """Run one point; never raises (a failure becomes an error row, and so does a point the
+    scenario rejects).
 
-    The point was validated when the grid was built (:func:`grid`); here the core parses
-    it once more, to run it, and nothing else does."""
+    The scenario's text is parsed once per process; the point's overrides are resolved
+    (validated) once, here, to run it (:func:`pktsim.sim.run_text`)."""
     row = _row_head(task)
     if task.invalid:
         return _failed_row(task, task.invalid)
@@ -127,6 +129,9 @@ def run_task(task: Task) -> dict:
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
         flat.pop("seed", None)
         row.update(flat)
+        if task.numbers and "traffic.rate" in row and row.get("traffic.rate_value") is None:
+            # A share of the line rate or bit/s: the packet rate the model computes.
+            row["traffic.rate_value"] = getattr(r, "_offered_pps", None)
         row["status"] = "ok"
         row["error"] = ""
         row["pktsim_version"] = _core.VERSION  # the version that ran it (a worker's own)
@@ -210,26 +215,20 @@ def _profile_files(scenario: Scenario, extra: Sequence[str] = ()) -> tuple:
     return tuple(files)
 
 
-def _offered_pps(scenario: Scenario, sets: list) -> float | None:
-    """The packet rate a point offers (for ``traffic.rate`` written as a share of the line
-    rate or in bit/s), as the model computes it."""
-    try:
-        out = json.loads(_core.predict(scenario.text, scenario.format, scenario.origin, scenario.base_dir, [*scenario.sets, *sets]))
-        return float(out["offered_pps"])
-    except Exception:  # noqa: BLE001 - the column is then left empty for this point
-        return None
-
-
 def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, variants: Mapping[str, tuple] | None = None) -> list[Task]:
     """Tasks for the cartesian product of the parameter values, `replications` each with
     seeds base, base + 1, ... (independent streams: each component's seed is derived from
     the scenario seed). The base is the point's own seed: the scenario's, or the swept
     value when ``seed`` is a parameter.
 
-    Each point is validated here, once, before any runs; a point the scenario rejects
-    becomes tasks that yield error rows (with the :class:`~pktsim.errors.ScenarioError`
-    message) without running, and the rest of the grid goes on. The replications of a point
-    differ only in their seed and are not validated again."""
+    Building the grid resolves nothing: each run resolves (validates) its point once, where
+    it runs (:func:`run_task`), and a point the scenario rejects yields error rows with the
+    :class:`~pktsim.errors.ScenarioError` message while the rest of the grid goes on. Only
+    where a point's seed comes from the grid (``seed`` swept, or set by a variant) is the
+    point resolved here, for its seed; a point rejected then, or whose swept cost-profile
+    file cannot be read, yields its error rows without running. ``traffic.rate`` written as
+    a share of the line rate or in bit/s gets its ``KEY_value`` (the model's packet rate)
+    from the run."""
     keys = list(params)
     values = [expand_values(params[k], k) for k in keys]
     named = list((variants or {}).items()) or [("", ())]
@@ -238,19 +237,22 @@ def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, varia
         profiles += values[keys.index("cost.profile")]
     files = _profile_files(scenario, profiles)
     numbers_of = {k: {v: numeric_value(k, v) for v in vals} for k, vals in zip(keys, values)}
+    seeded = "seed" in keys
+    profiled = "cost.profile" in keys
     tasks = []
     for (variant, vsets), combo in itertools.product(named, itertools.product(*values)):
         point = tuple(zip(keys, combo))
         numbers = tuple(numbers_of[k][v] for k, v in point)
         invalid = ""
+        base_seed = scenario.seed
+        added = [*vsets, *point]
         try:
-            base_seed = scenario.with_sets(list(vsets) + list(point)).seed
+            if seeded or any(k == "seed" for k, _ in vsets):
+                base_seed = scenario._resolve(added).seed
+            elif profiled or any(k == "cost.profile" for k, _ in vsets):
+                _check_profile_file(parsed(scenario.text, scenario.format, scenario.origin, scenario.base_dir), scenario.origin, scenario.base_dir, [*scenario.sets, *added])
         except ScenarioError as e:
             invalid, base_seed = f"ScenarioError: {e}", scenario.seed
-        if not invalid and "traffic.rate" in keys:
-            i = keys.index("traffic.rate")
-            if numbers[i] is None:  # a share of the line rate or bit/s: the model's pps
-                numbers = (*numbers[:i], _offered_pps(scenario, list(vsets) + list(point)), *numbers[i + 1:])
         for r in range(replications):
             tasks.append(
                 Task(len(tasks), point, r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir,

@@ -43,7 +43,7 @@ def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Predic
     ``stall_cycles_per_miss``, ``extra_cycles`` cycles, ``flows_fitting_l3``); ``notes``
     (list of text)."""
     sc = as_scenario(scenario, sets)
-    out = json.loads(_core.predict(sc.text, sc.format, sc.origin, sc.base_dir, list(sc.sets)))
+    out = sc._resolve().predict()
     # Only the cycle groups are the model's; keep them in 000's order.
     out["cycles_by_group"] = {g: out["cycles_by_group"][g] for g in GROUPS}
     return Prediction(out)

@@ -105,22 +105,33 @@ def quantity_text(key: str, value: Any) -> str | None:
     return f"{v:.12g}{BASE_UNITS[kind]}"
 
 
-def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -> None:
+# The parsed text of recent scenarios (a sweep's worker parses its scenario once).
+_PARSED: dict = {}
+_PARSED_KEEP = 16
+
+
+def parsed(text: str, fmt: str, origin: str, base_dir: "str | Path") -> "_core.Parsed":
+    """The core's parse of scenario text (``fmt`` "toml" or "json"), kept for the last few
+    texts: a sweep or a loaded :class:`Scenario` reads its text once per process, and each
+    set of overrides is resolved on a copy of the parsed table. A syntax error raises
+    :class:`~pktsim.errors.ScenarioError` (and is not kept)."""
+    key = (text, fmt, origin, str(base_dir))
+    p = _PARSED.get(key)
+    if p is None:
+        p = _core.Parsed(text, fmt, origin, str(base_dir))
+        if len(_PARSED) >= _PARSED_KEEP:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = p
+    return p
+
+
+def _check_profile_file(p: "_core.Parsed", origin: str, base_dir: str, sets) -> None:
     """Refuse a cost-profile file the core could not read as text (not UTF-8, a device, too
     large) with the file, the byte offset and the key, before the core reads it whole."""
     name = next((v for k, v in reversed(tuple(sets)) if k == "cost.profile"), None)
     key = "--set cost.profile" if name is not None else "cost.profile"
     if name is None:
-        try:
-            if fmt == "toml":
-                import tomllib
-
-                data = tomllib.loads(text)
-            else:
-                data = json.loads(text)
-            name = (data.get("cost") or {}).get("profile")
-        except (ValueError, AttributeError, TypeError):
-            return  # the core reports what is wrong with the scenario itself
+        name = p.profile
     if not isinstance(name, str) or not name or name in _core.bundled_profiles():
         return
     path = Path(base_dir) / name
@@ -134,6 +145,16 @@ def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -
         err = ScenarioError(f"{origin}: {key} = {json.dumps(name)}: {e}")
         err.origin, err.path, err.value, err.expected = origin, "cost.profile", name, "a UTF-8 cost-profile file"
         raise err from None
+
+
+def resolve(text: str, fmt: str, origin: str, base_dir: "str | Path", sets, check_profile: bool = True) -> "_core.Resolved":
+    """The core's validated scenario for text with overrides (``[(key, value text), ...]``),
+    the text parsed once per process (:func:`parsed`). With ``check_profile`` a cost-profile
+    file it names is checked first (:func:`_check_profile_file`)."""
+    p = parsed(text, fmt, origin, base_dir)
+    if check_profile:
+        _check_profile_file(p, origin, str(base_dir), sets)
+    return p.resolve(list(sets))
 
 
 def _value_text(value: Any, key: str = "") -> str:
@@ -173,9 +194,7 @@ class Scenario:
     @classmethod
     def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":
         sets_t = tuple(_normalise_sets(sets))
-        _check_profile_file(text, fmt, origin, base_dir, sets_t)
-        normalised = _core.load_scenario(text, fmt, origin, base_dir, list(sets_t))
-        return cls(text, fmt, origin, base_dir, sets_t, json.loads(normalised))
+        return cls(text, fmt, origin, base_dir, sets_t, resolve(text, fmt, origin, base_dir, sets_t).data())
 
     @classmethod
     def load(cls, path: str | Path, sets=None) -> "Scenario":
@@ -206,10 +225,13 @@ class Scenario:
     def with_sets(self, sets) -> "Scenario":
         added = tuple(_normalise_sets(sets))
         new_sets = self.sets + added
-        if any(k == "cost.profile" for k, _ in added):
-            _check_profile_file(self.text, self.format, self.origin, self.base_dir, new_sets)
-        normalised = _core.load_scenario(self.text, self.format, self.origin, self.base_dir, list(new_sets))
-        return replace(self, sets=new_sets, data=json.loads(normalised))
+        return replace(self, sets=new_sets, data=self._resolve(added).data())
+
+    def _resolve(self, added=()) -> "_core.Resolved":
+        """The core's validated scenario with ``added`` overrides (``[(key, value text),
+        ...]``) on top of this one's; a cost-profile file they name is checked first."""
+        checks = any(k == "cost.profile" for k, _ in added)
+        return resolve(self.text, self.format, self.origin, self.base_dir, [*self.sets, *added], check_profile=checks)
 
     @property
     def name(self) -> str:

@@ -8,11 +8,9 @@ on this module (never the other way round).
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any, Callable, Iterator, Mapping
 
-from . import _core
-from .scenario import Scenario, _normalise_sets, as_scenario
+from .scenario import Scenario, _normalise_sets, as_scenario, resolve
 from .values import expand_values, flatten
 
 __all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
@@ -33,6 +31,10 @@ def observe_runs(callback: "Callable[[RunResult], None]") -> Iterator[None]:
 
 class RunResult(dict):
     """One run's result: a dict with the ``pktsim run --json`` keys."""
+
+    # The offered rate the model computes for the run's scenario (pps), for a sweep's
+    # ``traffic.rate_value`` column when the rate is written as a share or in bit/s.
+    _offered_pps: "float | None" = None
 
     def flat(self) -> dict:
         """One level of keys: ``latency_ns.p99`` becomes ``latency_ns_p99``; lists are dropped."""
@@ -78,7 +80,11 @@ def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunRes
     ``[("a.b", 1)]`` or ``{"a.b": 1}``, applied as :meth:`Scenario.with_sets` applies them);
     relative profile paths are read from ``base_dir``, errors name ``origin``.
 
-    The core parses and validates the text once, here, and an invalid scenario raises
-    :class:`~pktsim.errors.ScenarioError` as :func:`run` would. A sweep's points take this
-    path so that each one is parsed by the run alone, not first into a :class:`Scenario`."""
-    return RunResult(json.loads(_core.run(text, fmt, origin, base_dir, _normalise_sets(sets))))
+    The core parses the text once per process (:func:`pktsim.scenario.parsed`) and resolves
+    the overrides on a copy of it, once per call; an invalid scenario raises
+    :class:`~pktsim.errors.ScenarioError` as :func:`run` would. The result comes from the
+    core as Python objects (no JSON text in between). A sweep's points take this path."""
+    point = resolve(text, fmt, origin, base_dir, _normalise_sets(sets), check_profile=False)
+    result = RunResult(point.run())
+    result._offered_pps = point.offered_pps
+    return result
