@@ -507,15 +507,20 @@ def run_grid(
     rows: dict = {tuple(k): v for k, v in done.items()}
     keys = (["variant"] if named else []) + list(params)
 
-    def finished(task: Task, row: dict) -> None:
-        row["_key"] = list(task.key)
-        rows[tuple(row["_key"])] = row
-        if checkpoint:
-            with checkpoint.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-        if report:
-            label = ", ".join(([f"variant={task.variant}"] if task.variant else []) + [f"{k}={v}" for k, v in task.params])
-            report(len(rows), len(tasks), label)
+    saved = checkpoint.open("a") if checkpoint else None
+
+    def finished(batch: list) -> None:
+        """Rows as they come back ((task, row) pairs: one, or a chunk's)."""
+        for task, row in batch:
+            row["_key"] = list(task.key)
+            rows[tuple(row["_key"])] = row
+            if saved:
+                saved.write(json.dumps(row) + "\n")
+            if report:
+                label = ", ".join(([f"variant={task.variant}"] if task.variant else []) + [f"{k}={v}" for k, v in task.params])
+                report(len(rows), len(tasks), label)
+        if saved:
+            saved.flush()
 
     try:
         if report and done:
@@ -524,7 +529,7 @@ def run_grid(
             _run_dask(dask, todo, finished, dask_lost_after_s)
         elif (jobs or os.cpu_count() or 1) == 1 or len(todo) <= 1:
             for t in todo:
-                finished(t, run_task(t))
+                finished([(t, run_task(t))])
         else:
             _run_processes(min(jobs or os.cpu_count() or 1, len(todo)), todo, finished)
     except KeyboardInterrupt as e:
@@ -535,6 +540,8 @@ def run_grid(
     finally:
         if bar:
             bar.close()
+        if saved:
+            saved.close()
     df = _table([rows[t.key] for t in tasks], sc, keys, len(todo))
     if out:
         write_table(df, out, sc, variants=named)
@@ -651,19 +658,41 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def run_chunk(tasks: Sequence[Task]) -> list:
+    """Run a few points in turn (one pool or Dask task): their rows, in order."""
+    return [run_task(t) for t in tasks]
+
+
+# Points per pool or Dask task: enough that the per-task cost (pickling, a round trip to
+# the worker, the scheduler's bookkeeping) is spread over many short points, few enough
+# that every worker gets about CHUNKS_PER_WORKER tasks (the last ones balance the load)
+# and that finished rows reach the checkpoint and the progress bar as they come.
+MAX_CHUNK = 64
+CHUNKS_PER_WORKER = 8
+
+
+def chunks(tasks: Sequence[Task], workers: int, max_chunk: int = MAX_CHUNK) -> list:
+    """The tasks cut into consecutive chunks for ``workers`` processes (see ``MAX_CHUNK``)."""
+    size = max(1, min(max_chunk, len(tasks) // max(1, workers * CHUNKS_PER_WORKER)))
+    return [list(tasks[i:i + size]) for i in range(0, len(tasks), size)]
+
+
+def _finish_chunk(chunk: Sequence[Task], fut, finished) -> None:
+    try:
+        rows = fut.result()
+    except Exception as e:  # a worker died (or was lost): the chunk's points failed
+        rows = [_failed_row(t, f"{type(e).__name__}: {e}") for t in chunk]
+    finished(list(zip(chunk, rows)))
+
+
 def _run_processes(workers: int, tasks: Sequence[Task], finished) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     try:
-        futures = {ex.submit(run_task, t): t for t in tasks}
+        futures = {ex.submit(run_chunk, c): c for c in chunks(tasks, workers)}
         for fut in as_completed(futures):
-            t = futures[fut]
-            try:
-                row = fut.result()
-            except Exception as e:  # a worker died
-                row = _failed_row(t, f"{type(e).__name__}: {e}")
-            finished(t, row)
+            _finish_chunk(futures[fut], fut, finished)
     except BaseException:
         # Ctrl-C: the running points are abandoned, not waited for.
         procs = list((getattr(ex, "_processes", None) or {}).values())
@@ -691,6 +720,15 @@ def _reason(e: BaseException) -> str:
     return text or type(e).__name__
 
 
+# Points per Dask task at most: the scheduler's cost per task is larger than a pool's.
+DASK_MAX_CHUNK = 256
+
+
+def _runs(pending, by_future) -> int:
+    """The runs (points) in the pending futures' chunks."""
+    return sum(len(by_future[f]) for f in pending)
+
+
 def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float = 10.0) -> None:
     """Run the tasks on the cluster at ``address``; the client's own log lines (reconnect
     attempts) are muted while it runs, since a lost cluster ends in one error here."""
@@ -715,8 +753,13 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
     except (OSError, TimeoutError, ValueError, TypeError) as e:
         raise DaskClusterError(f"--dask {address}: cannot reach the Dask scheduler ({e}); expected an address such as tcp://host:8786") from None
     with client:
-        futures = client.map(run_task, tasks, pure=False)
-        by_future = dict(zip(futures, tasks))
+        try:
+            threads = sum(client.nthreads().values())
+        except Exception:  # noqa: BLE001 - sized for two workers then
+            threads = 2
+        parts = chunks(tasks, threads, DASK_MAX_CHUNK)
+        futures = client.map(run_chunk, parts, pure=False)
+        by_future = dict(zip(futures, parts))
         pending = set(futures)
         no_worker_since = None
         try:
@@ -727,28 +770,23 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
                     done = set()
                 except Exception as e:  # noqa: BLE001 - the scheduler went away
                     if type(e).__name__ != "TimeoutError":
-                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
+                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
                     done = set()
                 for fut in done:
-                    t = by_future[fut]
-                    try:
-                        row = fut.result()
-                    except Exception as e:  # the worker was lost
-                        row = _failed_row(t, f"{type(e).__name__}: {e}")
-                    finished(t, row)
+                    _finish_chunk(by_future[fut], fut, finished)
                 if done or not pending:
                     continue
                 try:
                     workers = len(client.nthreads())
                 except Exception as e:  # noqa: BLE001
-                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
+                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
                 if workers:
                     no_worker_since = None
                 elif no_worker_since is None:
                     no_worker_since = time.monotonic()
                 elif time.monotonic() - no_worker_since > lost_after_s:
                     raise DaskClusterError(
-                        f"--dask {address}: no Dask worker left for {lost_after_s:g} s; {len(pending)} of {len(tasks)} runs not done "
+                        f"--dask {address}: no Dask worker left for {lost_after_s:g} s; {_runs(pending, by_future)} of {len(tasks)} runs not done "
                         "(finished rows are kept in the checkpoint when the sweep writes -o OUT; start workers and run it again to resume)"
                     )
         finally:
