@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from . import __version__, _core
-from .comparison import compare
 from .errors import ScenarioError
-from .model import GROUPS, from_measurement, parse_quantity, predict
-from .scenario import Scenario
 from .testbed.errors import TestbedError
 from .textio import atomic_write, bytes_h, si, table
+
+# The modules a command needs are imported by that command: `pktsim run` starts without the
+# sweep machinery, pandas or matplotlib (tests/test_structure.py checks it).
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
@@ -27,6 +27,8 @@ class UsageError(Exception):
 
 
 def _quantity(kind: str, option: str, text: str) -> float:
+    from .model import parse_quantity
+
     try:
         return parse_quantity(kind, text)
     except ValueError as e:
@@ -84,6 +86,9 @@ def cmd_model(args) -> int:
         return _model_from_measurement(args)
     if not args.file:
         raise UsageError("model: give a scenario FILE (or --from-measurement with --rate and --cpu-load)")
+    from .model import GROUPS, predict
+    from .scenario import Scenario
+
     sc = Scenario.load(args.file, args.set)
     p = predict(sc)
     if args.json:
@@ -130,6 +135,9 @@ def cmd_model(args) -> int:
 
 
 def _model_from_measurement(args) -> int:
+    from .model import from_measurement, parse_quantity
+    from .scenario import Scenario
+
     if args.rate is None:
         raise UsageError("model --from-measurement: --rate is required (e.g. --rate 1.67Mpps)")
     rate = _quantity("packetrate", "--rate", args.rate)
@@ -169,6 +177,7 @@ def _model_from_measurement(args) -> int:
 
 
 def cmd_run(args) -> int:
+    from .scenario import Scenario
     from .sim import run
 
     sc = Scenario.load(args.file, args.set)
@@ -248,6 +257,8 @@ def _wakeup_rows(r: dict) -> list:
 
 def cmd_sweep(args) -> int:
     from .experiments import SweepInterrupted, check_output, parse_variants, results, run_grid, summarize, sweep_plan
+    from .model import predict
+    from .scenario import Scenario
     from .values import expand_values
 
     if args.replications is not None and args.replications < 1:
@@ -490,6 +501,8 @@ def cmd_calibrate(args) -> int:
 
 def cmd_plot_groups(args) -> int:
     from . import calibrate as cal
+    from .model import predict
+    from .scenario import Scenario
 
     items = []
     for name in args.profiles:
@@ -510,6 +523,9 @@ def cmd_plot_groups(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from .comparison import compare
+    from .scenario import Scenario
+
     a = Scenario.load(args.a, args.set)
     b = Scenario.load(args.b, args.set)
     res = compare(a, b)

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 from . import _core
 from .scenario import Scenario, as_scenario
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GROUPS = ("RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other")
 

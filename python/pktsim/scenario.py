@@ -9,12 +9,18 @@ from __future__ import annotations
 import functools
 import json
 import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
 
 from . import _core
 from .errors import ScenarioError
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tuple[str, str]]:

@@ -8,10 +8,16 @@ on this module (never the other way round).
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from .scenario import Scenario, _normalise_sets, as_scenario, resolve
 from .values import expand_values, flatten
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
 

@@ -11,9 +11,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .model import parse_quantity
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Kinds tried, in order, when a sweep range is written with units.
 _RANGE_KINDS = ("packetrate", "bitrate", "percent", "duration", "frequency", "bytes", "cycles")
