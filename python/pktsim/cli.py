@@ -312,12 +312,13 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"sweep: {e}") from None
     failed = df[df["status"] != "ok"]
     keys = (["variant"] if variants else []) + list(params)
-    for _, r in failed.iterrows():
+    # Plain records of the few columns needed (iterrows builds a Series per row).
+    for r in failed[[*keys, "replication", "error"]].to_dict("records"):
         point = ", ".join(f"{k}={r[k]}" for k in keys)
         print(f"pktsim: point {point} (replication {r['replication']}) failed: {r['error']}", file=sys.stderr)
     if args.json:
         res = []
-        for (_, r), full in zip(df.iterrows(), results(df)):
+        for r, full in zip(df[[*keys, "replication", "status", "error"]].to_dict("records"), results(df)):
             item = dict(full or {}) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
             item["swept"] = {k: r[k] for k in keys}
             item["replication"] = int(r["replication"])
@@ -330,7 +331,7 @@ def cmd_sweep(args) -> int:
     metrics = ["offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
     summ = summarize(ok, keys, metrics)
     rows = []
-    for _, r in summ.iterrows():
+    for r in summ.to_dict("records"):
         def ci(m, scale=1.0, fmtv="{:.2f}"):
             mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
             return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))

@@ -30,15 +30,19 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
     """One level of keys: ``{"latency_ns": {"p99": x}}`` becomes ``{"latency_ns_p99": x}``;
     lists (per-core, per-ring, time series) are dropped."""
     out: dict = {}
+    _flatten_into(out, d, prefix)
+    return out
+
+
+def _flatten_into(out: dict, d: Mapping[str, Any], prefix: str) -> None:
     for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "_"))
-        elif isinstance(v, (list, tuple)):
+        t = type(v)
+        if t is dict or (t is not list and t is not tuple and isinstance(v, Mapping)):
+            _flatten_into(out, v, f"{prefix}{k}_")
+        elif t is list or t is tuple or isinstance(v, (list, tuple)):
             continue
         else:
-            out[key] = v
-    return out
+            out[f"{prefix}{k}"] = v
 
 
 def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
