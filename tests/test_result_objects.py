@@ -7,6 +7,7 @@ same point and seed."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -91,3 +92,38 @@ def test_a_sweeps_results_equal_pktsim_run_json_of_each_point(jobs):
     # A rate written as a share of the line rate gets the model's packet rate as its number.
     share = df[df["traffic.rate"] == "50%"]["traffic.rate_value"]
     assert share.notna().all() and share.iloc[0] == pytest.approx(pktsim.predict(napi, {"traffic.rate": "50%"})["offered_pps"])
+
+
+def test_the_checkpoint_saves_the_cores_json_text_of_each_result(tmp_path):
+    from pktsim import experiments
+
+    napi = EXAMPLES / "beifuss2015-napi.toml"
+    out = tmp_path / "s.parquet"
+
+    def stop(i, n, label):
+        if i == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(experiments.SweepInterrupted) as e:
+        pktsim.sweep(napi, "traffic.rate", "0.5Mpps,1Mpps,1.5Mpps", sets=SHORT, jobs=1, output=str(out), progress=stop)
+    lines = (tmp_path / "s.parquet.partial.jsonl").read_text().splitlines()
+    saved = [json.loads(line) for line in lines[1:]]
+    assert len(saved) == 2
+    for row, full in zip(saved, pktsim.results(e.value.table)):
+        same(row["_full"], full)  # the text reads back as the objects, bit for bit
+        assert row["throughput_pps"] == full["throughput_pps"] and row["_key"] == [row["traffic.rate"], 0]
+    resumed = pktsim.sweep(napi, "traffic.rate", "0.5Mpps,1Mpps,1.5Mpps", sets=SHORT, jobs=1, output=str(out))
+    assert resumed.attrs["tasks_run"] == 1
+    for a, b in zip(pktsim.results(resumed)[:2], pktsim.results(e.value.table)):
+        same(a, b)
+
+
+def test_a_checkpoint_line_is_the_rows_json():
+    from pktsim.experiments import _checkpoint_line
+
+    full = {"a": 1.5, "b": [1, None], "c": {"d": "x"}}
+    row = {"k": "1Mpps", "x": float("nan"), "_full": full, "_key": ["1Mpps", 0]}
+    line = json.loads(_checkpoint_line(row, json.dumps(full)))
+    assert line["_full"] == full and line["_key"] == ["1Mpps", 0] and math.isnan(line["x"])
+    assert json.loads(_checkpoint_line({"_full": full}, json.dumps(full))) == {"_full": full}
+    assert json.loads(_checkpoint_line(row)) == json.loads(json.dumps(row))

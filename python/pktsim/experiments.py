@@ -43,7 +43,7 @@ import tempfile
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -75,6 +75,7 @@ class Task:
     variant_sets: tuple = ()  # its overrides ((key, value), ...)
     numbers: tuple = ()  # each swept value in base units (None when not a number)
     files: tuple = ()  # ((relative path, text), ...): cost-profile files the scenario names
+    saved: bool = False  # the sweep keeps a checkpoint: the row brings its result's JSON text
 
     @property
     def key(self) -> tuple:
@@ -125,7 +126,10 @@ def run_task(task: Task) -> dict:
     if task.invalid:
         return _failed_row(task, task.invalid)
     try:
-        r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets)
+        if task.saved:
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets, keep_json=True)
+        else:
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets)
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
         flat.pop("seed", None)
         row.update(flat)
@@ -136,6 +140,8 @@ def run_task(task: Task) -> dict:
         row["error"] = ""
         row["pktsim_version"] = _core.VERSION  # the version that ran it (a worker's own)
         row["_full"] = dict(r)
+        if getattr(r, "_json", None) is not None:
+            row["_full_json"] = r._json
     except BaseException as e:  # noqa: BLE001 - a point's failure must not stop the sweep
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -289,6 +295,15 @@ def sweep_fingerprint(scenario: Scenario, params: Mapping[str, Sequence[str]], v
 
 def _checkpoint_path(output: Path) -> Path:
     return output.with_name(output.name + ".partial.jsonl")
+
+
+def _checkpoint_line(row: dict, full_json: str | None = None) -> str:
+    """A row as one line of JSON; ``full_json``, the core's JSON text of the row's full
+    result, stands for ``row["_full"]`` (the same values, without Python encoding them)."""
+    if full_json is None or "_full" not in row:
+        return json.dumps(row)
+    head = json.dumps({k: v for k, v in row.items() if k != "_full"})
+    return f'{head[:-1]}, "_full": {full_json}}}' if len(head) > 2 else f'{{"_full": {full_json}}}'
 
 
 def _load_checkpoint(path: Path, fingerprint: str) -> tuple[dict, str]:
@@ -502,6 +517,8 @@ def run_grid(
 
         atomic_write(checkpoint, "\n".join(lines) + "\n")
     todo = [t for t in tasks if t.key not in done]
+    if checkpoint:
+        todo = [replace(t, saved=True) for t in todo]
     bar = _progress_bar(len(tasks), len(done)) if progress is True else None
     report = bar or progress or None
     rows: dict = {tuple(k): v for k, v in done.items()}
@@ -514,8 +531,9 @@ def run_grid(
         for task, row in batch:
             row["_key"] = list(task.key)
             rows[tuple(row["_key"])] = row
+            full_json = row.pop("_full_json", None)
             if saved:
-                saved.write(json.dumps(row) + "\n")
+                saved.write(_checkpoint_line(row, full_json) + "\n")
             if report:
                 label = ", ".join(([f"variant={task.variant}"] if task.variant else []) + [f"{k}={v}" for k, v in task.params])
                 report(len(rows), len(tasks), label)

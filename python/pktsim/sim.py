@@ -41,6 +41,8 @@ class RunResult(dict):
     # The offered rate the model computes for the run's scenario (pps), for a sweep's
     # ``traffic.rate_value`` column when the rate is written as a share or in bit/s.
     _offered_pps: "float | None" = None
+    # The result as JSON text, when the run was asked to keep it (see run_text).
+    _json: "str | None" = None
 
     def flat(self) -> dict:
         """One level of keys: ``latency_ns.p99`` becomes ``latency_ns_p99``; lists are dropped."""
@@ -81,7 +83,7 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
     return result
 
 
-def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunResult:
+def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_json: bool = False) -> RunResult:
     """Simulate scenario text (``fmt`` "toml" or "json") with overrides (``["a.b=1"]``,
     ``[("a.b", 1)]`` or ``{"a.b": 1}``, applied as :meth:`Scenario.with_sets` applies them);
     relative profile paths are read from ``base_dir``, errors name ``origin``.
@@ -89,8 +91,15 @@ def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunRes
     The core parses the text once per process (:func:`pktsim.scenario.parsed`) and resolves
     the overrides on a copy of it, once per call; an invalid scenario raises
     :class:`~pktsim.errors.ScenarioError` as :func:`run` would. The result comes from the
-    core as Python objects (no JSON text in between). A sweep's points take this path."""
+    core as Python objects (no JSON text in between). A sweep's points take this path; with
+    ``keep_json`` the result's JSON text, written by the core, is kept as ``_json`` too (a
+    sweep's checkpoint saves it)."""
     point = resolve(text, fmt, origin, base_dir, _normalise_sets(sets), check_profile=False)
-    result = RunResult(point.run())
+    if keep_json:
+        objects, text_json = point.run(and_json=True)
+        result = RunResult(objects)
+        result._json = text_json
+    else:
+        result = RunResult(point.run())
     result._offered_pps = point.offered_pps
     return result

@@ -120,13 +120,19 @@ impl Resolved {
         out(py, &model::predict(&self.sc), as_json)
     }
 
-    /// Simulate: the `pktsim run --json` object as a dict (or, with `as_json`, its text).
+    /// Simulate: the `pktsim run --json` object as a dict (or, with `as_json`, its text;
+    /// with `and_json`, the pair (dict, text): a sweep's checkpoint saves the text, which
+    /// serde_json writes far faster than Python's json module would).
     /// The engine runs on a thread of its own with the GIL released; this thread looks at
     /// the interpreter's signals every 10 ms, so Ctrl-C (SIGINT) stops the run within
     /// milliseconds, whatever the scenario, and raises KeyboardInterrupt.
-    #[pyo3(signature = (as_json = false))]
-    fn run<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (as_json = false, and_json = false))]
+    fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
         let r = simulate(py, &self.sc)?;
+        if and_json && !as_json {
+            let pair = (pyser::to_py(py, &r)?, json(&r)?);
+            return pair.into_pyobject(py).map(|t| t.into_any());
+        }
         out(py, &r, as_json)
     }
 }
