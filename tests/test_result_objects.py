@@ -127,3 +127,44 @@ def test_a_checkpoint_line_is_the_rows_json():
     assert line["_full"] == full and line["_key"] == ["1Mpps", 0] and math.isnan(line["x"])
     assert json.loads(_checkpoint_line({"_full": full}, json.dumps(full))) == {"_full": full}
     assert json.loads(_checkpoint_line(row)) == json.loads(json.dumps(row))
+
+
+def _flatten_reference(d, prefix=""):
+    """values.flatten as it was written in Python."""
+    from collections.abc import Mapping
+
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten_reference(v, key + "_"))
+        elif isinstance(v, (list, tuple)):
+            continue
+        else:
+            out[key] = v
+    return out
+
+
+def test_flatten_is_the_python_definition():
+    import collections
+    import types
+
+    import numpy as np
+
+    class Seq(list):
+        pass
+
+    point = pktsim.Scenario.load(EXAMPLES / "meyer2014-rt.toml", SHORT)._resolve()
+    result = pktsim.RunResult(point.run())
+    odd = {
+        "a": 1, "b": 2.5, "c": None, "d": True, "e": "x", 3: "int key", (1, 2): "tuple key",
+        "m": types.MappingProxyType({"x": 1, "y": {"z": [1]}}), "o": collections.OrderedDict(p=1, q=(2,)),
+        "l": [1, 2], "t": (3,), "s": Seq([1]), "n": np.float64(1.5), "i": np.int64(7), "arr": np.arange(3),
+        "nested": {"deep": {"er": {"est": float("nan")}}}, "empty": {},
+    }
+    for d in (result, point.data(), point.predict(), odd, {}):
+        got, want = flatten(d), _flatten_reference(d)
+        assert list(got) == list(want)
+        for k in want:
+            assert got[k] is want[k] or got[k] == want[k] or (got[k] != got[k] and want[k] != want[k]), k
+    assert flatten({"a": {"b": 1}}, "p_") == {"p_a_b": 1}

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from . import _core
 from .model import parse_quantity
 
 # typing is only needed by type checkers (annotations are not evaluated): not imported at
@@ -28,21 +29,10 @@ _NUM_UNIT = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(.*?)
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
     """One level of keys: ``{"latency_ns": {"p99": x}}`` becomes ``{"latency_ns_p99": x}``;
-    lists (per-core, per-ring, time series) are dropped."""
-    out: dict = {}
-    _flatten_into(out, d, prefix)
-    return out
-
-
-def _flatten_into(out: dict, d: Mapping[str, Any], prefix: str) -> None:
-    for k, v in d.items():
-        t = type(v)
-        if t is dict or (t is not list and t is not tuple and isinstance(v, Mapping)):
-            _flatten_into(out, v, f"{prefix}{k}_")
-        elif t is list or t is tuple or isinstance(v, (list, tuple)):
-            continue
-        else:
-            out[f"{prefix}{k}"] = v
+    lists (per-core, per-ring, time series) are dropped. (The Rust extension does it: every sweep
+    row and every long-table row goes through here. Nested mappings of any kind are
+    flattened, lists and tuples of any kind dropped, keys written as ``f"{prefix}{key}"``.)"""
+    return _core.flatten(d, prefix)
 
 
 def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:

@@ -14,7 +14,7 @@ use pktsim_core::engine::SimResult;
 use pktsim_core::{loader, model, scenario, ConfigError, Error, ResolvedScenario, Scenario};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 fn to_pyerr(py: Python<'_>, e: Error) -> PyErr {
     let (origin, path, value, expected) = match &e {
@@ -176,6 +176,53 @@ fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
         .map_err(|e| to_pyerr(py, e))
 }
 
+/// `pktsim.values.flatten`: one level of keys (`{"a": {"b": 1}}` -> `{"a_b": 1}`), lists
+/// and tuples dropped. Every sweep row and long-table row goes through it; plain dicts,
+/// lists and scalars are told apart by their exact type, anything else as Python would
+/// (`isinstance(v, collections.abc.Mapping)`, then list or tuple).
+#[pyfunction]
+#[pyo3(signature = (d, prefix = ""))]
+fn flatten<'py>(py: Python<'py>, d: &Bound<'py, PyAny>, prefix: &str) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    let mapping = py.import("collections.abc")?.getattr("Mapping")?;
+    flatten_into(&out, d, prefix, &mapping)?;
+    Ok(out)
+}
+
+fn flatten_into<'py>(out: &Bound<'py, PyDict>, d: &Bound<'py, PyAny>, prefix: &str, mapping: &Bound<'py, PyAny>) -> PyResult<()> {
+    let one = |k: Bound<'py, PyAny>, v: Bound<'py, PyAny>| -> PyResult<()> {
+        let key = || -> PyResult<String> { Ok(format!("{prefix}{}", k.str()?.to_str()?)) };
+        if v.is_exact_instance_of::<PyDict>() {
+            return flatten_into(out, &v, &(key()? + "_"), mapping);
+        }
+        let scalar = v.is_exact_instance_of::<PyFloat>() || v.is_exact_instance_of::<PyInt>() || v.is_exact_instance_of::<PyString>() || v.is_exact_instance_of::<PyBool>() || v.is_none();
+        if scalar {
+            return out.set_item(key()?, v);
+        }
+        if v.is_exact_instance_of::<PyList>() || v.is_exact_instance_of::<PyTuple>() {
+            return Ok(());
+        }
+        if v.is_instance(mapping)? {
+            return flatten_into(out, &v, &(key()? + "_"), mapping);
+        }
+        if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+            return Ok(());
+        }
+        out.set_item(key()?, v)
+    };
+    if let Ok(dict) = d.cast_exact::<PyDict>() {
+        for (k, v) in dict.iter() {
+            one(k, v)?;
+        }
+    } else {
+        for item in d.call_method0("items")?.try_iter()? {
+            let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+            one(k, v)?;
+        }
+    }
+    Ok(())
+}
+
 /// 000 Eq. 3: cycles per packet from a measured rate and CPU load (or active cycles).
 #[pyfunction]
 #[pyo3(signature = (rate_pps, frequency_hz, cpu_load=None, active_cycles_per_s=None))]
@@ -276,5 +323,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     m.add_function(wrap_pyfunction!(student_t95, m)?)?;
+    m.add_function(wrap_pyfunction!(flatten, m)?)?;
     Ok(())
 }
