@@ -772,7 +772,7 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
         raise DaskClusterError(f"--dask {address}: cannot reach the Dask scheduler ({e}); expected an address such as tcp://host:8786") from None
     with client:
         try:
-            threads = sum(client.nthreads().values())
+            threads = sum(client.nthreads().values()) or 2  # no worker yet: sized for two
         except Exception:  # noqa: BLE001 - sized for two workers then
             threads = 2
         parts = chunks(tasks, threads, DASK_MAX_CHUNK)
