@@ -112,7 +112,7 @@ def _count_core_work(monkeypatch) -> Counter:
             return getattr(self._inner, name)
 
     monkeypatch.setattr(pktsim._core, "Parsed", Parsed)
-    monkeypatch.setattr(pktsim.scenario, "_PARSED", {})  # nothing parsed yet
+    monkeypatch.setattr(pktsim.parse, "_PARSED", {})  # nothing parsed yet
     return counts
 
 
@@ -126,7 +126,7 @@ def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch
     assert counts == {"parse": 1, "resolve": points * 3, "run": points * 3}
 
     counts.clear()
-    pktsim.scenario._PARSED.clear()
+    pktsim.parse._PARSED.clear()
     from pktsim import cli
 
     argv = ["sweep", NAPI, "--set", "measure.duration=10ms", "--param", "traffic.rate", "--values", "0.5Mpps:1.5Mpps:0.5Mpps", "--replications", "2", "--jobs", "1"]

@@ -12,7 +12,7 @@ import math
 import pytest
 
 import pktsim
-from pktsim import scenario
+from pktsim import parse
 from pktsim.values import flatten
 from conftest import EXAMPLES, ROOT, run_cli
 
@@ -64,10 +64,21 @@ def test_nan_is_none_as_in_json():
 def test_same_scenario_and_seed_give_identical_results():
     sc = pktsim.Scenario.load(EXAMPLES / "meyer2014-rt.toml", SHORT)
     a, b = pktsim.run(sc), pktsim.run(sc.with_sets({}))
-    scenario._PARSED.clear()  # parsed anew: the same results still
+    parse._PARSED.clear()  # parsed anew: the same results still
     c = pktsim.run(EXAMPLES / "meyer2014-rt.toml", SHORT)
     same(without_wall(a), without_wall(b))
     same(without_wall(a), without_wall(c))
+
+
+def test_run_file_is_run_of_the_file():
+    sets = {**SHORT, "traffic.rate": "1Mpps"}
+    a = pktsim.sim.run_file(EXAMPLES / "beifuss2015-napi.toml", sets)
+    b = pktsim.run(EXAMPLES / "beifuss2015-napi.toml", sets)
+    same(without_wall(a), without_wall(b))
+    assert isinstance(a, pktsim.RunResult) and a._offered_pps == b._offered_pps == 1e6
+    with pytest.raises(pktsim.ScenarioError) as e:
+        pktsim.sim.run_file(EXAMPLES / "beifuss2015-napi.toml", {"traffic.rate": "bogus"})
+    assert e.value.path == "traffic.rate"
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -177,11 +177,9 @@ def _model_from_measurement(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .scenario import Scenario
-    from .sim import run
+    from .sim import run_file
 
-    sc = Scenario.load(args.file, args.set)
-    r = run(sc)
+    r = run_file(args.file, args.set)
     if args.json:
         print(_dump(r))
         return 0

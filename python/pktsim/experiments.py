@@ -49,7 +49,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from . import _core, sim
 from .errors import ScenarioError
-from .scenario import Scenario, _check_profile_file, as_scenario, parsed
+from .parse import _check_profile_file, parsed
+from .scenario import Scenario, as_scenario
 from .values import expand_values, flatten, numeric_value
 
 RUN_FIELDS_DROPPED = ("swept",)
@@ -174,7 +175,7 @@ def parse_variants(variants) -> dict[str, tuple]:
     "nic.itr.mode=static,nic.itr.interval=50us"}`` or the CLI's
     ``["static=nic.itr.mode=static,nic.itr.interval=50us", ...]``. Raises ``ValueError``
     naming the variant and what was expected."""
-    from .scenario import _normalise_sets
+    from .parse import _normalise_sets
 
     if not variants:
         return {}

@@ -10,16 +10,19 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
-from .scenario import Scenario, _normalise_sets, as_scenario, resolve
+from .parse import _normalise_sets, read_scenario_file, resolve
 from .values import expand_values, flatten
 
 # typing is only needed by type checkers (annotations are not evaluated): not imported at
 # run time, so that the command starts without it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
-__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
+    from .scenario import Scenario
+
+__all__ = ["RunResult", "run", "run_file", "run_text", "expand_values", "flatten", "observe_runs"]
 
 _OBSERVERS: list = []
 
@@ -76,8 +79,24 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
       ``series_interval_s`` (s);
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
       per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""
+    from .scenario import as_scenario
+
     sc = as_scenario(scenario, sets)
-    result = run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    return _observed(run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets))
+
+
+def run_file(path: "str | Path", sets=None) -> RunResult:
+    """What :func:`run` does for a TOML file, without building a :class:`Scenario` (what
+    ``pktsim run FILE`` does: the file is read, validated once and simulated; the same
+    errors, the same result)."""
+    text, origin, base_dir = read_scenario_file(path)
+    point = resolve(text, "toml", origin, base_dir, _normalise_sets(sets))
+    result = RunResult(point.run())
+    result._offered_pps = point.offered_pps
+    return _observed(result)
+
+
+def _observed(result: RunResult) -> RunResult:
     for callback in list(_OBSERVERS):
         callback(result)
     return result
@@ -88,7 +107,7 @@ def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_j
     ``[("a.b", 1)]`` or ``{"a.b": 1}``, applied as :meth:`Scenario.with_sets` applies them);
     relative profile paths are read from ``base_dir``, errors name ``origin``.
 
-    The core parses the text once per process (:func:`pktsim.scenario.parsed`) and resolves
+    The core parses the text once per process (:func:`pktsim.parse.parsed`) and resolves
     the overrides on a copy of it, once per call; an invalid scenario raises
     :class:`~pktsim.errors.ScenarioError` as :func:`run` would. The result comes from the
     core as Python objects (no JSON text in between). A sweep's points take this path; with

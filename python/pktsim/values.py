@@ -46,7 +46,7 @@ def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
     and the points are written in START's unit; a bad range raises ``ValueError`` saying
     what was expected."""
     if not isinstance(spec, str):
-        from .scenario import _value_text
+        from .parse import _value_text
 
         if not hasattr(spec, "__iter__"):
             spec = [spec]
@@ -98,7 +98,7 @@ def _try(kind: str, text: str):
         return None
 
 
-# parse_quantity's kind for each quantity type of the schema (see scenario.BASE_UNITS).
+# parse_quantity's kind for each quantity type of the schema (see parse.BASE_UNITS).
 _KIND_OF_TYPE = {
     "OfferedRate": "packetrate",
     "BitRate": "bitrate",
@@ -115,7 +115,7 @@ def numeric_value(key: str, label: Any) -> float | None:
     number (an enum such as ``host.strategy.kind``), or an offered rate not written in pps
     (its packet rate depends on the frame size and the link; see
     :func:`pktsim.experiments.grid`)."""
-    from .scenario import unit_kind
+    from .parse import unit_kind
 
     text = str(label).strip()
     kind = unit_kind(key)
