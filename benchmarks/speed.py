@@ -159,6 +159,23 @@ def api_sweep(n: int, jobs: int, dask: str | None = None):
     return df, wall, float(df["wall_s"].sum())
 
 
+def fresh_api_sweep(n: int, jobs: int, dask: str | None = None) -> tuple[float, float]:
+    """`pktsim.sweep` timed in a fresh interpreter (after a 50-point warm-up there), as a
+    user's session would run it: a process that already holds earlier sweeps' results runs
+    (and forks) slower, which would blur the comparison."""
+    argv = [sys.executable, str(Path(__file__).resolve()), "--_api-sweep", str(n), str(jobs)] + ([dask] if dask else [])
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    wall, sim_s = proc.stdout.split()[-2:]
+    return float(wall), float(sim_s)
+
+
+def _api_sweep_child(n: int, jobs: int, dask: str | None) -> None:
+    api_sweep(min(n, 50), jobs, dask)
+    _, wall, sim_s = api_sweep(n, jobs, dask)
+    print(wall, sim_s)
+
+
 def cli_sweep(n: int, jobs: int, tmp: Path, dask: str | None = None) -> tuple[float, float]:
     import pandas as pd
 
@@ -177,34 +194,28 @@ def cli_sweep(n: int, jobs: int, tmp: Path, dask: str | None = None) -> tuple[fl
 def sweeps(n: int, jobs: int, use_dask: bool, repeat: int, tmp: Path):
     print(f"sweep overhead: {n} points of 1 ms ({SWEPT.relative_to(ROOT)}), outside the simulations, best of {repeat}"
           + ("" if n >= 10_000 else " (the goal is for 10,000 points)"))
-    api_sweep(min(n, 50), jobs)  # warm: imports, page cache
-    runs = []
-    for _ in range(repeat):
-        df, wall, sim_s = api_sweep(n, jobs)
-        runs.append((wall, sim_s))
+    runs = [fresh_api_sweep(n, jobs) for _ in range(repeat)]
     _overhead(f"pktsim.sweep, local pool (jobs={jobs})", n, runs)
     runs = [cli_sweep(n, jobs, tmp) for _ in range(repeat)]
     _overhead(f"pktsim sweep -o OUT.parquet --jobs {jobs} (whole command)", n, runs)
-    runs = [api_sweep(n, 1)[1:] for _ in range(repeat)]
+    runs = [fresh_api_sweep(n, 1) for _ in range(repeat)]
     _overhead("for reference: pktsim.sweep in one process (jobs=1)", n, runs, goal=False)
     if use_dask:
         try:
             from distributed import LocalCluster
         except ImportError:
             print("  (Dask's distributed is not installed: no Dask figures)")
-            return df
+            return
         with contextlib.redirect_stderr(io.StringIO()):
             cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None)
         try:
-            api_sweep(min(n, 50), jobs, cluster.scheduler_address)  # the workers import pktsim once
-            runs = [api_sweep(n, jobs, cluster.scheduler_address)[1:] for _ in range(repeat)]
+            runs = [fresh_api_sweep(n, jobs, cluster.scheduler_address) for _ in range(repeat)]
             _overhead(f"pktsim.sweep, Dask (local cluster, {jobs} workers)", n, runs)
             runs = [cli_sweep(n, jobs, tmp, cluster.scheduler_address) for _ in range(repeat)]
             _overhead("pktsim sweep -o OUT.parquet --dask ADDR (whole command)", n, runs)
         finally:
             with contextlib.redirect_stderr(io.StringIO()):
                 cluster.close()
-    return df
 
 
 # ------------------------------------------------------------------------------ post-processing
@@ -216,6 +227,9 @@ def postprocess(df, tmp: Path) -> None:
     sizes = sorted({max(1, len(df) // 5), len(df)})
     print(f"post-processing at {' and '.join(map(str, sizes))} rows (summarize, filter + sort, long tables, Parquet)")
     per_point = []
+    warm = df.iloc[:10]  # first calls import pyarrow and pandas' writers: not part of a row's cost
+    summarize(warm)
+    experiments.write_table(warm, tmp / "warm.parquet")
     for size in sizes:
         part = df.iloc[:size]
         t0 = time.perf_counter()
@@ -281,7 +295,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15, help="runs of the start-up figure, the median counts (default 15)")
     ap.add_argument("--repeat", type=int, default=2, help="runs of each sweep figure, the best one counts (default 2)")
     ap.add_argument("--no-dask", action="store_true", help="leave out the Dask figures")
+    ap.add_argument("--_api-sweep", nargs="+", help=argparse.SUPPRESS)  # N JOBS [ADDR]: one timed sweep, in a child
     args = ap.parse_args()
+    if args._api_sweep:
+        n, jobs, *addr = args._api_sweep
+        return _api_sweep_child(int(n), int(jobs), addr[0] if addr else None)
     import pktsim
 
     print(f"pktsim {pktsim.__version__} at {package_dir()}, Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
@@ -289,7 +307,8 @@ def main() -> None:
     t0 = time.perf_counter()
     startup(args.runs)
     with tempfile.TemporaryDirectory() as tmp:
-        df = sweeps(args.points, args.jobs, not args.no_dask, args.repeat, Path(tmp))
+        sweeps(args.points, args.jobs, not args.no_dask, args.repeat, Path(tmp))
+        df = api_sweep(args.points, args.jobs)[0]  # the table to post-process (not timed)
         postprocess(df, Path(tmp))
     peak_rss()
     print(f"  parallelism at the end: {parallelism():.2f}x; {time.perf_counter() - t0:.0f} s in all")
