@@ -23,6 +23,7 @@ $(VENV)/.installed: $(SOURCES)
 	$(PY) -m pip install -q "maturin>=1.5,<2"
 	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1" "tqdm>=4.60" "nbclient>=0.8" "ipykernel>=6"
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
+	$(PY) -m compileall -q python/pktsim  # bytecode, as `pip install` leaves it: `pktsim` starts ~15 ms sooner
 	cargo build --release --quiet -p pktsim-testbed
 	install -m 755 target/release/pktsim-tb $(VENV)/bin/pktsim-tb
 	@touch $@
@@ -48,9 +49,12 @@ test-rust:
 test-python: install
 	$(VENV)/bin/pytest -q
 
-# Speed figures (not a test): simulated packets per wall-clock second; see BENCHMARKS.md.
+# Speed figures (not a test): simulated packets per wall-clock second, then the Python
+# side's goals (start-up, sweep overhead per point, post-processing, peak RSS; about 30 s,
+# `$(PY) benchmarks/speed.py --points 10000` for the full sweep figure); see BENCHMARKS.md.
 bench:
 	cargo bench -p pktsim-core --bench engine
+	$(MAKE) --no-print-directory install && $(PY) benchmarks/speed.py
 
 clean:
 	rm -rf $(VENV) target

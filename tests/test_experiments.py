@@ -82,41 +82,62 @@ def test_a_failing_point_is_isolated(monkeypatch):
     assert (df[df["status"] == "ok"]["throughput_pps"] > 0).all() and len(df) == 4
 
 
-def _count_core_parses(monkeypatch) -> Counter:
-    """Count the calls into the core that each parse and validate a scenario."""
+def _count_core_work(monkeypatch) -> Counter:
+    """Count what the core is asked to do: parse a scenario's text ("parse"), resolve
+    (validate) it with a set of overrides ("resolve"), simulate ("run")."""
     counts: Counter = Counter()
-    for name in ("load_scenario", "run", "predict"):
-        real = getattr(pktsim._core, name)
+    real = pktsim._core.Parsed
 
-        def counted(*args, _real=real, _name=name):
-            counts[_name] += 1
-            return _real(*args)
+    class Resolved:
+        def __init__(self, inner):
+            self._inner = inner
 
-        monkeypatch.setattr(pktsim._core, name, counted)
+        def run(self, *args, **kwargs):
+            counts["run"] += 1
+            return self._inner.run(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    class Parsed:
+        def __init__(self, *args):
+            counts["parse"] += 1
+            self._inner = real(*args)
+
+        def resolve(self, sets):
+            counts["resolve"] += 1
+            return Resolved(self._inner.resolve(sets))
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    monkeypatch.setattr(pktsim._core, "Parsed", Parsed)
+    monkeypatch.setattr(pktsim.parse, "_PARSED", {})  # nothing parsed yet
     return counts
 
 
-def test_a_sweep_point_is_validated_once_and_parsed_once_per_run(monkeypatch, capsys):
+def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch, capsys):
     sc = pktsim.Scenario.load(NAPI, SETS)
-    counts = _count_core_parses(monkeypatch)
+    counts = _count_core_work(monkeypatch)
     df = pktsim.sweep(sc, GRID, replications=3, jobs=1)
     points = 2 * 2
     assert (df["status"] == "ok").all() and len(df) == points * 3
-    # One validation per point when the grid is built, then the run's own parse per replication.
-    assert counts == {"load_scenario": points, "run": points * 3}
+    # The text once in this process; each run resolves its point once, where it runs.
+    assert counts == {"parse": 1, "resolve": points * 3, "run": points * 3}
 
     counts.clear()
+    pktsim.parse._PARSED.clear()
     from pktsim import cli
 
     argv = ["sweep", NAPI, "--set", "measure.duration=10ms", "--param", "traffic.rate", "--values", "0.5Mpps:1.5Mpps:0.5Mpps", "--replications", "2", "--jobs", "1"]
     assert cli.main(list(map(str, argv))) == 0
     capsys.readouterr()
-    # The scenario file once, each of the 3 points once, each of the 6 runs once.
-    assert counts == {"load_scenario": 1 + 3, "run": 3 * 2}
+    # The scenario file parsed once and resolved once when loaded, then each of the 6 runs.
+    assert counts == {"parse": 1, "resolve": 1 + 3 * 2, "run": 3 * 2}
 
 
 def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):
-    counts = _count_core_parses(monkeypatch)
+    counts = _count_core_work(monkeypatch)
     df = pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus", "0.5Mpps"]}, replications=2, sets=SETS, jobs=1)
     assert len(df) == 3 * 2
     bad = df[df["traffic.rate"] == "bogus"]
@@ -124,6 +145,16 @@ def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):
     assert (df[df["traffic.rate"] != "bogus"]["status"] == "ok").all()
     # The bad point is never run: only the two good points' replications reach the engine.
     assert counts["run"] == 2 * 2
+
+
+def test_a_swept_seed_is_checked_before_any_run(monkeypatch):
+    counts = _count_core_work(monkeypatch)
+    df = pktsim.sweep(NAPI, {"seed": ["7", "-1"]}, replications=2, sets=SETS, jobs=1)
+    assert df["status"].tolist() == ["ok", "ok", "error", "error"]
+    assert df[df["status"] == "ok"]["seed"].tolist() == ["7", "7"]
+    assert [r["seed"] for r in pktsim.results(df)[:2]] == [7, 8]
+    assert df.iloc[2]["error"].startswith("ScenarioError: ") and "seed" in df.iloc[2]["error"]
+    assert counts["run"] == 2
 
 
 def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):

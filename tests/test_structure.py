@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
 
 import pktsim
@@ -147,3 +148,53 @@ def test_the_core_layers_do_not_reach_up():
             assert not deps & upper, f"{mod} imports {deps & upper}"
     rows = f"{PACKAGE}.reproduce.rows"
     assert graph[rows] <= {f"{PACKAGE}.textio"}, f"{rows} imports {graph[rows]}"
+
+
+HEAVY = ("pandas", "numpy", "matplotlib", "pyarrow", "dask", "distributed", "tqdm", f"{PACKAGE}.experiments", f"{PACKAGE}.plots")
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported after running ``code``."""
+    import subprocess
+    import sys
+
+    probe = code + "\nimport sys as _s, json as _j\n_s.stderr.write('\\nMODULES ' + _j.dumps(sorted(_s.modules)))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT.parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stderr.rsplit("MODULES ", 1)[1]))
+
+
+def _heavy(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_pktsim_run_starts_without_pandas_matplotlib_or_the_sweep_machinery():
+    mods = _modules_after(
+        "from pktsim.cli import main\n"
+        "assert main(['run', 'examples/linux-router-64B.toml', '--set', 'measure.duration=100us', '--json']) == 0"
+    )
+    assert f"{PACKAGE}.sim" in mods
+    assert _heavy(mods) == []
+    # Nor the Scenario class with dataclasses and inspect (~9 ms), nor typing: the command
+    # has 60 ms to start, run a tiny scenario and print it.
+    assert not {f"{PACKAGE}.scenario", "dataclasses", "typing"} & mods
+
+
+def test_import_pktsim_is_light_and_its_names_come_when_used():
+    assert _heavy(_modules_after("import pktsim")) == []
+    mods = _modules_after(
+        "import pktsim\n"
+        "assert callable(pktsim.sweep) and callable(pktsim.summarize) and pktsim.plots.throughput_vs_load\n"
+        "assert pktsim.sim.run is pktsim.run and pktsim.Scenario.__name__ == 'Scenario'\n"
+        "assert set(pktsim.__all__) <= set(dir(pktsim))\n"
+        "ns = {}\n"
+        "exec('from pktsim import *', ns)\n"
+        "assert all(name in ns for name in pktsim.__all__)\n"
+        "try:\n"
+        "    pktsim.no_such_name\n"
+        "except AttributeError as e:\n"
+        "    assert 'no_such_name' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('no AttributeError')\n"
+    )
+    assert f"{PACKAGE}.experiments" in mods and f"{PACKAGE}.plots" in mods

@@ -120,10 +120,10 @@ def test_error_rows_are_run_again_on_resume(tmp_path, monkeypatch):
     out = tmp_path / "s.csv"
     real = pktsim.sim.run_text
 
-    def flaky(text, fmt, origin, base_dir, sets=()):
+    def flaky(text, fmt, origin, base_dir, sets=(), **kwargs):
         if dict(sets)["traffic.rate"] == "1.9Mpps" and dict(sets)["traffic.pattern"] == "cbr":
             raise RuntimeError("worker crashed")
-        return real(text, fmt, origin, base_dir, sets)
+        return real(text, fmt, origin, base_dir, sets, **kwargs)
 
     monkeypatch.setattr(pktsim.sim, "run_text", flaky)
     interrupted(out, stop_at=4)  # every row saved, one of them an error

@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from . import __version__, _core
-from .comparison import compare
 from .errors import ScenarioError
-from .model import GROUPS, from_measurement, parse_quantity, predict
-from .scenario import Scenario
 from .testbed.errors import TestbedError
 from .textio import atomic_write, bytes_h, si, table
+
+# The modules a command needs are imported by that command: `pktsim run` starts without the
+# sweep machinery, pandas or matplotlib (tests/test_structure.py checks it).
 
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70
@@ -27,6 +27,8 @@ class UsageError(Exception):
 
 
 def _quantity(kind: str, option: str, text: str) -> float:
+    from .model import parse_quantity
+
     try:
         return parse_quantity(kind, text)
     except ValueError as e:
@@ -84,6 +86,9 @@ def cmd_model(args) -> int:
         return _model_from_measurement(args)
     if not args.file:
         raise UsageError("model: give a scenario FILE (or --from-measurement with --rate and --cpu-load)")
+    from .model import GROUPS, predict
+    from .scenario import Scenario
+
     sc = Scenario.load(args.file, args.set)
     p = predict(sc)
     if args.json:
@@ -130,6 +135,9 @@ def cmd_model(args) -> int:
 
 
 def _model_from_measurement(args) -> int:
+    from .model import from_measurement, parse_quantity
+    from .scenario import Scenario
+
     if args.rate is None:
         raise UsageError("model --from-measurement: --rate is required (e.g. --rate 1.67Mpps)")
     rate = _quantity("packetrate", "--rate", args.rate)
@@ -169,10 +177,9 @@ def _model_from_measurement(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .sim import run
+    from .sim import run_file
 
-    sc = Scenario.load(args.file, args.set)
-    r = run(sc)
+    r = run_file(args.file, args.set)
     if args.json:
         print(_dump(r))
         return 0
@@ -248,6 +255,8 @@ def _wakeup_rows(r: dict) -> list:
 
 def cmd_sweep(args) -> int:
     from .experiments import SweepInterrupted, check_output, parse_variants, results, run_grid, summarize, sweep_plan
+    from .model import predict
+    from .scenario import Scenario
     from .values import expand_values
 
     if args.replications is not None and args.replications < 1:
@@ -301,12 +310,13 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"sweep: {e}") from None
     failed = df[df["status"] != "ok"]
     keys = (["variant"] if variants else []) + list(params)
-    for _, r in failed.iterrows():
+    # Plain records of the few columns needed (iterrows builds a Series per row).
+    for r in failed[[*keys, "replication", "error"]].to_dict("records"):
         point = ", ".join(f"{k}={r[k]}" for k in keys)
         print(f"pktsim: point {point} (replication {r['replication']}) failed: {r['error']}", file=sys.stderr)
     if args.json:
         res = []
-        for (_, r), full in zip(df.iterrows(), results(df)):
+        for r, full in zip(df[[*keys, "replication", "status", "error"]].to_dict("records"), results(df)):
             item = dict(full or {}) if r["status"] == "ok" else {"status": "error", "error": r["error"]}
             item["swept"] = {k: r[k] for k in keys}
             item["replication"] = int(r["replication"])
@@ -319,7 +329,7 @@ def cmd_sweep(args) -> int:
     metrics = ["offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
     summ = summarize(ok, keys, metrics)
     rows = []
-    for _, r in summ.iterrows():
+    for r in summ.to_dict("records"):
         def ci(m, scale=1.0, fmtv="{:.2f}"):
             mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
             return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
@@ -490,6 +500,8 @@ def cmd_calibrate(args) -> int:
 
 def cmd_plot_groups(args) -> int:
     from . import calibrate as cal
+    from .model import predict
+    from .scenario import Scenario
 
     items = []
     for name in args.profiles:
@@ -510,6 +522,9 @@ def cmd_plot_groups(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    from .comparison import compare
+    from .scenario import Scenario
+
     a = Scenario.load(args.a, args.set)
     b = Scenario.load(args.b, args.set)
     res = compare(a, b)

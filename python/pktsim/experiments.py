@@ -2,10 +2,11 @@
 Dask cluster, resumable, with one tidy row per (point, replication).
 
 ``sweep`` (exported as ``pktsim.sweep``) is the entry point; ``summarize`` (``pktsim.summarize``)
-turns the replications of each point into means with 95% confidence intervals. Each point
-is validated once when the grid is built, then each run hands the scenario text and the
-point's overrides to the core (:func:`pktsim.sim.run_text`), which parses it once more to
-run it. This module builds on ``sim`` and ``values``, which never import it.
+turns the replications of each point into means with 95% confidence intervals. Each run
+hands the scenario text and the point's overrides to the core (:func:`pktsim.sim.run_text`):
+the text is parsed once per process, and each run resolves (validates) its point once,
+where it runs; its result comes back as Python objects. This module builds on ``sim`` and
+``values``, which never import it.
 
 A point that fails, or whose values the scenario rejects, is kept as a row with
 ``status = "error"`` and its message; the others go on. Finished rows are appended to
@@ -42,12 +43,13 @@ import tempfile
 import time
 import uuid
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from . import _core, sim
 from .errors import ScenarioError
+from .parse import _check_profile_file, parsed
 from .scenario import Scenario, as_scenario
 from .values import expand_values, flatten, numeric_value
 
@@ -74,6 +76,7 @@ class Task:
     variant_sets: tuple = ()  # its overrides ((key, value), ...)
     numbers: tuple = ()  # each swept value in base units (None when not a number)
     files: tuple = ()  # ((relative path, text), ...): cost-profile files the scenario names
+    saved: bool = False  # the sweep keeps a checkpoint: the row brings its result's JSON text
 
     @property
     def key(self) -> tuple:
@@ -115,22 +118,31 @@ def _base_dir(task: Task) -> str:
 
 
 def run_task(task: Task) -> dict:
-    """Run one point; never raises (a failure becomes an error row).
+    """Run one point; never raises (a failure becomes an error row, and so does a point the
+    scenario rejects).
 
-    The point was validated when the grid was built (:func:`grid`); here the core parses
-    it once more, to run it, and nothing else does."""
+    The scenario's text is parsed once per process; the point's overrides are resolved
+    (validated) once, here, to run it (:func:`pktsim.sim.run_text`)."""
     row = _row_head(task)
     if task.invalid:
         return _failed_row(task, task.invalid)
     try:
-        r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets)
+        if task.saved:
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets, keep_json=True)
+        else:
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets)
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
         flat.pop("seed", None)
         row.update(flat)
+        if task.numbers and "traffic.rate" in row and row.get("traffic.rate_value") is None:
+            # A share of the line rate or bit/s: the packet rate the model computes.
+            row["traffic.rate_value"] = getattr(r, "_offered_pps", None)
         row["status"] = "ok"
         row["error"] = ""
         row["pktsim_version"] = _core.VERSION  # the version that ran it (a worker's own)
         row["_full"] = dict(r)
+        if getattr(r, "_json", None) is not None:
+            row["_full_json"] = r._json
     except BaseException as e:  # noqa: BLE001 - a point's failure must not stop the sweep
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -163,7 +175,7 @@ def parse_variants(variants) -> dict[str, tuple]:
     "nic.itr.mode=static,nic.itr.interval=50us"}`` or the CLI's
     ``["static=nic.itr.mode=static,nic.itr.interval=50us", ...]``. Raises ``ValueError``
     naming the variant and what was expected."""
-    from .scenario import _normalise_sets
+    from .parse import _normalise_sets
 
     if not variants:
         return {}
@@ -210,26 +222,20 @@ def _profile_files(scenario: Scenario, extra: Sequence[str] = ()) -> tuple:
     return tuple(files)
 
 
-def _offered_pps(scenario: Scenario, sets: list) -> float | None:
-    """The packet rate a point offers (for ``traffic.rate`` written as a share of the line
-    rate or in bit/s), as the model computes it."""
-    try:
-        out = json.loads(_core.predict(scenario.text, scenario.format, scenario.origin, scenario.base_dir, [*scenario.sets, *sets]))
-        return float(out["offered_pps"])
-    except Exception:  # noqa: BLE001 - the column is then left empty for this point
-        return None
-
-
 def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, variants: Mapping[str, tuple] | None = None) -> list[Task]:
     """Tasks for the cartesian product of the parameter values, `replications` each with
     seeds base, base + 1, ... (independent streams: each component's seed is derived from
     the scenario seed). The base is the point's own seed: the scenario's, or the swept
     value when ``seed`` is a parameter.
 
-    Each point is validated here, once, before any runs; a point the scenario rejects
-    becomes tasks that yield error rows (with the :class:`~pktsim.errors.ScenarioError`
-    message) without running, and the rest of the grid goes on. The replications of a point
-    differ only in their seed and are not validated again."""
+    Building the grid resolves nothing: each run resolves (validates) its point once, where
+    it runs (:func:`run_task`), and a point the scenario rejects yields error rows with the
+    :class:`~pktsim.errors.ScenarioError` message while the rest of the grid goes on. Only
+    where a point's seed comes from the grid (``seed`` swept, or set by a variant) is the
+    point resolved here, for its seed; a point rejected then, or whose swept cost-profile
+    file cannot be read, yields its error rows without running. ``traffic.rate`` written as
+    a share of the line rate or in bit/s gets its ``KEY_value`` (the model's packet rate)
+    from the run."""
     keys = list(params)
     values = [expand_values(params[k], k) for k in keys]
     named = list((variants or {}).items()) or [("", ())]
@@ -238,19 +244,22 @@ def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, varia
         profiles += values[keys.index("cost.profile")]
     files = _profile_files(scenario, profiles)
     numbers_of = {k: {v: numeric_value(k, v) for v in vals} for k, vals in zip(keys, values)}
+    seeded = "seed" in keys
+    profiled = "cost.profile" in keys
     tasks = []
     for (variant, vsets), combo in itertools.product(named, itertools.product(*values)):
         point = tuple(zip(keys, combo))
         numbers = tuple(numbers_of[k][v] for k, v in point)
         invalid = ""
+        base_seed = scenario.seed
+        added = [*vsets, *point]
         try:
-            base_seed = scenario.with_sets(list(vsets) + list(point)).seed
+            if seeded or any(k == "seed" for k, _ in vsets):
+                base_seed = scenario._resolve(added).seed
+            elif profiled or any(k == "cost.profile" for k, _ in vsets):
+                _check_profile_file(parsed(scenario.text, scenario.format, scenario.origin, scenario.base_dir), scenario.origin, scenario.base_dir, [*scenario.sets, *added])
         except ScenarioError as e:
             invalid, base_seed = f"ScenarioError: {e}", scenario.seed
-        if not invalid and "traffic.rate" in keys:
-            i = keys.index("traffic.rate")
-            if numbers[i] is None:  # a share of the line rate or bit/s: the model's pps
-                numbers = (*numbers[:i], _offered_pps(scenario, list(vsets) + list(point)), *numbers[i + 1:])
         for r in range(replications):
             tasks.append(
                 Task(len(tasks), point, r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir,
@@ -287,6 +296,15 @@ def sweep_fingerprint(scenario: Scenario, params: Mapping[str, Sequence[str]], v
 
 def _checkpoint_path(output: Path) -> Path:
     return output.with_name(output.name + ".partial.jsonl")
+
+
+def _checkpoint_line(row: dict, full_json: str | None = None) -> str:
+    """A row as one line of JSON; ``full_json``, the core's JSON text of the row's full
+    result, stands for ``row["_full"]`` (the same values, without Python encoding them)."""
+    if full_json is None or "_full" not in row:
+        return json.dumps(row)
+    head = json.dumps({k: v for k, v in row.items() if k != "_full"})
+    return f'{head[:-1]}, "_full": {full_json}}}' if len(head) > 2 else f'{{"_full": {full_json}}}'
 
 
 def _load_checkpoint(path: Path, fingerprint: str) -> tuple[dict, str]:
@@ -500,20 +518,28 @@ def run_grid(
 
         atomic_write(checkpoint, "\n".join(lines) + "\n")
     todo = [t for t in tasks if t.key not in done]
+    if checkpoint:
+        todo = [replace(t, saved=True) for t in todo]
     bar = _progress_bar(len(tasks), len(done)) if progress is True else None
     report = bar or progress or None
     rows: dict = {tuple(k): v for k, v in done.items()}
     keys = (["variant"] if named else []) + list(params)
 
-    def finished(task: Task, row: dict) -> None:
-        row["_key"] = list(task.key)
-        rows[tuple(row["_key"])] = row
-        if checkpoint:
-            with checkpoint.open("a") as f:
-                f.write(json.dumps(row) + "\n")
-        if report:
-            label = ", ".join(([f"variant={task.variant}"] if task.variant else []) + [f"{k}={v}" for k, v in task.params])
-            report(len(rows), len(tasks), label)
+    saved = checkpoint.open("a") if checkpoint else None
+
+    def finished(batch: list) -> None:
+        """Rows as they come back ((task, row) pairs: one, or a chunk's)."""
+        for task, row in batch:
+            row["_key"] = list(task.key)
+            rows[tuple(row["_key"])] = row
+            full_json = row.pop("_full_json", None)
+            if saved:
+                saved.write(_checkpoint_line(row, full_json) + "\n")
+            if report:
+                label = ", ".join(([f"variant={task.variant}"] if task.variant else []) + [f"{k}={v}" for k, v in task.params])
+                report(len(rows), len(tasks), label)
+        if saved:
+            saved.flush()
 
     try:
         if report and done:
@@ -522,7 +548,7 @@ def run_grid(
             _run_dask(dask, todo, finished, dask_lost_after_s)
         elif (jobs or os.cpu_count() or 1) == 1 or len(todo) <= 1:
             for t in todo:
-                finished(t, run_task(t))
+                finished([(t, run_task(t))])
         else:
             _run_processes(min(jobs or os.cpu_count() or 1, len(todo)), todo, finished)
     except KeyboardInterrupt as e:
@@ -533,6 +559,8 @@ def run_grid(
     finally:
         if bar:
             bar.close()
+        if saved:
+            saved.close()
     df = _table([rows[t.key] for t in tasks], sc, keys, len(todo))
     if out:
         write_table(df, out, sc, variants=named)
@@ -649,19 +677,41 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def run_chunk(tasks: Sequence[Task]) -> list:
+    """Run a few points in turn (one pool or Dask task): their rows, in order."""
+    return [run_task(t) for t in tasks]
+
+
+# Points per pool or Dask task: enough that the per-task cost (pickling, a round trip to
+# the worker, the scheduler's bookkeeping) is spread over many short points, few enough
+# that every worker gets about CHUNKS_PER_WORKER tasks (the last ones balance the load)
+# and that finished rows reach the checkpoint and the progress bar as they come.
+MAX_CHUNK = 64
+CHUNKS_PER_WORKER = 8
+
+
+def chunks(tasks: Sequence[Task], workers: int, max_chunk: int = MAX_CHUNK) -> list:
+    """The tasks cut into consecutive chunks for ``workers`` processes (see ``MAX_CHUNK``)."""
+    size = max(1, min(max_chunk, len(tasks) // max(1, workers * CHUNKS_PER_WORKER)))
+    return [list(tasks[i:i + size]) for i in range(0, len(tasks), size)]
+
+
+def _finish_chunk(chunk: Sequence[Task], fut, finished) -> None:
+    try:
+        rows = fut.result()
+    except Exception as e:  # a worker died (or was lost): the chunk's points failed
+        rows = [_failed_row(t, f"{type(e).__name__}: {e}") for t in chunk]
+    finished(list(zip(chunk, rows)))
+
+
 def _run_processes(workers: int, tasks: Sequence[Task], finished) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     try:
-        futures = {ex.submit(run_task, t): t for t in tasks}
+        futures = {ex.submit(run_chunk, c): c for c in chunks(tasks, workers)}
         for fut in as_completed(futures):
-            t = futures[fut]
-            try:
-                row = fut.result()
-            except Exception as e:  # a worker died
-                row = _failed_row(t, f"{type(e).__name__}: {e}")
-            finished(t, row)
+            _finish_chunk(futures[fut], fut, finished)
     except BaseException:
         # Ctrl-C: the running points are abandoned, not waited for.
         procs = list((getattr(ex, "_processes", None) or {}).values())
@@ -689,6 +739,15 @@ def _reason(e: BaseException) -> str:
     return text or type(e).__name__
 
 
+# Points per Dask task at most: the scheduler's cost per task is larger than a pool's.
+DASK_MAX_CHUNK = 256
+
+
+def _runs(pending, by_future) -> int:
+    """The runs (points) in the pending futures' chunks."""
+    return sum(len(by_future[f]) for f in pending)
+
+
 def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float = 10.0) -> None:
     """Run the tasks on the cluster at ``address``; the client's own log lines (reconnect
     attempts) are muted while it runs, since a lost cluster ends in one error here."""
@@ -713,8 +772,13 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
     except (OSError, TimeoutError, ValueError, TypeError) as e:
         raise DaskClusterError(f"--dask {address}: cannot reach the Dask scheduler ({e}); expected an address such as tcp://host:8786") from None
     with client:
-        futures = client.map(run_task, tasks, pure=False)
-        by_future = dict(zip(futures, tasks))
+        try:
+            threads = sum(client.nthreads().values()) or 2  # no worker yet: sized for two
+        except Exception:  # noqa: BLE001 - sized for two workers then
+            threads = 2
+        parts = chunks(tasks, threads, DASK_MAX_CHUNK)
+        futures = client.map(run_chunk, parts, pure=False)
+        by_future = dict(zip(futures, parts))
         pending = set(futures)
         no_worker_since = None
         try:
@@ -725,28 +789,23 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
                     done = set()
                 except Exception as e:  # noqa: BLE001 - the scheduler went away
                     if type(e).__name__ != "TimeoutError":
-                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
+                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
                     done = set()
                 for fut in done:
-                    t = by_future[fut]
-                    try:
-                        row = fut.result()
-                    except Exception as e:  # the worker was lost
-                        row = _failed_row(t, f"{type(e).__name__}: {e}")
-                    finished(t, row)
+                    _finish_chunk(by_future[fut], fut, finished)
                 if done or not pending:
                     continue
                 try:
                     workers = len(client.nthreads())
                 except Exception as e:  # noqa: BLE001
-                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {len(pending)} of {len(tasks)} runs not done") from None
+                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
                 if workers:
                     no_worker_since = None
                 elif no_worker_since is None:
                     no_worker_since = time.monotonic()
                 elif time.monotonic() - no_worker_since > lost_after_s:
                     raise DaskClusterError(
-                        f"--dask {address}: no Dask worker left for {lost_after_s:g} s; {len(pending)} of {len(tasks)} runs not done "
+                        f"--dask {address}: no Dask worker left for {lost_after_s:g} s; {_runs(pending, by_future)} of {len(tasks)} runs not done "
                         "(finished rows are kept in the checkpoint when the sweep writes -o OUT; start workers and run it again to resume)"
                     )
         finally:

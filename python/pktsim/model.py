@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
 
 from . import _core
-from .scenario import Scenario, as_scenario
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .scenario import Scenario
 
 GROUPS = ("RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other")
 
@@ -42,8 +49,10 @@ def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Predic
     ``routes``, ``flows``, ``depth_levels``, ``working_set_bytes`` bytes, ``resides_in``,
     ``stall_cycles_per_miss``, ``extra_cycles`` cycles, ``flows_fitting_l3``); ``notes``
     (list of text)."""
+    from .scenario import as_scenario  # here: units parsing (values, the CLI) needs no Scenario
+
     sc = as_scenario(scenario, sets)
-    out = json.loads(_core.predict(sc.text, sc.format, sc.origin, sc.base_dir, list(sc.sets)))
+    out = sc._resolve().predict()
     # Only the cycle groups are the model's; keep them in 000's order.
     out["cycles_by_group"] = {g: out["cycles_by_group"][g] for g in GROUPS}
     return Prediction(out)

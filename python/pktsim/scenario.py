@@ -1,158 +1,36 @@
 """Scenarios: a TOML file, TOML text or a Python dict, validated by pktsim's one schema.
 
 The schema lives in the Rust core (serde types); this module only carries the text to it.
-``Scenario.schema()`` returns the JSON Schema generated from those types.
+``Scenario.schema()`` returns the JSON Schema generated from those types. Overrides, units
+and the core's parse are in :mod:`pktsim.parse` (re-exported here).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import numbers
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
 
 from . import _core
-from .errors import ScenarioError
+from .errors import ScenarioError  # noqa: F401 - as it always was here
+from .parse import (  # noqa: F401 - re-exported: pktsim.scenario.unit_kind and friends
+    BASE_UNITS,
+    _check_profile_file,
+    _normalise_sets,
+    _value_text,
+    parsed,
+    quantity_text,
+    read_scenario_file,
+    resolve,
+    unit_kind,
+)
 
-
-def _normalise_sets(sets: Iterable[Any] | Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """Accept ``["a.b=1", ...]``, ``[("a.b", 1), ...]`` or ``{"a.b": 1}``."""
-    if sets is None:
-        return []
-    items = sets.items() if isinstance(sets, Mapping) else sets
-    out: list[tuple[str, str]] = []
-    for item in items:
-        if isinstance(item, str):
-            key, sep, value = item.partition("=")
-            if not sep:
-                err = ScenarioError(f"--set: {item}: expected key=value, e.g. traffic.rate=1.2Mpps")
-                err.origin, err.path, err.value, err.expected = "--set", item, None, "key=value"
-                raise err
-            out.append((key.strip(), value.strip()))
-        else:
-            key, value = item
-            out.append((str(key), _value_text(value, str(key))))
-    return out
-
-
-# Base unit written after a plain number, by the schema type of the key it sets.
-BASE_UNITS = {
-    "OfferedRate": "pps",
-    "BitRate": "bit/s",
-    "Bytes": "B",
-    "Cycles": "cycles",
-    "CyclesPerByte": "cycles/B",
-    "Duration": "s",
-    "Frequency": "Hz",
-    "TimePerByte": "ns/B",  # the core has no s/B; plain numbers are taken in seconds per byte
-}
-_UNIT_SCALE = {"TimePerByte": 1e9}
-
-
-@functools.lru_cache(maxsize=None)
-def _schema_defs() -> tuple[dict, dict]:
-    s = json.loads(_core.schema("scenario"))
-    return s, s.get("$defs", {})
-
-
-@functools.lru_cache(maxsize=4096)
-def unit_kind(key: str) -> str | None:
-    """The schema type of a scenario key's value ("Duration", "OfferedRate", ...), or None
-    when the key is not a quantity (a count, a name, a flag) or is unknown."""
-    root, defs = _schema_defs()
-
-    def deref(node):
-        while isinstance(node, dict) and "$ref" in node:
-            name = node["$ref"].rsplit("/", 1)[-1]
-            if name in BASE_UNITS:
-                return name
-            node = defs.get(name, {})
-        if isinstance(node, dict):
-            for alt in node.get("anyOf", []) + node.get("allOf", []):
-                got = deref(alt)
-                if isinstance(got, str) or (isinstance(got, dict) and got.get("properties")):
-                    return got
-        return node
-
-    node = root
-    for part in key.split("."):
-        node = deref(node)
-        if not isinstance(node, dict):
-            return None
-        props = node.get("properties") or {}
-        if part in props:
-            node = props[part]
-        elif isinstance(node.get("additionalProperties"), dict):
-            node = node["additionalProperties"]
-        else:
-            return None
-    node = deref(node)
-    return node if isinstance(node, str) else None
-
-
-def quantity_text(key: str, value: Any) -> str | None:
-    """A plain number for a quantity key, written in the key's base unit (pps, bit/s, B,
-    cycles, s, Hz): ``quantity_text("traffic.rate", 1.2e6) == "1200000pps"``. None when
-    ``value`` is not a plain number or the key is not a quantity."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None
-    kind = unit_kind(key)
-    if kind is None:
-        return None
-    v = float(value) * _UNIT_SCALE.get(kind, 1.0)
-    return f"{v:.12g}{BASE_UNITS[kind]}"
-
-
-def _check_profile_file(text: str, fmt: str, origin: str, base_dir: str, sets) -> None:
-    """Refuse a cost-profile file the core could not read as text (not UTF-8, a device, too
-    large) with the file, the byte offset and the key, before the core reads it whole."""
-    name = next((v for k, v in reversed(tuple(sets)) if k == "cost.profile"), None)
-    key = "--set cost.profile" if name is not None else "cost.profile"
-    if name is None:
-        try:
-            if fmt == "toml":
-                import tomllib
-
-                data = tomllib.loads(text)
-            else:
-                data = json.loads(text)
-            name = (data.get("cost") or {}).get("profile")
-        except (ValueError, AttributeError, TypeError):
-            return  # the core reports what is wrong with the scenario itself
-    if not isinstance(name, str) or not name or name in _core.bundled_profiles():
-        return
-    path = Path(base_dir) / name
-    if not path.exists():
-        return  # the core says it is neither bundled nor a file
-    from .textio import InputFileError, read_input_text
-
-    try:
-        read_input_text(path, "cost profile")
-    except InputFileError as e:
-        err = ScenarioError(f"{origin}: {key} = {json.dumps(name)}: {e}")
-        err.origin, err.path, err.value, err.expected = origin, "cost.profile", name, "a UTF-8 cost-profile file"
-        raise err from None
-
-
-def _value_text(value: Any, key: str = "") -> str:
-    """A Python value as the text of a ``--set`` (strings stay bare so "1.2Mpps" works; a
-    plain number for a quantity key is taken in its base unit; numpy scalars are numbers)."""
-    if isinstance(value, str):
-        return value
-    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict)):
-        try:
-            value = value.item()  # a numpy scalar
-        except (TypeError, ValueError):
-            pass
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if key:
-        text = quantity_text(key, value)
-        if text is not None:
-            return text
-    return json.dumps(value)
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @dataclass(frozen=True)
@@ -173,23 +51,13 @@ class Scenario:
     @classmethod
     def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":
         sets_t = tuple(_normalise_sets(sets))
-        _check_profile_file(text, fmt, origin, base_dir, sets_t)
-        normalised = _core.load_scenario(text, fmt, origin, base_dir, list(sets_t))
-        return cls(text, fmt, origin, base_dir, sets_t, json.loads(normalised))
+        return cls(text, fmt, origin, base_dir, sets_t, resolve(text, fmt, origin, base_dir, sets_t).data())
 
     @classmethod
     def load(cls, path: str | Path, sets=None) -> "Scenario":
         """Read and validate a TOML scenario file."""
-        from .textio import InputFileError, read_input_text
-
-        p = Path(path)
-        try:
-            text = read_input_text(p, "scenario file")
-        except InputFileError as e:
-            err = ScenarioError(str(e))
-            err.origin, err.path, err.value, err.expected = str(p), "", None, "a readable UTF-8 TOML file"
-            raise err from None
-        return cls._make(text, "toml", str(p), str(p.parent or Path(".")), sets)
+        text, origin, base_dir = read_scenario_file(path)
+        return cls._make(text, "toml", origin, base_dir, sets)
 
     @classmethod
     def from_toml(cls, text: str, origin: str = "<toml text>", base_dir: str | Path = ".", sets=None) -> "Scenario":
@@ -206,10 +74,13 @@ class Scenario:
     def with_sets(self, sets) -> "Scenario":
         added = tuple(_normalise_sets(sets))
         new_sets = self.sets + added
-        if any(k == "cost.profile" for k, _ in added):
-            _check_profile_file(self.text, self.format, self.origin, self.base_dir, new_sets)
-        normalised = _core.load_scenario(self.text, self.format, self.origin, self.base_dir, list(new_sets))
-        return replace(self, sets=new_sets, data=json.loads(normalised))
+        return replace(self, sets=new_sets, data=self._resolve(added).data())
+
+    def _resolve(self, added=()) -> "_core.Resolved":
+        """The core's validated scenario with ``added`` overrides (``[(key, value text),
+        ...]``) on top of this one's; a cost-profile file they name is checked first."""
+        checks = any(k == "cost.profile" for k, _ in added)
+        return resolve(self.text, self.format, self.origin, self.base_dir, [*self.sets, *added], check_profile=checks)
 
     @property
     def name(self) -> str:

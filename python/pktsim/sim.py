@@ -8,14 +8,21 @@ on this module (never the other way round).
 from __future__ import annotations
 
 import contextlib
-import json
-from typing import Any, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
-from . import _core
-from .scenario import Scenario, _normalise_sets, as_scenario
+from .parse import _normalise_sets, read_scenario_file, resolve
 from .values import expand_values, flatten
 
-__all__ = ["RunResult", "run", "run_text", "expand_values", "flatten", "observe_runs"]
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    from .scenario import Scenario
+
+__all__ = ["RunResult", "run", "run_file", "run_text", "expand_values", "flatten", "observe_runs"]
 
 _OBSERVERS: list = []
 
@@ -33,6 +40,12 @@ def observe_runs(callback: "Callable[[RunResult], None]") -> Iterator[None]:
 
 class RunResult(dict):
     """One run's result: a dict with the ``pktsim run --json`` keys."""
+
+    # The offered rate the model computes for the run's scenario (pps), for a sweep's
+    # ``traffic.rate_value`` column when the rate is written as a share or in bit/s.
+    _offered_pps: "float | None" = None
+    # The result as JSON text, when the run was asked to keep it (see run_text).
+    _json: "str | None" = None
 
     def flat(self) -> dict:
         """One level of keys: ``latency_ns.p99`` becomes ``latency_ns_p99``; lists are dropped."""
@@ -66,19 +79,46 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
       ``series_interval_s`` (s);
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
       per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""
+    from .scenario import as_scenario
+
     sc = as_scenario(scenario, sets)
-    result = run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets)
+    return _observed(run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets))
+
+
+def run_file(path: "str | Path", sets=None) -> RunResult:
+    """What :func:`run` does for a TOML file, without building a :class:`Scenario` (what
+    ``pktsim run FILE`` does: the file is read, validated once and simulated; the same
+    errors, the same result)."""
+    text, origin, base_dir = read_scenario_file(path)
+    point = resolve(text, "toml", origin, base_dir, _normalise_sets(sets))
+    result = RunResult(point.run())
+    result._offered_pps = point.offered_pps
+    return _observed(result)
+
+
+def _observed(result: RunResult) -> RunResult:
     for callback in list(_OBSERVERS):
         callback(result)
     return result
 
 
-def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=()) -> RunResult:
+def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_json: bool = False) -> RunResult:
     """Simulate scenario text (``fmt`` "toml" or "json") with overrides (``["a.b=1"]``,
     ``[("a.b", 1)]`` or ``{"a.b": 1}``, applied as :meth:`Scenario.with_sets` applies them);
     relative profile paths are read from ``base_dir``, errors name ``origin``.
 
-    The core parses and validates the text once, here, and an invalid scenario raises
-    :class:`~pktsim.errors.ScenarioError` as :func:`run` would. A sweep's points take this
-    path so that each one is parsed by the run alone, not first into a :class:`Scenario`."""
-    return RunResult(json.loads(_core.run(text, fmt, origin, base_dir, _normalise_sets(sets))))
+    The core parses the text once per process (:func:`pktsim.parse.parsed`) and resolves
+    the overrides on a copy of it, once per call; an invalid scenario raises
+    :class:`~pktsim.errors.ScenarioError` as :func:`run` would. The result comes from the
+    core as Python objects (no JSON text in between). A sweep's points take this path; with
+    ``keep_json`` the result's JSON text, written by the core, is kept as ``_json`` too (a
+    sweep's checkpoint saves it)."""
+    point = resolve(text, fmt, origin, base_dir, _normalise_sets(sets), check_profile=False)
+    if keep_json:
+        objects, text_json = point.run(and_json=True)
+        result = RunResult(objects)
+        result._json = text_json
+    else:
+        result = RunResult(point.run())
+    result._offered_pps = point.offered_pps
+    return result

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 
 def current_umask() -> int:
@@ -18,6 +17,8 @@ def current_umask() -> int:
 def atomic_write(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one,
     never a half-written one (write to a temporary file beside it, then rename)."""
+    import tempfile
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = "wb" if isinstance(data, bytes) else "w"

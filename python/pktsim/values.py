@@ -11,9 +11,16 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
+from . import _core
 from .model import parse_quantity
+
+# typing is only needed by type checkers (annotations are not evaluated): not imported at
+# run time, so that the command starts without it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Kinds tried, in order, when a sweep range is written with units.
 _RANGE_KINDS = ("packetrate", "bitrate", "percent", "duration", "frequency", "bytes", "cycles")
@@ -22,17 +29,10 @@ _NUM_UNIT = re.compile(r"^\s*([+-]?[0-9_]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(.*?)
 
 def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
     """One level of keys: ``{"latency_ns": {"p99": x}}`` becomes ``{"latency_ns_p99": x}``;
-    lists (per-core, per-ring, time series) are dropped."""
-    out: dict = {}
-    for k, v in d.items():
-        key = f"{prefix}{k}"
-        if isinstance(v, Mapping):
-            out.update(flatten(v, key + "_"))
-        elif isinstance(v, (list, tuple)):
-            continue
-        else:
-            out[key] = v
-    return out
+    lists (per-core, per-ring, time series) are dropped. (The Rust extension does it: every sweep
+    row and every long-table row goes through here. Nested mappings of any kind are
+    flattened, lists and tuples of any kind dropped, keys written as ``f"{prefix}{key}"``.)"""
+    return _core.flatten(d, prefix)
 
 
 def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
@@ -46,7 +46,7 @@ def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
     and the points are written in START's unit; a bad range raises ``ValueError`` saying
     what was expected."""
     if not isinstance(spec, str):
-        from .scenario import _value_text
+        from .parse import _value_text
 
         if not hasattr(spec, "__iter__"):
             spec = [spec]
@@ -98,7 +98,7 @@ def _try(kind: str, text: str):
         return None
 
 
-# parse_quantity's kind for each quantity type of the schema (see scenario.BASE_UNITS).
+# parse_quantity's kind for each quantity type of the schema (see parse.BASE_UNITS).
 _KIND_OF_TYPE = {
     "OfferedRate": "packetrate",
     "BitRate": "bitrate",
@@ -115,7 +115,7 @@ def numeric_value(key: str, label: Any) -> float | None:
     number (an enum such as ``host.strategy.kind``), or an offered rate not written in pps
     (its packet rate depends on the frame size and the link; see
     :func:`pktsim.experiments.grid`)."""
-    from .scenario import unit_kind
+    from .parse import unit_kind
 
     text = str(label).strip()
     kind = unit_kind(key)

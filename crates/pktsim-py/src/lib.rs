@@ -1,13 +1,20 @@
-//! Thin PyO3 layer over pktsim-core. Values cross as JSON text; errors become
+//! Thin PyO3 layer over pktsim-core. A scenario's text is parsed once into a [`Parsed`]
+//! table; each set of overrides resolves into a [`Resolved`] scenario that runs or models.
+//! Results cross as Python objects built straight from the core's serde types (`pyser`),
+//! equal to what the JSON text of the `--json` contract reads back as; errors become
 //! `pktsim.errors.ScenarioError` (a `ValueError`) with `origin`, `path`, `value`, `expected`.
 
-use std::path::Path;
+mod pyser;
+
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
-use pktsim_core::{model, scenario, ConfigError, Error, ResolvedScenario, Scenario};
+use pktsim_core::engine::SimResult;
+use pktsim_core::{loader, model, scenario, ConfigError, Error, ResolvedScenario, Scenario};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 fn to_pyerr(py: Python<'_>, e: Error) -> PyErr {
     let (origin, path, value, expected) = match &e {
@@ -32,49 +39,114 @@ fn json<T: serde::Serialize>(v: &T) -> PyResult<String> {
     serde_json::to_string(v).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-fn load(text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> Result<ResolvedScenario, Error> {
-    let base = Path::new(base_dir);
-    match format {
-        "toml" => Scenario::load_toml(text, origin, base, &sets),
-        "json" => Scenario::load_json(text, origin, base, &sets),
-        other => Err(Error::Invalid(format!("unknown scenario format {other:?} (toml or json)"))),
+/// A value as Python objects, or (`as_json`) as the JSON text of the `--json` contract.
+fn out<'py, T: serde::Serialize>(py: Python<'py>, v: &T, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+    if as_json {
+        Ok(PyString::new(py, &json(v)?).into_any())
+    } else {
+        pyser::to_py(py, v)
     }
 }
 
-/// Validate a scenario; return it, normalised, as JSON.
-#[pyfunction]
-#[pyo3(signature = (text, format, origin, base_dir, sets))]
-fn load_scenario(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
-    json(&sc.scenario)
+/// A scenario's text, parsed once (TOML or JSON into a table). Each `resolve` applies its
+/// overrides to a copy of the table and validates the result without reading the text
+/// again: a sweep parses its scenario once per process and resolves each point once.
+#[pyclass(frozen, module = "pktsim._core")]
+struct Parsed {
+    table: toml::Table,
+    origin: String,
+    base_dir: PathBuf,
 }
 
-/// The analytical prediction (000) for a scenario, as JSON.
-#[pyfunction]
-#[pyo3(signature = (text, format, origin, base_dir, sets))]
-fn predict(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
-    json(&model::predict(&sc))
+#[pymethods]
+impl Parsed {
+    #[new]
+    #[pyo3(signature = (text, format, origin, base_dir))]
+    fn new(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str) -> PyResult<Self> {
+        let table = match format {
+            "toml" => loader::parse_toml_table(text, origin),
+            "json" => loader::parse_json_table(text, origin),
+            other => Err(Error::Invalid(format!("unknown scenario format {other:?} (toml or json)"))),
+        }
+        .map_err(|e| to_pyerr(py, e))?;
+        Ok(Parsed { table, origin: origin.to_string(), base_dir: PathBuf::from(base_dir) })
+    }
+
+    /// `cost.profile` as written in the text, when it is a string (None otherwise).
+    #[getter]
+    fn profile(&self) -> Option<String> {
+        self.table.get("cost")?.as_table()?.get("profile")?.as_str().map(str::to_string)
+    }
+
+    /// The scenario with `sets` applied (`[(key, value text), ...]`), validated and resolved;
+    /// raises `ScenarioError` as loading the text with those overrides does.
+    fn resolve(&self, py: Python<'_>, sets: Vec<(String, String)>) -> PyResult<Resolved> {
+        let mut table = self.table.clone();
+        let resolved = loader::apply_sets(&mut table, &sets)
+            .and_then(|()| loader::deserialize_value::<Scenario, _>(toml::Value::Table(table), &self.origin))
+            .and_then(|s| s.resolve(&self.origin, &self.base_dir));
+        Ok(Resolved { sc: resolved.map_err(|e| to_pyerr(py, e))? })
+    }
+}
+
+/// A validated scenario, ready to run or model.
+#[pyclass(frozen, module = "pktsim._core")]
+struct Resolved {
+    sc: ResolvedScenario,
+}
+
+#[pymethods]
+impl Resolved {
+    /// The scenario, normalised (every default filled in, every unit written out).
+    #[pyo3(signature = (as_json = false))]
+    fn data<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        out(py, &self.sc.scenario, as_json)
+    }
+
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.sc.scenario.seed
+    }
+
+    /// The offered packet rate as the model computes it (pps; the line rate when none is given).
+    #[getter]
+    fn offered_pps(&self) -> f64 {
+        self.sc.offered_pps()
+    }
+
+    /// The analytical prediction (000).
+    #[pyo3(signature = (as_json = false))]
+    fn predict<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        out(py, &model::predict(&self.sc), as_json)
+    }
+
+    /// Simulate: the `pktsim run --json` object as a dict (or, with `as_json`, its text;
+    /// with `and_json`, the pair (dict, text): a sweep's checkpoint saves the text, which
+    /// serde_json writes far faster than Python's json module would).
+    /// The engine runs on a thread of its own with the GIL released; this thread looks at
+    /// the interpreter's signals every 10 ms, so Ctrl-C (SIGINT) stops the run within
+    /// milliseconds, whatever the scenario, and raises KeyboardInterrupt.
+    #[pyo3(signature = (as_json = false, and_json = false))]
+    fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        let r = simulate(py, &self.sc)?;
+        if and_json && !as_json {
+            let pair = (pyser::to_py(py, &r)?, json(&r)?);
+            return pair.into_pyobject(py).map(|t| t.into_any());
+        }
+        out(py, &r, as_json)
+    }
 }
 
 /// How often the interpreter's signals are looked at while the engine runs.
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// Simulate a scenario; returns the result as JSON. The engine runs on a thread of its own
-/// with the GIL released; this thread looks at the interpreter's signals every 10 ms, so
-/// Ctrl-C (SIGINT) stops the run within milliseconds, whatever the scenario, and raises
-/// KeyboardInterrupt.
-#[pyfunction]
-#[pyo3(signature = (text, format, origin, base_dir, sets))]
-fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, sets: Vec<(String, String)>) -> PyResult<String> {
-    let sc = load(text, format, origin, base_dir, sets).map_err(|e| to_pyerr(py, e))?;
+fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
     let cancel = Arc::new(AtomicBool::new(false));
     let mut interrupted: Option<PyErr> = None;
     let result = py.detach(|| {
         std::thread::scope(|scope| {
             let (done_tx, done_rx) = mpsc::channel::<()>();
             let flag = cancel.clone();
-            let sc = &sc;
             let engine = scope.spawn(move || {
                 let r = pktsim_core::engine::run(sc, flag);
                 let _ = done_tx.send(());
@@ -99,10 +171,56 @@ fn run(py: Python<'_>, text: &str, format: &str, origin: &str, base_dir: &str, s
     if let Some(e) = interrupted {
         return Err(e);
     }
-    let r = result
+    result
         .map_err(|_| PyValueError::new_err("pktsim's engine stopped unexpectedly (a bug: please report it with the scenario)"))?
-        .map_err(|e| to_pyerr(py, e))?;
-    json(&r)
+        .map_err(|e| to_pyerr(py, e))
+}
+
+/// `pktsim.values.flatten`: one level of keys (`{"a": {"b": 1}}` -> `{"a_b": 1}`), lists
+/// and tuples dropped. Every sweep row and long-table row goes through it; plain dicts,
+/// lists and scalars are told apart by their exact type, anything else as Python would
+/// (`isinstance(v, collections.abc.Mapping)`, then list or tuple).
+#[pyfunction]
+#[pyo3(signature = (d, prefix = ""))]
+fn flatten<'py>(py: Python<'py>, d: &Bound<'py, PyAny>, prefix: &str) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    let mapping = py.import("collections.abc")?.getattr("Mapping")?;
+    flatten_into(&out, d, prefix, &mapping)?;
+    Ok(out)
+}
+
+fn flatten_into<'py>(out: &Bound<'py, PyDict>, d: &Bound<'py, PyAny>, prefix: &str, mapping: &Bound<'py, PyAny>) -> PyResult<()> {
+    let one = |k: Bound<'py, PyAny>, v: Bound<'py, PyAny>| -> PyResult<()> {
+        let key = || -> PyResult<String> { Ok(format!("{prefix}{}", k.str()?.to_str()?)) };
+        if v.is_exact_instance_of::<PyDict>() {
+            return flatten_into(out, &v, &(key()? + "_"), mapping);
+        }
+        let scalar = v.is_exact_instance_of::<PyFloat>() || v.is_exact_instance_of::<PyInt>() || v.is_exact_instance_of::<PyString>() || v.is_exact_instance_of::<PyBool>() || v.is_none();
+        if scalar {
+            return out.set_item(key()?, v);
+        }
+        if v.is_exact_instance_of::<PyList>() || v.is_exact_instance_of::<PyTuple>() {
+            return Ok(());
+        }
+        if v.is_instance(mapping)? {
+            return flatten_into(out, &v, &(key()? + "_"), mapping);
+        }
+        if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+            return Ok(());
+        }
+        out.set_item(key()?, v)
+    };
+    if let Ok(dict) = d.cast_exact::<PyDict>() {
+        for (k, v) in dict.iter() {
+            one(k, v)?;
+        }
+    } else {
+        for item in d.call_method0("items")?.try_iter()? {
+            let (k, v): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+            one(k, v)?;
+        }
+    }
+    Ok(())
 }
 
 /// 000 Eq. 3: cycles per packet from a measured rate and CPU load (or active cycles).
@@ -194,9 +312,8 @@ fn testbed_main(py: Python<'_>, args: Vec<String>) -> u8 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
-    m.add_function(wrap_pyfunction!(load_scenario, m)?)?;
-    m.add_function(wrap_pyfunction!(predict, m)?)?;
-    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_class::<Parsed>()?;
+    m.add_class::<Resolved>()?;
     m.add_function(wrap_pyfunction!(testbed_main, m)?)?;
     m.add_function(wrap_pyfunction!(from_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
@@ -206,5 +323,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;
     m.add_function(wrap_pyfunction!(student_t95, m)?)?;
+    m.add_function(wrap_pyfunction!(flatten, m)?)?;
     Ok(())
 }
