@@ -134,7 +134,9 @@ enum PollKind {
 #[derive(Debug)]
 struct NetRx {
     budget: i64,
-    time_limit_jiffy: u64,
+    /// The start of the jiffy in which the time limit is reached (`time_after_eq(jiffies,
+    /// time_limit)`: from this instant on).
+    time_limit: Instant,
     local: VecDeque<usize>,
     repoll: VecDeque<usize>,
     polled: bool,
@@ -348,8 +350,9 @@ impl Napi {
         napi.with_app(super::af_xdp::app_params(sc))
     }
 
-    fn jiffy(&self, t: Instant) -> u64 {
-        t.ps() / self.jiffy.ps()
+    /// The start of the jiffy `t` falls in.
+    fn jiffy_start(&self, t: Instant) -> Instant {
+        Instant::from_ps(t.ps() - t.ps() % self.jiffy.ps())
     }
 
     fn napi_schedule(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
@@ -392,10 +395,9 @@ impl Napi {
 
     /// The next NAPI net_rx_action polls, or None after ending the invocation.
     fn next_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<usize> {
-        let jiffy = self.jiffy(t);
         let core = &mut self.cores[c];
         let nr = core.net_rx.as_mut()?;
-        let exhausted = nr.budget <= 0 || jiffy >= nr.time_limit_jiffy;
+        let exhausted = nr.budget <= 0 || t >= nr.time_limit;
         let mut squeeze = false;
         let chosen = match self.p.net_rx_action {
             NetRxAction::Modern => {
@@ -733,7 +735,7 @@ impl Units for Napi {
                 let list = std::mem::take(&mut self.cores[c].poll_list);
                 self.cores[c].net_rx = Some(NetRx {
                     budget: self.p.budget as i64,
-                    time_limit_jiffy: self.jiffy(t) + self.budget_jiffies,
+                    time_limit: self.jiffy_start(t) + self.jiffy * self.budget_jiffies,
                     local: list,
                     repoll: VecDeque::new(),
                     polled: false,
