@@ -214,38 +214,22 @@ impl<'py> Seq<'py> {
     }
 }
 
-impl<'py> ser::SerializeSeq for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        Ok(self.list.into_any())
-    }
+/// A sequence, a tuple and a tuple struct all become a list.
+macro_rules! seq_like {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl<'py> ser::$trait for Seq<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                Ok(self.list.into_any())
+            }
+        }
+    )*};
 }
-
-impl<'py> ser::SerializeTuple for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        Ok(self.list.into_any())
-    }
-}
-
-impl<'py> ser::SerializeTupleStruct for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        Ok(self.list.into_any())
-    }
-}
+seq_like!(SerializeSeq::serialize_element, SerializeTuple::serialize_element, SerializeTupleStruct::serialize_field);
 
 pub struct Map<'py> {
     ser: Ser<'py>,
@@ -328,6 +312,15 @@ impl<'py> KeySer<'py> {
     }
 }
 
+/// Integer keys are written out in decimal.
+macro_rules! integer_keys {
+    ($($method:ident: $t:ty),*) => {$(
+        fn $method(self, v: $t) -> Result<Self::Ok> {
+            self.text(&v.to_string())
+        }
+    )*};
+}
+
 impl<'py> ser::Serializer for KeySer<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = Error;
@@ -342,36 +335,8 @@ impl<'py> ser::Serializer for KeySer<'py> {
     fn serialize_bool(self, v: bool) -> Result<Self::Ok> {
         self.text(if v { "true" } else { "false" })
     }
-    fn serialize_i8(self, v: i8) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<Self::Ok> {
-        self.text(&v.to_string())
-    }
+    integer_keys!(serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64, serialize_i128: i128);
+    integer_keys!(serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_u128: u128);
     fn serialize_f32(self, v: f32) -> Result<Self::Ok> {
         if !v.is_finite() {
             return Err(<Error as ser::Error>::custom("float key must be finite (got NaN or +/-inf)"));
