@@ -336,9 +336,12 @@ class Selection:
         chosen = {p.key: value_text(data, p.key) for p in self.params}
         return {k: v for k, v in chosen.items() if any(p.key == k and p.active(chosen, data) for p in self.params)}
 
-    def commands(self, chosen: Mapping[str, str], data: dict) -> list:
+    def commands(self, chosen: Mapping[str, str], data: dict, only: Sequence[str] | None = None) -> list:
+        """The commands that apply ``chosen`` (the knobs in ``only``, default every one)."""
         out = []
         for k in self.knobs:
+            if only is not None and k.name not in only:
+                continue
             full = {p.key: value_text(data, p.key) for p in _knobs(data)[k.name].params}
             full.update({key: v for key, v in chosen.items() if key in full})
             # Keys that do not matter are written as the kernel would leave them.
