@@ -233,7 +233,7 @@ def _knobs(data: dict) -> dict:
                 Param("nic.napi.defer_hard_irqs", ("0", "1", "2", "3", "4", "5", "8", "10", "20", "50", "100"), linux="napi_defer_hard_irqs"),
                 Param(
                     "nic.napi.gro_flush_timeout",
-                    tuple(f"{n}us" for n in (1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000)),
+                    tuple(f"{n}us" for n in (1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000)),
                     when=_defer_on, linux="gro_flush_timeout",
                 ),
                 Param(
