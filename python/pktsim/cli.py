@@ -94,6 +94,9 @@ def cmd_model(args) -> int:
     if args.json:
         print(_dump(p))
         return 0
+    if "bottleneck_node" in p:
+        print(format_chain_model(p, args.file))
+        return 0
     d = sc.data
     fib = p["fib"]
     print(f"pktsim model: {p['name']}  ({args.file})")
@@ -132,6 +135,24 @@ def cmd_model(args) -> int:
     for n in notes:
         print(f"  note: {n}")
     return 0
+
+
+def format_chain_model(p: dict, origin: str) -> str:
+    """``pktsim model CHAIN``: each node's capacity, the links', and the bottleneck."""
+    rows = []
+    for i, (name, n) in enumerate(zip(p["node_names"], p["nodes"])):
+        inbound = si(p["link_rate_pps"][i - 1], "pps") if i else "-"
+        mark = "  <- bottleneck" if i == p["bottleneck_node"] else ""
+        rows.append([str(i), name, si(n["capacity_pps"], "pps"), n["bottleneck"], inbound, f"{100 * n['cpu_load']:.1f} %{mark}"])
+    b = p["bottleneck_node"]
+    return "\n".join([
+        f"pktsim model: chain {p['name']}  ({origin}), {len(p['nodes'])} nodes",
+        "",
+        table(rows, ["node", "name", "loss-free capacity", "limited by", "inbound link", "CPU load"], "llrlrl", width=None),
+        "",
+        f"  chain capacity {si(p['r_max_pps'], 'pps')}: node {b} ({p['node_names'][b]}, {p['bottleneck']}); "
+        f"offered {si(p['offered_pps'], 'pps')}, predicted {si(p['predicted_pps'], 'pps')}" + (" (saturated)" if p["saturated"] else ""),
+    ])
 
 
 def _model_from_measurement(args) -> int:
@@ -188,6 +209,18 @@ def cmd_run(args) -> int:
 
 
 def format_run(r: dict, origin: str) -> str:
+    text = _format_run(r, origin)
+    if "nodes" not in r:
+        return text
+    # A chain: the figures above are end to end; then where frames were lost, then each node.
+    rows = []
+    for i, (n, loss) in enumerate(zip(r["nodes"], r["loss_by_node"])):
+        rows.append([str(i), r["node_names"][i], si(n["throughput_pps"], "pps"), f"{loss['dropped_packets']:,} ({100 * loss['share_of_offered']:.3f} %)",
+                     f"{n['latency_ns']['p50'] / 1e3:.2f}", f"{n['latency_ns']['p99'] / 1e3:.2f}", f"{100 * n['cpu_utilization']:.1f} %"])
+    return text + "\n\n" + table(rows, ["node", "name", "forwarded", "dropped (of offered)", "p50 us", "p99 us", "CPU"], "llrrrrr") + "\n  (end to end above: from the first node's ingress to the last node's egress)"
+
+
+def _format_run(r: dict, origin: str) -> str:
     L = r["latency_ns"]
     lines = [
         f"pktsim run: {r['name']}  ({origin}, seed {r['seed']})",

@@ -48,11 +48,21 @@ def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Predic
     ``capacity_pps``, ``forwarded_pps`` pps, ``cpu_load`` 0..1); ``fib`` (the FIB model:
     ``routes``, ``flows``, ``depth_levels``, ``working_set_bytes`` bytes, ``resides_in``,
     ``stall_cycles_per_miss``, ``extra_cycles`` cycles, ``flows_fitting_l3``); ``notes``
-    (list of text)."""
+    (list of text).
+
+    For a chain file: ``name``, ``bottleneck_node`` (index), ``bottleneck`` (what limits it
+    there: "cpu", "link" or "inbound link"), ``r_max_pps`` (the chain's loss-free capacity),
+    ``offered_pps``, ``predicted_pps``, ``saturated``, ``link_rate_pps`` (each link's line
+    rate in frames), ``node_names`` and ``nodes`` (each node's prediction as above)."""
     from .scenario import as_scenario  # here: units parsing (values, the CLI) needs no Scenario
 
     sc = as_scenario(scenario, sets)
     out = sc._resolve().predict()
+    if "bottleneck_node" in out:
+        # A chain: each node's prediction, the links and the bottleneck (no groups of its own).
+        for n in out["nodes"]:
+            n["cycles_by_group"] = {g: n["cycles_by_group"][g] for g in GROUPS}
+        return Prediction(out)
     # Only the cycle groups are the model's; keep them in 000's order.
     out["cycles_by_group"] = {g: out["cycles_by_group"][g] for g in GROUPS}
     return Prediction(out)

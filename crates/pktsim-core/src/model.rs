@@ -656,3 +656,59 @@ pub fn interference_share(i: &crate::scenario::Interference) -> f64 {
     let tick = if i.tick_period.ps > 0 { mean(&i.t_tick) / i.tick_period.ps as f64 } else { 0.0 };
     tick + i.rate.hz * mean(&i.t_preempt) * 1e-12
 }
+
+/// The analytical model of a chain: each node's prediction (with the chain's traffic) and
+/// the links between them; the chain carries what its narrowest point does.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainPrediction {
+    pub name: String,
+    /// The node (index) whose loss-free capacity, or the capacity of the link into it, is
+    /// the smallest.
+    pub bottleneck_node: usize,
+    /// What limits it there: the node's own bottleneck ("cpu", "link", ...) or "inbound link".
+    pub bottleneck: String,
+    /// The chain's loss-free capacity (pps): the least of the nodes' and the links'.
+    pub r_max_pps: f64,
+    pub offered_pps: f64,
+    /// min(offered, r_max).
+    pub predicted_pps: f64,
+    pub saturated: bool,
+    /// Each link's line rate in frames of the chain's mean size (pps), link i from node i
+    /// into node i + 1.
+    pub link_rate_pps: Vec<f64>,
+    pub node_names: Vec<String>,
+    pub nodes: Vec<Prediction>,
+}
+
+pub fn predict_chain(chain: &crate::scenario::chain::ResolvedChain) -> ChainPrediction {
+    let nodes: Vec<Prediction> = chain.nodes.iter().map(predict).collect();
+    let link_rate_pps: Vec<f64> = chain
+        .links
+        .iter()
+        .zip(&chain.nodes)
+        .map(|(l, n)| crate::scenario::line_rate_pps(l.rate_bps, n.mean_frame_bytes(), n.scenario.link.overhead.bytes as f64))
+        .collect();
+    let mut best = (0usize, f64::INFINITY, String::new());
+    for (i, p) in nodes.iter().enumerate() {
+        if p.capacity_pps < best.1 {
+            best = (i, p.capacity_pps, p.bottleneck.to_string());
+        }
+        // The link out of the previous node feeds this one.
+        if i > 0 && link_rate_pps[i - 1] < best.1 {
+            best = (i, link_rate_pps[i - 1], "inbound link".to_string());
+        }
+    }
+    let offered = nodes[0].offered_pps;
+    ChainPrediction {
+        name: chain.name.clone(),
+        bottleneck_node: best.0,
+        bottleneck: best.2,
+        r_max_pps: best.1,
+        offered_pps: offered,
+        predicted_pps: offered.min(best.1),
+        saturated: offered > best.1,
+        link_rate_pps,
+        node_names: chain.node_names.clone(),
+        nodes,
+    }
+}

@@ -78,14 +78,68 @@ impl Parsed {
         self.table.get("cost")?.as_table()?.get("profile")?.as_str().map(str::to_string)
     }
 
+    /// Whether the text is a chain of nodes (it has `[[nodes]]`).
+    #[getter]
+    fn is_chain(&self) -> bool {
+        scenario::chain::is_chain(&self.table)
+    }
+
     /// The scenario with `sets` applied (`[(key, value text), ...]`), validated and resolved;
-    /// raises `ScenarioError` as loading the text with those overrides does.
-    fn resolve(&self, py: Python<'_>, sets: Vec<(String, String)>) -> PyResult<Resolved> {
+    /// raises `ScenarioError` as loading the text with those overrides does. A chain file
+    /// resolves into a [`Chain`] (`nodes.1.host.t_proc` sets a key of node 1).
+    fn resolve(&self, py: Python<'_>, sets: Vec<(String, String)>) -> PyResult<Py<PyAny>> {
         let mut table = self.table.clone();
+        if scenario::chain::is_chain(&table) {
+            let c = loader::apply_sets(&mut table, &sets).and_then(|()| scenario::chain::resolve(&table, &self.origin, &self.base_dir));
+            return Ok(Py::new(py, Chain { c: c.map_err(|e| to_pyerr(py, e))? })?.into_any());
+        }
         let resolved = loader::apply_sets(&mut table, &sets)
             .and_then(|()| loader::deserialize_value::<Scenario, _>(toml::Value::Table(table), &self.origin))
             .and_then(|s| s.resolve(&self.origin, &self.base_dir));
-        Ok(Resolved { sc: resolved.map_err(|e| to_pyerr(py, e))? })
+        Ok(Py::new(py, Resolved { sc: resolved.map_err(|e| to_pyerr(py, e))? })?.into_any())
+    }
+}
+
+/// A validated chain of nodes, ready to run or model: the methods of [`Resolved`].
+#[pyclass(frozen, module = "pktsim._core")]
+struct Chain {
+    c: scenario::chain::ResolvedChain,
+}
+
+#[pymethods]
+impl Chain {
+    /// The chain: its name, seed, each node's normalised scenario, names and links.
+    #[pyo3(signature = (as_json = false))]
+    fn data<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        out(py, &self.c.data(), as_json)
+    }
+
+    #[getter]
+    fn seed(&self) -> u64 {
+        self.c.seed
+    }
+
+    /// The packet rate offered to the first node (pps).
+    #[getter]
+    fn offered_pps(&self) -> f64 {
+        self.c.nodes[0].offered_pps()
+    }
+
+    /// The analytical model of every node, the links and the bottleneck.
+    #[pyo3(signature = (as_json = false))]
+    fn predict<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        out(py, &model::predict_chain(&self.c), as_json)
+    }
+
+    /// Simulate the chain: end to end (also at the top level), loss by node, each node.
+    #[pyo3(signature = (as_json = false, and_json = false))]
+    fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
+        let r = on_engine_thread(py, |flag| pktsim_core::engine::chain::run(&self.c, flag))?;
+        if and_json && !as_json {
+            let pair = (pyser::to_py(py, &r)?, json(&r)?);
+            return pair.into_pyobject(py).map(|t| t.into_any());
+        }
+        out(py, &r, as_json)
     }
 }
 
@@ -141,6 +195,12 @@ impl Resolved {
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
+    on_engine_thread(py, |flag| pktsim_core::engine::run(sc, flag))
+}
+
+/// Run `work` (given the stop flag) on a thread of its own with the GIL released, looking
+/// at the interpreter's signals every 10 ms.
+fn on_engine_thread<T: Send>(py: Python<'_>, work: impl FnOnce(Arc<AtomicBool>) -> pktsim_core::Result<T> + Send) -> PyResult<T> {
     let cancel = Arc::new(AtomicBool::new(false));
     let mut interrupted: Option<PyErr> = None;
     let result = py.detach(|| {
@@ -148,7 +208,7 @@ fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
             let (done_tx, done_rx) = mpsc::channel::<()>();
             let flag = cancel.clone();
             let engine = scope.spawn(move || {
-                let r = pktsim_core::engine::run(sc, flag);
+                let r = work(flag);
                 let _ = done_tx.send(());
                 r
             });
@@ -314,6 +374,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
     m.add_class::<Parsed>()?;
     m.add_class::<Resolved>()?;
+    m.add_class::<Chain>()?;
     m.add_function(wrap_pyfunction!(testbed_main, m)?)?;
     m.add_function(wrap_pyfunction!(from_measurement, m)?)?;
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;

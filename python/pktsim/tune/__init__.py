@@ -119,6 +119,8 @@ def tune(
     ``sensitivity_keys``, ``by_load``, ``infeasible_loads``, ``alternatives``, ``trials``
     and ``search`` (how the candidates were found)."""
     sc = as_scenario(scenario, sets)
+    if "nodes" in sc.data:
+        raise TuneError(f"{sc.origin}: a chain of nodes; pktsim tune tunes one node's scenario: tune the scenario file of the node to tune (pktsim model on the chain names its bottleneck)")
     spec = knobs_spec if knobs_spec is not None else knobs
     if budget < 1:
         raise TuneError(f"--budget {budget}: expected a number of candidates, at least 1")

@@ -21,6 +21,7 @@
 
 pub mod app;
 pub mod build;
+pub mod chain;
 pub mod costs;
 pub mod ingress;
 pub mod interference;

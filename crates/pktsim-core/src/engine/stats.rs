@@ -103,7 +103,7 @@ pub struct Group {
 }
 
 impl Group {
-    fn new(batches: usize) -> Self {
+    pub(crate) fn new(batches: usize) -> Self {
         Group {
             offered: 0,
             forwarded: 0,
@@ -127,7 +127,7 @@ impl Group {
     }
 
     #[inline]
-    fn record(&mut self, size: u16, latency: Span, batch: usize) {
+    pub(crate) fn record(&mut self, size: u16, latency: Span, batch: usize) {
         self.forwarded += 1;
         self.forwarded_bytes += size as u64;
         self.record_latency(latency, batch);

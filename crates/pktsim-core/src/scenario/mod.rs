@@ -45,6 +45,7 @@ use crate::error::{ConfigError, Error, Result};
 use crate::fib::{FibModel, FibParams, FibReport};
 
 mod app;
+pub mod chain;
 mod cost;
 mod cpu;
 mod fib;

@@ -138,6 +138,11 @@ impl Nic {
         self.egress_port = Some(port);
     }
 
+    /// Transmit on a link of another rate (a chain's link into the next node).
+    pub fn set_egress(&mut self, wire: WireTime) {
+        self.egress = wire;
+    }
+
     #[inline]
     fn pull(&mut self) {
         if self.ingress.next_into(&mut self.next) {
