@@ -30,7 +30,7 @@ def test_run_json_has_end_to_end_loss_by_node_and_each_node(cli):
 def test_the_model_names_the_bottleneck_and_the_simulation_saturates_there(cli):
     m = json.loads(cli("model", CHAIN, "--json").stdout)
     assert m["bottleneck_node"] == 1 and m["bottleneck"] == "cpu"
-    assert m["r_max_pps"] == pytest.approx(m["nodes"][1]["capacity_pps"])
+    assert m["r_max_pps"] == m["capacity_pps"] == pytest.approx(m["nodes"][1]["capacity_pps"])
     assert m["nodes"][0]["capacity_pps"] > 4 * m["r_max_pps"]
     # Offered above the firewall's capacity: the chain carries what the firewall can, the
     # firewall drops the rest and the router nothing.
@@ -60,10 +60,12 @@ def test_sets_reach_a_node_and_the_chain():
     assert pktsim.run(CHAIN, {**SHORT, "traffic.rate": "100kpps"})["offered_pps"] == pytest.approx(100_000, rel=0.05)
 
 
-def test_sweeps_and_compare_work_on_chains(cli):
+def test_sweeps_plots_and_compare_work_on_chains(cli, tmp_path):
     df = pktsim.sweep(CHAIN, "traffic.rate", "100kpps,400kpps", sets=SHORT, jobs=1)
     assert list(df["status"]) == ["ok", "ok"]
     assert df["throughput_pps"].iloc[1] < 300_000 < df["offered_pps"].iloc[1]
+    cli("sweep", CHAIN, "--set", "measure.duration=5ms", "--param", "traffic.rate", "--values", "100kpps,400kpps", "--plots", tmp_path / "plots")
+    assert any(p.suffix == ".png" for p in (tmp_path / "plots").iterdir())
     p = cli("compare", CHAIN, EXAMPLES / "linux-router-64B.toml", "--set", "measure.duration=5ms", "--json")
     rows = {r["quantity"]: r for r in json.loads(p.stdout)["rows"]}
     assert "R_max (chain: its bottleneck)" in rows

@@ -669,6 +669,8 @@ pub struct ChainPrediction {
     pub bottleneck: String,
     /// The chain's loss-free capacity (pps): the least of the nodes' and the links'.
     pub r_max_pps: f64,
+    /// The same (the name a node's prediction gives its loss-free capacity).
+    pub capacity_pps: f64,
     pub offered_pps: f64,
     /// min(offered, r_max).
     pub predicted_pps: f64,
@@ -704,6 +706,7 @@ pub fn predict_chain(chain: &crate::scenario::chain::ResolvedChain) -> ChainPred
         bottleneck_node: best.0,
         bottleneck: best.2,
         r_max_pps: best.1,
+        capacity_pps: best.1,
         offered_pps: offered,
         predicted_pps: offered.min(best.1),
         saturated: offered > best.1,
