@@ -742,7 +742,13 @@ def cmd_testbed_validate(args) -> int:
         raise UsageError(str(e)) from None
     if args.loops is not None and args.path not in paths.LOOPED:
         raise UsageError(f"--loops {args.loops}: only --path xdp and --path afxdp have an XDP program's cost loop")
+    if args.scenario_out and args.path not in ("stack", "defer"):
+        raise UsageError(f"--scenario-out {args.scenario_out}: only --path stack and --path defer calibrate a scenario (the veth threaded-NAPI model)")
     res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
+    if args.scenario_out:
+        from .testbed.validate import scenario_file_text
+
+        _write_file("--scenario-out", args.scenario_out, scenario_file_text(res))
     if _emit_tb(args, res, "testbed_validation"):
         return 0
     m, st = res["machine"], res["setup"]
@@ -990,6 +996,7 @@ def build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--quick", action="store_true", help="a few points, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
+    tv.add_argument("--scenario-out", metavar="FILE.toml", help="--path stack / defer: also write the calibrated model as a scenario (for pktsim run, sweep, tune)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
     tq = tbs.add_parser("probe", help="measure the interference the dut CPU suffers with nothing to forward (tick, the rest), as root")
