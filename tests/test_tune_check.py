@@ -84,6 +84,7 @@ BAD = [
     ("recommended|predicted|latency_ns", {"p50": 1.0}, ("recommended.predicted.latency_ns.p99 is missing", "for latency_ns.p99")),
     ("current|predicted|cpu_utilization", "high", ('current.predicted.cpu_utilization = "high"', "finite number")),
     ("current", _DEL, ("current is missing", "{sets, predicted}")),
+    ("recommended", None, ("recommended = null", "no configuration")),
     # Read well but not applicable: the mapping refuses them (still before anything is built).
     ("recommended|sets|nic.napi.gro_flush_timeout", "50 parsecs", ('recommended.sets.nic.napi.gro_flush_timeout = "50 parsecs"', 'e.g. "50us"')),
     ("recommended|sets|nic.rx_ring", "1024", ("nic.rx_ring", "fixed", "256", "it can apply nic.napi.defer_hard_irqs")),
@@ -245,6 +246,24 @@ def test_the_comparison_arithmetic_on_given_measurements():
     r = rows["dut CPU share, improvement (tuned vs current)"]
     assert r["kind"] == "derived" and r["reported"] == pytest.approx(100 * cpu["measured_improvement"]) and r["predicted"] == pytest.approx(-20)
     assert rows["dut CPU share, current"]["kind"] == "predicted" and rows["dut CPU share, current"]["reported"] == pytest.approx(51)
+
+
+def test_the_tunes_short_names_and_derived_cpu_figures_are_measured(tmp_path, good):
+    t = copy.deepcopy(good)
+    t["objectives"] = [{"metric": "cpu", "direction": "minimize"}, {"metric": "cpu_ns_per_packet", "direction": "minimize"}]
+    t["constraints"] = [{"metric": "p99", "op": "<=", "bound": 1e6}]
+    t["load_pps"] = None  # the tune ran at the scenario's own rate
+    (tmp_path / "tune.json").write_text(json.dumps(t))
+    got = tunecheck.load(tmp_path)
+    assert [o["metric"] for o in got["objectives"]] == ["cpu_cores", "cpu_ns_per_packet"] and got["constraints"][0]["metric"] == "latency_ns.p99"
+    assert got["load_pps"] == good["current"]["predicted"]["offered_pps"]
+    pred = got["current"]["predicted"]
+    own = pred["cpu_utilization"] - pred["cpu_by_activity"]["interference"]
+    assert tunecheck.METRICS["cpu_cores"].predicted(pred) == pytest.approx(own)
+    assert tunecheck.METRICS["cpu_ns_per_packet"].predicted(pred) == pytest.approx(own * 1e9 / pred["offered_pps"])
+    p = point(0.5, 1e4, 5e4)
+    p["offered_pps"] = 25e3
+    assert tunecheck.METRICS["cpu_ns_per_packet"].measured(p) == pytest.approx(20e3)
 
 
 @pytest.mark.parametrize("measured_tuned,met", [(0.40, True), (0.38, True), (0.42, True), (0.43, False), (0.36, False), (0.52, False)])

@@ -113,6 +113,8 @@ def load(directory: str | Path) -> dict:
         return obj[key]
 
     need("scenario", lambda v: isinstance(v, str) and v, "the path of the scenario the tune ran (a text)")
+    if t.get("load_pps") is None and "load_pps" in t and isinstance(t.get("current"), dict) and isinstance(t["current"].get("predicted"), dict):
+        t["load_pps"] = t["current"]["predicted"].get("offered_pps")  # the tune ran at the scenario's own rate
     need("load_pps", lambda v: _num(v) and v > 0, "the target load in packets per second, a number above 0")
     if "sets" in t:
         need("sets", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), 'a list of "KEY=VALUE" texts')
@@ -121,7 +123,7 @@ def load(directory: str | Path) -> dict:
         p = f"objectives[{i}]"
         if not isinstance(o, dict):
             raise _bad(f, p, o, 'an object {"metric": ..., "direction": "minimize" | "maximize"}')
-        _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. cpu_utilization", o, f"{p}.metric"), f"{p}.metric")
+        o["metric"] = _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. cpu_utilization", o, f"{p}.metric"), f"{p}.metric")
         need("direction", lambda v: v in ("minimize", "maximize"), '"minimize" or "maximize"', o, f"{p}.direction")
     constraints = need("constraints", lambda v: isinstance(v, list), "a list of {metric, op, bound} (may be empty)") if "constraints" in t else []
     t.setdefault("constraints", constraints)
@@ -129,10 +131,12 @@ def load(directory: str | Path) -> dict:
         p = f"constraints[{i}]"
         if not isinstance(c, dict):
             raise _bad(f, p, c, 'an object {"metric": ..., "op": "<=", "bound": ...}')
-        _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. latency_ns.p99", c, f"{p}.metric"), f"{p}.metric")
+        c["metric"] = _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. latency_ns.p99", c, f"{p}.metric"), f"{p}.metric")
         need("op", lambda v: v in OPS, " or ".join(f'"{o}"' for o in OPS), c, f"{p}.op")
         need("bound", _num, "a finite number in the metric's base unit (ns, pps, a fraction)", c, f"{p}.bound")
     metrics = [o["metric"] for o in objectives] + [c["metric"] for c in constraints]
+    if "recommended" in t and t["recommended"] is None:
+        raise Refused(f"{f}: recommended = null: the tune found no configuration that meets its constraints; nothing to check")
     for side in ("current", "recommended"):
         s = need(side, lambda v: isinstance(v, dict), "an object {sets, predicted}")
         sets = need("sets", lambda v: isinstance(v, dict), 'an object {"KEY": "VALUE", ...} of `pktsim run --set` texts', s, f"{side}.sets")
@@ -158,9 +162,11 @@ def _text(v) -> str:
     return v if isinstance(v, str) else f"{v:g}"
 
 
-def _metric(f: Path, m: str, path: str) -> None:
+def _metric(f: Path, m: str, path: str) -> str:
+    m = ALIASES.get(m, m)
     if m not in METRICS:
-        raise _bad(f, path, m, f"a metric the testbed measures: {', '.join(METRICS)}")
+        raise _bad(f, path, m, f"a metric the testbed measures: {', '.join(METRICS)} (or {', '.join(ALIASES)})")
+    return m
 
 
 OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
@@ -185,7 +191,17 @@ class Metric:
 
 
 def _own_cpu(r: dict) -> float:
+    """The dut CPU's share the model's packet work used: ``cpu_utilization`` less the
+    time the CPU spent elsewhere (``cpu_by_activity.interference``)."""
     return r["cpu_utilization"] - (lookup(r, "cpu_by_activity.interference") or 0.0)
+
+
+def _own_cores(r: dict) -> float:
+    """``cpu_cores`` (the sum of ``cpu_per_core``) less the interference of every core."""
+    per_core = r.get("cpu_per_core")
+    if isinstance(per_core, list) and per_core:
+        return float(sum(per_core)) - len(per_core) * (lookup(r, "cpu_by_activity.interference") or 0.0)
+    return _own_cpu(r)
 
 
 def _inv(x):
@@ -203,6 +219,11 @@ def _wakeups(r: dict) -> float | None:
 
 METRICS = {
     "cpu_utilization": Metric("dut CPU share", "%", 100, ("cpu_utilization",), _own_cpu, lambda p: p["dut_utilization"]),
+    # `pktsim tune`'s derived figures: the cores' worth of CPU, and that CPU per offered packet.
+    "cpu_cores": Metric("dut CPU", "cores", 1, ("cpu_utilization",), _own_cores, lambda p: p["dut_utilization"]),
+    "cpu_ns_per_packet": Metric("dut CPU per offered frame", "us", 1e-3, ("cpu_utilization", "offered_pps"),
+                                lambda r: _own_cores(r) * 1e9 / r["offered_pps"] if r["offered_pps"] else None,
+                                lambda p: p["dut_utilization"] * 1e9 / p["offered_pps"] if p["offered_pps"] else None),
     "throughput_pps": Metric("forwarded", "kpps", 1e-3, ("throughput_pps",), lambda r: r["throughput_pps"], lambda p: p["forwarded_pps"]),
     "loss_ratio": Metric("loss", "%", 100, ("loss_ratio",), lambda r: r["loss_ratio"], lambda p: p["loss_ratio"]),
     **{
@@ -216,6 +237,9 @@ METRICS = {
                         lambda r: _wakeups(r) * r["throughput_pps"] if _wakeups(r) is not None else None,
                         lambda p: p["forwarded_pps"] / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None),
 }
+# `pktsim tune`'s short names.
+ALIASES = {"cpu": "cpu_cores", "latency": "latency_ns.p99", "p50": "latency_ns.p50", "p99": "latency_ns.p99", "p999": "latency_ns.p999",
+           "loss": "loss_ratio", "throughput": "throughput_pps"}
 # Shown for every check, after the objectives and constraints: what the dial does to the
 # dut's work (``derived``: from the run's cpu_utilization and throughput, and its counts).
 CONTEXT = {
@@ -581,6 +605,9 @@ def compare(tune: dict, ms: dict) -> dict:
         except (KeyError, TypeError, ZeroDivisionError):
             continue  # a context figure the prediction does not carry
         c.update(role=role, text=text)
+        for side, key in (("current", "predicted_current_ci95"), ("recommended", "predicted_tuned_ci95")):
+            ci = (tune[side].get("ci95") or {}).get(name)  # the tune's interval over its replications
+            c[key] = ci if _num(ci) else None
         if role == "constraint":
             con = next(x for x in tune["constraints"] if x["metric"] == name)
             got = c["measured_tuned"]["mean"]
