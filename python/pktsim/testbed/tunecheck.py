@@ -714,31 +714,39 @@ def text(res: dict) -> str:
 
 
 def plot(res: dict, path: str | Path) -> None:
-    """Predicted vs measured change (tuned vs current, %) of each metric, with the measured
-    one's 95% interval over the rounds."""
+    """One panel per metric: predicted and measured (the mean over the rounds, with its 95%
+    interval), current and tuned, in the metric's unit; each panel's title gives the two
+    changes and measured / predicted."""
     from ..plots import _plt, _save
 
     plt = _plt()
-    ms = [c for c in res["metrics"] if c["predicted_improvement"] is not None or c["measured_improvement"] is not None]
-    fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(ms) + 2), 4.2))
-    x = range(len(ms))
+    ms = res["metrics"]
+    ncol = min(3, len(ms))
+    nrow = -(-len(ms) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow + 0.6), squeeze=False)
     w = 0.38
-    pv = [100 * (c["predicted_improvement"] or 0) for c in ms]
-    mv = [100 * (c["measured_improvement"] or 0) for c in ms]
-    err = [100 * c["measured_improvement_ci95"] if c["measured_improvement_ci95"] is not None else 0 for c in ms]
-    ax.bar([i - w / 2 for i in x], pv, w, color="C1", label="predicted (pktsim tune)")
-    ax.bar([i + w / 2 for i in x], mv, w, yerr=err, capsize=4, color="C0", label="measured (95% interval over rounds)")
-    for i, c in enumerate(ms):
-        if c["ratio"] is not None:
-            ax.annotate(f"{c['ratio'] + 0.0:.2f}x" if abs(c["ratio"]) >= 0.005 else "0x", (i, max(pv[i], mv[i] + err[i], 0)), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=8)
-    ax.axhline(0, color="k", lw=0.8)
-    ax.set_xticks(list(x))
-    ax.set_xticklabels([f"{c['label']}\n({c['role']})" for c in ms], fontsize=8)
-    ax.set_ylabel("change, tuned vs current [%]")
-    t = res["tune"]
-    ms_ = res["measurements"]
-    ax.set_title(f"tune-check, {res['path']} path, {ms_['rate_pps'] / 1e3:.1f} kpps (target {t['load_pps'] / 1e3:.1f} kpps); "
-                 f"labels: measured / predicted", fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    for ax, c in zip(axes.flat, ms):
+        s = c["scale"]
+        pred = [_sc(c["predicted_current"], s), _sc(c["predicted_tuned"], s)]
+        meas = [_sc(c["measured_current"]["mean"], s), _sc(c["measured_tuned"]["mean"], s)]
+        err = [_sc(c[k]["ci95"], s) or 0 for k in ("measured_current", "measured_tuned")]
+        ax.bar([-w / 2, 1 - w / 2], [v or 0 for v in pred], w, color="C1", label="predicted (tune.json)")
+        ax.bar([w / 2, 1 + w / 2], [v or 0 for v in meas], w, yerr=err, capsize=4, color="C0", label="measured (95% interval over rounds)")
+        ax.set_xticks([0, 1])
+        ax.set_xticklabels(["current", "tuned"])
+        ax.set_ylabel(f"{c['label']} [{c['unit']}]" if c["unit"] else c["label"], fontsize=8)
+        pct = lambda v: "-" if v is None else f"{100 * v:+.0f}%"  # noqa: E731
+        ratio = "" if c["ratio"] is None else f" ({c['ratio'] + 0.0:.2f}x)"
+        ax.set_title(f"{c['role']}: change pred {pct(c['predicted_improvement'])}, meas {pct(c['measured_improvement'])}{ratio}", fontsize=8)
+        if c.get("bound") is not None:
+            ax.axhline(c["bound"] * s, ls="--", color="C3", lw=1, label="constraint bound")
+            ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    for ax in list(axes.flat)[len(ms):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    t, m = res["tune"], res["measurements"]
+    goal = "met" if res["goal"]["met"] else "NOT met"
+    fig.suptitle(f"tune-check, {res['path']} path, measured at {m['rate_pps'] / 1e3:.1f} kpps (target {t['load_pps'] / 1e3:.1f} kpps): "
+                 f"goal (measured change within 25% of the predicted) {goal}", fontsize=9)
     _save(fig, path)
