@@ -367,3 +367,27 @@ def test_teardown_restores_the_sysctls_a_killed_check_changed():
     assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.strip() == "" or left_behind() == []
     assert os.geteuid() == 0
 
+
+
+@root_only
+def test_ctrl_c_during_a_check_restores_the_sysctls_and_tears_down(tmp_path):
+    import signal
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    budget = _sysctl("net.core.netdev_budget")
+    d = make_tune(tmp_path / "tuned", load_pps=20e3, current={**CURRENT, "host.budget": str(budget + 50)}, tuned={**TUNED, "host.budget": str(budget + 100)})
+    proc = subprocess.Popen([sys.executable, "-m", "pktsim", "testbed", "tune-check", str(d), "--duration", "5s", "--repetitions", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while _sysctl("net.core.netdev_budget") == budget:  # the current side is in place
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert _sysctl("net.core.netdev_budget") == budget
+    assert left_behind() == [] and topology.marked_processes() == []
