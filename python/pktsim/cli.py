@@ -650,6 +650,80 @@ def _tb_duration(args) -> float | None:
     return _quantity("duration", "--duration", args.duration) / 1e12 if args.duration else None
 
 
+def cmd_tune(args) -> int:
+    from .scenario import Scenario
+    from .tune import GoalError, KnobError, TuneError, tune
+    from .tune import knobs as knob_registry
+    from .tune import output
+
+    if args.list_knobs:
+        data = Scenario.load(args.file, args.set).data if args.file else {"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}
+        print(knob_registry.describe(data))
+        return 0
+    if not args.file:
+        raise UsageError("tune: give a scenario FILE")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
+    sc = Scenario.load(args.file, args.set)
+    if args.output:
+        _writable_dir("-o", args.output)
+    spec = [k for item in (args.knobs or []) for k in _split_knobs(item)] or None
+    bar = None
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.budget, unit="cand", file=sys.stderr, leave=False)
+
+        def progress(done, total, label):
+            bar.total = total
+            bar.n = done
+            bar.set_postfix_str(label, refresh=False)
+            bar.refresh()
+
+    try:
+        t = tune(
+            sc, load=args.load, load_range=args.load_range, loads=args.loads, minimize=args.minimize, maximize=args.maximize,
+            subject_to=args.subject_to, knobs=spec, budget=args.budget, replications=args.replications, seed=args.seed,
+            jobs=args.jobs, dask=args.dask, progress=progress,
+        )
+    except (GoalError, KnobError, TuneError) as e:
+        raise UsageError(str(e)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.output:
+        try:
+            written = output.write(t, sc, args.output)
+        except OSError as e:
+            raise UsageError(f"-o {args.output}: cannot write the tune's files ({e.strerror or e})") from None
+    if args.json:
+        print(_dump(t))
+    else:
+        print(output.text(t))
+        if args.output:
+            print("\nwrote " + ", ".join(str(p) for p in written))
+    return 0 if t["recommended"] else 1
+
+
+def _split_knobs(item: str) -> list:
+    """``--knobs a,b`` (commas between knobs; a key's value list ``k=v1,v2`` keeps its commas)."""
+    out: list = []
+    for part in item.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if out and "=" in out[-1] and "=" not in part and not _looks_like_knob(part):
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
+def _looks_like_knob(text: str) -> bool:
+    return "." in text and text.split(".")[0] in ("nic", "host", "socket", "cpu", "app", "traffic")
+
+
 def cmd_testbed_run(args) -> int:
     from .testbed import runner
     from .testbed.topology import Topology
@@ -1002,6 +1076,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
     r.set_defaults(func=cmd_reproduce)
+
+    tu = sub.add_parser("tune", help="recommend the kernel knobs for a latency, loss or CPU target, with the commands that apply them")
+    tu.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file (today's configuration)")
+    tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    tu.add_argument("--load", metavar="RATE", help="the target load, e.g. 300kpps (the objectives are read there)")
+    tu.add_argument("--load-range", metavar="LO:HI", help="loads the constraints must hold at, e.g. 50kpps:1Mpps (--loads of them, log-spaced)")
+    tu.add_argument("--loads", type=int, default=5, metavar="N", help="loads over --load-range (default 5)")
+    tu.add_argument("--minimize", action="append", default=[], metavar="METRIC", help="an objective (repeatable): cpu, cpu_ns_per_packet, latency_ns.p99, ... (any figure of run --json)")
+    tu.add_argument("--maximize", action="append", default=[], metavar="METRIC", help="an objective to maximise, e.g. throughput_pps")
+    tu.add_argument("--subject-to", action="append", default=[], metavar="CONSTRAINT", help='a constraint (repeatable), e.g. "latency_ns.p99 <= 50us", "loss_ratio <= 1e-4"')
+    tu.add_argument("--knobs", action="append", metavar="KNOB,...", help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us")
+    tu.add_argument("--list-knobs", action="store_true", help="list the knobs, their keys and legal values (for FILE, if given) and exit")
+    tu.add_argument("--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)")
+    tu.add_argument("--replications", type=int, metavar="N", help="runs per candidate and load (default: 1 if two seeds give the same figures, else 3)")
+    tu.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the search (the scenario's seed drives the runs)")
+    tu.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
+    tu.add_argument("--dask", metavar="ADDR", help="run candidates on a Dask cluster, e.g. tcp://host:8786")
+    tu.add_argument("-o", "--output", metavar="DIR", help="write DIR/tuned.toml, DIR/apply.sh, DIR/pareto.png and DIR/tune.json")
+    tu.add_argument("--json", action="store_true", help="print one JSON object")
+    tu.set_defaults(func=cmd_tune)
 
     tb = sub.add_parser("testbed", help="measure real Linux forwarding in network namespaces and hold the model against it (root)")
     tbs = tb.add_subparsers(dest="testbed_command", metavar="COMMAND")

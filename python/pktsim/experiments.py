@@ -671,10 +671,13 @@ LONG_TABLES = {"per_class": per_class, "per_ring": per_ring, "time_series": time
 
 
 def _worker_init() -> None:
-    """Local worker processes leave Ctrl-C to the parent, which stops them at once."""
+    """Local worker processes leave Ctrl-C to the parent, which stops them at once (a
+    terminated worker ends quietly: not with the command's SIGTERM handler, inherited by
+    the fork, which would raise KeyboardInterrupt in it)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def run_chunk(tasks: Sequence[Task]) -> list:

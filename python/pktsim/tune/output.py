@@ -1,0 +1,315 @@
+"""What a tune writes: the text report, ``tuned.toml`` (a scenario ``pktsim run`` takes as
+it is), ``apply.sh`` (the commands for a Linux host), ``pareto.png`` and ``tune.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from pathlib import Path
+
+from .. import _core
+from ..parse import read_scenario_file
+from ..scenario import Scenario
+from ..textio import atomic_write, si, table
+from . import goals
+
+# Other spellings the scenario format accepts for a key a tune sets (dropped when it sets it).
+SPELLINGS = {
+    "nic.itr.interval": ("nic.itr.rx_usecs",),
+    "host.budget": ("host.netdev_budget",),
+    "host.budget_time": ("host.netdev_budget_usecs",),
+}
+
+
+def _fmt(metric: str, v) -> str:
+    if v is None or (isinstance(v, float) and (v != v or math.isinf(v))):
+        return "-"
+    u = goals.unit(metric)
+    if u == "ns":
+        return _time(v)
+    if u in ("pps", "bit/s", "1/s"):
+        return si(v, u)
+    if u == "cores":
+        return f"{v:.4g} cores"
+    return f"{v:.4g}"
+
+
+def _time(ns: float) -> str:
+    for factor, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if abs(ns) >= factor:
+            return f"{ns / factor:.4g} {name}"
+    return f"{ns:.4g} ns"
+
+
+def _get(d, dotted):
+    for part in dotted.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def text(t: dict) -> str:
+    """The report ``pktsim tune`` prints."""
+    out = []
+    s = t["search"]
+    loads = ", ".join(_fmt("x_pps", x) for x in t["loads_pps"] if x is not None) or "the scenario's rate"
+    goal = ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
+    cons = "; ".join(c["text"] for c in t["constraints"]) or "none"
+    out.append(f"pktsim tune: {t['scenario']} at {loads}: {goal}, subject to {cons}")
+    out.append(
+        f"searched {s['evaluated']} candidates ({s['mode']}; space {s['space'] if s['space'] else 'larger than the budget'}, budget {s['budget']}), "
+        f"{s['replications']} replication(s) each, {s['pruned']} stopped early, {s['feasible']} meet the constraints"
+    )
+    rec, cur = t["recommended"], t["current"]
+    if rec is None:
+        out.append("")
+        out.append(f"no recommendation: {t.get('why_none', 'no candidate meets the constraints')}")
+    else:
+        keys = list(dict.fromkeys([*cur["sets"], *rec["sets"]]))
+        rows = [(k, cur["sets"].get(k, "(does not matter)"), rec["sets"].get(k, "(does not matter)")) for k in keys]
+        out.append("")
+        out.append(table(rows, ["key", "today", "recommended"]))
+        metrics = [o["metric"] for o in t["objectives"]] + [c["metric"] for c in t["constraints"]]
+        for extra in ("throughput_pps", "loss_ratio", "latency_ns.p50", "latency_ns.p99", "cpu_cores", "irq_per_s"):
+            if extra not in metrics:
+                metrics.append(extra)
+        where = f" at {_fmt('x_pps', rec['load_pps'])}" if rec.get("load_pps") else ""
+        rows = []
+        for m in metrics:
+            a, b = _metric(cur, m), _metric(rec, m)
+            ca, cb = (cur.get("ci95") or {}).get(m), (rec.get("ci95") or {}).get(m)
+            change = f"{(b - a) / abs(a):+.1%}" if a and b is not None and a == a and b == b else "-"
+            rows.append((m, _fmt(m, a) + (f" ± {_fmt(m, ca)}" if ca else ""), _fmt(m, b) + (f" ± {_fmt(m, cb)}" if cb else ""), change))
+        if t["constraints"]:
+            rows.append(("meets the constraints", "yes" if cur.get("feasible") else "no", "yes" if rec.get("feasible") else "no", ""))
+        out.append("")
+        out.append(f"predicted{where} (mean ± 95% CI over replications):")
+        out.append(table(rows, ["figure", "today", "recommended", "change"]))
+        out.append("")
+        out.append("apply (DEV: the device):")
+        out.extend("  " + c for c in t["commands"])
+    if len(t["loads_pps"]) > 1:
+        out.append("")
+        rows = []
+        for r in t["by_load"]:
+            row = [_fmt("x_pps", r["load_pps"]), "yes" if r["any_feasible"] else "NO"]
+            for name in ("current", "recommended"):
+                if name in r:
+                    row.append(("met" if r.get(name + "_feasible") else "missed") + " " + ", ".join(_fmt(m, r[name].get(m)) for m in [o["metric"] for o in t["objectives"]]))
+                else:
+                    row.append("-")
+            rows.append(row)
+        out.append("by load (constraints met? objective):")
+        out.append(table(rows, ["load", "any config meets them", "today", "recommended"]))
+        if t["infeasible_loads"]:
+            out.append("no configuration meets the constraints at " + ", ".join(_fmt("x_pps", x) for x in t["infeasible_loads"]))
+    if t["alternatives"]:
+        out.append("")
+        out.append("adaptive alternatives against the best static moderation (objective at each load; * = constraints missed):")
+        m0 = t["objectives"][0]["metric"]
+        rows = []
+        for a in t["alternatives"]:
+            cells = [(_fmt(m0, p.get(m0)) + ("" if p["feasible"] or not t["constraints"] else " *")) for p in a["per_load"]]
+            rows.append([a["name"], ", ".join(f"{k}={v}" for k, v in a["sets"].items()), *cells])
+        out.append(table(rows, ["alternative", "sets", *[_fmt("x_pps", x) if x else "load" for x in t["loads_pps"]]]))
+    if t["sensitivity"]:
+        out.append("")
+        out.append("what mattered (share in reaching the best tenth of " + t["objectives"][0]["metric"] + "): " + ", ".join(
+            f"{k} {v:.0%}" for k, v in sorted(t["sensitivity_keys"].items(), key=lambda kv: -kv[1])))
+    return "\n".join(out)
+
+
+def _metric(cfg: dict, m: str):
+    p = cfg.get("predicted")
+    if not p:
+        return None
+    try:
+        return goals.value(p, m)
+    except (KeyError, TypeError, ZeroDivisionError):
+        return None
+
+
+def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
+    """The scenario file with the recommended values (and the target load) set: the user's
+    own tables and keys; the tuned keys, as recommended (a tuned key the recommendation
+    leaves out, e.g. the interval of an adaptive ITR, is removed); the ``--set`` overrides
+    the tune ran with."""
+    from . import without
+
+    rec = t["recommended"]
+    tuned_keys = t["keys"]
+    tuned_sets = list(rec["sets"].items())
+    if t.get("load_pps"):
+        tuned_sets.append(("traffic.rate", f"{t['load_pps']:.12g}pps"))
+    tuned = without(scenario, tuned_keys).with_sets(tuned_sets)
+    if scenario.format == "toml":
+        src = read_scenario_file(scenario.origin)[0] if Path(scenario.origin).is_file() else scenario.text
+        doc = tomllib.loads(src)
+    else:
+        doc = json.loads(scenario.text)
+    for key in tuned_keys:
+        for spelling in (key, *SPELLINGS.get(key, ())):
+            *path, last = spelling.split(".")
+            parent = _get(doc, ".".join(path)) if path else doc
+            if isinstance(parent, dict):
+                parent.pop(last, None)
+    overrides = [(k, v) for k, v in scenario.sets if k not in tuned_keys] + tuned_sets
+    for key, _ in overrides:
+        value = _get(tuned.data, key)
+        if value is None:
+            continue
+        parts = key.split(".")
+        node = doc
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+        for other in SPELLINGS.get(key, ()):
+            parent = _get(doc, other.rsplit(".", 1)[0])
+            if isinstance(parent, dict):
+                parent.pop(other.rsplit(".", 1)[1], None)
+    prof = _get(doc, "cost.profile")
+    if isinstance(prof, str) and prof not in _core.bundled_profiles() and not Path(prof).is_absolute():
+        import os
+
+        doc["cost"]["profile"] = os.path.relpath(Path(scenario.base_dir, prof).resolve(), out_dir.resolve())
+    import tomli_w
+
+    head = [
+        f"# {scenario.origin} tuned by pktsim tune",
+        "#   " + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"]) + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
+    ]
+    for k in dict.fromkeys([*t["current"]["sets"], *rec["sets"]]):
+        head.append(f"#   {k} = {rec['sets'].get(k, '(left out: it does not matter)')} (was {t['current']['sets'].get(k, 'not set')})")
+    text_out = "\n".join(head) + "\n\n" + tomli_w.dumps(doc)
+    # It must be the tuned scenario: read back, it resolves to the same scenario.
+    back = Scenario.from_toml(text_out, origin=str(out_dir / "tuned.toml"), base_dir=out_dir)
+    if json.dumps(back.data, sort_keys=True) != json.dumps(tuned.data, sort_keys=True):
+        raise RuntimeError("tuned.toml does not read back as the tuned scenario")
+    return text_out
+
+
+def apply_sh(t: dict) -> str:
+    rec = t["recommended"]
+    lines = [
+        "#!/bin/sh",
+        f"# pktsim tune's recommendation for {t['scenario']}: " + ", ".join(f"{k}={v}" for k, v in rec["sets"].items()),
+        "# Run as root on the host: sh apply.sh DEV   (lines starting with # are settings of the application)",
+        "set -e",
+        'DEV=${1:?usage: sh apply.sh DEV}',
+    ]
+    if any("$NAPI_ID" in c for c in t["commands"]):
+        lines.append('NAPI_ID=${NAPI_ID:?set NAPI_ID to the NAPI id of the queue (ynl --family netdev --dump napi-get)}')
+    lines += t["commands"]
+    return "\n".join(lines) + "\n"
+
+
+def pareto_png(t: dict, path: Path) -> None:
+    """Every candidate evaluated on the two figures of the front, the front, today's
+    configuration and the recommendation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    metrics = list(t["pareto"][0]["objectives"]) if t["pareto"] else [o["metric"] for o in t["objectives"]]
+    li = t["loads_pps"].index(t["load_pps"]) if t.get("load_pps") in t["loads_pps"] else None
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+
+    def xy(per_load):
+        if li is not None:
+            p = per_load[li]
+            vals = [p.get(m) for m in metrics]
+        else:
+            vals = []
+            for m in metrics:
+                xs = [p.get(m) for p in per_load if p.get(m) is not None]
+                vals.append(sum(xs) / len(xs) if xs else None)
+        return vals
+
+    def scale(m, v):
+        u = goals.unit(m)
+        return v / 1e3 if u == "ns" else v
+
+    def label(m):
+        u = goals.unit(m)
+        return f"{m} ({'us' if u == 'ns' else u})" if u else m
+
+    groups = {True: ([], []), False: ([], [])}
+    for tr in t["trials"]:
+        if tr["error"] or tr["pruned"]:
+            continue
+        vals = xy(tr["per_load"])
+        if any(v is None for v in vals):
+            continue
+        g = groups[bool(tr["feasible"])]
+        g[0].append(scale(metrics[0], vals[0]))
+        g[1].append(scale(metrics[-1], vals[-1]))
+    if groups[False][0]:
+        ax.scatter(groups[False][0], groups[False][1], s=14, c="0.7", label="candidates missing a constraint")
+    if groups[True][0]:
+        ax.scatter(groups[True][0], groups[True][1], s=14, c="tab:blue", label="candidates meeting the constraints")
+    if t["pareto"] and len(metrics) > 1:
+        fx = [scale(metrics[0], f["objectives"][metrics[0]]) for f in t["pareto"]]
+        fy = [scale(metrics[-1], f["objectives"][metrics[-1]]) for f in t["pareto"]]
+        order = sorted(range(len(fx)), key=lambda i: fx[i])
+        ax.plot([fx[i] for i in order], [fy[i] for i in order], "-", c="tab:blue", lw=1.2, label="Pareto front")
+    for c in t["constraints"]:
+        if c["metric"] == metrics[-1] and len(metrics) > 1:
+            ax.axhline(scale(c["metric"], c["bound"]), ls="--", c="tab:red", lw=1, label=f"bound: {c['text']}")
+        elif c["metric"] == metrics[0]:
+            ax.axvline(scale(c["metric"], c["bound"]), ls="--", c="tab:red", lw=1, label=f"bound: {c['text']}")
+    for name, cfg, style in (("today", t["current"], dict(marker="X", c="black", s=110)), ("recommended", t["recommended"], dict(marker="*", c="tab:red", s=220))):
+        if not cfg or not cfg.get("predicted"):
+            continue
+        vals = [_metric(cfg, m) for m in metrics]
+        if li is None:
+            tr = next((x for x in t["trials"] if x["sets"] == cfg["sets"]), None)
+            if tr:
+                vals = xy(tr["per_load"])
+        if any(v is None for v in vals):
+            continue
+        ax.scatter([scale(metrics[0], vals[0])], [scale(metrics[-1], vals[-1])], zorder=5, label=f"{name}: " + (", ".join(f"{k}={v}" for k, v in cfg["sets"].items()) or "scenario as is"), **style)
+    ys = groups[True][1] + groups[False][1]
+    if ys and min(ys) > 0 and max(ys) / min(ys) > 30:
+        from matplotlib.ticker import FuncFormatter
+
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    ax.set_xlabel(label(metrics[0]))
+    ax.set_ylabel(label(metrics[-1]))
+    where = f"at {si(t['load_pps'], 'pps')}" if t.get("load_pps") else "mean over the loads"
+    ax.set_title(f"pktsim tune: {len(t['trials'])} candidates, {where}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper right")
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def write(t: dict, scenario: Scenario, out_dir: str | Path) -> list:
+    """Write DIR/tune.json, and with a recommendation DIR/tuned.toml, DIR/apply.sh,
+    DIR/pareto.png; returns the paths written."""
+    d = Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    doc = dict(t)
+    doc["scenario"] = str(Path(scenario.origin).resolve()) if Path(scenario.origin).is_file() else scenario.origin
+    atomic_write(d / "tune.json", json.dumps(doc, indent=1, allow_nan=False, default=_nan_none) + "\n")
+    written.append(d / "tune.json")
+    if t["recommended"]:
+        atomic_write(d / "tuned.toml", tuned_toml(t, scenario, d))
+        atomic_write(d / "apply.sh", apply_sh(t))
+        (d / "apply.sh").chmod(0o755)
+        written += [d / "tuned.toml", d / "apply.sh"]
+    pareto_png(t, d / "pareto.png")
+    written.append(d / "pareto.png")
+    return written
+
+
+def _nan_none(o):
+    raise TypeError(f"not JSON: {type(o).__name__}")
