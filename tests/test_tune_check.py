@@ -328,13 +328,13 @@ def _sysctl(name: str) -> int:
 
 @root_only
 def test_quick_tune_check_applies_measures_and_restores_every_knob(tmp_path):
-    """About half a minute: deferral off vs napi_defer_hard_irqs 2 with a 200 us timeout at
-    a light load (deferral cuts the wake-ups there), and a global sysctl changed between
+    """About 15 s: deferral off vs napi_defer_hard_irqs 2 with a 1 ms timeout at a light
+    load (the timer's polls take many frames each), and a global sysctl changed between
     them that must have its old value afterwards."""
     budget = _sysctl("net.core.netdev_budget")
     d = make_tune(tmp_path / "tuned", load_pps=20e3,
                   current={**CURRENT, "host.budget": str(budget)},
-                  tuned={**TUNED, "nic.napi.gro_flush_timeout": "200us", "host.budget": str(budget + 100)})
+                  tuned={**TUNED, "nic.napi.gro_flush_timeout": "1ms", "host.budget": str(budget + 100)})
     res = json.loads(run_cli("testbed", "tune-check", d, "--quick", "--json").stdout)
     assert _sysctl("net.core.netdev_budget") == budget
     assert left_behind() == [] and topology.marked_processes() == []
@@ -343,10 +343,12 @@ def test_quick_tune_check_applies_measures_and_restores_every_knob(tmp_path):
     assert len(ms["current"]) == len(ms["tuned"]) == 2
     assert all(p["offered_pps"] == pytest.approx(20e3, rel=0.05) for p in ms["current"] + ms["tuned"])
     by = {c["metric"]: c for c in res["metrics"]}
-    assert set(by) >= {"cpu_utilization", "latency_ns.p99", "cpu_per_frame", "wakeups_per_frame"}
-    # Deferral is applied: far fewer wake-ups per frame with it than without.
-    w = by["wakeups_per_frame"]
-    assert w["measured_tuned"]["mean"] < 0.5 * w["measured_current"]["mean"]
+    assert set(by) >= {"cpu_utilization", "latency_ns.p99", "cpu_per_frame", "wakeups_per_frame", "packets_per_poll.mean"}
+    # Deferral is applied: the timer's polls take ~20 frames each (a generator that runs
+    # late under foreign load sends a few at once, not 20).
+    fpp = by["packets_per_poll.mean"]
+    if fpp["measured_current"]["mean"] is not None:  # perf counts polls
+        assert fpp["measured_tuned"]["mean"] > 2 * fpp["measured_current"]["mean"]
     for r in res["rows"]:
         assert set(r) >= {"quantity", "reported", "predicted", "unit", "rel_error", "source", "kind"}
     assert isinstance(res["goal"]["met"], bool)
