@@ -83,6 +83,8 @@ BAD = [
     ("current|sets|nic.napi.gro_flush_timeout", None, ("current.sets.nic.napi.gro_flush_timeout = null", '"50us"')),
     ("recommended|predicted|latency_ns", {"p50": 1.0}, ("recommended.predicted.latency_ns.p99 is missing", "for latency_ns.p99")),
     ("current|predicted|cpu_utilization", "high", ('current.predicted.cpu_utilization = "high"', "finite number")),
+    ("recommended|predicted|latency_ns|p99", None, ("recommended.predicted.latency_ns.p99 = null", "finite number")),
+    ("current|predicted", None, ("current.predicted = null", "pktsim run --json")),
     ("current", _DEL, ("current is missing", "{sets, predicted}")),
     ("recommended", None, ("recommended = null", "no configuration")),
     # Read well but not applicable: the mapping refuses them (still before anything is built).

@@ -70,15 +70,15 @@ def _num(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def lookup(obj: dict, dotted: str):
+def lookup(obj: dict, dotted: str, missing=None):
     """``obj["latency_ns"]["p99"]`` for ``"latency_ns.p99"`` (the whole key first: some
-    keys of a run's JSON contain no dot but a path does); None when absent."""
+    keys of a run's JSON contain no dot but a path does); ``missing`` when absent."""
     if dotted in obj:
         return obj[dotted]
     cur = obj
     for part in dotted.split("."):
         if not isinstance(cur, dict) or part not in cur:
-            return None
+            return missing
         cur = cur[part]
     return cur
 
@@ -147,13 +147,16 @@ def load(directory: str | Path) -> dict:
         pred = need("predicted", lambda v: isinstance(v, dict), "the `pktsim run --json` object at load_pps", s, f"{side}.predicted")
         for m in metrics:
             for key in METRICS[m].needs:
-                v = lookup(pred, key)
-                if v is None:
+                v = lookup(pred, key, _ABSENT)
+                if v is _ABSENT:
                     raise _missing(f, f"{side}.predicted.{key}", f"a number (the model's {key} at load_pps, for {m})")
                 if not _num(v):
                     raise _bad(f, f"{side}.predicted.{key}", v, f"a finite number (the model's {key} at load_pps)")
     t["_file"] = str(f)
     return t
+
+
+_ABSENT = object()
 
 
 def _text(v) -> str:
