@@ -321,6 +321,25 @@ def test_cli_prints_the_comparison_and_draws_it(tmp_path, monkeypatch, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
 
 
+def test_a_target_above_the_duts_capacity_is_refused_and_load_share_scales_it(good, monkeypatch):
+    from pktsim.testbed import runner
+
+    class Topo:
+        _lock = None
+
+    monkeypatch.setattr(runner, "capacity", lambda topo: {"forwarded_pps": 25e3})
+    rates = []
+    monkeypatch.setattr(runner, "repeat", lambda topo, rate, d, reps, run_id: rates.append(rate) or point(0.5, 1e4, 5e4))
+    with pytest.raises(tunecheck.Refused, match=r"target load 30.0 kpps: above 98% of the dut's measured capacity 25.0 kpps.*--load-share"):
+        tunecheck.measure(Topo(), "defer", good, [], 1, 1.0, 1)
+    model = tunecheck.model_capacity(good)
+    assert 100e3 < model < 200e3  # the bundled model saturates near 1 / t_proc
+    ms = tunecheck.measure(Topo(), "defer", good, [], 2, 1.0, 1, load_share=True)
+    assert ms["model_capacity_pps"] == pytest.approx(model)
+    assert ms["rate_pps"] == pytest.approx(30e3 / model * 25e3) and rates == [ms["rate_pps"]] * 4
+    assert [p["round"] for p in ms["current"]] == [0, 1] and [p["round"] for p in ms["tuned"]] == [0, 1]
+
+
 # ------------------------------------------------------------------------------ real runs
 
 
