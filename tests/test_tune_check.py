@@ -304,7 +304,12 @@ def test_cli_prints_the_comparison_and_draws_it(tmp_path, monkeypatch, capsys):
         assert [c.key for c in changes] == ["nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout"] and rounds == 3
         ms = measurements([(0.5, 16e3, 60e3)] * 3, [(0.4, 12e3, 150e3)] * 3)
         ms["before"] = {"nic.napi.defer_hard_irqs": 0, "nic.napi.gro_flush_timeout": 0}
+        for p in ms["current"] + ms["tuned"]:
+            p["runs"] = [fake_run(2.8), fake_run(1.0)]
         return ms
+
+    def fake_run(fpb):
+        return {"generator_frames_per_batch": fpb, "generator_max_late_ns": 9e6, "foreign_cpu": 1.0}
 
     monkeypatch.setattr(paths, "topology", lambda *a: Topo())
     monkeypatch.setattr(tunecheck, "measure", fake_measure)
@@ -312,6 +317,7 @@ def test_cli_prints_the_comparison_and_draws_it(tmp_path, monkeypatch, capsys):
     assert cli.main(["testbed", "tune-check", str(d), "-o", str(out_json), "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert "nic.napi.gro_flush_timeout: 0ps -> 50us (sysfs gro_flush_timeout)" in out
+    assert "the generator ran late (up to 9.0 ms; 1.90 frames per send, 1 on time; other tasks used 100% of a CPU)" in out
     assert "dut CPU share [%]" in out and "objective" in out and "constraint" in out and "goal (measured improvement within 25%" in out
     res = json.loads(out_json.read_text())
     cpu = res["metrics"][0]

@@ -912,6 +912,10 @@ def cmd_testbed_tune_check(args) -> int:
     g = res["goal"]
     print(f"  goal ({g['text']}): {'met' if g['met'] else 'NOT met'}"
           + ("" if res["constraints_hold_measured"] else "; a constraint does not hold on the kernel"))
+    o = res["offered_traffic"]
+    if o["bursty"]:
+        print(f"  the generator ran late (up to {o['max_late_ns'] / 1e6:.1f} ms; {o['frames_per_send_batch']:.2f} frames per send, 1 on time; "
+              f"other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU): the offered traffic came in bursts, the model's at a constant rate")
     print("  pred: the model's figures in tune.json; meas: the mean over the rounds +- its 95% interval; change: (tuned - current) / current.")
     return 0
 

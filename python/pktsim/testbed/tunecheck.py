@@ -637,6 +637,30 @@ def compare(tune: dict, ms: dict) -> dict:
     }
 
 
+# Frames per send batch above which the generator ran late enough to offer bursts (on
+# time it sends one frame per batch at these rates), and foreign load (CPUs) that says why.
+BURSTY_FRAMES_PER_BATCH = 1.1
+
+
+def offered_traffic(ms: dict) -> dict:
+    """How the offered traffic looked across every run of the check: the generator's frames
+    per send batch (1 on time; more when it ran late and caught up in bursts, which the
+    kernel batches without deferral while the model's source is a constant rate), its
+    longest lateness and the foreign load; ``bursty`` when the batches exceed
+    :data:`BURSTY_FRAMES_PER_BATCH`."""
+    runs = [x for side in ("current", "tuned") for p in ms[side] for x in p.get("runs", [])]
+    fpb = [x["generator_frames_per_batch"] for x in runs if x.get("generator_frames_per_batch")]
+    late = [x["generator_max_late_ns"] for x in runs if x.get("generator_max_late_ns") is not None]
+    foreign = [x["foreign_cpu"] for x in runs if x.get("foreign_cpu") is not None]
+    out = {
+        "frames_per_send_batch": statistics.fmean(fpb) if fpb else None,
+        "max_late_ns": max(late) if late else None,
+        "foreign_cpu": statistics.fmean(foreign) if foreign else None,
+    }
+    out["bursty"] = out["frames_per_send_batch"] is not None and out["frames_per_send_batch"] > BURSTY_FRAMES_PER_BATCH
+    return out
+
+
 def _sc(v, s):
     return None if v is None else v * s
 
@@ -672,6 +696,7 @@ def run(directory: str, path: str, rules: int, routes: int, quick: bool, duratio
         "changes": [{"key": c.key, "where": c.knob.where, "name": c.knob.name, "current": c.current_text, "tuned": c.tuned_text,
                      "current_value": c.current, "tuned_value": c.tuned, "before_run": ms["before"].get(c.key)} for c in changes],
         **compare(tune, ms),
+        "offered_traffic": offered_traffic(ms),
         "setup": setup,
         "machine": validate.machine(),
         "measurements": ms,
