@@ -257,6 +257,11 @@ def _set_value(rng) -> str:
     return v[1:-1] if v.startswith('"') and rng.random() < 0.6 else v
 
 
+TUNE_METRICS = ["cpu", "cpu", "cpu", "cpu", "p99", "latency_ns.p50", "throughput", "loss_ratio", "nonsense", "", "cpu_per_core", "latency_ns"]
+TUNE_CONSTRAINTS = ["p99 <= 50us", "loss <= 1e-4", "p99 <= x", "p99", ">= 5", "cpu_cores < 0.5", "latency_ns.p99 <= -1us", "throughput_pps >= 1Mpps", "p99 <= nan"]
+TUNE_KNOBS = ["nic.itr", "nic.napi", "nic.itr.interval=2us:20us", "nic.rx_ring=64,3", "bogus", "host.budget", "socket.busy_poll", "nic.rx_ring,nic.tx_ring", "cpu.cores=1,2", "nic.itr.interval="]
+
+
 def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
     """`n` cases: {"argv": [...], "what": description}. Files go into `workdir`."""
     rng = random.Random(seed)
@@ -293,7 +298,7 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
                 sets += ["--set", rng.choice(["norate", "=1", "traffic.rate", "traffic.rate=="])]
             cmd = rng.choice(["run", "model"])
             argv = [cmd, base, *sets] + (SHORT if cmd == "run" else []) + (["--json"] if rng.random() < 0.5 else [])
-        elif kind < 0.93:  # sweep options
+        elif kind < 0.90:  # sweep options
             argv = ["sweep", base, *SHORT, "--jobs", "1"]
             for _ in range(rng.choice((1, 1, 2))):
                 argv += ["--param", rng.choice(SWEEP_KEYS), "--values", _sweep_values(rng)]
@@ -302,6 +307,23 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.2:
                 argv += ["-o", rng.choice([str(workdir / f"s{i}.csv"), str(workdir / f"s{i}.parquet"), str(workdir / f"s{i}.txt"), str(workdir), "/proc/none/s.csv", "/dev/full"])]
             if rng.random() < 0.3:
+                argv += ["--json"]
+        elif kind < 0.94:  # tune options
+            argv = ["tune", base, *SHORT, "--jobs", "1", "--budget", rng.choice(["3", "3", "3", "3", "3", "0", "-2", "x"])]
+            for _ in range(rng.choice((0, 1, 1, 1, 1, 2))):
+                argv += [rng.choice(["--minimize", "--maximize"]), rng.choice(TUNE_METRICS)]
+            for _ in range(rng.choice((0, 1, 2))):
+                argv += ["--subject-to", rng.choice(TUNE_CONSTRAINTS)]
+            if rng.random() < 0.7:
+                argv += ["--knobs", rng.choice(TUNE_KNOBS)]
+            if rng.random() < 0.5:
+                argv += rng.choice([["--load", rng.choice(["300kpps", "1Mpps", "0pps", "fast", "-1Mpps", "1e400pps"])],
+                                    ["--load-range", rng.choice(["100kpps:300kpps", "1Mpps:1kpps", "1Mpps", ":"]), "--loads", rng.choice(["2", "1", "x"])]])
+            if rng.random() < 0.3:
+                argv += ["--replications", rng.choice(["1", "0", "x"])]
+            if rng.random() < 0.15:
+                argv += ["-o", rng.choice([str(workdir / f"t{i}"), "/proc/none/t", "/dev/full"])]
+            if rng.random() < 0.5:
                 argv += ["--json"]
         elif kind < 0.98:  # model --from-measurement
             argv = ["model", "--from-measurement"]
@@ -457,7 +479,7 @@ def test_fuzz_cases_give_a_result_or_a_clean_error(cases):
     print(f"\n{len(cases)} fuzz cases in {elapsed:.1f} s; (command, exit): " + ", ".join(f"{c} {rc}: {n}" for (c, rc), n in sorted(tally.items(), key=str)))
     assert not failures, describe(failures)
     # Results and errors both: a mutator that broke every case would test nothing.
-    for cmd in ("run", "model", "sweep"):
+    for cmd in ("run", "model", "sweep", "tune"):
         assert tally[(cmd, 0)] > 0 and tally[(cmd, 2)] > 0, (cmd, tally)
 
 
@@ -488,7 +510,7 @@ def test_the_mutators_reach_what_they_should(tmp_path):
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
     cmds = {c["argv"][0] for c in cs}
-    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot"} <= cmds, cmds
+    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune"} <= cmds, cmds
     # No default case carries a value that is the Rust side's to reject.
     for c in cs:
         for a in c["argv"]:

@@ -2,9 +2,10 @@
 and commands, the files it writes, and clear errors."""
 
 import json
-import math
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from pktsim.tune import TuneError, knobs, tune
 from pktsim.tune.goals import GoalError, parse_constraint
 from pktsim.tune.knobs import KnobError
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, ROOT
 
 DEFER = EXAMPLES / "napi-deferral.toml"
 # Static moderation, constant-rate traffic (random only in its phase: one replication
@@ -225,3 +226,47 @@ def test_list_knobs(cli):
     for name in knobs.names():
         assert name in p.stdout
     assert "rx-usecs" in p.stdout and "2us, 4us .. 1022us (511 values)" in p.stdout
+
+
+def test_candidates_on_dask_give_the_local_tune():
+    distributed = pytest.importorskip("distributed")
+    kw = dict(sets={**STATIC, "traffic.pattern": "poisson"}, load="300kpps", minimize=["cpu"], subject_to=["p99 <= 40us"],
+              knobs=["nic.napi"], budget=24, replications=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = tune(DEFER, dask=cluster.scheduler_address, **kw)
+    local = tune(DEFER, jobs=1, **kw)
+    assert remote["recommended"] == local["recommended"]
+    assert [x["sets"] for x in remote["trials"]] == [x["sets"] for x in local["trials"]]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_tune_stops_promptly_on_a_signal_and_writes_nothing(tmp_path, sig):
+    out = tmp_path / "tuned"
+    argv = [sys.executable, "-m", "pktsim", "tune", DEFER, "--set", "measure.duration=2s", "--load", "300kpps", "--minimize", "cpu",
+            "--subject-to", "p99 <= 40us", "--budget", "500", "-o", out]
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    time.sleep(2.5)
+    assert proc.poll() is None, "the tune ended before the signal"
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    try:
+        stdout, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the tune did not stop within 10 s")
+    assert time.monotonic() - t0 < 1.0
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_keys_that_do_not_pay_stay_as_today(brute):
+    """The ring sizes and the budget do not matter at 300 kpps with room in every ring: the
+    recommendation changes rx-usecs alone (to the known answer) and puts the rest back."""
+    feasible = [v for v, c, p in brute if p <= BOUND_NS]
+    t = tune(DEFER, sets=STATIC, load="300kpps", minimize=["cpu"], subject_to=[f"latency_ns.p99 <= {BOUND_NS // 1000}us"],
+             knobs=["nic.itr.interval", "nic.rx_ring", "host.budget"], budget=200, replications=1)
+    rec = t["recommended"]["sets"]
+    assert rec["nic.itr.interval"] == feasible[-1]
+    assert rec["nic.rx_ring"] == "512" and rec["host.budget"] == "300"
+    assert t["changed"] == ["nic.itr"]
+    assert t["commands"] == [f"ethtool -C $DEV adaptive-rx off rx-usecs {feasible[-1][:-2]}"]

@@ -703,7 +703,10 @@ def cmd_tune(args) -> int:
         print(output.text(t))
         if args.output:
             print("\nwrote " + ", ".join(str(p) for p in written))
-    return 0 if t["recommended"] else 1
+    if not t["recommended"]:
+        print(f"pktsim tune: no recommendation: {t.get('why_none', 'no candidate meets the constraints')}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _split_knobs(item: str) -> list:

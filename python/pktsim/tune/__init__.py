@@ -150,19 +150,27 @@ def tune(
         goals.check_metric(c.metric, sample, f"--subject-to {c.text!r}")
 
     found = search.run(plan, budget, seed, batch)
-    cands, current = found["candidates"], found["current"]
-    ranked = sorted(cands, key=lambda c: search.rank_key(plan, c, current.sets))
-    best = ranked[0]
+    current = found["current"]
+    best = min(found["candidates"], key=lambda c: search.rank_key(plan, c, current.sets))
+    imp = search.importance(plan, found["candidates"])
+    put_back: list = []
+    if search.feasible(plan, best):
+        # Only what pays: least important keys first.
+        keys = sel.keys()
+        order = sorted(best.sets, key=lambda k: (imp["by_key"].get(k, 0.0), -keys.index(k)))
+        found["best"] = best
+        best, put_back = search.simplify_best(plan, found, order)
+    cands = found["candidates"]
     feasible = [c for c in cands if search.feasible(plan, c)]
     recommended = best if search.feasible(plan, best) else None
 
     alternatives = []
     if compare_adaptive:
-        alternatives = _alternatives(plan, cands, current, found["evaluator"].count)
+        alternatives = _alternatives(plan, cands, current, recommended, found["evaluator"].count)
 
-    imp = search.importance(plan, cands)
     front = _pareto(plan, feasible or [c for c in cands if not c.error and not c.pruned])
     data = sc.data
+    changed = _changed(sel, current.sets, recommended.sets) if recommended else []
     out = {
         "scenario": sc.origin,
         "sets": [f"{k}={v}" for k, v in sc.sets],
@@ -175,7 +183,8 @@ def tune(
         "recommended": _config(plan, recommended) if recommended else None,
         "current": _config(plan, current),
         "pareto": front,
-        "commands": sel.commands(recommended.sets, data) if recommended else [],
+        "commands": sel.commands(recommended.sets, data, only=changed) if recommended else [],
+        "changed": changed,
         "sensitivity": imp["by_knob"],
         "sensitivity_keys": imp["by_key"],
         "by_load": _by_load(plan, cands, current, recommended),
@@ -187,22 +196,42 @@ def tune(
             "space": found["space"],
             "budget": budget,
             "evaluated": found["evaluator"].count,
+            "put_back": put_back,
             "pruned": sum(1 for c in cands if c.pruned),
             "feasible": len(feasible),
             "replications": replications,
             "seed": seed,
             "batch": batch,
-            "sampler": "Optuna TPESampler (multivariate, constraints), then a local polish" if found["mode"] != "exhaustive" else "every candidate",
+            "sampler": ("Optuna TPESampler (multivariate, constraints), then a local polish" if found["mode"] != "exhaustive" else "every candidate")
+            + "; then keys put back to today's values where that costs no more than noise",
             "optuna": _optuna_version(),
         },
     }
     if recommended is None:
         out["why_none"] = (
             "no candidate meets every constraint"
-            + (f" at every load; none meets them at {', '.join(f'{x:.4g} pps' for x in out['infeasible_loads'])}" if out["infeasible_loads"] else "")
+            + (f" at every load; none meets them at {', '.join(load_text(x) for x in out['infeasible_loads'])}" if out["infeasible_loads"] else "")
             + f"; the closest: {best.sets} (worst violations " + ", ".join(f"{k.text}: {v:+.1%}" for k, v in zip(cons, search.violations(plan, best))) + ")"
         )
     return _clean(out)
+
+
+def _changed(sel, today: Mapping[str, str], rec: Mapping[str, str]) -> list:
+    """The knobs whose keys the recommendation changes (a key that comes to matter or stops
+    mattering is a change)."""
+    out = []
+    for k in sel.knobs:
+        for p in k.params:
+            a, b = today.get(p.key), rec.get(p.key)
+            if (a is None) != (b is None) or (a is not None and not knobs.same(p.key, a, b)):
+                out.append(k.name)
+                break
+    return out
+
+
+def load_text(x) -> str:
+    """A load for messages (None: the scenario's own traffic)."""
+    return "the scenario's own load" if x is None else f"{x:.4g} pps"
 
 
 def without(sc, keys):
@@ -325,47 +354,54 @@ def _by_load(plan: search.Plan, cands: list, current, recommended) -> list:
     return rows
 
 
-def _alternatives(plan: search.Plan, cands: list, current, start: int) -> list:
+def _alternatives(plan: search.Plan, cands: list, current, recommended, start: int) -> list:
     """The adaptive alternatives (the driver's adaptive ITR, each DIM profile, hard-IRQ
-    deferral) against the best static moderation found, at every load."""
-    sel_names = {k.name for k in plan.selection.knobs}
+    deferral) against the best static moderation (off, or rx-usecs on a doubling grid, with
+    no deferral), every other key as recommended, at every load."""
     keys = set(plan.selection.keys())
     if "nic.itr.mode" not in keys and "nic.napi.defer_hard_irqs" not in keys:
         return []
+    data = plan.data
+    sel = plan.selection
+    rest = {k: v for k, v in (recommended or current).sets.items() if not k.startswith(("nic.itr.", "nic.napi."))}
+    no_defer = {"nic.napi.defer_hard_irqs": "0"} if "nic.napi.defer_hard_irqs" in keys else {}
 
-    def get(c, key):
-        return c.sets.get(key, knobs.value_text(plan.data, key))
+    def cand(sets, origin="alternative"):
+        chosen = search.complete({**rest, **sets}, sel, data)
+        if "nic.itr.profile" in sets:  # a DIM table the scenario's device may not have: asked for here
+            chosen["nic.itr.profile"] = sets["nic.itr.profile"]
+        return search.Candidate(chosen, origin=origin)
 
-    def is_static(c):
-        return get(c, "nic.itr.mode") in ("static", "off") and get(c, "nic.napi.defer_hard_irqs") in ("0", "")
-
-    ranked = sorted([c for c in cands if not c.error and not c.pruned], key=lambda c: search.rank_key(plan, c, current.sets))
-    static = next((c for c in ranked if is_static(c)), None)
-    if static is None:
-        return []
-    base = {k: v for k, v in static.sets.items()}
-    named = [("best static", static)]
-    extra = []
+    static = []
     if "nic.itr.mode" in keys:
-        dyn = {k: v for k, v in base.items() if not k.startswith("nic.itr.")}
-        extra.append(("adaptive ITR (ixgbe dynamic)", {**dyn, "nic.itr.mode": "dynamic"}))
+        static.append(cand({"nic.itr.mode": "off", **no_defer}))
+        for us in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1022):
+            static.append(cand({"nic.itr.mode": "static", "nic.itr.interval": f"{us}us", **no_defer}))
+    elif "nic.itr.interval" in keys:
+        for us in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1022):
+            static.append(cand({"nic.itr.interval": f"{us}us", **no_defer}))
+    else:
+        static.append(cand(dict(no_defer)))
+    extra: list = []
+    if "nic.itr.mode" in keys:
+        extra.append(("adaptive ITR (ixgbe dynamic)", cand({"nic.itr.mode": "dynamic", **no_defer})))
         for prof in ("mlx5-eqe", "mlx5-cqe", "ice"):
-            extra.append((f"DIM {prof}", {**dyn, "nic.itr.mode": "dim", "nic.itr.profile": prof}))
-    if "nic.napi.defer_hard_irqs" in keys or "nic.napi" in sel_names:
-        deferred = next((c for c in ranked if get(c, "nic.napi.defer_hard_irqs") not in ("0", "")), None)
-        if deferred is not None:
-            named.append(("best with deferral", deferred))
-        else:
-            d = {k: v for k, v in base.items() if not k.startswith("nic.itr.")}
-            extra.append(("deferral 2 x 50us, ITR off", {**d, "nic.itr.mode": "off", "nic.napi.defer_hard_irqs": "2", "nic.napi.gro_flush_timeout": "50us"}))
-    more = [search.Candidate(s, origin="alternative") for _, s in extra]
-    if more:
-        search.evaluate_more(plan, more, start)  # in full: no early stop
+            extra.append((f"DIM {prof}", cand({"nic.itr.mode": "dim", "nic.itr.profile": prof, **no_defer})))
+    if "nic.napi.defer_hard_irqs" in keys:
+        itr_off = {"nic.itr.mode": "off"} if "nic.itr.mode" in keys else {}
+        for n, us in ((2, 20), (2, 50), (10, 50)):
+            extra.append((f"deferral {n} x {us}us" + (", ITR off" if itr_off else ""),
+                          cand({**itr_off, "nic.napi.defer_hard_irqs": str(n), "nic.napi.gro_flush_timeout": f"{us}us"})))
+    search.evaluate_more(plan, static + [c for _, c in extra], start)
+    best_static = min(static, key=lambda c: search.rank_key(plan, c, current.sets))
+    rows = [("best static", best_static), *extra]
+    if recommended is not None:
+        rows.append(("recommended", recommended))
     out = []
-    for (name, c) in named + [(n, m) for (n, _), m in zip(extra, more)]:
+    for name, c in rows:
         out.append({
             "name": name,
-            "sets": dict(c.sets),
+            "sets": {k: v for k, v in c.sets.items() if k.startswith(("nic.itr.", "nic.napi."))},
             "feasible": search.feasible(plan, c),
             "error": c.error,
             "per_load": [{"load_pps": plan.loads[i], "feasible": search.feasible_at(plan, c, i), **{m: _num(v) for m, v in c.per_load[i].items()}} for i in range(len(plan.loads))],

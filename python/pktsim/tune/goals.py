@@ -110,9 +110,13 @@ def parse_bound(metric: str, text: str, what: str) -> float:
     """A bound in the metric's own unit."""
     t = text.strip()
     try:
-        return float(t)
+        v = float(t)
     except ValueError:
-        pass
+        v = None
+    if v is not None:
+        if not math.isfinite(v):
+            raise GoalError(f"{what}: bound {text!r} for {metric}: expected a finite number")
+        return v
     u = unit(metric)
     kinds = {"ns": ("duration", 1e-3), "pps": ("packetrate", 1.0), "bit/s": ("bitrate", 1.0), "1/s": ("frequency", 1.0), "": ("percent", 1.0), "cores": ("percent", 1.0)}
     kind, scale = kinds.get(u, ("percent", 1.0))

@@ -233,7 +233,7 @@ def _knobs(data: dict) -> dict:
                 Param("nic.napi.defer_hard_irqs", ("0", "1", "2", "3", "4", "5", "8", "10", "20", "50", "100"), linux="napi_defer_hard_irqs"),
                 Param(
                     "nic.napi.gro_flush_timeout",
-                    tuple(f"{n}us" for n in (1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000)),
+                    tuple(f"{n}us" for n in (1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000)),
                     when=_defer_on, linux="gro_flush_timeout",
                 ),
                 Param(
@@ -336,9 +336,12 @@ class Selection:
         chosen = {p.key: value_text(data, p.key) for p in self.params}
         return {k: v for k, v in chosen.items() if any(p.key == k and p.active(chosen, data) for p in self.params)}
 
-    def commands(self, chosen: Mapping[str, str], data: dict) -> list:
+    def commands(self, chosen: Mapping[str, str], data: dict, only: Sequence[str] | None = None) -> list:
+        """The commands that apply ``chosen`` (the knobs in ``only``, default every one)."""
         out = []
         for k in self.knobs:
+            if only is not None and k.name not in only:
+                continue
             full = {p.key: value_text(data, p.key) for p in _knobs(data)[k.name].params}
             full.update({key: v for key, v in chosen.items() if key in full})
             # Keys that do not matter are written as the kernel would leave them.

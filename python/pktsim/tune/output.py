@@ -13,6 +13,7 @@ from ..parse import read_scenario_file
 from ..scenario import Scenario
 from ..textio import atomic_write, si, table
 from . import goals
+from .knobs import same
 
 # Other spellings the scenario format accepts for a key a tune sets (dropped when it sets it).
 SPELLINGS = {
@@ -54,7 +55,7 @@ def text(t: dict) -> str:
     """The report ``pktsim tune`` prints."""
     out = []
     s = t["search"]
-    loads = ", ".join(_fmt("x_pps", x) for x in t["loads_pps"] if x is not None) or "the scenario's rate"
+    loads = ", ".join(_fmt("x_pps", x) for x in t["loads_pps"] if x is not None) or "the scenario's own load"
     goal = ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
     cons = "; ".join(c["text"] for c in t["constraints"]) or "none"
     out.append(f"pktsim tune: {t['scenario']} at {loads}: {goal}, subject to {cons}")
@@ -68,7 +69,11 @@ def text(t: dict) -> str:
         out.append(f"no recommendation: {t.get('why_none', 'no candidate meets the constraints')}")
     else:
         keys = list(dict.fromkeys([*cur["sets"], *rec["sets"]]))
-        rows = [(k, cur["sets"].get(k, "(does not matter)"), rec["sets"].get(k, "(does not matter)")) for k in keys]
+        rows = []
+        for k in keys:
+            a, b = cur["sets"].get(k), rec["sets"].get(k)
+            unchanged = a is not None and b is not None and same(k, a, b)
+            rows.append((k, a or "(does not matter)", "(as today)" if unchanged else (b or "(does not matter)")))
         out.append("")
         out.append(table(rows, ["key", "today", "recommended"]))
         metrics = [o["metric"] for o in t["objectives"]] + [c["metric"] for c in t["constraints"]]
@@ -88,8 +93,13 @@ def text(t: dict) -> str:
         out.append(f"predicted{where} (mean ± 95% CI over replications):")
         out.append(table(rows, ["figure", "today", "recommended", "change"]))
         out.append("")
-        out.append("apply (DEV: the device):")
-        out.extend("  " + c for c in t["commands"])
+        if t["commands"]:
+            out.append("apply (DEV: the device):")
+            out.extend("  " + c for c in t["commands"])
+        else:
+            out.append("nothing to change: today's configuration is the recommendation")
+        if s.get("put_back"):
+            out.append("kept as today (changing them gains no more than noise): " + ", ".join(s["put_back"]))
     if len(t["loads_pps"]) > 1:
         out.append("")
         rows = []
@@ -104,14 +114,15 @@ def text(t: dict) -> str:
         out.append("by load (constraints met? objective):")
         out.append(table(rows, ["load", "any config meets them", "today", "recommended"]))
         if t["infeasible_loads"]:
-            out.append("no configuration meets the constraints at " + ", ".join(_fmt("x_pps", x) for x in t["infeasible_loads"]))
+            out.append("no configuration meets the constraints at " + ", ".join(_fmt("x_pps", x) if x is not None else "the scenario's own load" for x in t["infeasible_loads"]))
     if t["alternatives"]:
         out.append("")
-        out.append("adaptive alternatives against the best static moderation (objective at each load; * = constraints missed):")
+        out.append("moderation alternatives, every other key as recommended (objective at each load; * = constraints missed):")
         m0 = t["objectives"][0]["metric"]
+        m1 = t["constraints"][0]["metric"] if t["constraints"] and t["constraints"][0]["metric"] != m0 else None
         rows = []
         for a in t["alternatives"]:
-            cells = [(_fmt(m0, p.get(m0)) + ("" if p["feasible"] or not t["constraints"] else " *")) for p in a["per_load"]]
+            cells = [(_fmt(m0, p.get(m0)) + (f", {m1.split('.')[-1]} {_fmt(m1, p.get(m1))}" if m1 else "") + ("" if p["feasible"] or not t["constraints"] else " *")) for p in a["per_load"]]
             rows.append([a["name"], ", ".join(f"{k}={v}" for k, v in a["sets"].items()), *cells])
         out.append(table(rows, ["alternative", "sets", *[_fmt("x_pps", x) if x else "load" for x in t["loads_pps"]]]))
     if t["sensitivity"]:
@@ -270,7 +281,12 @@ def pareto_png(t: dict, path: Path) -> None:
                 vals = xy(tr["per_load"])
         if any(v is None for v in vals):
             continue
-        ax.scatter([scale(metrics[0], vals[0])], [scale(metrics[-1], vals[-1])], zorder=5, label=f"{name}: " + (", ".join(f"{k}={v}" for k, v in cfg["sets"].items()) or "scenario as is"), **style)
+        if name == "today":
+            text_label = "today (the scenario as it is)"
+        else:
+            diff = {k: v for k, v in cfg["sets"].items() if not (k in t["current"]["sets"] and same(k, t["current"]["sets"][k], v))}
+            text_label = "recommended: " + (", ".join(f"{k.split('.')[-1]}={v}" for k, v in diff.items()) or "as today")
+        ax.scatter([scale(metrics[0], vals[0])], [scale(metrics[-1], vals[-1])], zorder=5, label=text_label, **style)
     ys = groups[True][1] + groups[False][1]
     if ys and min(ys) > 0 and max(ys) / min(ys) > 30:
         from matplotlib.ticker import FuncFormatter

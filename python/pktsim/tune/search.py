@@ -126,17 +126,24 @@ class Evaluator:
         """Evaluate candidates not seen before (in place); cached ones take the cached figures.
         Without ``prune`` every candidate runs at every load."""
         plan = self.plan
-        todo = []
+        todo, copies = [], []
         for c in cands:
             hit = self.cache.get(c.key())
             if hit is not None:
-                c.per_load, c.ci95, c.runs, c.pruned, c.error, c.results = hit.per_load, hit.ci95, hit.runs, hit.pruned, hit.error, hit.results
-                c.index = hit.index
+                copies.append((c, hit))  # filled in once the batch is done (hit may be in it)
                 continue
             c.index = self.count
             self.count += 1
             self.cache[c.key()] = c
             todo.append(c)
+        self._run(todo, prune)
+        for c, hit in copies:
+            if c is not hit:
+                c.per_load, c.ci95, c.runs, c.pruned, c.error, c.results = hit.per_load, hit.ci95, hit.runs, hit.pruned, hit.error, hit.results
+                c.index = hit.index
+
+    def _run(self, todo: list, prune: bool) -> None:
+        plan = self.plan
         if not todo:
             return
         n_loads, reps = len(plan.loads), plan.replications
@@ -365,13 +372,15 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
                 if report:
                     report(min(ev.count, budget), budget, "searching")
             mode = "tpe+polish"
-        # Polish: neighbours of the best in each key, while the budget lasts.
+        # Polish: neighbours of the best in each key, while the budget lasts (keeping one
+        # candidate per tuned key for the simplification).
         best = min(done, key=lambda c: rank_key(plan, c, current.sets))
+        limit = max(budget - len(sel.params), ev.count)
         improved = True
-        while improved and ev.count < budget:
+        while improved and ev.count < limit:
             improved = False
             for cand in _neighbours(best, sel, data):
-                if ev.count >= budget:
+                if ev.count >= limit:
                     break
                 cand.origin = "polish"
                 ev.evaluate([cand])
@@ -382,7 +391,7 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
                     if report:
                         report(min(ev.count, budget), budget, "polishing")
                     break
-        result = {"candidates": done, "current": current, "mode": mode, "space": len(space) if len(space) <= budget else None, "evaluator": ev}
+        result = {"candidates": done, "current": current, "mode": mode, "space": len(space) if len(space) <= budget else None, "evaluator": ev, "best": best}
     except BaseException:
         ev.close(abort=True)  # Ctrl-C: running candidates are abandoned, not waited for
         raise
@@ -400,6 +409,21 @@ def evaluate_more(plan: Plan, cands: list, start: int) -> None:
         ev.close(abort=True)
         raise
     ev.close()
+
+
+def simplify_best(plan: Plan, found: dict, order: Sequence[str]) -> tuple:
+    """:func:`simplify` on a finished search's best candidate."""
+    ev = found["evaluator"]
+    try:
+        best, kept = simplify(plan, found["best"], found["current"], ev, order)
+    except BaseException:
+        ev.close(abort=True)
+        raise
+    ev.close()
+    for c in ev.cache.values():
+        if all(c.index != d.index for d in found["candidates"]):
+            found["candidates"].append(c)
+    return best, kept
 
 
 def _finite(vals: list, plan: Plan | None = None) -> list:
@@ -459,13 +483,61 @@ def _neighbours(c: Candidate, sel: Selection, data: dict) -> list:
         steps = [i - 1, i + 1] if p.ordered else [j for j in range(len(p.values)) if j != i]
         for j in steps:
             if 0 <= j < len(p.values):
-                chosen = {**c.sets, p.key: p.values[j]}
-                # Keys that come to matter take their first value; keys that stop mattering go.
-                for q in sel.params:
-                    if q.key not in chosen and q.active(chosen, data):
-                        chosen[q.key] = value_text(data, q.key) if any(same(q.key, v, value_text(data, q.key)) for v in q.values) else q.values[0]
-                out.append(Candidate(sel.active(chosen, data)))
+                out.append(Candidate(complete({**c.sets, p.key: p.values[j]}, sel, data)))
     return out
+
+
+def complete(chosen: Mapping[str, str], sel: Selection, data: dict) -> dict:
+    """A candidate from some keys' values: keys that come to matter take today's value (if
+    legal, else their first), keys that stop mattering go."""
+    chosen = dict(chosen)
+    for q in sel.params:
+        if q.key not in chosen and q.active(chosen, data):
+            today = value_text(data, q.key)
+            chosen[q.key] = next((v for v in q.values if same(q.key, v, today)), q.values[0])
+    return sel.active(chosen, data)
+
+
+def simplify(plan: Plan, best: Candidate, current: Candidate, ev: "Evaluator", order: Sequence[str]) -> tuple:
+    """Put keys back to today's values, one at a time (``order``: least important first),
+    while the candidate still meets the constraints and every objective stays within noise
+    of the best (its 95% CI, and at least 0.5%): a recommendation changes only what pays.
+    Returns the simplest candidate and the keys put back."""
+    kept = []
+    for key in order:
+        if key not in best.sets or (key in current.sets and same(key, current.sets[key], best.sets[key])):
+            continue
+        chosen = dict(best.sets)
+        if key in current.sets:
+            chosen[key] = current.sets[key]
+        else:
+            chosen.pop(key)
+        cand = Candidate(complete(chosen, plan.selection, plan.data), origin="simplify")
+        if cand.key() == best.key():
+            continue
+        ev.evaluate([cand], prune=False)
+        if feasible(plan, cand) or not feasible(plan, best):
+            if feasible(plan, cand) == feasible(plan, best) and _within_noise(plan, cand, best):
+                best = cand
+                kept.append(key)
+    return best, kept
+
+
+def _within_noise(plan: Plan, cand: Candidate, best: Candidate) -> bool:
+    li = plan.target if plan.target >= 0 else None
+    for o, a, b in zip(plan.objectives, objective_values(plan, cand), objective_values(plan, best)):
+        if a != a or b != b:
+            return False
+        half = 0.0
+        if li is not None:
+            for c in (cand, best):
+                h = c.ci95[li].get(o.metric, math.nan)
+                half = max(half, h if h == h else 0.0)
+        tol = max(half, 0.005 * abs(b))
+        worse = (a - b) if o.direction == "minimize" else (b - a)
+        if worse > tol:
+            return False
+    return True
 
 
 def importance(plan: Plan, cands: list) -> dict:
