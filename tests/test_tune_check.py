@@ -317,7 +317,7 @@ def test_cli_prints_the_comparison_and_draws_it(tmp_path, monkeypatch, capsys):
     assert cli.main(["testbed", "tune-check", str(d), "-o", str(out_json), "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert "nic.napi.gro_flush_timeout: 0ps -> 50us (sysfs gro_flush_timeout)" in out
-    assert "the generator ran late (up to 9.0 ms; 1.90 frames per send, 1 on time; other tasks used 100% of a CPU)" in out
+    assert "disturbed: other tasks used 100% of a CPU; the generator ran up to 9.0 ms late and sent 1.90 frames at a time" in out
     assert "dut CPU share [%]" in out and "objective" in out and "constraint" in out and "goal (measured improvement within 25%" in out
     res = json.loads(out_json.read_text())
     cpu = res["metrics"][0]
@@ -420,3 +420,18 @@ def test_ctrl_c_during_a_check_restores_the_sysctls_and_tears_down(tmp_path):
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert _sysctl("net.core.netdev_budget") == budget
     assert left_behind() == [] and topology.marked_processes() == []
+
+
+def test_the_recorded_check_reads_back_and_draws(tmp_path):
+    """docs/validation-tune-check.json (VALIDATION.md's record): its text and figure come
+    back from the saved result, and what it says holds together."""
+    from conftest import ROOT
+
+    res = json.loads((ROOT / "docs" / "validation-tune-check.json").read_text())
+    assert res["goal"]["met"] is False and res["offered_traffic"]["disturbed"] is True
+    cpu = next(c for c in res["metrics"] if c["role"] == "objective")
+    assert cpu["measured_improvement"] == pytest.approx(cpu["measured_tuned"]["mean"] / cpu["measured_current"]["mean"] - 1)
+    assert cpu["ratio"] == pytest.approx(cpu["measured_improvement"] / cpu["predicted_improvement"])
+    assert "dut CPU [cores]" in tunecheck.text(res)
+    tunecheck.plot(res, tmp_path / "check.png")
+    assert (tmp_path / "check.png").stat().st_size > 20_000

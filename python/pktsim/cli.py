@@ -916,9 +916,9 @@ def cmd_testbed_tune_check(args) -> int:
     print(f"  goal ({g['text']}): {'met' if g['met'] else 'NOT met'}"
           + ("" if res["constraints_hold_measured"] else "; a constraint does not hold on the kernel"))
     o = res["offered_traffic"]
-    if o["bursty"]:
-        print(f"  the generator ran late (up to {o['max_late_ns'] / 1e6:.1f} ms; {o['frames_per_send_batch']:.2f} frames per send, 1 on time; "
-              f"other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU): the offered traffic came in bursts, the model's at a constant rate")
+    if o["disturbed"]:
+        print(f"  disturbed: other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU; the generator ran up to {(o['max_late_ns'] or 0) / 1e6:.1f} ms late "
+              f"and sent {o['frames_per_send_batch'] or 0:.2f} frames at a time (about 1 on time): the kernel got bursts, the model a constant rate")
     print("  pred: the model's figures in tune.json; meas: the mean over the rounds +- its 95% interval; change: (tuned - current) / current.")
     return 0
 
