@@ -228,6 +228,23 @@ def test_validate_cli_text_uses_the_reproduce_table(monkeypatch, capsys):
     assert "calibrated at" in out and "t_proc" in out and "saturation rate" in out and "fitted" in out
 
 
+def test_the_calibrated_model_is_written_as_a_scenario_that_runs_the_same(tmp_path):
+    from pktsim import sim
+    from pktsim.scenario import Scenario
+
+    sw = json.loads(DEFER_DATA.read_text())
+    res = {"path": "defer", **defer.compare(sw), "machine": sw["machine"], "measurements": sw}
+    text = validate.scenario_file_text(res)
+    assert text.startswith("# The defer path's model") and "t_proc 8855 ns" in text.splitlines()[2]
+    f = tmp_path / "defer.toml"
+    f.write_text(text)
+    sc = Scenario.load(f)
+    assert sc.to_dict() == validate.calibrated_scenario(res).to_dict()
+    assert sim.run(sc)["latency_ns"] == sim.run(validate.calibrated_scenario(res))["latency_ns"]
+    proc = run_cli("testbed", "validate", "--path", "xdp", "--scenario-out", tmp_path / "x.toml", check=False)
+    assert proc.returncode == 2 and "--path stack and --path defer" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # ------------------------------------------------------------------------------ refusals
 
 

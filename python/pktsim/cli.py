@@ -852,7 +852,13 @@ def cmd_testbed_validate(args) -> int:
         raise UsageError(str(e)) from None
     if args.loops is not None and args.path not in paths.LOOPED:
         raise UsageError(f"--loops {args.loops}: only --path xdp and --path afxdp have an XDP program's cost loop")
+    if args.scenario_out and args.path not in ("stack", "defer"):
+        raise UsageError(f"--scenario-out {args.scenario_out}: only --path stack and --path defer calibrate a scenario (the veth threaded-NAPI model)")
     res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
+    if args.scenario_out:
+        from .testbed.validate import scenario_file_text
+
+        _write_file("--scenario-out", args.scenario_out, scenario_file_text(res))
     if _emit_tb(args, res, "testbed_validation"):
         return 0
     m, st = res["machine"], res["setup"]
@@ -911,6 +917,45 @@ def cmd_testbed_plot(args) -> int:
     return 0
 
 
+def cmd_testbed_tune_check(args) -> int:
+    from .testbed import tunecheck
+
+    duration = _tb_duration(args)
+    try:
+        res = tunecheck.run(args.dir, args.path, args.rules, args.routes, args.quick, duration, args.repetitions, args.rounds,
+                            load_share=args.load_share, progress=None if args.json else _tb_progress)
+    except tunecheck.Refused as e:
+        raise UsageError(str(e)) from None
+    if args.output:
+        _write_file("-o", args.output, _dump(res) + "\n")
+    if args.plot:
+        tunecheck.plot(res, args.plot)
+    if args.json:
+        print(_dump(res))
+        return 0
+    ms, t = res["measurements"], res["tune"]
+    share = f", {100 * t['load_pps'] / ms['model_capacity_pps']:.0f}% of the model's capacity" if ms["model_capacity_pps"] else ""
+    print(f"pktsim testbed tune-check {args.dir} --path {args.path}: {res['title']}")
+    print(f"  dut capacity {ms['capacity_pps'] / 1e3:.1f} kpps (current settings); measured at {ms['rate_pps'] / 1e3:.1f} kpps "
+          f"(target {t['load_pps'] / 1e3:.1f} kpps{share}); {res['setup']['rounds']} rounds of current and tuned, "
+          f"each {res['setup']['repetitions']} x {res['setup']['duration_s']:g} s")
+    for c in res["changes"]:
+        was = f"as it was ({c['before_run']})"
+        print(f"  {c['key']}: {c['current'] or was} -> {c['tuned'] or was} ({c['where']} {c['name']})")
+    print()
+    print(tunecheck.text(res))
+    print()
+    g = res["goal"]
+    print(f"  goal ({g['text']}): {'met' if g['met'] else 'NOT met'}"
+          + ("" if res["constraints_hold_measured"] else "; a constraint does not hold on the kernel"))
+    o = res["offered_traffic"]
+    if o["disturbed"]:
+        print(f"  disturbed: other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU; the generator ran up to {(o['max_late_ns'] or 0) / 1e6:.1f} ms late "
+              f"and sent {o['frames_per_send_batch'] or 0:.2f} frames at a time (about 1 on time): the kernel got bursts, the model a constant rate")
+    print("  pred: the model's figures in tune.json; meas: the mean over the rounds +- its 95% interval; change: (tuned - current) / current.")
+    return 0
+
+
 def cmd_testbed_teardown(args) -> int:
     from .testbed.topology import LockBusy, require_root, teardown_all
 
@@ -930,6 +975,8 @@ def cmd_testbed_teardown(args) -> int:
         parts.append("deleted nftables table " + ", ".join(gone["nftables"]))
     if gone["directories"]:
         parts.append("removed " + ", ".join(gone["directories"]))
+    if gone.get("sysctls"):
+        parts.append("restored sysctl " + ", ".join(gone["sysctls"]))
     print("; ".join(parts) if parts else "nothing left behind")
     return 0
 
@@ -1120,8 +1167,19 @@ def build_parser() -> argparse.ArgumentParser:
     tv.add_argument("--quick", action="store_true", help="a few points, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
+    tv.add_argument("--scenario-out", metavar="FILE.toml", help="--path stack / defer: also write the calibrated model as a scenario (for pktsim run, sweep, tune)")
     dials(tv)
     tv.set_defaults(func=cmd_testbed_validate)
+    tt = tbs.add_parser("tune-check", help="apply what `pktsim tune -o DIR` recommends to the dut and measure current vs tuned against the predicted improvement")
+    tt.add_argument("dir", metavar="DIR", help="the directory `pktsim tune ... -o DIR` wrote (DIR/tune.json)")
+    tt.add_argument("--path", choices=("stack", "defer", "afxdp"), default="defer", help="the dut the sets are applied to (default defer: veth, threaded NAPI, nftables)")
+    tt.add_argument("--load-share", action="store_true", help="measure at the share of the dut's measured capacity that the target load is of the model's capacity (default: at the target load itself)")
+    tt.add_argument("--rounds", type=int, default=None, metavar="N", help="rounds of current then tuned, 1 to 20 (default 3; 2 with --quick)")
+    tt.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per setting and round, 1 to 20 (default 3; 1 with --quick)")
+    tt.add_argument("--quick", action="store_true", help="2 rounds of 1 run of 0.5 s each (a smoke test, about half a minute)")
+    tt.add_argument("--plot", metavar="FILE", help="also draw predicted vs measured change per metric (PNG or SVG by suffix)")
+    dials(tt)
+    tt.set_defaults(func=cmd_testbed_tune_check)
     tq = tbs.add_parser("probe", help="measure the interference the dut CPU suffers with nothing to forward (tick, the rest), as root")
     tq.add_argument("--duration", metavar="D", help="how long, 100ms to 600s (default 10s)")
     tq.add_argument("--plot", metavar="FILE", help="also draw the gaps (PNG or SVG by suffix)")

@@ -276,7 +276,8 @@ def _stale_tmp_dirs(previous: dict) -> list[str]:
 def reap(previous: dict) -> dict:
     """Removes what dead runs left: their marked processes, the namespaces (and what runs in
     them), a root-namespace nftables table of ours, and temporary directories. Called with
-    the lock held, so no live run owns any of it. Returns what was removed, by kind."""
+    the lock held, so no live run owns any of it, and writes back the global sysctls a
+    killed ``tune-check`` had changed. Returns what was removed, by kind."""
     procs = marked_processes(exclude=os.getpid())
     _kill_and_wait(procs)
     dead = previous.get("pid")
@@ -287,6 +288,7 @@ def reap(previous: dict) -> dict:
         "nftables": [],
         "directories": [],
     }
+    gone["sysctls"] = restore_sysctls(previous.get("sysctls"))
     if shutil.which("nft") and subprocess.run(["nft", "list", "table", "inet", "pktsim_tb"], capture_output=True).returncode == 0:
         _sh("nft", "delete", "table", "inet", "pktsim_tb", check=False)
         gone["nftables"].append("inet pktsim_tb")
@@ -294,6 +296,23 @@ def reap(previous: dict) -> dict:
         shutil.rmtree(d, ignore_errors=True)
         gone["directories"].append(d)
     return gone
+
+
+def restore_sysctls(saved) -> list[str]:
+    """Writes back global sysctls a run changed and recorded in the lock (``{"net.core.x":
+    value}``, what they were before it); returns ``name=value`` of each written."""
+    done = []
+    if not isinstance(saved, dict):
+        return done
+    for name, value in saved.items():
+        if not (isinstance(name, str) and re.fullmatch(r"net\.core\.[a-z_]+", name) and isinstance(value, int)):
+            continue  # only what a run of ours writes
+        try:
+            (Path("/proc/sys") / name.replace(".", "/")).write_text(f"{value}\n")
+            done.append(f"{name}={value}")
+        except OSError:
+            pass
+    return done
 
 
 def teardown_all(force: bool = False) -> dict:

@@ -260,3 +260,78 @@ def describe(res: dict) -> str:
         f"calibrated at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
         f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
     )
+
+
+def calibrated_scenario(res: dict, load: float = 0.5) -> Scenario:
+    """The model a ``stack`` or ``defer`` validation calibrated, as a scenario: the path's
+    scenario with the fitted costs, the wake-up latency and the probe's interference, its
+    rate ``load`` of the measured capacity, deferral off."""
+    cal = res["calibration"]
+    sw = res["measurements"]
+    return scenario(cal, load * sw["capacity_pps"], cal["wake_latency_ns"], duration_s=1.0, sets=interference_sets(sw))
+
+
+def _toml_key(k: str) -> str:
+    import re
+
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json_text(k)
+
+
+def json_text(v) -> str:
+    import json
+
+    return json.dumps(v, ensure_ascii=False)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json_text(v)  # a JSON string is a TOML basic string
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items() if x is not None) + " }"
+    raise TypeError(f"no TOML for {type(v).__name__}")
+
+
+def toml_text(data: dict, header: str = "") -> str:
+    """A normalised scenario (``Scenario.to_dict()``) as TOML: plain keys first, then one
+    table per nested mapping (lists of mappings as arrays of tables); None is left out."""
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()] if header else []
+
+    def emit(d: dict, prefix: str) -> None:
+        plain = {k: v for k, v in d.items() if v is not None and not isinstance(v, dict) and not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))}
+        tables = {k: v for k, v in d.items() if isinstance(v, dict)}
+        arrays = {k: v for k, v in d.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)}
+        if prefix and (plain or not tables):
+            lines.extend(["", f"[{prefix}]"])
+        for k, v in plain.items():
+            lines.append(f"{_toml_key(k)} = {_toml_value(v)}")
+        for k, v in tables.items():
+            emit(v, f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k))
+        for k, items in arrays.items():
+            name = f"{prefix}.{_toml_key(k)}" if prefix else _toml_key(k)
+            for x in items:
+                lines.extend(["", f"[[{name}]]"])
+                lines.extend(f"{_toml_key(a)} = {_toml_value(b)}" for a, b in x.items() if b is not None)
+
+    emit(data, "")
+    return "\n".join(lines) + "\n"
+
+
+def scenario_file_text(res: dict) -> str:
+    """:func:`calibrated_scenario` as a TOML file, headed by where it came from."""
+    sc = calibrated_scenario(res)
+    c = res["calibration"]
+    m = res.get("machine", {})
+    header = (
+        f"The {res['path']} path's model as `pktsim testbed validate --path {res['path']}` calibrated it on this machine\n"
+        f"({m.get('cpu_model', '?')}, Linux {m.get('kernel', '?')}): dut capacity {res['measurements']['capacity_pps'] / 1e3:.1f} kpps;\n"
+        f"t_proc {c['t_proc_ns']:.0f} ns, t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us"
+        + ("; [cpu.interference] from the probe" if c.get("interference") else "")
+        + ".\nThe rate is half the capacity, deferral off; every value is written out."
+    )
+    return toml_text(sc.to_dict(), header)
