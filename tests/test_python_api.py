@@ -42,8 +42,9 @@ def test_with_set_and_seed():
     assert pktsim.predict(sc2)["offered_pps"] == 1e6
 
 
-@pytest.mark.parametrize("example", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("example", [p for p in sorted(EXAMPLES.glob("*.toml")) if "[[nodes]]" not in p.read_text()], ids=lambda p: p.name)
 def test_examples_and_normalised_scenarios_validate_against_the_json_schema(example):
+    # (A chain file is not a scenario: its nodes are, each validated as one by the core.)
     schema = pktsim.Scenario.schema()
     jsonschema.validate(tomllib.loads(example.read_text()), schema)
     jsonschema.validate(pktsim.Scenario.load(example).to_dict(), schema)
