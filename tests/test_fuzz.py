@@ -505,7 +505,7 @@ def test_a_sample_runs_the_same_as_separate_processes(cases):
 def test_the_mutators_reach_what_they_should(tmp_path):
     """The fuzz test is only as good as its cases: they must reach non-UTF-8 files, every
     command, results and errors."""
-    cs = build_cases(800, SEED, tmp_path)
+    cs = build_cases(1000, SEED, tmp_path)
     whats = " ".join(c["what"] for c in cs)
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
