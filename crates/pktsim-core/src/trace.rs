@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use byteorder_slice::{BigEndian, ByteOrder, LittleEndian};
-use etherparse::{LaxNetSlice, LaxSlicedPacket, VlanSlice};
+use etherparse::{Ethernet2Header, Ethernet2HeaderSlice, Ipv4HeaderSlice, Ipv6Header, Ipv6HeaderSlice, LaxIpv6Slice, SingleVlanHeader, SingleVlanHeaderSlice};
 use pcap_file::pcap::{PcapHeader, RawPcapPacket};
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, RawBlock};
@@ -518,46 +518,72 @@ impl TraceReader {
 }
 
 /// A frame from its record: its length on the link and the captured bytes (time not set).
+/// Headers are read layer by layer with etherparse's header slices (Ethernet, up to three
+/// VLAN tags, IPv4 or IPv6 with its extension headers), then the ports.
 #[inline]
 fn decode(link: DataLink, orig_len: u32, data: &[u8]) -> std::result::Result<Frame, String> {
-    let (sliced, size) = match Link::of(link) {
-        Some(Link::Ethernet) => (LaxSlicedPacket::from_ethernet(data).ok(), orig_len as u64 + FCS_BYTES),
-        Some(Link::RawIp) => (LaxSlicedPacket::from_ip(data).ok(), orig_len as u64 + ETHERNET_HEADER_BYTES + FCS_BYTES),
-        None => return Err(format!("link type {link:?} is not supported")),
-    };
+    let link = Link::of(link).ok_or_else(|| format!("link type {link:?} is not supported"))?;
+    let size = orig_len as u64 + FCS_BYTES + if link == Link::RawIp { ETHERNET_HEADER_BYTES } else { 0 };
     if size > MAX_WIRE_BYTES {
         return Err(format!(
             "a frame of {size} B on the wire (original length {orig_len} B + FCS): larger than {MAX_WIRE_BYTES} B (a capture taken with segmentation offloads, GRO or TSO, on?)"
         ));
     }
     let mut f = Frame { size: size.max(MIN_WIRE_BYTES) as u16, ..Frame::default() };
-    let Some(p) = sliced else { return Ok(f) };
-    f.vlan_pcp = p.vlan().map(|v| match v {
-        VlanSlice::SingleVlan(s) => s.priority_code_point().value(),
-        VlanSlice::DoubleVlan(d) => d.outer.priority_code_point().value(),
-    });
-    let payload = match &p.net {
-        Some(LaxNetSlice::Ipv4(ip)) => {
-            let h = ip.header();
+    let (mut ether_type, mut off) = match link {
+        Link::Ethernet => match Ethernet2HeaderSlice::from_slice(data) {
+            Ok(h) => (h.ether_type().0, Ethernet2Header::LEN),
+            Err(_) => return Ok(f),
+        },
+        Link::RawIp => match data.first().map(|b| b >> 4) {
+            Some(4) => (0x0800, 0),
+            Some(6) => (0x86dd, 0),
+            _ => return Ok(f),
+        },
+    };
+    // 802.1Q, 802.1ad and 0x9100 tags: the outer one's PCP is the frame's.
+    for _ in 0..3 {
+        if !matches!(ether_type, 0x8100 | 0x88a8 | 0x9100) {
+            break;
+        }
+        let Ok(v) = SingleVlanHeaderSlice::from_slice(&data[off..]) else { return Ok(f) };
+        f.vlan_pcp = f.vlan_pcp.or(Some(v.priority_code_point().value()));
+        ether_type = v.ether_type().0;
+        off += SingleVlanHeader::LEN;
+    }
+    let (proto, transport) = match ether_type {
+        0x0800 => {
+            let Ok(h) = Ipv4HeaderSlice::from_slice(&data[off..]) else { return Ok(f) };
             f.key.family = 4;
             f.key.src[..4].copy_from_slice(&h.source());
             f.key.dst[..4].copy_from_slice(&h.destination());
             f.tos = Some(h.slice()[1]);
-            ip.payload()
+            let fragment = h.more_fragments() || h.fragments_offset().value() != 0;
+            (h.protocol().0, (!fragment).then(|| &data[off + h.slice().len()..]))
         }
-        Some(LaxNetSlice::Ipv6(ip)) => {
-            let h = ip.header();
+        0x86dd => {
+            let Ok(h) = Ipv6HeaderSlice::from_slice(&data[off..]) else { return Ok(f) };
             f.key.family = 6;
             f.key.src = h.source();
             f.key.dst = h.destination();
             f.tos = Some(h.traffic_class());
-            ip.payload()
+            if h.next_header().is_ipv6_ext_header_value() {
+                // Extension headers (rare): etherparse walks them.
+                match LaxIpv6Slice::from_slice(&data[off..]) {
+                    Ok((ip, _)) => {
+                        let p = ip.payload();
+                        (p.ip_number.0, (!p.fragmented).then_some(p.payload))
+                    }
+                    Err(_) => (h.next_header().0, None),
+                }
+            } else {
+                (h.next_header().0, Some(&data[off + Ipv6Header::LEN..]))
+            }
         }
         _ => return Ok(f),
     };
-    f.key.proto = payload.ip_number.0;
-    if matches!(f.key.proto, 6 | 17) && !payload.fragmented && payload.payload.len() >= 4 {
-        let b = payload.payload;
+    f.key.proto = proto;
+    if let Some(b) = transport.filter(|b| matches!(proto, 6 | 17) && b.len() >= 4) {
         f.key.ports = true;
         f.key.src_port = u16::from_be_bytes([b[0], b[1]]);
         f.key.dst_port = u16::from_be_bytes([b[2], b[3]]);
