@@ -445,7 +445,10 @@ impl Traffic {
             if pps > line * (1.0 + 1e-9) {
                 return Err(err(
                     if self.rate_scale.is_some() { "traffic.rate_scale" } else { "traffic.pcap" },
-                    Some(format!("a trace of {:.6} Mpps", pps / 1e6)),
+                    Some(match self.rate_scale {
+                        Some(k) => format!("{k} (the trace at {:.6} Mpps)", pps / 1e6),
+                        None => format!("{pcap:?} (a trace of {:.6} Mpps)", pps / 1e6),
+                    }),
                     format!("at most the link's line rate of {:.6} Mpps ({} frames + {} framing on {}): lower traffic.rate_scale or raise link.rate", line / 1e6, fmt_mean_frame(mean), link.overhead, link.rate),
                 ));
             }
