@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 
 use byteorder_slice::{BigEndian, ByteOrder, LittleEndian};
 use etherparse::{Ethernet2Header, Ethernet2HeaderSlice, Ipv4HeaderSlice, Ipv6Header, Ipv6HeaderSlice, LaxIpv6Slice, SingleVlanHeader, SingleVlanHeaderSlice};
-use pcap_file::pcap::{PcapHeader, RawPcapPacket};
+use pcap_file::pcap::PcapHeader;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, RawBlock};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
@@ -392,22 +392,20 @@ impl TraceReader {
                     if !self.have(16 + incl as usize, "pcap record")? {
                         return Ok(None);
                     }
-                    let slice = &self.buf[self.pos..self.end];
-                    let parsed = if big { RawPcapPacket::from_slice::<BigEndian>(slice) } else { RawPcapPacket::from_slice::<LittleEndian>(slice) };
-                    let (rem, raw) = match parsed {
-                        Ok(v) => v,
-                        Err(e) => return Err(self.error(format!("bad pcap record ({e})"))),
-                    };
-                    let used = slice.len() - rem.len();
-                    if raw.incl_len > raw.orig_len {
-                        return Err(self.error(format!("captured length {} B is larger than the original length {} B", raw.incl_len, raw.orig_len)));
+                    let h = &self.buf[self.pos..self.pos + 16];
+                    let rd = |b: &[u8]| if big { BigEndian::read_u32(b) } else { LittleEndian::read_u32(b) };
+                    let (ts_sec, ts_frac, orig_len) = (rd(&h[0..4]), rd(&h[4..8]), rd(&h[12..16]));
+                    let used = 16 + incl as usize;
+                    if incl > orig_len {
+                        return Err(self.error(format!("captured length {incl} B is larger than the original length {orig_len} B")));
                     }
                     let frac_limit = if clock.mul == 1_000 { 1_000_000_000 } else { 1_000_000 };
-                    if raw.ts_frac >= frac_limit {
-                        return Err(self.error(format!("timestamp fraction {} is not below {frac_limit}", raw.ts_frac)));
+                    if ts_frac >= frac_limit {
+                        return Err(self.error(format!("timestamp fraction {ts_frac} is not below {frac_limit}")));
                     }
-                    let ticks = raw.ts_sec as u64 * frac_limit as u64 + raw.ts_frac as u64;
-                    let mut frame = decode(link, raw.orig_len, &raw.data).map_err(|e| self.error(e))?;
+                    let ticks = ts_sec as u64 * frac_limit as u64 + ts_frac as u64;
+                    let data = &self.buf[self.pos + 16..self.pos + used];
+                    let mut frame = decode(link, orig_len, data).map_err(|e| self.error(e))?;
                     self.stamp(&mut frame, clock.ps(ticks));
                     self.pos += used;
                     self.packets += 1;

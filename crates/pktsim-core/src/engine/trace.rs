@@ -269,4 +269,27 @@ mod tests {
         assert_eq!(hash(0), (0x51cc_c178, 0x323e_8fc2));
         assert_eq!(hash(1), (0x4020_7d3d, 0x2cc1_8cd5));
     }
+
+    #[test]
+    fn filters_read_the_trace_headers() {
+        // Two queues per core; filters on DSCP, protocol and port, destination prefix and
+        // VLAN PCP send four flows to "rt", the fifth goes to "bulk".
+        let plain = udp4([198, 18, 0, 1], [198, 19, 1, 1], 1024, 5001, 0, 60, false);
+        let ef = udp4([198, 18, 0, 1], [198, 19, 1, 2], 1024, 5001, 0xb8, 60, false);
+        let https = udp4([198, 18, 0, 1], [198, 19, 1, 3], 1024, 443, 0, 60, true);
+        let prefix = udp4([198, 18, 0, 1], [198, 19, 200, 7], 1024, 5001, 0, 60, false);
+        let mut tagged = udp4([198, 18, 0, 1], [198, 19, 1, 4], 1024, 5001, 0, 60, false);
+        tagged.splice(12..12, [0x81, 0x00, 5 << 5, 7]);
+        let flows = [plain, ef, https, prefix, tagged];
+        let frames: Vec<(u64, Vec<u8>)> = (0..100u64).map(|i| (i * 10_000, flows[(i % 5) as usize].clone())).collect();
+        let path = write_temp("filters.pcap", &pcap(&frames, true));
+        let nic = "[nic]\nqueues = [\"rt\", \"bulk\"]\ndefault_queue = \"bulk\"\n\
+                   [[nic.filters]]\nqueue = \"rt\"\ndscp = 46\n\
+                   [[nic.filters]]\nqueue = \"rt\"\nproto = \"tcp\"\ndst_port = 443\n\
+                   [[nic.filters]]\nqueue = \"rt\"\ndst = \"198.19.200.0/24\"\n\
+                   [[nic.filters]]\nqueue = \"rt\"\nvlan_pcp = 5\n";
+        let (r, _, _) = run_node(&path, "", nic);
+        let per_queue: Vec<(&str, u64)> = r.per_ring.iter().map(|g| (g.queue.as_str(), g.summary.forwarded_packets)).collect();
+        assert_eq!(per_queue, vec![("rt", 80), ("bulk", 20)]);
+    }
 }
