@@ -1,7 +1,8 @@
 //! Packet traces: pcap and pcapng files read as a stream of frames, and a trace's summary.
 //!
 //! ```text
-//!   file --(1 MiB buffer)--> records: pcap-file (pcap headers, pcapng blocks)
+//!   file --(1 MiB buffer)--> records: pcap-file (the pcap file header, pcapng blocks;
+//!                            a pcap record's 16-byte header is read in place)
 //!        --> frame: timestamp (ps), size on the wire, headers: etherparse (Ethernet, VLAN,
 //!            IPv4, IPv6, UDP, TCP) --> flow key (the 5-tuple), TOS, VLAN PCP
 //! ```
