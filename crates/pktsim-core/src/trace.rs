@@ -645,7 +645,7 @@ impl Window {
     pub fn new(start: Option<Duration>, length: Option<Duration>) -> Self {
         Window { start_ps: start.map_or(0, |d| d.ps), length_ps: length.map(|d| d.ps) }
     }
-    /// Before the window (false), in it (Some(true)), or past it (None).
+    /// Before the window (Some(false)), in it (Some(true)), or past it (None).
     #[inline]
     pub fn place(&self, t_ps: u64) -> Option<bool> {
         if t_ps < self.start_ps {

@@ -17,8 +17,8 @@
 use crate::scenario::{parse_prefix, Filter, Proto, ResolvedSource};
 
 use crate::engine::ingress::Packet;
-use crate::trace::TraceFlow;
 use crate::engine::topology::Topology;
+use crate::trace::TraceFlow;
 
 /// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).
 pub const RSS_KEY: [u8; 40] = [
