@@ -1005,6 +1005,29 @@ def cmd_profiles(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------- trace-info
+
+
+def cmd_trace_info(args) -> int:
+    info = json.loads(_core.trace_info(args.file))
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    print(f"{info['file']}: {info['format']}, timestamps to {info['resolution']}, link type {info['link_type']}")
+    print(f"packets   {info['packets']}  ({info['non_ip_packets']} not IP)")
+    print(f"duration  {info['duration_s']:.6f} s")
+    print(f"rate      {si(info['rate_pps'], 'pps')}, {si(info['rate_bps'], 'bit/s')} (frames with FCS, without preamble and gap)")
+    print(f"frames    {info['mean_frame_bytes']:.1f} B mean on the wire (captured length + 4 B FCS), {bytes_h(info['bytes'])} in all")
+    print(f"flows     {info['flows']} (distinct 5-tuples)")
+    total = max(info["packets"], 1)
+    rows = [
+        [f"{b['from_bytes']} B" if b["from_bytes"] == b["to_bytes"] else f"{b['from_bytes']}-{b['to_bytes']} B", b["packets"], f"{100 * b['packets'] / total:.1f}%"]
+        for b in info["sizes"]
+    ]
+    print(table(rows, ["size", "packets", "share"], align="lrr"))
+    return 0
+
+
 # ---------------------------------------------------------------------------------------- main
 
 
@@ -1207,6 +1230,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--profile", action="store_true", help="the cost-profile format instead")
     s.add_argument("-o", "--output", metavar="FILE")
     s.set_defaults(func=cmd_schema)
+
+    ti = sub.add_parser("trace-info", help="a pcap or pcapng trace at a glance: packets, duration, rate, sizes, flows")
+    ti.add_argument("file", metavar="FILE", help="the trace (pcap or pcapng)")
+    ti.add_argument("--json", action="store_true", help="print JSON")
+    ti.set_defaults(func=cmd_trace_info)
 
     p = sub.add_parser("profiles", help="list the bundled cost profiles, or print one")
     p.add_argument("name", nargs="?")

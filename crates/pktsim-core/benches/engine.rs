@@ -7,7 +7,9 @@
 //! - the same node in busy-poll mode (DPDK-style), one core at 1.5 Mpps;
 //! - server mode as M/D/1/K and M/M/1/K (1 us service, rho 0.9, K 512): what the theory
 //!   tests check;
-//! - the bare loop: one heap push and pop per arrival and per departure, nothing else.
+//! - the bare loop: one heap push and pop per arrival and per departure, nothing else;
+//! - trace reading (`trace-read`): 5 M frames of a generated pcap (64 to 1,518 B, 4,096
+//!   flows) read and their headers decoded, on one core (the goal: 20 M frames/s).
 //!
 //! Run: `cargo bench -p pktsim-core --bench engine` (or `make bench`, which adds the sweep
 //! and start-up figures). `PKTSIM_BENCH_ONLY=name` runs one case (for `perf record`).
@@ -151,6 +153,71 @@ fn bare_md1k(packets: u64) -> Timed {
     Timed { packets: arrived, events, wall_s }
 }
 
+/// A pcap of `frames` Ethernet/IPv4/UDP frames (4,096 flows, IMIX-like sizes, 1 us
+/// apart), captured 64 bytes deep as a capture for replay usually is, in a temporary file.
+fn write_trace(frames: u64) -> std::path::PathBuf {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("pktsim-bench-trace-{}.pcap", std::process::id()));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).expect("a temporary file"));
+    let mut head = Vec::new();
+    for v in [0xa1b2_3c4du32, 0x0004_0002, 0, 0, 65_535, 1] {
+        head.extend_from_slice(&v.to_le_bytes());
+    }
+    w.write_all(&head).unwrap();
+    let sizes = [60u32, 60, 60, 60, 60, 60, 60, 572, 572, 572, 572, 1514];
+    for i in 0..frames {
+        let orig = sizes[(i % 12) as usize];
+        let flow = (i.wrapping_mul(2_654_435_761) >> 7) % 4096;
+        let t = 1_700_000_000_000_000_000 + i * 1_000;
+        let mut f = [0u8; 64];
+        f[12] = 0x08;
+        f[14] = 0x45;
+        f[16..18].copy_from_slice(&((orig - 14) as u16).to_be_bytes());
+        f[23] = 17;
+        f[26..30].copy_from_slice(&[198, 18, 0, (flow >> 8) as u8]);
+        f[30..34].copy_from_slice(&[198, 19, 0, flow as u8]);
+        f[34..36].copy_from_slice(&(1024 + (flow % 7) as u16).to_be_bytes());
+        f[36..38].copy_from_slice(&5001u16.to_be_bytes());
+        let incl = orig.min(64);
+        for v in [(t / 1_000_000_000) as u32, (t % 1_000_000_000) as u32, incl, orig] {
+            w.write_all(&v.to_le_bytes()).unwrap();
+        }
+        w.write_all(&f[..incl as usize]).unwrap();
+    }
+    w.flush().unwrap();
+    path
+}
+
+/// Time this thread has spent on a CPU, ns (`/proc/thread-self/schedstat`): the figure of
+/// a one-core case on a machine shared with other work.
+fn on_cpu_ns() -> f64 {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// On-CPU ns per frame of the last `trace-read` (as f64 bits).
+static TRACE_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Read and decode every frame of a 5 M-frame trace (written first, not timed).
+fn trace_read() -> Timed {
+    let path = write_trace(5_000_000);
+    let cpu = on_cpu_ns();
+    let t = Instant::now();
+    let mut r = pktsim_core::trace::TraceReader::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    let (mut packets, mut bytes) = (0u64, 0u64);
+    while let Some(f) = r.next_frame().unwrap_or_else(|e| panic!("{e}")) {
+        packets += 1;
+        bytes += f.size as u64 + f.key.src_port as u64;
+    }
+    let wall_s = t.elapsed().as_secs_f64();
+    let cpu_ns = (on_cpu_ns() - cpu) / packets as f64;
+    TRACE_CPU_NS.store(cpu_ns.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    println!("trace-read: {cpu_ns:.1} ns/frame on CPU ({:.1} M frames/s), {:.1} ns/frame of wall time", 1e3 / cpu_ns, wall_s * 1e9 / packets as f64);
+    std::hint::black_box(bytes);
+    let _ = std::fs::remove_file(&path);
+    Timed { packets, events: 0, wall_s }
+}
+
 type Case = (&'static str, fn() -> Timed);
 
 const CASES: &[Case] = &[
@@ -163,6 +230,7 @@ const CASES: &[Case] = &[
     ("busy-poll-1core", || node(1, 1.5e6, 5.0, &[("host.io", "busy-poll"), ("host.batch.size", "32"), ("host.batch.t_empty", "50ns")])),
     ("server-md1k", || server("constant", 10.0)),
     ("server-mm1k", || server("exponential", 10.0)),
+    ("trace-read", trace_read),
 ];
 
 /// The process's peak resident memory (VmHWM), MB.
@@ -253,6 +321,8 @@ fn main() {
     goal("server M/D/1/K: x the bare loop", ratio("server-md1k"), 1.5);
     goal("server M/M/1/K: x the bare loop", ratio("server-mm1k"), 1.5);
     goal("server M/D/1/K: NAPI's ns/packet / server's", napi / ns_of("server-md1k").unwrap_or(f64::NAN), 1.0);
+    let trace_cpu_ns = f64::from_bits(TRACE_CPU_NS.load(std::sync::atomic::Ordering::Relaxed));
+    goal("trace read and decode: M frames/s on one core (on CPU)", 1e3 / trace_cpu_ns, 20.0);
     let (one, many) = (case_rss_mb("napi-1core-1.5Mpps"), case_rss_mb("napi-64cores"));
     println!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
 }

@@ -18,6 +18,7 @@ pub mod flame;
 pub mod loader;
 pub mod model;
 pub mod scenario;
+pub mod trace;
 pub mod units;
 
 pub use error::{ConfigError, Error, Result};

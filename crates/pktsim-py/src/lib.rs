@@ -322,6 +322,13 @@ fn schema(which: &str) -> PyResult<String> {
 }
 
 /// Names of the bundled cost profiles.
+/// `pktsim trace-info`: a pcap or pcapng file at a glance, as JSON text.
+#[pyfunction]
+fn trace_info(py: Python<'_>, path: &str) -> PyResult<String> {
+    let s = pktsim_core::trace::TraceSummary::scan(std::path::Path::new(path), Default::default()).map_err(|e| to_pyerr(py, e))?;
+    json(&s.info())
+}
+
 #[pyfunction]
 fn bundled_profiles() -> Vec<&'static str> {
     pktsim_core::cost::bundled_names()
@@ -380,6 +387,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_quantity, m)?)?;
     m.add_function(wrap_pyfunction!(schema, m)?)?;
     m.add_function(wrap_pyfunction!(bundled_profiles, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_info, m)?)?;
     m.add_function(wrap_pyfunction!(bundled_profile_text, m)?)?;
     m.add_function(wrap_pyfunction!(fib_table_iv_fit, m)?)?;
     m.add_function(wrap_pyfunction!(flamegraph_svg, m)?)?;

@@ -18,6 +18,7 @@ use super::queue::EventQueue;
 use super::stats::{self, Stats, StatsConfig};
 use super::time::{Instant, Span};
 use super::topology::Topology;
+use super::trace::TraceReplay;
 use super::traffic::Traffic;
 use super::{ReportInfo, SimNode};
 
@@ -27,14 +28,22 @@ pub fn layout(sc: &ResolvedScenario) -> (Topology, Classifier) {
     let cores = s.cpu.cores as usize;
     let topo = Topology::new(cores, nic.queues.len(), nic.tx_queues.map_or(cores, |q| q as usize), nic.tx_vector == TxVector::Shared);
     let default_queue = nic.default_queue.as_ref().and_then(|d| nic.queues.iter().position(|q| q == d)).unwrap_or(topo.queues_per_core() - 1);
-    let classifier = Classifier::new(topo, &nic.queues, default_queue, &nic.filters, &sc.sources);
+    let mut classifier = Classifier::new(topo, &nic.queues, default_queue, &nic.filters, &sc.sources);
+    if let Some(t) = &sc.trace {
+        classifier.use_trace_flows(&t.flows);
+    }
     (topo, classifier)
 }
 
 impl SimNode {
-    /// The node a scenario describes, fed by the scenario's traffic.
+    /// The node a scenario describes, fed by the scenario's traffic (its trace, if it
+    /// replays one).
     pub fn build(sc: &ResolvedScenario) -> SimNode {
         let s = &sc.scenario;
+        if let Some(t) = &sc.trace {
+            let replay = TraceReplay::new(t.clone(), sc.offered_pps(), s.traffic.looped, s.link.rate.bps, s.link.overhead.bytes);
+            return Self::with_ingress(sc, Box::new(replay));
+        }
         let traffic = Traffic::new(&sc.sources, sc.offered_pps(), s.link.rate.bps, s.link.overhead.bytes, s.seed);
         Self::with_ingress(sc, Box::new(traffic))
     }

@@ -37,6 +37,7 @@ pub mod strategy;
 pub mod testing;
 pub mod time;
 pub mod topology;
+pub mod trace;
 pub mod traffic;
 
 use std::sync::atomic::{AtomicBool, Ordering};

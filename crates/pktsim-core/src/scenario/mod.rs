@@ -123,6 +123,8 @@ pub struct ResolvedScenario {
     pub origin: String,
     pub cost: CostProfile,
     pub sources: Vec<ResolvedSource>,
+    /// The trace `traffic.pcap` replays (its window read once), if any.
+    pub trace: Option<std::sync::Arc<crate::trace::TraceSummary>>,
 }
 
 impl ResolvedScenario {
@@ -167,9 +169,13 @@ impl ResolvedScenario {
         (cycles, fib.report(routes, flows, &s.cpu.caches))
     }
 
-    /// The offered rate in packets per second (the line rate when none is given).
+    /// The offered rate in packets per second (the line rate when none is given; a trace's
+    /// own rate, times `traffic.rate_scale`, when it replays one).
     pub fn offered_pps(&self) -> f64 {
         let line = self.line_rate_pps();
+        if let (Some(t), None) = (&self.trace, self.scenario.traffic.rate) {
+            return t.rate_pps() * self.scenario.traffic.rate_scale.unwrap_or(1.0);
+        }
         match self.scenario.traffic.rate {
             Some(r) => r.to_pps(self.mean_frame_bytes(), line),
             None => line,
@@ -230,11 +236,15 @@ impl Scenario {
         self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
         app::validate(origin, self.app.as_ref(), &self.socket, &self.host, &self.nic.napi)?;
         self.measure.validate(origin)?;
-        let sources = self.traffic.resolve_sources(origin)?;
+        let trace = self.traffic.resolve_trace(origin, base_dir, &self.link)?;
+        let (trace, sources) = match trace {
+            Some((t, source)) => (Some(t), vec![source]),
+            None => (None, self.traffic.resolve_sources(origin)?),
+        };
         self.traffic.validate_rate(origin, &sources, &self.link)?;
         let total_flows = sources.iter().map(|s| s.flows).sum();
         let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
-        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources };
+        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources, trace };
         limits::check(&sc)?;
         Ok(sc)
     }

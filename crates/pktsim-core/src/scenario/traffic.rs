@@ -5,9 +5,13 @@ use schemars::JsonSchema;
 use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
+use std::path::Path;
+use std::sync::Arc;
+
 use super::link::{line_rate_pps, Link};
+use crate::trace::{TraceSummary, Window};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
-use crate::units::{Bytes, OfferedRate, Percent};
+use crate::units::{Bytes, Duration, OfferedRate, Percent};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -156,6 +160,29 @@ pub struct Traffic {
     /// Several sources sharing the total rate; each inherits what it does not set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
+    /// A packet trace to replay instead of synthetic sources: a pcap or pcapng file (path
+    /// relative to the scenario file). Arrival times, frame sizes (original length + 4 B
+    /// FCS) and flows (5-tuples, for RSS and filters) come from it; `rate`, if given, is
+    /// the trace's mean rate, its gaps scaled keeping their shape (engine/trace.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<String>,
+    /// Multiply the trace's rate by this (its gaps divided by it; not with `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_scale: Option<f64>,
+    /// Replay the trace (or its window) again and again, one pass after another, for a run
+    /// longer than the trace.
+    #[serde(default, rename = "loop", skip_serializing_if = "is_false")]
+    pub looped: bool,
+    /// Replay the trace from this long after its first frame (default: from its first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_start: Option<Duration>,
+    /// Replay this much of the trace, from `pcap_start` (default: to its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_length: Option<Duration>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn one_u64() -> u64 {
@@ -361,6 +388,75 @@ impl Traffic {
     }
 }
 
+impl Traffic {
+    /// With `pcap`: the trace's window read once (cached), and the one source it stands for
+    /// (named after the file; its sizes and flows the trace's); checks that no synthetic
+    /// key is given with it and that its rate fits the link. Without: None, and the trace
+    /// keys must not be given.
+    pub(super) fn resolve_trace(&self, origin: &str, base_dir: &Path, link: &Link) -> Result<Option<(Arc<TraceSummary>, ResolvedSource)>> {
+        let err = |key: &str, value: Option<String>, expected: String| -> crate::error::Error { ConfigError::new(origin, key, value, expected).into() };
+        let Some(pcap) = &self.pcap else {
+            let given = [("traffic.rate_scale", self.rate_scale.is_some()), ("traffic.loop", self.looped), ("traffic.pcap_start", self.pcap_start.is_some()), ("traffic.pcap_length", self.pcap_length.is_some())];
+            if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
+                return Err(err(key, None, "only with traffic.pcap (a trace to replay)".into()));
+            }
+            return Ok(None);
+        };
+        let synthetic = [
+            ("traffic.sources", !self.sources.is_empty()),
+            ("traffic.pattern", self.pattern != Pattern::default()),
+            ("traffic.size", self.size != PacketSize::default()),
+            ("traffic.flows", self.flows != 1),
+        ];
+        if let Some((key, _)) = synthetic.iter().find(|(_, g)| *g) {
+            return Err(err(key, None, "not with traffic.pcap: the trace gives the arrivals, sizes and flows".into()));
+        }
+        if let Some(scale) = self.rate_scale {
+            if self.rate.is_some() {
+                return Err(err("traffic.rate_scale", Some(scale.to_string()), "either traffic.rate or traffic.rate_scale, not both".into()));
+            }
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(err("traffic.rate_scale", Some(scale.to_string()), "a factor above 0 (2.0 doubles the trace's rate)".into()));
+            }
+        }
+        if self.pcap_length.is_some_and(|l| l.ps == 0) {
+            return Err(err("traffic.pcap_length", Some("\"0s\"".into()), "a duration above 0".into()));
+        }
+        let path = base_dir.join(pcap);
+        if !path.is_file() {
+            return Err(err("traffic.pcap", Some(format!("{pcap:?}")), format!("a pcap or pcapng file (not found: {})", path.display())));
+        }
+        let t = TraceSummary::cached(&path, Window::new(self.pcap_start, self.pcap_length))?;
+        if t.packets < 2 || t.span_ps == 0 {
+            return Err(err(
+                "traffic.pcap",
+                Some(format!("{pcap:?}")),
+                format!("a trace with at least 2 frames at different times in the part replayed (this one has {} frames over {}s)", t.packets, t.span_ps as f64 / 1e12),
+            ));
+        }
+        let sizes: Vec<(Bytes, f64)> = t.sizes.iter().map(|(&b, &n)| (Bytes::new(b as u64), n as f64)).collect();
+        let name = t.class_name();
+        let mut src = ResolvedSource::simple(&name, 1.0, Pattern::Cbr, if sizes.len() == 1 { PacketSize::Fixed(sizes[0].0) } else { PacketSize::Mix(sizes) }, t.flows.len() as u64);
+        src.class = name;
+        if self.rate.is_none() {
+            let mean = t.mean_frame_bytes();
+            let line = line_rate_pps(link.rate.bps, mean, link.overhead.bytes as f64);
+            let pps = t.rate_pps() * self.rate_scale.unwrap_or(1.0);
+            if pps > line * (1.0 + 1e-9) {
+                return Err(err(
+                    if self.rate_scale.is_some() { "traffic.rate_scale" } else { "traffic.pcap" },
+                    Some(match self.rate_scale {
+                        Some(k) => format!("{k} (the trace at {:.6} Mpps)", pps / 1e6),
+                        None => format!("{pcap:?} (a trace of {:.6} Mpps)", pps / 1e6),
+                    }),
+                    format!("at most the link's line rate of {:.6} Mpps ({} frames + {} framing on {}): lower traffic.rate_scale or raise link.rate", line / 1e6, fmt_mean_frame(mean), link.overhead, link.rate),
+                ));
+            }
+        }
+        Ok(Some((t, src)))
+    }
+}
+
 fn fmt_mean_frame(mean: f64) -> String {
     if mean.fract() == 0.0 {
         format!("{mean}B")
@@ -386,7 +482,7 @@ mod tests {
     }
 
     fn traffic(sources: Vec<Source>) -> Traffic {
-        Traffic { rate: None, pattern: Pattern::Cbr, size: PacketSize::default(), flows: 1, sources }
+        Traffic { rate: None, pattern: Pattern::Cbr, size: PacketSize::default(), flows: 1, sources, pcap: None, rate_scale: None, looped: false, pcap_start: None, pcap_length: None }
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! ```
 //!
 //! Every frame of a flow has the same tuple, so a flow stays on one ring, in order.
+//! A replayed trace's flows are placed by their real headers ([`Classifier::use_trace_flows`]).
 //! Flows get deterministic addresses from the benchmarking range: source `s` sends from
 //! 198.18.s.1, flow `f` goes to 198.19.0.0 + (f mod 65536) with source port
 //! 1024 + (f / 65536) mod 64512, to the source's destination port.
@@ -17,6 +18,7 @@ use crate::scenario::{parse_prefix, Filter, Proto, ResolvedSource};
 
 use crate::engine::ingress::Packet;
 use crate::engine::topology::Topology;
+use crate::trace::TraceFlow;
 
 /// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).
 pub const RSS_KEY: [u8; 40] = [
@@ -108,6 +110,9 @@ pub struct Classifier {
     rules: Vec<Rule>,
     default_queue: usize,
     sources: Vec<SourceInfo>,
+    /// A replayed trace's flows: the ring of each (by its real headers), and the share of
+    /// the trace's frames each ring gets.
+    trace: Option<(Vec<u16>, Vec<f64>)>,
 }
 
 impl Classifier {
@@ -132,7 +137,7 @@ impl Classifier {
         for (i, e) in reta.iter_mut().enumerate() {
             *e = (i % cores.max(1)) as u16;
         }
-        let mut c = Classifier { topo, reta, rules, default_queue, sources: Vec::new() };
+        let mut c = Classifier { topo, reta, rules, default_queue, sources: Vec::new(), trace: None };
         c.sources = sources
             .iter()
             .enumerate()
@@ -170,6 +175,54 @@ impl Classifier {
         self.default_queue
     }
 
+    /// Place a replayed trace's flows (source 0, flow `i` is `flows[i]`) by their real
+    /// headers: RSS over the IPv4 or IPv6 tuple (2-tuple without ports, hash 0 for non-IP
+    /// frames), filters on the flow's protocol, destination port, IPv4 addresses, TOS and
+    /// VLAN PCP (its first frame's).
+    pub fn use_trace_flows(&mut self, flows: &[TraceFlow]) {
+        let total: u64 = flows.iter().map(|f| f.packets).sum();
+        let mut shares = vec![0.0; self.topo.rings()];
+        let rings = flows
+            .iter()
+            .map(|f| {
+                let core = if self.topo.cores() == 1 {
+                    0
+                } else {
+                    let mut input = [0u8; 36];
+                    let n = f.key.rss_input(&mut input);
+                    self.reta[(toeplitz(&RSS_KEY, &input[..n]) & 127) as usize] as usize
+                };
+                let ring = self.topo.ring(core, self.match_flow(f));
+                shares[ring] += f.packets as f64 / total.max(1) as f64;
+                ring as u16
+            })
+            .collect();
+        self.trace = Some((rings, shares));
+    }
+
+    fn match_flow(&self, f: &TraceFlow) -> usize {
+        let k = &f.key;
+        let v4 = k.ipv4();
+        let proto = match k.proto {
+            6 if k.family != 0 => Some(Proto::Tcp),
+            17 if k.family != 0 => Some(Proto::Udp),
+            _ => None,
+        };
+        for r in &self.rules {
+            let ok = r.tos.is_none_or(|v| Some(v) == f.tos)
+                && r.dscp.is_none_or(|v| f.tos.is_some_and(|t| t >> 2 == v))
+                && r.vlan_pcp.is_none_or(|v| Some(v) == f.vlan_pcp)
+                && r.proto.is_none_or(|v| Some(v) == proto)
+                && r.dst_port.is_none_or(|v| k.ports && v == k.dst_port)
+                && r.src.is_none_or(|(a, m)| v4.is_some_and(|(s, _)| s & m == a))
+                && r.dst.is_none_or(|(a, m)| v4.is_some_and(|(_, d)| d & m == a));
+            if ok {
+                return r.queue;
+            }
+        }
+        self.default_queue
+    }
+
     /// Core RSS sends a flow to.
     pub fn core_of(&self, source: u16, flow: u32) -> usize {
         let t = tuple(source, flow, self.sources[source as usize].dst_port);
@@ -186,6 +239,10 @@ impl Classifier {
     /// of h(dst low) are counted once over the 65,536 values (per queue the filters pick),
     /// then shifted by each block's src-port term.
     pub fn ring_shares(&self, source: usize, flows: u64) -> Vec<f64> {
+        if let Some((_, shares)) = &self.trace {
+            // A trace: its flows as they are, weighted by their frames.
+            return shares.clone();
+        }
         let flows = flows.clamp(1, u32::MAX as u64);
         let info = &self.sources[source];
         let queues = self.topo.queues_per_core();
@@ -250,6 +307,9 @@ impl Classifier {
     /// Rx ring of a frame.
     #[inline]
     pub fn ring(&mut self, p: &Packet) -> usize {
+        if let Some((rings, _)) = &self.trace {
+            return rings.get(p.flow as usize).map_or(0, |&r| r as usize);
+        }
         let core = if self.topo.cores() == 1 {
             0
         } else {
