@@ -7,9 +7,6 @@
 //! cancelling it makes the event already in the heap stale, and its owner ignores it when
 //! it pops (the heap is never searched).
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use super::time::Instant;
 
 /// Whose an event is.
@@ -42,28 +39,129 @@ pub enum EventKind {
     End,
 }
 
+/// An event in a heap: its time, and its insertion number with what it is packed into two
+/// words (`kind`'s variant in the low 4 bits of `seq`, its key's index and generation in
+/// `arg`). Three plain words: the heap moves them in registers (a 32-byte entry with an
+/// enum inside was written in parts and read back whole, a store-forwarding stall on
+/// every pop).
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    time: Instant,
+    time: u64,
     seq: u64,
-    kind: EventKind,
+    arg: u64,
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.time == other.time && self.seq == other.seq
+impl Entry {
+    #[inline]
+    fn new(time: Instant, seq: u64, kind: EventKind) -> Self {
+        let (tag, index, gen) = match kind {
+            EventKind::Arrival => (0, 0, 0),
+            EventKind::End => (1, 0, 0),
+            EventKind::Timer(key, gen) => match key {
+                Key::Irq(i) => (2, i, gen),
+                Key::TxCause(i) => (3, i, gen),
+                Key::Step(i) => (4, i, gen),
+                Key::Wake(i) => (5, i, gen),
+                Key::Defer(i) => (6, i, gen),
+                Key::App(i) => (7, i, gen),
+                Key::Interfere(i) => (8, i, gen),
+            },
+        };
+        Entry { time: time.ps(), seq: seq << 4 | tag, arg: (index as u64) << 32 | gen as u64 }
+    }
+
+    #[inline]
+    fn kind(&self) -> EventKind {
+        let (index, gen) = ((self.arg >> 32) as u32, self.arg as u32);
+        let key = match self.seq & 15 {
+            0 => return EventKind::Arrival,
+            1 => return EventKind::End,
+            2 => Key::Irq(index),
+            3 => Key::TxCause(index),
+            4 => Key::Step(index),
+            5 => Key::Wake(index),
+            6 => Key::Defer(index),
+            7 => Key::App(index),
+            _ => Key::Interfere(index),
+        };
+        EventKind::Timer(key, gen)
+    }
+
+    /// Whether this event runs before `other`: earlier, or at the same time and scheduled
+    /// first (insertion numbers are unique, so this is a total order).
+    #[inline(always)]
+    fn before(&self, other: &Entry) -> bool {
+        ((self.time as u128) << 64 | self.seq as u128) < ((other.time as u128) << 64 | other.seq as u128)
     }
 }
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+
+/// A binary min-heap of entries by [`Entry::before`]. Which event pops next depends only
+/// on that total order, never on how the heap is laid out.
+#[derive(Debug, Default)]
+struct Heap {
+    v: Vec<Entry>,
 }
-impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: reverse so the earliest (then first inserted) pops first.
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+
+impl Heap {
+    #[inline]
+    fn peek(&self) -> Option<&Entry> {
+        self.v.first()
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.v.len()
+    }
+
+    /// Add the entry (`time`, `seq`, `arg`): its words come in registers (an entry passed
+    /// by reference was written in parts by the caller and read whole here, a stall).
+    #[inline(never)]
+    fn push(&mut self, time: u64, seq: u64, arg: u64) {
+        let e = Entry { time, seq, arg };
+        let mut pos = self.v.len();
+        self.v.push(e);
+        let v = &mut self.v[..];
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !e.before(&v[parent]) {
+                break;
+            }
+            v[pos] = v[parent];
+            pos = parent;
+        }
+        v[pos] = e;
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<Entry> {
+        let last = self.v.pop()?;
+        let v = &mut self.v[..];
+        let Some(&top) = v.first() else { return Some(last) };
+        // Move the earlier child up into the hole down to the bottom, then put the last
+        // entry there and sift it up (it usually belongs near the bottom).
+        let end = v.len();
+        let mut pos = 0;
+        let mut child = 1;
+        while child + 1 < end {
+            child += v[child + 1].before(&v[child]) as usize;
+            v[pos] = v[child];
+            pos = child;
+            child = 2 * pos + 1;
+        }
+        if child + 1 == end {
+            v[pos] = v[child];
+            pos = child;
+        }
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !last.before(&v[parent]) {
+                break;
+            }
+            v[pos] = v[parent];
+            pos = parent;
+        }
+        v[pos] = last;
+        Some(top)
     }
 }
 
@@ -73,8 +171,8 @@ impl Ord for Entry {
 /// ([`EventQueue::barrier_time`], [`EventQueue::step_time`]).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    steps: BinaryHeap<Entry>,
-    other: BinaryHeap<Entry>,
+    steps: Heap,
+    other: Heap,
     seq: u64,
     /// Events scheduled so far (stale ones included).
     pub scheduled: u64,
@@ -89,22 +187,21 @@ impl EventQueue {
     pub fn schedule(&mut self, time: Instant, kind: EventKind) {
         self.seq += 1;
         self.scheduled += 1;
-        let e = Entry { time, seq: self.seq, kind };
+        let e = Entry::new(time, self.seq, kind);
         match kind {
-            EventKind::Timer(Key::Step(_), _) => self.steps.push(e),
-            _ => self.other.push(e),
+            EventKind::Timer(Key::Step(_), _) => self.steps.push(e.time, e.seq, e.arg),
+            _ => self.other.push(e.time, e.seq, e.arg),
         }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, EventKind)> {
         let heap = match (self.steps.peek(), self.other.peek()) {
-            // Entry's order is reversed (a max-heap pops the earliest): greater = earlier.
-            (Some(s), Some(o)) if s > o => &mut self.steps,
+            (Some(s), Some(o)) if s.before(o) => &mut self.steps,
             (Some(_), None) => &mut self.steps,
             _ => &mut self.other,
         };
-        heap.pop().map(|e| (e.time, e.kind))
+        heap.pop().map(|e| (Instant::from_ps(e.time), e.kind()))
     }
 
     /// Time of the next event (the horizon up to which a component may run ahead).
@@ -116,13 +213,13 @@ impl EventQueue {
     /// Time of the next event that is not the end of a core's work unit.
     #[inline]
     pub fn barrier_time(&self) -> Instant {
-        self.other.peek().map_or(Instant::NEVER, |e| e.time)
+        self.other.peek().map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
     }
 
     /// Time of the earliest end of a core's work unit in the queue (stale ones included).
     #[inline]
     pub fn step_time(&self) -> Instant {
-        self.steps.peek().map_or(Instant::NEVER, |e| e.time)
+        self.steps.peek().map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
     }
 
     pub fn len(&self) -> usize {
@@ -197,6 +294,44 @@ mod tests {
         assert_eq!(q.pop(), Some((at(5), EventKind::End)));
         assert_eq!(q.pop(), None);
         assert_eq!(q.peek_time(), Instant::NEVER);
+    }
+
+    /// Events pushed in any order, popped as they come and interleaved with pushes, come
+    /// out by (time, insertion), with their kinds as scheduled.
+    #[test]
+    fn events_pop_in_time_then_insertion_order_with_their_kinds() {
+        let mut q = EventQueue::new();
+        let mut expect = Vec::new();
+        let mut state = 12345u64;
+        let mut draw = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state >> 33
+        };
+        let keys = [Key::Irq(7), Key::TxCause(u32::MAX), Key::Step(3), Key::Wake(0), Key::Defer(9), Key::App(1), Key::Interfere(2)];
+        let mut seq = 0u64;
+        let mut popped = Vec::new();
+        for round in 0..2000u64 {
+            let t = at(draw() % 50 + round / 2);
+            let kind = match draw() % 9 {
+                0 => EventKind::Arrival,
+                1 => EventKind::End,
+                k => EventKind::Timer(keys[k as usize - 2], draw() as u32),
+            };
+            q.schedule(t, kind);
+            seq += 1;
+            expect.push((t, seq, kind));
+            if draw() % 3 == 0 {
+                popped.push(q.pop().unwrap());
+                let min = expect.iter().enumerate().min_by_key(|(_, e)| (e.0, e.1)).map(|(i, _)| i).unwrap();
+                let e = expect.swap_remove(min);
+                assert_eq!(popped.last(), Some(&(e.0, e.2)));
+            }
+        }
+        expect.sort_by_key(|e| (e.0, e.1));
+        for e in expect {
+            assert_eq!(q.pop(), Some((e.0, e.2)));
+        }
+        assert_eq!(q.pop(), None);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use super::{Ctx, IoMode};
 use crate::engine::ingress::Packet;
 use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
-use crate::engine::strategy::{RingView, Strategy};
+use crate::engine::strategy::{RingView, Strategy, Turn};
 use crate::engine::time::{Instant, Span};
 use crate::engine::topology::Topology;
 use crate::scenario::{IoModeKind, ResolvedScenario};
@@ -62,6 +62,8 @@ struct Core {
     /// When the rings were last found empty (spinning or asleep since then).
     idle_since: Instant,
     views: Vec<RingView>,
+    /// One ring, which the strategy serves in order: no views or strategy to ask.
+    lone: bool,
 }
 
 pub struct Batched {
@@ -85,7 +87,14 @@ impl Batched {
     pub fn with_parts(topo: Topology, strategies: Vec<Box<dyn Strategy>>, wait: Wait, costs: CallCosts) -> Self {
         let cores = strategies
             .into_iter()
-            .map(|strategy| Core { strategy, worker: Worker::default(), moved: Vec::new(), idle_since: Instant::ZERO, views: vec![RingView::default(); topo.queues_per_core()] })
+            .map(|strategy| Core {
+                lone: topo.queues_per_core() == 1 && strategy.serves_a_lone_ring_in_order(),
+                strategy,
+                worker: Worker::default(),
+                moved: Vec::new(),
+                idle_since: Instant::ZERO,
+                views: vec![RingView::default(); topo.queues_per_core()],
+            })
             .collect();
         Batched { cores, topo, wait, costs }
     }
@@ -139,10 +148,16 @@ impl Units for Batched {
         ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
-        super::ring_views(rings.clone(), &mut core.views, ctx);
         // A call is not revoked: a time-sliced turn's budget is not used, the strategy ends
         // the turn at the first call boundary after its slice.
-        let Some(turn) = core.strategy.pick(&core.views, t) else {
+        let turn = if core.lone {
+            // What the strategy would pick: the ring, if it holds a frame.
+            (ctx.nic.rx(rings.start).len() > 0).then(|| Turn::whole(0))
+        } else {
+            super::ring_views(rings.clone(), &mut core.views, ctx);
+            core.strategy.pick(&core.views, t)
+        };
+        let Some(turn) = turn else {
             core.idle_since = t;
             // Spinning: if the rings' next frame comes before the core's horizon, spin to
             // the first empty-call boundary at or after it (as a wake-up by that frame

@@ -57,6 +57,9 @@ struct Core {
     /// window (a slice that ends with no other ring waiting is not one).
     preemptions: u64,
     views: Vec<RingView>,
+    /// One ring, which the strategy serves in order, whole frames: the core takes its head
+    /// without views or a strategy to ask.
+    lone: bool,
 }
 
 pub struct Server {
@@ -74,6 +77,7 @@ impl Server {
         let cores = strategies
             .into_iter()
             .map(|strategy| Core {
+                lone: topo.queues_per_core() == 1 && strategy.serves_a_lone_ring_in_order(),
                 strategy,
                 worker: Worker::default(),
                 frame: Packet::default(),
@@ -85,6 +89,22 @@ impl Server {
             })
             .collect();
         Server { cores, topo }
+    }
+
+    /// Core `c`'s rings are empty at `t`: idle until the next write-back to any of them,
+    /// without the event queue if it comes before anything else can happen to the core
+    /// (what a wake-up by it would do), else armed to be woken by it.
+    #[inline]
+    fn idle(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let rings = self.topo.rings_of_core(c);
+        let horizon = ctx.horizon();
+        if self.cores[c].worker.is_free_at(t) {
+            if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats).filter(|&at| at > t) {
+                return Some((Unit::Idle, at - t));
+            }
+        }
+        super::arm_rings(rings, ctx);
+        None
     }
 }
 
@@ -142,10 +162,18 @@ impl Units for Server {
         if let Some(lock) = self.cores[c].lock.take() {
             return Some((Unit::Lock, lock));
         }
-        // Choose the next frame.
-        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
+        if core.lone {
+            // What the strategy would pick: the ring's head, whole, if it has one.
+            let r = rings.start;
+            if ctx.nic.take_into(r, t, ctx.stats, &mut core.frame) {
+                return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, ctx.costs.t_proc(&core.frame)));
+            }
+            return self.idle(c, t, ctx);
+        }
+        // Choose the next frame.
+        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
         super::ring_views(rings.clone(), &mut core.views, ctx);
         for (v, pre) in core.views.iter_mut().zip(&core.preempted) {
             if let Some((p, rest)) = pre {
@@ -153,17 +181,7 @@ impl Units for Server {
             }
         }
         let Some(turn) = core.strategy.pick(&core.views, t) else {
-            // Idle until the next write-back to any of this core's rings: without the
-            // event queue if it comes before anything else can happen to the core (what a
-            // wake-up by it would do), else armed to be woken by it.
-            let horizon = ctx.horizon();
-            if core.worker.is_free_at(t) {
-                if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats).filter(|&at| at > t) {
-                    return Some((Unit::Idle, at - t));
-                }
-            }
-            super::arm_rings(rings, ctx);
-            return None;
+            return self.idle(c, t, ctx);
         };
         let i = turn.ring;
         if core.cut.take().is_some_and(|j| j != i) {

@@ -82,9 +82,19 @@ impl TxRing {
         self.in_flight.front().map(|&(t, _)| t)
     }
 
+    /// How many descriptors in flight complete by `t` (none when the oldest completes
+    /// later, the common case at low load: no search).
+    #[inline]
+    fn done_by(&self, t: Instant) -> usize {
+        match self.in_flight.front() {
+            Some(&(d, _)) if d <= t => self.in_flight.partition_point(|&(d, _)| d <= t),
+            _ => 0,
+        }
+    }
+
     /// Latest completion at or before `t` (a cause the vector has seen by then).
     pub fn last_done_by(&self, t: Instant) -> Option<Instant> {
-        let n = self.in_flight.partition_point(|&(d, _)| d <= t);
+        let n = self.done_by(t);
         if n == 0 {
             self.last_cleaned_done
         } else {
@@ -94,7 +104,7 @@ impl TxRing {
 
     /// First completion strictly after `t`.
     pub fn first_done_after(&self, t: Instant) -> Option<Instant> {
-        let n = self.in_flight.partition_point(|&(d, _)| d <= t);
+        let n = self.done_by(t);
         self.in_flight.get(n).map(|&(d, _)| d)
     }
 

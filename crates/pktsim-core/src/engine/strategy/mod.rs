@@ -78,6 +78,11 @@ pub trait Strategy: Send {
     /// when a preempted frame resumes).
     fn served(&mut self, _i: usize, _size: u16) {}
     fn name(&self) -> &'static str;
+    /// With a single ring: whether the strategy always serves its head, whole, as soon as
+    /// the ring holds a frame, and `served` does nothing (a core may then skip asking).
+    fn serves_a_lone_ring_in_order(&self) -> bool {
+        false
+    }
 }
 
 pub fn build(spec: &StrategySpec, rings: usize) -> Box<dyn Strategy> {
@@ -160,6 +165,32 @@ pub(super) mod tests {
         assert_eq!(share(StrategyKind::Priowfq, 120), [90, 30]);
         // DRR weights 3:1.
         assert_eq!(share(StrategyKind::Drr, 120), [90, 30]);
+    }
+
+    /// A strategy that says it serves a lone ring in order picks that ring, whole, exactly
+    /// when it holds a frame, whatever the time and the head.
+    #[test]
+    fn a_lone_ring_served_in_order_is_served_whole_whenever_it_holds_a_frame() {
+        let kinds = [StrategyKind::Sq, StrategyKind::Prio, StrategyKind::Quota, StrategyKind::Rr, StrategyKind::Priowfq, StrategyKind::Drr];
+        let mut said = 0;
+        for kind in kinds {
+            let mut s = build(&spec(kind), 1);
+            if !s.serves_a_lone_ring_in_order() {
+                continue;
+            }
+            said += 1;
+            for k in 0..50u64 {
+                let now = Instant::from_ps(k * 7);
+                let len = (k % 3) as usize;
+                let ring = RingView { len, head_arrival: Instant::from_ps(k), head_size: 64 + k as u16, head_service: Span::from_ps(k + 1) };
+                let turn = s.pick(&[ring], now);
+                assert_eq!(turn, (len > 0).then(|| Turn::whole(0)), "{}", s.name());
+                if len > 0 {
+                    s.served(0, ring.head_size);
+                }
+            }
+        }
+        assert_eq!(said, 2, "sq and prio");
     }
 
 }
