@@ -428,7 +428,7 @@ def test_the_recorded_check_reads_back_and_draws(tmp_path):
     from conftest import ROOT
 
     res = json.loads((ROOT / "docs" / "validation-tune-check.json").read_text())
-    assert res["goal"]["met"] is False and res["offered_traffic"]["disturbed"] is True
+    assert res["goal"]["met"] is False and res["offered_traffic"]["disturbed"] is False
     cpu = next(c for c in res["metrics"] if c["role"] == "objective")
     assert cpu["measured_improvement"] == pytest.approx(cpu["measured_tuned"]["mean"] / cpu["measured_current"]["mean"] - 1)
     assert cpu["ratio"] == pytest.approx(cpu["measured_improvement"] / cpu["predicted_improvement"])
