@@ -462,12 +462,20 @@ def _tell(study, plan: Plan, c: Candidate, sel: Selection, data: dict) -> None:
         idx = next((i for i, v in enumerate(p.values) if same(p.key, v, c.sets[p.key])), None)
         if idx is None:
             return
-        if p.ordered and len(p.values) > 1:
-            params[p.key], dists[p.key] = idx, optuna.distributions.IntDistribution(0, len(p.values) - 1)
-        else:
-            params[p.key], dists[p.key] = p.values[idx], optuna.distributions.CategoricalDistribution(list(p.values))
+        params[p.key], dists[p.key] = _optuna_param(p, idx)
     cons = {f"c{i}": v for i, v in enumerate(_finite(violations(plan, c)))}
     study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, values=_finite(objective_values(plan, c), plan), constraints=cons or None))
+
+
+def _optuna_param(p, idx: int) -> tuple:
+    """A key's value (its position among the legal values) as Optuna records it, with its
+    distribution: a position for ordered keys (as :func:`_suggest` samples them), the
+    value for choices."""
+    import optuna
+
+    if p.ordered and len(p.values) > 1:
+        return idx, optuna.distributions.IntDistribution(0, len(p.values) - 1)
+    return p.values[idx], optuna.distributions.CategoricalDistribution(list(p.values))
 
 
 def _neighbours(c: Candidate, sel: Selection, data: dict) -> list:
@@ -565,10 +573,7 @@ def importance(plan: Plan, cands: list) -> dict:
                 cur = value_text(data, p.key)
                 v = next((x for x in p.values if same(p.key, x, cur)), p.values[0])
             idx = next(i for i, x in enumerate(p.values) if same(p.key, x, v))
-            if p.ordered and len(p.values) > 1:
-                params[p.key], dists[p.key] = idx, optuna.distributions.IntDistribution(0, len(p.values) - 1)
-            else:
-                params[p.key], dists[p.key] = p.values[idx], optuna.distributions.CategoricalDistribution(list(p.values))
+            params[p.key], dists[p.key] = _optuna_param(p, idx)
         y = objective_values(plan, c)[0]
         study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=y if o.direction == "minimize" else -y))
     try:

@@ -69,19 +69,7 @@ impl SimNode {
             overhead_bytes: s.link.overhead.bytes,
         });
 
-        // Traffic classes, in the order sources first name them.
-        let mut class_names: Vec<String> = Vec::new();
-        let class_of_source: Vec<usize> = sc
-            .sources
-            .iter()
-            .map(|src| match class_names.iter().position(|c| *c == src.class) {
-                Some(i) => i,
-                None => {
-                    class_names.push(src.class.clone());
-                    class_names.len() - 1
-                }
-            })
-            .collect();
+        let (class_names, class_of_source) = classes(sc);
         let t_plus = m.t_plus.as_ref().map(|tp| stats::TPlus {
             dma4: Span::from(tp.t_dma) * 4,
             batch2: 2 * tp.nic_batch as u64,
@@ -120,6 +108,23 @@ impl SimNode {
         let run_ahead = (cores > 1 && topo.tx_queues() >= cores && mode.independent_cores()).then_some(super::RUN_AHEAD);
         SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info, interference, run_ahead }
     }
+}
+
+/// The traffic classes, in the order the sources first name them, and each source's class.
+pub fn classes(sc: &ResolvedScenario) -> (Vec<String>, Vec<usize>) {
+    let mut names: Vec<String> = Vec::new();
+    let of_source = sc
+        .sources
+        .iter()
+        .map(|src| match names.iter().position(|c| *c == src.class) {
+            Some(i) => i,
+            None => {
+                names.push(src.class.clone());
+                names.len() - 1
+            }
+        })
+        .collect();
+    (names, of_source)
 }
 
 /// What a scenario's figures assume that a reader might not expect.

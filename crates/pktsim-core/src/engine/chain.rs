@@ -161,19 +161,8 @@ pub fn run(chain: &ResolvedChain, cancel: Arc<AtomicBool>) -> Result<ChainResult
     let duration: Span = m.duration.into();
     let batches = (m.batches as usize).max(1);
 
-    // Classes in the order the first node's sources name them (as its statistics do).
-    let sources = &chain.nodes[0].sources;
-    let mut class_names: Vec<String> = Vec::new();
-    let class_of_source: Vec<usize> = sources
-        .iter()
-        .map(|s| match class_names.iter().position(|c| *c == s.class) {
-            Some(i) => i,
-            None => {
-                class_names.push(s.class.clone());
-                class_names.len() - 1
-            }
-        })
-        .collect();
+    // The first node's classes, as its statistics count them.
+    let (class_names, class_of_source) = super::build::classes(&chain.nodes[0]);
     let collected = Arc::new(Mutex::new(None));
 
     // The links' channels first: a node built with its ingress asks it for a frame at once,
