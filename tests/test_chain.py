@@ -71,9 +71,20 @@ def test_sweeps_plots_and_compare_work_on_chains(cli, tmp_path):
     assert "R_max (chain: its bottleneck)" in rows
 
 
-def test_tune_says_it_tunes_one_node(cli):
-    p = cli("tune", CHAIN, "--minimize", "cpu", check=False)
-    assert p.returncode == 2 and "pktsim tune tunes one node's scenario" in p.stderr
+def test_tune_turns_the_bottleneck_nodes_knobs_against_the_chains_figures(cli, tmp_path):
+    out = tmp_path / "tuned"
+    p = cli("tune", CHAIN, "--set", "measure.duration=30ms", "--load", "250kpps", "--minimize", "cpu", "--subject-to", "p99 <= 150us",
+            "--knobs", "nic.napi", "--budget", "40", "--replications", "1", "-o", out, "--json")
+    t = json.loads(p.stdout)
+    assert t["node"] == 1  # the firewall: the bottleneck
+    rec = t["recommended"]
+    assert rec["feasible"] and not t["current"]["feasible"] and rec["sets"]["nic.napi.defer_hard_irqs"] != "0"
+    # The tuned chain, run as is, gives the predicted figures (one replication: exactly).
+    r = json.loads(cli("run", out / "tuned.toml", "--json").stdout)
+    assert r["latency_ns"]["p99"] == rec["predicted"]["latency_ns"]["p99"]
+    assert r["nodes"][1]["io"] == rec["predicted"]["nodes"][1]["io"]
+    p = cli("tune", CHAIN, "--minimize", "nodes.0.cpu_utilization", "--node", "5", check=False)
+    assert p.returncode == 2 and "--node 5: the chain has 2 nodes" in p.stderr
 
 
 @pytest.mark.parametrize(

@@ -718,7 +718,7 @@ def cmd_tune(args) -> int:
         t = tune(
             sc, load=args.load, load_range=args.load_range, loads=args.loads, minimize=args.minimize, maximize=args.maximize,
             subject_to=args.subject_to, knobs=spec, budget=args.budget, replications=args.replications, seed=args.seed,
-            jobs=args.jobs, dask=args.dask, progress=progress,
+            jobs=args.jobs, dask=args.dask, node=args.node, progress=progress,
         )
     except (GoalError, KnobError, TuneError) as e:
         raise UsageError(str(e)) from None
@@ -1151,6 +1151,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--subject-to", action="append", default=[], metavar="CONSTRAINT", help='a constraint (repeatable), e.g. "latency_ns.p99 <= 50us", "loss_ratio <= 1e-4"')
     tu.add_argument("--knobs", action="append", metavar="KNOB,...", help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us")
     tu.add_argument("--list-knobs", action="store_true", help="list the knobs, their keys and legal values (for FILE, if given) and exit")
+    tu.add_argument("--node", type=int, metavar="I", help="for a chain file: the node whose knobs to tune (default: the bottleneck the model names)")
     tu.add_argument("--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)")
     tu.add_argument("--replications", type=int, metavar="N", help="runs per candidate and load (default: 1 if two seeds give the same figures, else 3)")
     tu.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the search (the scenario's seed drives the runs)")

@@ -110,6 +110,7 @@ def tune(
     dask: str | None = None,
     prune_margin: float = 1.0,
     sets=None,
+    node: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     compare_adaptive: bool = True,
 ) -> dict:
@@ -117,10 +118,23 @@ def tune(
     ``pktsim tune --json``: ``recommended`` and ``current`` (``sets``, ``predicted`` at the
     target load, ``ci95``), ``pareto``, ``commands``, ``sensitivity`` (by knob),
     ``sensitivity_keys``, ``by_load``, ``infeasible_loads``, ``alternatives``, ``trials``
-    and ``search`` (how the candidates were found)."""
+    and ``search`` (how the candidates were found).
+
+    A chain file tunes one node's knobs (``node``: its index; default the node the model
+    names as the bottleneck) against the chain's figures (end to end, or a node's:
+    ``nodes.1.latency_ns.p99``)."""
     sc = as_scenario(scenario, sets)
-    if "nodes" in sc.data:
-        raise TuneError(f"{sc.origin}: a chain of nodes; pktsim tune tunes one node's scenario: tune the scenario file of the node to tune (pktsim model on the chain names its bottleneck)")
+    chain = "nodes" in sc.data
+    if chain:
+        n = len(sc.data["nodes"])
+        if node is None:
+            from ..model import predict
+
+            node = predict(sc)["bottleneck_node"]
+        if not (0 <= node < n):
+            raise TuneError(f"--node {node}: the chain has {n} nodes, 0 to {n - 1}")
+    elif node is not None:
+        raise TuneError(f"--node {node}: {sc.origin} is a single node, not a chain")
     spec = knobs_spec if knobs_spec is not None else knobs
     if budget < 1:
         raise TuneError(f"--budget {budget}: expected a number of candidates, at least 1")
@@ -132,7 +146,8 @@ def tune(
         raise TuneError(f"prune margin {prune_margin}: expected a positive number")
     objs = goals.objectives(minimize, maximize)
     cons = [goals.parse_constraint(t) for t in (subject_to or [])]
-    sel = _select_knobs(spec, sc.data)
+    data = sc.data["nodes"][node] if chain else sc.data  # the tuned node's scenario
+    sel = _select_knobs(spec, data)
     load_list, target = parse_loads(load, load_range, loads)
     first = next((x for x in load_list if x is not None), None)
     if replications is None:
@@ -140,8 +155,8 @@ def tune(
     # Candidates set every tuned key that matters for them; the others are left out of the
     # scenario they run on (a static interval must not stay behind when a candidate turns
     # the adaptive ITR on).
-    base = without(sc, sel.keys())
-    plan = search.Plan(base, sc.data, sel, objs, cons, load_list, target, replications, jobs, dask, prune_margin, progress)
+    base, prefix = base_for(sc, sel.keys(), node)
+    plan = search.Plan(base, data, sel, objs, cons, load_list, target, replications, jobs, dask, prune_margin, progress, prefix)
     # The metrics must exist: one run of today's configuration tells.
     from ..sim import run_text
 
@@ -171,7 +186,6 @@ def tune(
         alternatives = _alternatives(plan, cands, current, recommended, found["evaluator"].count)
 
     front = _pareto(plan, feasible or [c for c in cands if not c.error and not c.pruned])
-    data = sc.data
     changed = _changed(sel, current.sets, recommended.sets) if recommended else []
     out = {
         "scenario": sc.origin,
@@ -180,6 +194,7 @@ def tune(
         "loads_pps": load_list,
         "objectives": [o.as_json() for o in objs],
         "constraints": [c.as_json() for c in cons],
+        "node": node,
         "knobs": [k.name for k in sel.knobs],
         "keys": sel.keys(),
         "recommended": _config(plan, recommended) if recommended else None,
@@ -234,6 +249,51 @@ def _changed(sel, today: Mapping[str, str], rec: Mapping[str, str]) -> list:
 def load_text(x) -> str:
     """A load for messages (None: the scenario's own traffic)."""
     return "the scenario's own load" if x is None else f"{x:.4g} pps"
+
+
+def base_for(sc, keys, node):
+    """The scenario candidates run on, without the tuned keys, and the prefix their keys
+    take there: a node's scenario as is; for a chain, the chain with the tuned node's
+    scenario written inline (its file's tables and the chain's, resolved), so that a key
+    its file sets can be left out."""
+    if "nodes" not in sc.data:
+        return without(sc, keys), ""
+    import copy
+    import json
+    import tomllib
+    from pathlib import Path
+
+    from ..scenario import Scenario
+
+    doc = tomllib.loads(sc.text) if sc.format == "toml" else json.loads(sc.text)
+    # The overrides the chain was loaded with stay, but for the tuned node's tuned keys
+    # (its resolved data below carries the rest).
+    sets = tuple((k, v) for k, v in sc.sets if not any(k == f"nodes.{node}.{t}" for t in keys))
+    inline = without(_node_scenario(sc, node), keys).data
+    inline = copy.deepcopy(inline)
+    entry = doc["nodes"][node]
+    link = dict(inline.get("link") or {})
+    delay = (entry.get("link") or {}).get("delay") if isinstance(entry.get("link"), dict) else None
+    if delay is not None:
+        link["delay"] = delay
+    inline["link"] = link
+    prof = (inline.get("cost") or {}).get("profile")
+    if isinstance(prof, str) and prof not in _core.bundled_profiles() and not Path(prof).is_absolute():
+        base = Path(sc.base_dir) / Path(entry.get("file", ".")).parent if isinstance(entry.get("file"), str) else Path(sc.base_dir)
+        inline["cost"]["profile"] = str((base / prof).resolve())
+    doc["nodes"][node] = inline
+    text = json.dumps(doc)
+    return Scenario(text, "json", sc.origin, sc.base_dir, sets, sc.data), f"nodes.{node}."
+
+
+def _node_scenario(sc, node):
+    """Node ``node`` of a chain as a scenario of its own (resolved data, not validated again)."""
+    import json
+
+    from ..scenario import Scenario
+
+    data = sc.data["nodes"][node]
+    return Scenario(json.dumps(data), "json", sc.origin, sc.base_dir, (), data)
 
 
 def without(sc, keys):

@@ -2,7 +2,8 @@
 (``--subject-to "latency_ns.p99 <= 50us"``) over the figures of ``pktsim run --json``.
 
 A metric is a dotted key of that object (``latency_ns.p99``, ``loss_ratio``,
-``cpu_by_activity.irq``) or a derived figure: ``cpu_cores`` (the cores' worth of CPU the
+``cpu_by_activity.irq``; for a chain, end to end, or a node's: ``nodes.1.latency_ns.p99``)
+or a derived figure: ``cpu_cores`` (the cores' worth of CPU the
 node keeps busy, the sum of ``cpu_per_core``; comparable between configurations with
 different numbers of cores) and ``cpu_ns_per_packet`` (that CPU time per offered packet).
 Short names: ``cpu`` = ``cpu_cores``, ``p50``/``p99``/``p999`` = ``latency_ns.pNN``,
@@ -61,6 +62,9 @@ def value(result: Mapping, metric: str) -> float:
         return float(DERIVED[metric](result))
     node = result
     for part in metric.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]  # a chain's node: nodes.1.latency_ns.p99
+            continue
         if not isinstance(node, Mapping) or part not in node:
             raise KeyError(metric)
         node = node[part]

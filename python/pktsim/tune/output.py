@@ -147,13 +147,15 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
     own tables and keys; the tuned keys, as recommended (a tuned key the recommendation
     leaves out, e.g. the interval of an adaptive ITR, is removed); the ``--set`` overrides
     the tune ran with."""
-    from . import without
+    from . import base_for, without
 
     rec = t["recommended"]
     tuned_keys = t["keys"]
     tuned_sets = list(rec["sets"].items())
-    if t.get("load_pps"):
-        tuned_sets.append(("traffic.rate", f"{t['load_pps']:.12g}pps"))
+    load_set = [("traffic.rate", f"{t['load_pps']:.12g}pps")] if t.get("load_pps") else []
+    if t.get("node") is not None:
+        return _tuned_chain(t, scenario, out_dir, base_for(scenario, tuned_keys, t["node"]), tuned_sets, load_set)
+    tuned_sets += load_set
     tuned = without(scenario, tuned_keys).with_sets(tuned_sets)
     if scenario.format == "toml":
         src = read_scenario_file(scenario.origin)[0] if Path(scenario.origin).is_file() else scenario.text
@@ -198,6 +200,58 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
     back = Scenario.from_toml(text_out, origin=str(out_dir / "tuned.toml"), base_dir=out_dir)
     if json.dumps(back.data, sort_keys=True) != json.dumps(tuned.data, sort_keys=True):
         raise RuntimeError("tuned.toml does not read back as the tuned scenario")
+    return text_out
+
+
+def _header(t: dict, scenario: Scenario) -> list:
+    rec = t["recommended"]
+    where = f" (node {t['node']})" if t.get("node") is not None else ""
+    head = [
+        f"# {scenario.origin}{where} tuned by pktsim tune",
+        "#   " + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"]) + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
+    ]
+    for k in dict.fromkeys([*t["current"]["sets"], *rec["sets"]]):
+        head.append(f"#   {k} = {rec['sets'].get(k, '(left out: it does not matter)')} (was {t['current']['sets'].get(k, 'not set')})")
+    return head
+
+
+def _tuned_chain(t: dict, scenario: Scenario, out_dir: Path, base_prefix: tuple, tuned_sets: list, load_set: list) -> str:
+    """A chain's tuned file: the chain with the tuned node written inline (its scenario as
+    the chain resolved it, the tuned keys as recommended)."""
+    import os
+
+    import tomli_w
+
+    base, prefix = base_prefix
+    node = t["node"]
+    tuned = base.with_sets([(prefix + k, v) for k, v in tuned_sets] + load_set)
+    doc = json.loads(base.text)
+    for key, _ in tuned_sets:
+        value = _get(tuned.data["nodes"][node], key)
+        if value is None:
+            continue
+        *path, last = key.split(".")
+        entry = doc["nodes"][node]
+        for p in path:
+            entry = entry.setdefault(p, {})
+        entry[last] = value
+    if load_set:
+        doc.setdefault("traffic", {})["rate"] = _get(tuned.data["nodes"][0], "traffic.rate")
+    for key, value in scenario.sets:
+        if not key.startswith("nodes."):  # chain-level overrides the tune ran with
+            *path, last = key.split(".")
+            entry = doc
+            for p in path:
+                entry = entry.setdefault(p, {})
+            entry[last] = _get(tuned.data["nodes"][0], key)
+    for i, entry in enumerate(doc["nodes"]):
+        f = entry.get("file")
+        if isinstance(f, str) and not Path(f).is_absolute():
+            entry["file"] = os.path.relpath(Path(scenario.base_dir, f).resolve(), out_dir.resolve())
+    text_out = "\n".join(_header(t, scenario)) + "\n\n" + tomli_w.dumps(doc)
+    back = Scenario.from_toml(text_out, origin=str(out_dir / "tuned.toml"), base_dir=out_dir)
+    if json.dumps(back.data["nodes"], sort_keys=True) != json.dumps(tuned.data["nodes"], sort_keys=True):
+        raise RuntimeError("tuned.toml does not read back as the tuned chain")
     return text_out
 
 

@@ -55,6 +55,9 @@ class Plan:
     dask: str | None = None
     prune_margin: float = 1.0
     progress: Callable[[int, int, str], None] | None = None
+    # Where the tuned keys live in the scenario run: "" for a node, "nodes.N." for node N
+    # of a chain.
+    prefix: str = ""
 
     @property
     def metrics(self) -> list:
@@ -91,7 +94,7 @@ class Evaluator:
         out = []
         for li in loads:
             load = self.plan.loads[li]
-            point = tuple(cand.sets.items()) + ((("traffic.rate", f"{load:.12g}pps"),) if load is not None else ())
+            point = tuple((self.plan.prefix + k, v) for k, v in cand.sets.items()) + ((("traffic.rate", f"{load:.12g}pps"),) if load is not None else ())
             for r in reps:
                 out.append(Task(len(out), point, r, self.sc.seed + r, self.sc.text, self.sc.format, self.sc.origin,
                                 self.sc.base_dir, self.sc.sets, "", "", (), (), self.files))

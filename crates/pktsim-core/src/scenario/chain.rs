@@ -21,10 +21,10 @@
 //! ```
 //!
 //! Each node is a scenario, validated as one: its file's tables, then the chain's (`seed`
-//! + the node's index, `traffic`, `measure` merged into its own), then the node's inline
-//! tables on top (a node may name a file and change a few keys). Every node sees the
-//! chain's traffic table (its classes and flows); only the first node's traffic is
-//! generated, the others receive what the node before them transmits. The nodes share the
+//! + the node's index; `traffic` and `measure` merged into its own), then the node's
+//! inline tables on top (a node may name a file and change a few keys). Every node sees
+//! the first node's traffic table so made (its classes and flows); only the first node's
+//! traffic is generated, the others receive what the node before them transmits. The nodes share the
 //! first node's measurement window.
 
 use std::path::{Path, PathBuf};
@@ -175,7 +175,14 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
         // The chain's tables, then the node's own keys on top.
         t.insert("seed".into(), toml::Value::Integer((seed + i as u64) as i64));
         if let Some(tr) = &traffic {
-            t.insert("traffic".into(), toml::Value::Table(tr.clone()));
+            // The chain's traffic keys over the node's own (a chain that gives only a rate
+            // keeps the first node's pattern, sizes and flows).
+            let mut own = match t.remove("traffic") {
+                Some(toml::Value::Table(t0)) => t0,
+                _ => toml::Table::new(),
+            };
+            merge(&mut own, tr);
+            t.insert("traffic".into(), toml::Value::Table(own));
         }
         if let Some(m) = &measure {
             let mut own = match t.remove("measure") {
@@ -195,14 +202,12 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
         dirs.push(dir);
     }
     // Every node sees the first node's traffic (its classes and flows) and window.
-    if traffic.is_none() {
-        let first = tables[0].get("traffic").cloned();
-        for t in tables.iter_mut().skip(1) {
-            match &first {
-                Some(v) => t.insert("traffic".into(), v.clone()),
-                None => t.remove("traffic"),
-            };
-        }
+    let first = tables[0].get("traffic").cloned();
+    for t in tables.iter_mut().skip(1) {
+        match &first {
+            Some(v) => t.insert("traffic".into(), v.clone()),
+            None => t.remove("traffic"),
+        };
     }
     let first_measure = tables[0].get("measure").and_then(|m| m.as_table()).cloned().unwrap_or_default();
     for t in tables.iter_mut().skip(1) {
