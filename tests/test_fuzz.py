@@ -257,6 +257,9 @@ def _set_value(rng) -> str:
     return v[1:-1] if v.startswith('"') and rng.random() < 0.6 else v
 
 
+# The bundled trace, for trace-info to read as it is and mutated.
+TRACE_FILE = ROOT / "examples" / "trace-small.pcap"
+TRACE = TRACE_FILE.read_bytes()
 TUNE_METRICS = ["cpu", "cpu", "cpu", "cpu", "p99", "latency_ns.p50", "throughput", "loss_ratio", "nonsense", "", "cpu_per_core", "latency_ns"]
 TUNE_CONSTRAINTS = ["p99 <= 50us", "loss <= 1e-4", "p99 <= x", "p99", ">= 5", "cpu_cores < 0.5", "latency_ns.p99 <= -1us", "throughput_pps >= 1Mpps", "p99 <= nan"]
 TUNE_KNOBS = ["nic.itr", "nic.napi", "nic.itr.interval=2us:20us", "nic.rx_ring=64,3", "bogus", "host.budget", "socket.busy_poll", "nic.rx_ring,nic.tx_ring", "cpu.cores=1,2", "nic.itr.interval="]
@@ -335,8 +338,12 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.5:
                 argv += ["--json"]
         else:  # schema, profiles, plot
-            c = rng.choice(["schema", "profiles", "plot"])
-            if c == "schema":
+            c = rng.choice(["schema", "profiles", "plot", "trace-info"])
+            if c == "trace-info":
+                f = workdir / f"t{i}.pcap"
+                f.write_bytes(mutate(rng, TRACE)[0])
+                argv = ["trace-info", rng.choice([str(f), str(f), str(TRACE_FILE), base, "/dev/zero", str(workdir / "none.pcap")])] + (["--json"] if rng.random() < 0.5 else [])
+            elif c == "schema":
                 argv = ["schema"] + rng.choice([[], ["--profile"], ["-o", str(workdir / f"x{i}.json")], ["-o", "/proc/none/x.json"], ["-o", str(workdir)]])
             elif c == "profiles":
                 argv = ["profiles"] + rng.choice([[], ["raumer2015-64B"], ["nope"], [""], ["../etc/passwd"]])
@@ -510,7 +517,7 @@ def test_the_mutators_reach_what_they_should(tmp_path):
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
     cmds = {c["argv"][0] for c in cs}
-    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune"} <= cmds, cmds
+    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info"} <= cmds, cmds
     # No default case carries a value that is the Rust side's to reject.
     for c in cs:
         for a in c["argv"]:

@@ -36,3 +36,26 @@ def test_a_run_at_15_gpps_stops_within_a_second_of_a_signal(sig):
     assert stopped_s < 1.0, f"{stopped_s:.2f} s to stop"
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", str(EXAMPLES / "router-firewall-chain.toml"), "--set", "measure.duration=600s", "--json"],
+        ["run", str(EXAMPLES / "router-trace.toml"), "--set", "traffic.loop=true", "--set", "measure.duration=600s", "--json"],
+    ],
+    ids=["chain", "trace"],
+)
+def test_a_chain_and_a_replayed_trace_stop_within_a_second_of_sigterm(argv):
+    proc = subprocess.Popen([sys.executable, "-m", "pktsim", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    time.sleep(1.5)
+    assert proc.poll() is None, "the run ended before the signal"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the run did not stop within 10 s of SIGTERM")
+    assert time.monotonic() - t0 < 1.0
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err and out == ""

@@ -51,7 +51,8 @@ class Knob:
     commands: Callable[[Mapping[str, str], dict], list]
 
 
-def _get(data: dict, key: str):
+def get_path(data: dict, key: str):
+    """``data["a"]["b"]`` for ``"a.b"``, or None when absent."""
     node = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -62,7 +63,7 @@ def _get(data: dict, key: str):
 
 def value_text(data: dict, key: str) -> str:
     """The scenario's value of ``key`` as ``--set`` text."""
-    v = _get(data, key)
+    v = get_path(data, key)
     if isinstance(v, bool):
         return "true" if v else "false"
     return "" if v is None else str(v)
@@ -124,7 +125,7 @@ RX_USECS = tuple(f"{n}us" for n in range(2, 1023, 2))
 
 
 def _itr_modes(data: dict) -> tuple:
-    profile = _get(data, "nic.itr.profile")
+    profile = get_path(data, "nic.itr.profile")
     return ("off", "static", "dynamic", "dim") if profile else ("off", "static", "dynamic")
 
 
@@ -219,7 +220,7 @@ def _knobs(data: dict) -> dict:
                 Param("nic.itr.interval", RX_USECS, when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "static", linux="rx-usecs"),
                 Param(
                     "nic.itr.profile", ("mlx5-eqe", "mlx5-cqe"), ordered=False,
-                    when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "dim" and str(_get(d, "nic.itr.profile") or "").startswith("mlx5"),
+                    when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "dim" and str(get_path(d, "nic.itr.profile") or "").startswith("mlx5"),
                     linux="priv-flag rx_cqe_moder",
                 ),
             ),

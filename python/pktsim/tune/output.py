@@ -13,6 +13,7 @@ from ..parse import read_scenario_file
 from ..scenario import Scenario
 from ..textio import atomic_write, si, table
 from . import goals
+from .knobs import get_path as _get
 from .knobs import same
 
 # Other spellings the scenario format accepts for a key a tune sets (dropped when it sets it).
@@ -41,14 +42,6 @@ def _time(ns: float) -> str:
         if abs(ns) >= factor:
             return f"{ns / factor:.4g} {name}"
     return f"{ns:.4g} ns"
-
-
-def _get(d, dotted):
-    for part in dotted.split("."):
-        if not isinstance(d, dict) or part not in d:
-            return None
-        d = d[part]
-    return d
 
 
 def text(t: dict) -> str:

@@ -174,23 +174,17 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
         };
         // The chain's tables, then the node's own keys on top.
         t.insert("seed".into(), toml::Value::Integer((seed + i as u64) as i64));
-        if let Some(tr) = &traffic {
-            // The chain's traffic keys over the node's own (a chain that gives only a rate
-            // keeps the first node's pattern, sizes and flows).
-            let mut own = match t.remove("traffic") {
-                Some(toml::Value::Table(t0)) => t0,
-                _ => toml::Table::new(),
-            };
-            merge(&mut own, tr);
-            t.insert("traffic".into(), toml::Value::Table(own));
-        }
-        if let Some(m) = &measure {
-            let mut own = match t.remove("measure") {
-                Some(toml::Value::Table(m0)) => m0,
-                _ => toml::Table::new(),
-            };
-            merge(&mut own, m);
-            t.insert("measure".into(), toml::Value::Table(own));
+        // The chain's traffic and measure keys over the node's own (a chain that gives only
+        // a rate keeps the first node's pattern, sizes and flows).
+        for (key, over) in [("traffic", &traffic), ("measure", &measure)] {
+            if let Some(over) = over {
+                let mut own = match t.remove(key) {
+                    Some(toml::Value::Table(t0)) => t0,
+                    _ => toml::Table::new(),
+                };
+                merge(&mut own, over);
+                t.insert(key.into(), toml::Value::Table(own));
+            }
         }
         inline.remove("seed").map(|v| t.insert("seed".into(), v));
         merge(&mut t, &inline);
