@@ -144,7 +144,8 @@ impl Units for Batched {
     }
 
     #[inline]
-    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+    fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let t = *t;
         ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];

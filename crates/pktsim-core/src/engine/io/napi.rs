@@ -167,6 +167,8 @@ struct Core {
     /// Threaded NAPI: runnable NAPI threads (by vector) and the one running.
     runnable: VecDeque<usize>,
     thread: Option<usize>,
+    /// Units run inline by `next` (for the stop flag, see `Napi::inline_fits`).
+    inline_units: u32,
 }
 
 /// A NAPI kernel thread's state (threaded NAPI).
@@ -590,6 +592,52 @@ impl Napi {
             ctx.nic.complete(v, t, episode, ctx.queue, ctx.stats);
         }
     }
+
+    /// A tx clean unit of core `c` on queue `q` ended at `t`: the oldest completed
+    /// descriptor is cleaned and counted in the poll.
+    #[inline(always)]
+    fn tx_cleaned(&mut self, c: usize, q: usize, t: Instant, ctx: &mut Ctx) {
+        if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
+            if let Some(poll) = &mut self.cores[c].poll {
+                poll.tx_done += 1;
+                poll.tx_bytes += size.saturating_sub(4) as u64;
+            }
+        }
+    }
+
+    /// The rx clean of core `c`'s frame from ring `r` ended at `t`: counted in the poll,
+    /// then handed to XDP or the application, or sent (after the shared tx queue's lock,
+    /// when there is one to wait for: then the core's `lock` is set).
+    #[inline(always)]
+    fn rx_cleaned(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
+        let q = self.topo.tx_of_ring(r);
+        let core = &mut self.cores[c];
+        if let Some(poll) = &mut core.poll {
+            poll.rx_done += 1;
+            poll.rx_bytes += core.frame.size.saturating_sub(4) as u64;
+        }
+        if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, self.cores[c].frame, q, t, ctx) {
+            return;
+        }
+        let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
+        if lock > Span::ZERO {
+            self.cores[c].lock = Some((q, lock));
+        } else {
+            ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+        }
+    }
+
+    /// Whether core `c` may run a unit of `d` from `t` inline (see [`Units::next`]); every
+    /// 1,024 inline units the run's stop flag is looked at, and a stopped run runs none.
+    #[inline(always)]
+    fn inline_fits(&mut self, c: usize, t: Instant, d: Span, ctx: &Ctx) -> bool {
+        let core = &mut self.cores[c];
+        core.inline_units = core.inline_units.wrapping_add(1);
+        if core.inline_units % 1024 == 0 && ctx.cancelled() {
+            return false;
+        }
+        units::fits(&core.worker, t, d, ctx)
+    }
 }
 
 impl Units for Napi {
@@ -620,42 +668,19 @@ impl Units for Napi {
                     app.finish(thread, step, t, ctx.stats);
                 }
             }
-            Work::TxClean(q) => {
-                if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
-                    if let Some(poll) = &mut self.cores[c].poll {
-                        poll.tx_done += 1;
-                        poll.tx_bytes += size.saturating_sub(4) as u64;
-                    }
-                }
-            }
-            Work::RxPacket(r) => {
-                let q = self.topo.tx_of_ring(r);
-                let core = &mut self.cores[c];
-                if let Some(poll) = &mut core.poll {
-                    poll.rx_done += 1;
-                    poll.rx_bytes += core.frame.size.saturating_sub(4) as u64;
-                }
-                if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, self.cores[c].frame, q, t, ctx) {
-                    return;
-                }
-                let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
-                if lock > Span::ZERO {
-                    self.cores[c].lock = Some((q, lock));
-                } else {
-                    ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats);
-                }
-            }
+            Work::TxClean(q) => self.tx_cleaned(c, q, t, ctx),
+            Work::RxPacket(r) => self.rx_cleaned(c, r, t, ctx),
             Work::TxLock(q) => ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats),
             Work::XdpFlush => self.flush(c, t, ctx),
         }
     }
 
     #[inline(always)]
-    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
+    fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
         if c >= self.cores.len() {
             // An application thread on a core of its own.
             let app = self.app.as_mut()?;
-            return app.next(c - self.cores.len(), t, ctx.stats).map(|(s, d)| (Work::App(s), d));
+            return app.next(c - self.cores.len(), *t, ctx.stats).map(|(s, d)| (Work::App(s), d));
         }
         if let Some((q, d)) = self.cores[c].lock.take() {
             return Some((Work::TxLock(q), d));
@@ -677,35 +702,66 @@ impl Units for Napi {
                     }
                     Phase::Tx => {
                         if let Some(q) = layout.tx {
-                            if poll.tx_done >= self.p.tx_work_limit {
-                                poll.tx_complete = false;
-                            } else if ctx.nic.tx(q).head_done().is_some_and(|d| d <= t) {
-                                return Some((Work::TxClean(q), ctx.costs.t_clean));
+                            // Completed descriptors, one unit each; those that end by the
+                            // horizon run here.
+                            let d = ctx.costs.t_clean;
+                            loop {
+                                let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
+                                if poll.tx_done >= self.p.tx_work_limit {
+                                    poll.tx_complete = false;
+                                    break;
+                                }
+                                if !ctx.nic.tx(q).head_done().is_some_and(|done| done <= *t) {
+                                    break;
+                                }
+                                if !self.inline_fits(c, *t, d, ctx) {
+                                    return Some((Work::TxClean(q), d));
+                                }
+                                ctx.stats.busy(c, Activity::TxClean, *t, *t + d);
+                                *t += d;
+                                self.tx_cleaned(c, q, *t, ctx);
                             }
                         }
+                        let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                         poll.phase = Phase::Rx;
                     }
                     Phase::Rx => {
                         if let Some(r) = layout.rx {
-                            // A full devmap bulk queue is sent before the next frame.
-                            if let Some(x) = self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n)) {
-                                return Some((Work::XdpFlush, x.t_flush));
-                            }
-                            if poll.rx_done < poll.weight {
+                            // One unit per frame; those that end by the horizon run here.
+                            loop {
+                                let core = &mut self.cores[c];
+                                let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
+                                // A full devmap bulk queue is sent before the next frame.
+                                if let Some(x) = self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n)) {
+                                    return Some((Work::XdpFlush, x.t_flush));
+                                }
+                                if poll.rx_done >= poll.weight {
+                                    break;
+                                }
                                 // Descriptors go back in batches at the top of each iteration.
-                                ctx.nic.refill(r, t, self.p.refill_batch, ctx.stats);
-                                if ctx.nic.take_into(r, t, ctx.stats, &mut core.frame) {
-                                    let d = match &self.xdp {
-                                        Some(x) => x.frame_time(&core.frame, ctx.costs),
-                                        None => ctx.costs.t_proc(&core.frame),
-                                    };
+                                ctx.nic.refill(r, *t, self.p.refill_batch, ctx.stats);
+                                if !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
+                                    break;
+                                }
+                                let d = match &self.xdp {
+                                    Some(x) => x.frame_time(&core.frame, ctx.costs),
+                                    None => ctx.costs.t_proc(&core.frame),
+                                };
+                                if !self.inline_fits(c, *t, d, ctx) {
                                     return Some((Work::RxPacket(r), d));
+                                }
+                                ctx.stats.busy(c, Activity::RxClean, *t, *t + d);
+                                *t += d;
+                                self.rx_cleaned(c, r, *t, ctx);
+                                if let Some((q, d)) = self.cores[c].lock.take() {
+                                    return Some((Work::TxLock(q), d));
                                 }
                             }
                             if self.p.refill_at_poll_end {
-                                ctx.nic.refill(r, t, 1, ctx.stats);
+                                ctx.nic.refill(r, *t, 1, ctx.stats);
                             }
                         }
+                        let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                         poll.phase = Phase::Flush;
                     }
                     Phase::Flush => {
@@ -713,7 +769,7 @@ impl Units for Napi {
                         if let (false, Some(x)) = (core.bulk.is_empty(), &self.xdp) {
                             return Some((Work::XdpFlush, x.t_flush));
                         }
-                        self.finish_poll(c, t, ctx);
+                        self.finish_poll(c, *t, ctx);
                     }
                 }
                 continue;
@@ -725,7 +781,7 @@ impl Units for Napi {
                     Some(v) => v,
                     None => {
                         let Some(v) = core.runnable.pop_front() else {
-                            match self.app_next(c, t, ctx) {
+                            match self.app_next(c, *t, ctx) {
                                 None if !self.cores[c].runnable.is_empty() => continue,
                                 next => return next,
                             }
@@ -744,15 +800,15 @@ impl Units for Napi {
                 continue;
             }
             if self.cores[c].net_rx.active {
-                if let Some(v) = self.next_poll(c, t, ctx) {
+                if let Some(v) = self.next_poll(c, *t, ctx) {
                     self.cores[c].poll = Some(Poll { vector: v, kind: PollKind::Normal, weight: self.p.weight, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
                 }
                 continue;
             }
             if self.cores[c].softirq_pending {
                 self.cores[c].softirq_pending = false;
-                ctx.stats.softirq(t);
-                let time_limit = self.jiffy_start(t) + self.jiffy * self.budget_jiffies;
+                ctx.stats.softirq(*t);
+                let time_limit = self.jiffy_start(*t) + self.jiffy * self.budget_jiffies;
                 let core = &mut self.cores[c];
                 let nr = &mut core.net_rx;
                 (nr.active, nr.budget, nr.time_limit, nr.polled) = (true, self.p.budget as i64, time_limit, false);
@@ -760,7 +816,7 @@ impl Units for Napi {
                 continue;
             }
             self.cores[c].restarts = 0;
-            match self.app_next(c, t, ctx) {
+            match self.app_next(c, *t, ctx) {
                 // napi_resume_irqs scheduled the NAPI: the softirq runs first.
                 None if self.cores[c].softirq_pending => continue,
                 next => return next,

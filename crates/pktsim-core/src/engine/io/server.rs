@@ -158,7 +158,8 @@ impl Units for Server {
     }
 
     #[inline]
-    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+    fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let t = *t;
         if let Some(lock) = self.cores[c].lock.take() {
             return Some((Unit::Lock, lock));
         }

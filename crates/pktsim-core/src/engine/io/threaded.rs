@@ -172,7 +172,8 @@ impl Units for ThreadedNapi {
 
     /// The thread's next unit at `t`, or None when it goes to sleep (its rings armed).
     #[inline]
-    fn next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+    fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let t = *t;
         ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let weight = self.p.weight as usize;
         let rings = self.topo.rings_of_core(c);

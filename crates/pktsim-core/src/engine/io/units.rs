@@ -59,8 +59,22 @@ pub trait Units {
     fn account(&mut self, core: usize, unit: &Self::Unit, start: Instant, end: Instant, ctx: &mut Ctx);
     /// `unit` ran on `core` from `start` to `end`, already charged: apply its effects.
     fn finish(&mut self, core: usize, unit: Self::Unit, start: Instant, end: Instant, ctx: &mut Ctx);
-    /// The core's next unit at `t` and its length, or None when it idles.
-    fn next(&mut self, core: usize, t: Instant, ctx: &mut Ctx) -> Option<(Self::Unit, Span)>;
+    /// The core's next unit at `*t` and its length, or None when it idles.
+    ///
+    /// A mode may first run units itself, inline, where it can do so faster than one unit
+    /// at a time through [`run`]: each must end by the horizon on a core interference
+    /// leaves free ([`fits`]), be charged and have its effects applied at its end, exactly
+    /// as `run` would; `*t` then moves to the end of the last one, and the unit returned
+    /// is the first one not run.
+    fn next(&mut self, core: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Self::Unit, Span)>;
+}
+
+/// Whether a unit of `d` starting at `t` on the core of `w` may run on without the event
+/// queue: interference leaves the core free and the unit ends by the next event that
+/// could touch it ([`Ctx::horizon`]).
+#[inline(always)]
+pub fn fits<U>(w: &Worker<U>, t: Instant, d: Span, ctx: &Ctx) -> bool {
+    w.blocked <= t && t + d <= ctx.horizon()
 }
 
 /// Run `core` from `t` until it idles or a unit would end after the next event.
@@ -88,9 +102,9 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
             m.account(core, &unit, t - len, t, ctx);
             m.finish(core, unit, t - len, t, ctx);
         }
-        let Some((unit, d)) = m.next(core, t, ctx) else { return };
+        let Some((unit, d)) = m.next(core, &mut t, ctx) else { return };
         let w = m.worker(core);
-        if w.blocked <= t && t + d <= ctx.horizon() {
+        if fits(w, t, d, ctx) {
             done = Some((unit, d));
             t += d;
             continue;
@@ -106,7 +120,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 #[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
-    if w.blocked <= t && t + d <= ctx.horizon() {
+    if fits(w, t, d, ctx) {
         w.unit = Some(unit);
         w.len = d;
         w.end = t + d;
