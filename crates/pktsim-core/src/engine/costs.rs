@@ -157,9 +157,12 @@ impl Costs {
         &mut self.rngs[ring]
     }
 
-    /// Mean rx-clean time for a frame size.
+    /// Mean rx-clean time for a frame size (no division per frame without a per-byte part).
     #[inline]
     pub fn t_proc_mean(&self, size: u64) -> Span {
+        if self.proc_per_byte_fs == 0 {
+            return self.proc_fixed;
+        }
         self.proc_fixed + Span::from_ps(self.proc_per_byte_fs * size / 1000)
     }
 }
