@@ -56,6 +56,19 @@ pub trait Ingress: Send {
             None => false,
         }
     }
+    /// Append up to `max` next frames to `out`, in order: fewer only when the ingress has
+    /// no more. The NIC takes frames a batch at a time (one call per batch, the frames
+    /// generated in one tight loop where an ingress can).
+    #[inline]
+    fn fill(&mut self, out: &mut Vec<Packet>, max: usize) {
+        let mut p = Packet::default();
+        for _ in 0..max {
+            if !self.next_into(&mut p) {
+                return;
+            }
+            out.push(p);
+        }
+    }
     /// Frames handed out so far.
     fn delivered(&self) -> u64;
 }

@@ -35,6 +35,7 @@ struct SourceGen {
 }
 
 impl SourceGen {
+    #[inline(always)]
     fn sample_size(&mut self) -> u16 {
         if self.sizes.len() == 1 {
             return self.sizes[0].1;
@@ -48,12 +49,14 @@ impl SourceGen {
         self.sizes[self.sizes.len() - 1].1
     }
 
+    #[inline(always)]
     fn sample_flow(&mut self) -> u32 {
         match self.pattern {
             // A generator cycling through its destinations (000 V-C).
             Pattern::Cbr | Pattern::Normal => {
                 let f = self.next_flow;
-                self.next_flow = (self.next_flow + 1) % self.flows;
+                // (f + 1) mod flows, without a division per frame.
+                self.next_flow = if f + 1 >= self.flows { 0 } else { f + 1 };
                 f
             }
             Pattern::Poisson => self.rng.below(self.flows as u64) as u32,
@@ -62,6 +65,7 @@ impl SourceGen {
         }
     }
 
+    #[inline(always)]
     fn advance(&mut self) {
         self.next_start += match self.pattern {
             Pattern::Cbr => self.gap_ps,
@@ -147,6 +151,27 @@ impl Traffic {
 
 }
 
+impl Traffic {
+    /// Source `i`'s next frame off the link, or None when the sources are done.
+    #[inline(always)]
+    fn emit(&mut self, i: usize) -> Option<Packet> {
+        let src = &mut self.sources[i];
+        // A frame that would start after any run can end (a gap longer than the run, a
+        // source without a share) never comes: the sources are done.
+        if !(src.next_start < HORIZON_PS) {
+            return None;
+        }
+        let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
+        let size = src.sample_size();
+        let flow = src.sample_flow();
+        src.advance();
+        let t_wire = start.max(self.link_free) + self.wire.of(size);
+        self.link_free = t_wire;
+        self.generated += 1;
+        Some(Packet::arriving(t_wire, size, i as u16, flow))
+    }
+}
+
 impl Ingress for Traffic {
     /// The next frame off the link.
     fn next_packet(&mut self) -> Option<Packet> {
@@ -163,21 +188,33 @@ impl Ingress for Traffic {
                 best = i;
             }
         }
-        let src = &mut self.sources[best];
-        // A frame that would start after any run can end (a gap longer than the run, a
-        // source without a share) never comes: the sources are done.
-        if !(src.next_start < HORIZON_PS) {
-            return false;
+        match self.emit(best) {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
         }
-        let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
-        let size = src.sample_size();
-        let flow = src.sample_flow();
-        src.advance();
-        let t_wire = start.max(self.link_free) + self.wire.of(size);
-        self.link_free = t_wire;
-        self.generated += 1;
-        *out = Packet::arriving(t_wire, size, best as u16, flow);
-        true
+    }
+
+    /// One source alone needs no merge: its frames come in one tight loop.
+    fn fill(&mut self, out: &mut Vec<Packet>, max: usize) {
+        if self.sources.len() != 1 {
+            let mut p = Packet::default();
+            for _ in 0..max {
+                if !self.next_into(&mut p) {
+                    return;
+                }
+                out.push(p);
+            }
+            return;
+        }
+        for _ in 0..max {
+            match self.emit(0) {
+                Some(p) => out.push(p),
+                None => return,
+            }
+        }
     }
 
     fn delivered(&self) -> u64 {

@@ -61,6 +61,9 @@ pub struct Irq {
     pub core: usize,
 }
 
+/// Frames the NIC takes from its ingress at a time.
+const AHEAD: usize = 64;
+
 /// All rings and vectors of the node, and its ports.
 pub struct Nic {
     rx: Vec<RxRing>,
@@ -70,7 +73,11 @@ pub struct Nic {
     ingress: Box<dyn Ingress>,
     /// From a frame's last bit on the wire to its descriptor written back.
     dma: Span,
+    /// The next frame off the ingress (classified), `ahead[at]`: the ingress hands frames
+    /// over a batch at a time.
     next: Packet,
+    ahead: Vec<Packet>,
+    at: usize,
     /// Per ring: frames generated, in order, not yet written back (they came at or after
     /// `safe` when generated).
     pending: Vec<VecDeque<Packet>>,
@@ -109,6 +116,8 @@ impl Nic {
             ingress: parts.ingress,
             dma: parts.dma,
             next: Packet::arriving(Instant::NEVER, 0, 0, 0),
+            ahead: Vec::with_capacity(AHEAD),
+            at: 0,
             pending: Vec::new(),
             safe: Instant::ZERO,
             woken: Vec::new(),
@@ -143,15 +152,29 @@ impl Nic {
         self.egress = wire;
     }
 
+    /// The next frame off the ingress becomes `next`.
     #[inline]
     fn pull(&mut self) {
-        if self.ingress.next_into(&mut self.next) {
-            // Classified now, long before the frame is copied into its ring (a copy of a
-            // frame just written in parts stalls the CPU).
-            self.next.t_ring = self.next.t_wire + self.dma;
-            self.next.ring = self.classifier.ring(&self.next) as u16;
-        } else {
-            self.next = Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) };
+        self.at += 1;
+        if self.at >= self.ahead.len() {
+            self.pull_batch();
+        }
+        match self.ahead.get(self.at) {
+            Some(p) => self.next = *p,
+            None => self.next = Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) },
+        }
+    }
+
+    /// The ingress's next batch, classified in one pass (long before each frame is copied
+    /// into its ring: a copy of a frame just written in parts stalls the CPU).
+    #[inline(never)]
+    fn pull_batch(&mut self) {
+        self.ahead.clear();
+        self.at = 0;
+        self.ingress.fill(&mut self.ahead, AHEAD);
+        for p in &mut self.ahead {
+            p.t_ring = p.t_wire + self.dma;
+            p.ring = self.classifier.ring(p) as u16;
         }
     }
 
@@ -167,9 +190,11 @@ impl Nic {
     pub fn vectors(&self) -> &[Vector] {
         &self.vectors
     }
-    /// Frames the ingress handed out (warm-up included).
+    /// Frames the ingress handed out (warm-up included) up to `next`: not those of its
+    /// batch still behind it.
     pub fn generated(&self) -> u64 {
-        self.ingress.delivered()
+        let behind = self.ahead.len().saturating_sub(self.at + 1);
+        self.ingress.delivered() - behind as u64
     }
 
     // ------------------------------------------------------------------ receive
