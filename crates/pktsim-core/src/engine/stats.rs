@@ -75,6 +75,14 @@ fn record_ns(h: &mut Histogram<u64>, v: u64) {
 }
 
 /// Counters and latency of a set of packets (all, one class, one ring).
+///
+/// A frame that ends adds to the counters and leaves its latency in a buffer; the
+/// histogram, the exact extremes, the sums and the batch means take the buffer's
+/// latencies a buffer at a time ([`Group::flush`]): per frame a few stores, and with many
+/// groups (a ring per core) each histogram's memory is touched in bursts. The buffer holds
+/// latencies of one batch (of the batch means) only. Counts, sums and extremes come out
+/// the same in any order.
+#[derive(Clone)]
 pub struct Group {
     pub offered: u64,
     pub forwarded: u64,
@@ -88,10 +96,9 @@ pub struct Group {
     /// Frames an AF_XDP socket's full rx ring refused (`rx_ring_full`).
     pub drop_xsk: u64,
     latency: Histogram<u64>,
-    /// Latencies (ns) not yet in the histogram: recorded LATENCY_BUFFER at a time, so that
-    /// with many groups (a ring per core) each histogram's memory is touched in bursts,
-    /// not on every frame. Counts add up the same in any order.
-    unrecorded: Vec<u64>,
+    /// Latencies (ps) of frames that ended since the last flush, all of batch `buf_batch`.
+    buf: Vec<u64>,
+    buf_batch: usize,
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
     latency_max: Span,
@@ -117,7 +124,8 @@ impl Group {
             // a group's memory follows what it measures (a few KB for one that sees
             // microseconds, none beyond the first bucket for one that sees no frame).
             latency: Histogram::new(3).unwrap_or_else(|_| unreachable!("valid precision")),
-            unrecorded: Vec::new(),
+            buf: Vec::new(),
+            buf_batch: 0,
             latency_min: Span::from_ps(u64::MAX),
             latency_max: Span::ZERO,
             latency_sum_ps: 0,
@@ -140,24 +148,83 @@ impl Group {
         self.record_latency(latency, batch);
     }
 
-    /// Put the buffered latencies into the histogram.
+    #[inline(always)]
+    fn record_latency(&mut self, latency: Span, batch: usize) {
+        if batch != self.buf_batch || self.buf.len() >= LATENCY_BUFFER {
+            self.flush();
+            self.buf_batch = batch;
+        }
+        self.buf.push(latency.ps());
+    }
+
+    /// Take the buffered latencies into the histogram, the extremes, the sums and the
+    /// batch means.
     #[inline(never)]
     pub fn flush(&mut self) {
-        for v in self.unrecorded.drain(..) {
-            record_ns(&mut self.latency, v);
+        if self.buf.is_empty() {
+            return;
+        }
+        let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
+        for &ps in &self.buf {
+            // `record` grows the histogram (`saturating_record` would clamp to its top).
+            record_ns(&mut self.latency, (ps / 1_000).max(1));
+            sum += ps as u128;
+            min = min.min(ps);
+            max = max.max(ps);
+        }
+        self.latency_min = self.latency_min.min(Span::from_ps(min));
+        self.latency_max = self.latency_max.max(Span::from_ps(max));
+        self.latency_sum_ps += sum;
+        self.batch_sum_ps[self.buf_batch] += sum;
+        self.batch_n[self.buf_batch] += self.buf.len() as u64;
+        self.buf.clear();
+    }
+
+    /// Add `other`'s frames to this group's (both flushed): as if each had been recorded
+    /// here too.
+    pub fn merge(&mut self, other: &Group) {
+        debug_assert!(self.buf.is_empty() && other.buf.is_empty(), "merge flushed groups");
+        self.offered += other.offered;
+        self.forwarded += other.forwarded;
+        self.consumed += other.consumed;
+        self.forwarded_bytes += other.forwarded_bytes;
+        self.drop_rx_ring += other.drop_rx_ring;
+        self.drop_qdisc += other.drop_qdisc;
+        self.drop_rcvbuf += other.drop_rcvbuf;
+        self.drop_xsk += other.drop_xsk;
+        // Same precision, growing: the counts of each bucket add.
+        if self.latency.add(&other.latency).is_err() {
+            for v in other.latency.iter_recorded() {
+                self.latency.saturating_record_n(v.value_iterated_to(), v.count_at_value());
+            }
+        }
+        self.latency_min = self.latency_min.min(other.latency_min);
+        self.latency_max = self.latency_max.max(other.latency_max);
+        self.latency_sum_ps += other.latency_sum_ps;
+        for (a, b) in self.batch_sum_ps.iter_mut().zip(&other.batch_sum_ps) {
+            *a += b;
+        }
+        for (a, b) in self.batch_n.iter_mut().zip(&other.batch_n) {
+            *a += b;
+        }
+    }
+
+    /// This group with its buffer flushed (a copy only if there is something to flush).
+    fn flushed(&self) -> std::borrow::Cow<'_, Group> {
+        if self.buf.is_empty() {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            let mut g = self.clone();
+            g.flush();
+            std::borrow::Cow::Owned(g)
         }
     }
 
     /// The latency histogram, with every latency recorded so far.
     pub fn latency(&self) -> std::borrow::Cow<'_, Histogram<u64>> {
-        if self.unrecorded.is_empty() {
-            std::borrow::Cow::Borrowed(&self.latency)
-        } else {
-            let mut h = self.latency.clone();
-            for &v in &self.unrecorded {
-                record_ns(&mut h, v);
-            }
-            std::borrow::Cow::Owned(h)
+        match self.flushed() {
+            std::borrow::Cow::Borrowed(g) => std::borrow::Cow::Borrowed(&g.latency),
+            std::borrow::Cow::Owned(g) => std::borrow::Cow::Owned(g.latency),
         }
     }
 
@@ -166,32 +233,19 @@ impl Group {
         self.forwarded + self.consumed
     }
 
-    #[inline]
-    fn record_latency(&mut self, latency: Span, batch: usize) {
-        // `record` grows the histogram (`saturating_record` would clamp to its current top).
-        self.unrecorded.push((latency.ps() / 1_000).max(1));
-        if self.unrecorded.len() >= LATENCY_BUFFER {
-            self.flush();
-        }
-        self.latency_min = self.latency_min.min(latency);
-        self.latency_max = self.latency_max.max(latency);
-        self.latency_sum_ps += latency.ps() as u128;
-        self.batch_sum_ps[batch] += latency.ps() as u128;
-        self.batch_n[batch] += 1;
-    }
-
     pub fn latency_mean_ns(&self) -> f64 {
         if self.finished() == 0 {
             0.0
         } else {
-            self.latency_sum_ps as f64 / 1e3 / self.finished() as f64
+            self.flushed().latency_sum_ps as f64 / 1e3 / self.finished() as f64
         }
     }
 
     /// Half-width of the 95% confidence interval of the mean latency (batch means), or
     /// None when fewer than two batches saw packets.
     pub fn latency_ci95_ns(&self) -> Option<f64> {
-        let means: Vec<f64> = self.batch_sum_ps.iter().zip(&self.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| *s as f64 / 1e3 / *n as f64).collect();
+        let g = self.flushed();
+        let means: Vec<f64> = g.batch_sum_ps.iter().zip(&g.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| *s as f64 / 1e3 / *n as f64).collect();
         let b = means.len();
         if b < 2 {
             return None;
@@ -202,11 +256,12 @@ impl Group {
     }
 
     pub fn summary(&self, duration_s: f64) -> GroupSummary {
+        let g = self.flushed();
         // A percentile is its histogram bucket's middle value (3 significant digits), kept
         // within the exact extremes: never above a latency that occurred.
-        let (min_ns, max_ns) = (self.latency_min.as_ns_f64(), self.latency_max.as_ns_f64());
+        let (min_ns, max_ns) = (g.latency_min.as_ns_f64(), g.latency_max.as_ns_f64());
         let none = self.finished() == 0;
-        let latency = self.latency();
+        let latency = &g.latency;
         let pct = |q: f64| {
             if none {
                 0.0
@@ -316,6 +371,8 @@ pub struct Stats {
     t_plus: Option<TPlus>,
     from: LatencyFrom,
     to: LatencyTo,
+    /// The whole node's frames: recorded as they come when there is one ring and one
+    /// class, else the sum of the ring (or class) groups, made by [`Stats::flush`].
     pub all: Group,
     /// Per class and per ring, each kept only when there is more than one (else the
     /// report gives the node's figures for the one there is).
@@ -408,10 +465,16 @@ impl Stats {
         self.series.get_mut(((t - self.warm).ps() / i.ps()) as usize)
     }
 
-    /// Apply `f` to the whole-node group and, when kept, the packet's class and ring groups.
+    /// Apply `f` to the packet's groups: its class's and its ring's where those are kept,
+    /// else the whole node's (which [`Stats::flush`] makes the sum of the ring groups, or of
+    /// the class groups: a frame is recorded once per partition, not once more for the
+    /// node).
     #[inline]
     fn each_group(&mut self, p: &Packet, mut f: impl FnMut(&mut Group)) {
-        f(&mut self.all);
+        if self.rings.is_empty() && self.classes.is_empty() {
+            f(&mut self.all);
+            return;
+        }
         if !self.classes.is_empty() {
             f(&mut self.classes[self.class_of_source[p.source as usize]]);
         }
@@ -469,10 +532,19 @@ impl Stats {
         }
     }
 
-    /// Put every group's buffered latencies into its histogram (the run ended).
+    /// Put every group's buffered latencies into its histogram and figures, and make the
+    /// whole node's group the sum of the ring groups (or class groups) where those are
+    /// kept (the run ended).
     pub fn flush(&mut self) {
         for g in std::iter::once(&mut self.all).chain(&mut self.classes).chain(&mut self.rings) {
             g.flush();
+        }
+        let parts = if self.rings.is_empty() { &self.classes } else { &self.rings };
+        if !parts.is_empty() {
+            self.all = Group::new(self.batches);
+            for g in parts {
+                self.all.merge(g);
+            }
         }
     }
 
