@@ -145,7 +145,8 @@ impl Costs {
     pub fn draw(&mut self, mean: Span, p: &Packet) -> Span {
         match self.dist {
             ServiceDist::Constant => mean,
-            ServiceDist::Exponential => Span::from_ps_f64(self.stream(p.ring as usize).exponential(mean.ps() as f64)),
+            // At most 37 means (1 - U >= 2^-53), a mean at most a step (10 s).
+            ServiceDist::Exponential => Span::from_ps_f64_small(self.stream(p.ring as usize).exponential(mean.ps() as f64)),
         }
     }
 

@@ -161,7 +161,7 @@ impl Traffic {
         if !(src.next_start < HORIZON_PS) {
             return None;
         }
-        let start = Instant::ZERO + Span::from_ps_f64(src.next_start);
+        let start = Instant::ZERO + Span::from_ps_f64_small(src.next_start);
         let size = src.sample_size();
         let flow = src.sample_flow();
         src.advance();
@@ -207,6 +207,28 @@ impl Ingress for Traffic {
                 }
                 out.push(p);
             }
+            return;
+        }
+        let src = &mut self.sources[0];
+        if src.pattern == Pattern::Cbr && src.sizes.len() == 1 {
+            // CBR of one size (what the papers send): `emit`'s steps with the state in
+            // locals, so the loop runs in registers rather than through memory.
+            let size = src.sizes[0].1;
+            let wire = self.wire.of(size);
+            let (mut next, mut link_free, mut flow) = (src.next_start, self.link_free, src.next_flow);
+            let mut n = 0;
+            out.reserve(max);
+            while n < max && next < HORIZON_PS {
+                let start = Instant::ZERO + Span::from_ps_f64_small(next);
+                next += src.gap_ps;
+                let t_wire = start.max(link_free) + wire;
+                link_free = t_wire;
+                out.push(Packet::arriving(t_wire, size, 0, flow));
+                flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
+                n += 1;
+            }
+            (src.next_start, self.link_free, src.next_flow) = (next, link_free, flow);
+            self.generated += n as u64;
             return;
         }
         for _ in 0..max {
@@ -311,6 +333,29 @@ mod tests {
         assert_eq!(t.delivered(), 0);
         let mut p = Traffic::new(&[src(Pattern::Poisson, 1.0, 64)], 1e-8, 1e10, 20, 1);
         assert!(p.next_packet().is_none_or(|f| f.t_wire.ps() < 4_000_000_000_000_000_000));
+    }
+
+    /// A batch (`fill`, with its loop for CBR of one size) holds the frames one at a time
+    /// gives, for every pattern.
+    #[test]
+    fn batches_hold_the_frames_one_at_a_time_gives() {
+        for pattern in [Pattern::Cbr, Pattern::Poisson, Pattern::Normal, Pattern::Burst] {
+            let mut s = src(pattern, 1.0, 64);
+            s.cv = 0.3;
+            s.burst = 4;
+            let one: Vec<Packet> = {
+                let mut t = Traffic::new(&[s.clone()], 2e6, 1e10, 20, 5);
+                (0..1000).map(|_| t.next()).collect()
+            };
+            let mut t = Traffic::new(&[s], 2e6, 1e10, 20, 5);
+            let mut batch = Vec::new();
+            while batch.len() < 1000 {
+                let want = 64.min(1000 - batch.len());
+                t.fill(&mut batch, want);
+            }
+            assert_eq!(batch, one, "{pattern:?}");
+            assert_eq!(t.delivered(), 1000);
+        }
     }
 
     #[test]

@@ -705,6 +705,16 @@ impl Units for Napi {
                             // Completed descriptors, one unit each; those that end by the
                             // horizon run here.
                             let d = ctx.costs.t_clean;
+                            if self.cores[c].worker.is_free_at(*t) && !ctx.cancelled() {
+                                // Cleaning posts no frame that could raise an event: one run.
+                                let (t0, horizon) = (*t, ctx.horizon());
+                                let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
+                                let beyond = ctx.nic.tx_clean_run(q, t, (&mut poll.tx_done, &mut poll.tx_bytes, self.p.tx_work_limit), d, horizon, ctx.stats);
+                                ctx.stats.busy(c, Activity::TxClean, t0, *t);
+                                if beyond {
+                                    return Some((Work::TxClean(q), d));
+                                }
+                            }
                             loop {
                                 let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 if poll.tx_done >= self.p.tx_work_limit {
@@ -727,6 +737,22 @@ impl Units for Napi {
                     }
                     Phase::Rx => {
                         if let Some(r) = layout.rx {
+                            let q = self.topo.tx_of_ring(r);
+                            let plain = self.xdp.is_none() && self.app.is_none();
+                            if plain && self.cores[c].worker.is_free_at(*t) && ctx.nic.runs_alone(q, ctx.costs.tx_lock) && !ctx.cancelled() {
+                                // Frames go straight to their tx queue, raising no event:
+                                // the frames that end by the horizon in one run.
+                                let (t0, horizon) = (*t, ctx.horizon());
+                                let core = &mut self.cores[c];
+                                let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
+                                let costs = &mut *ctx.costs;
+                                let count = (&mut poll.rx_done, &mut poll.rx_bytes, poll.weight);
+                                let beyond = ctx.nic.forward_run((r, q), t, count, self.p.refill_batch, horizon, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame);
+                                ctx.stats.busy(c, Activity::RxClean, t0, *t);
+                                if let Some(d) = beyond {
+                                    return Some((Work::RxPacket(r), d));
+                                }
+                            }
                             // One unit per frame; those that end by the horizon run here.
                             loop {
                                 let core = &mut self.cores[c];

@@ -73,11 +73,13 @@ pub struct Nic {
     ingress: Box<dyn Ingress>,
     /// From a frame's last bit on the wire to its descriptor written back.
     dma: Span,
-    /// The next frame off the ingress (classified), `ahead[at]`: the ingress hands frames
-    /// over a batch at a time.
-    next: Packet,
+    /// Frames off the ingress, classified, in order: the ingress hands them over a batch
+    /// at a time. `ahead[at]` is the next one, written back at `next_at` (NEVER when the
+    /// ingress has no more). Frames are read in place, never copied out whole before they
+    /// go into their ring (a copy of a frame just written in parts stalls the CPU).
     ahead: Vec<Packet>,
     at: usize,
+    next_at: Instant,
     /// Per ring: frames generated, in order, not yet written back (they came at or after
     /// `safe` when generated).
     pending: Vec<VecDeque<Packet>>,
@@ -115,9 +117,9 @@ impl Nic {
             classifier: parts.classifier,
             ingress: parts.ingress,
             dma: parts.dma,
-            next: Packet::arriving(Instant::NEVER, 0, 0, 0),
             ahead: Vec::with_capacity(AHEAD),
             at: 0,
+            next_at: Instant::NEVER,
             pending: Vec::new(),
             safe: Instant::ZERO,
             woken: Vec::new(),
@@ -152,17 +154,20 @@ impl Nic {
         self.egress = wire;
     }
 
-    /// The next frame off the ingress becomes `next`.
+    /// Move on to the ingress's next frame.
     #[inline]
     fn pull(&mut self) {
         self.at += 1;
         if self.at >= self.ahead.len() {
             self.pull_batch();
         }
-        match self.ahead.get(self.at) {
-            Some(p) => self.next = *p,
-            None => self.next = Packet { t_ring: Instant::NEVER, ..Packet::arriving(Instant::NEVER, 0, 0, 0) },
-        }
+        self.next_at = self.ahead.get(self.at).map_or(Instant::NEVER, |p| p.t_ring);
+    }
+
+    /// The next frame off the ingress (only while `next_at` is not NEVER).
+    #[inline(always)]
+    fn next(&self) -> &Packet {
+        &self.ahead[self.at]
     }
 
     /// The ingress's next batch, classified in one pass (long before each frame is copied
@@ -220,7 +225,7 @@ impl Nic {
 
     /// Keep an arrival event at or before the next write-back on an armed ring.
     fn ensure_arrival_event(&mut self, queue: &mut EventQueue) {
-        let mut next = self.next.t_ring;
+        let mut next = self.next_at;
         for (ring, pending) in self.rx.iter().zip(&self.pending) {
             if let (true, Some(p)) = (ring.is_armed(), pending.front()) {
                 next = next.min(p.t_ring);
@@ -279,13 +284,13 @@ impl Nic {
             self.write_pending(r, t, stats);
         }
         let mut moved = 0u32;
-        while self.next.t_ring < t {
+        while self.next_at < t {
             // Every 1024 frames: a stop is seen within microseconds, at no cost per frame.
             moved = moved.wrapping_add(1);
             if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
                 return;
             }
-            let nr = self.next.ring as usize;
+            let nr = self.next().ring as usize;
             if nr == r {
                 self.write_next(r, stats);
             } else {
@@ -304,10 +309,10 @@ impl Nic {
             return pending.filter(|&t| t <= limit);
         }
         let mut moved = 0u32;
-        while self.next.t_ring <= limit {
-            let nr = self.next.ring as usize;
+        while self.next_at <= limit {
+            let nr = self.next().ring as usize;
             if rings.contains(&nr) {
-                return Some(self.next.t_ring);
+                return Some(self.next_at);
             }
             moved = moved.wrapping_add(1);
             if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
@@ -322,7 +327,7 @@ impl Nic {
     /// The next frame, of ring `r` (whose pending list holds nothing older), is written back.
     #[inline]
     fn write_next(&mut self, r: usize, stats: &mut Stats) {
-        let p = &self.next;
+        let p = &self.ahead[self.at];
         stats.offered(p);
         match self.rx[r].write_back(*p) {
             None => stats.drop_rx_ring(p),
@@ -336,8 +341,8 @@ impl Nic {
     /// pending until its ring's core looks.
     #[inline]
     fn place_next(&mut self, r: usize, stats: &mut Stats) {
-        if self.next.t_ring >= self.safe {
-            self.pending[r].push_back(self.next);
+        if self.next_at >= self.safe {
+            self.pending[r].push_back(self.ahead[self.at]);
         } else {
             if !self.pending[r].is_empty() {
                 self.write_pending(r, Instant::NEVER, stats);
@@ -445,6 +450,75 @@ impl Nic {
     /// how long it holds it (zero for a queue of its own).
     pub fn tx_lock(&mut self, q: usize, now: Instant, hold: Span) -> Span {
         self.tx[q].lock(now, hold)
+    }
+
+    // ------------------------------------------------------------------ runs
+
+    /// Whether a run on tx queue `q` ([`Nic::forward_run`], [`Nic::tx_clean_run`]) may
+    /// pass the event queue by: its frames wait for no shared lock (none, or no hold time)
+    /// and its vector is masked, so posting a frame schedules no completion cause.
+    #[inline]
+    pub fn runs_alone(&self, q: usize, lock_hold: Span) -> bool {
+        (!self.tx[q].is_shared() || lock_hold.is_zero()) && !self.vectors[self.tx[q].vector()].armed
+    }
+
+    /// The driver's rx clean loop: from `*t`, frames of rx ring `r` one after another,
+    /// each taking `time(frame)` and posted to tx queue `q` when it ends, while `*n` (the
+    /// frames cleaned, counted here with their `bytes` less the FCS) is below `max` and the
+    /// ring holds a frame. Each iteration first gives descriptors back in batches of
+    /// `refill_batch` and brings the ring up to date, exactly as a unit at a time would.
+    /// A frame that would end after `horizon` is left in `out` (taken, not yet cleaned)
+    /// and its time returned: the caller runs it as a unit. Only where
+    /// [`Nic::runs_alone`] holds: nothing here schedules an event, so the horizon stays.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn forward_run(
+        &mut self,
+        (r, q): (usize, usize),
+        t: &mut Instant,
+        (n, bytes, max): (&mut u32, &mut u64, u32),
+        refill_batch: u32,
+        horizon: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+        mut time: impl FnMut(&Packet) -> Span,
+        out: &mut Packet,
+    ) -> Option<Span> {
+        while *n < max {
+            self.refill(r, *t, refill_batch, stats);
+            self.advance_ring_to(r, *t, stats);
+            let Some(p) = self.rx[r].take() else { break };
+            let d = time(&p);
+            if *t + d > horizon {
+                *out = p;
+                return Some(d);
+            }
+            *t += d;
+            *n += 1;
+            *bytes += p.size.saturating_sub(4) as u64;
+            self.xmit(q, &p, *t, queue, stats);
+        }
+        None
+    }
+
+    /// The driver's tx clean loop: from `*t`, completed descriptors of tx queue `q`, one
+    /// per `d`, each completed when its clean starts and cleaned when it ends, while `*n`
+    /// (counted here, with the frames' `bytes` less the FCS) is below `max`. A clean that
+    /// would end after `horizon` is not run: true, the caller runs it as a unit. Only
+    /// where [`Nic::runs_alone`] holds.
+    #[inline]
+    pub fn tx_clean_run(&mut self, q: usize, t: &mut Instant, (n, bytes, max): (&mut u32, &mut u64, u32), d: Span, horizon: Instant, stats: &mut Stats) -> bool {
+        while *n < max && self.tx[q].head_done().is_some_and(|done| done <= *t) {
+            if *t + d > horizon {
+                return true;
+            }
+            *t += d;
+            if let Some(size) = self.tx_clean_one(q, *t, stats) {
+                *n += 1;
+                *bytes += size.saturating_sub(4) as u64;
+            }
+        }
+        false
     }
 
     // ------------------------------------------------------------------ interrupts

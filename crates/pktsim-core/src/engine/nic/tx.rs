@@ -61,6 +61,11 @@ impl TxRing {
         self.vector
     }
 
+    /// Whether several cores send on this queue (and share its lock).
+    pub fn is_shared(&self) -> bool {
+        self.sharers > 1
+    }
+
     /// Descriptors posted and not yet cleaned.
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
