@@ -123,6 +123,7 @@ impl Counts {
     }
 
     /// Entries kept (the memory the counts take, in counters).
+    #[cfg(test)]
     fn len(&self) -> usize {
         self.0.len()
     }
