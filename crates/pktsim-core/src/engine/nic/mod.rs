@@ -484,6 +484,11 @@ impl Nic {
         mut time: impl FnMut(&Packet) -> Span,
         out: &mut Packet,
     ) -> Option<Span> {
+        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
+        // With room in the ring for every frame the run may post, nothing queued and no
+        // port to tell, each frame is posted straight away (what `xmit` would do, where the
+        // masked vector takes no completion cause).
+        let direct = self.egress_port.is_none() && self.tx[q].can_post(max.saturating_sub(*n) as usize);
         while *n < max {
             self.refill(r, *t, refill_batch, stats);
             self.advance_ring_to(r, *t, stats);
@@ -496,7 +501,12 @@ impl Nic {
             *t += d;
             *n += 1;
             *bytes += p.size.saturating_sub(4) as u64;
-            self.xmit(q, &p, *t, queue, stats);
+            if direct {
+                let done = self.tx[q].post(&p, *t, &mut self.egress);
+                stats.forwarded(&p, *t, done);
+            } else {
+                self.xmit(q, &p, *t, queue, stats);
+            }
         }
         None
     }
@@ -508,6 +518,9 @@ impl Nic {
     /// where [`Nic::runs_alone`] holds.
     #[inline]
     pub fn tx_clean_run(&mut self, q: usize, t: &mut Instant, (n, bytes, max): (&mut u32, &mut u64, u32), d: Span, horizon: Instant, stats: &mut Stats) -> bool {
+        if let Some(beyond) = self.tx[q].clean_run(t, d, horizon, (&mut *n, &mut *bytes, max)) {
+            return beyond;
+        }
         while *n < max && self.tx[q].head_done().is_some_and(|done| done <= *t) {
             if *t + d > horizon {
                 return true;

@@ -10,7 +10,7 @@
 //! Invariant: `hw_avail + frames + unrefilled` is the ring's usable size (`size - 1` on a
 //! NIC, which always leaves one descriptor empty; `size` on a software ring).
 
-use std::collections::VecDeque;
+use ringbuffer::{AllocRingBuffer, RingBuffer};
 
 use crate::engine::ingress::Packet;
 use crate::engine::time::Instant;
@@ -27,8 +27,9 @@ pub enum RxRingKind {
 
 /// One rx ring.
 pub struct RxRing {
-    /// Frames written back and not yet taken by the driver.
-    frames: VecDeque<Packet>,
+    /// Frames written back and not yet taken by the driver (at most the ring's size: a
+    /// power-of-two buffer, so a write-back and a take are a masked index each).
+    frames: AllocRingBuffer<Packet>,
     /// Descriptors the NIC may write into.
     hw_avail: u32,
     /// Descriptors taken by the driver and not yet given back.
@@ -46,7 +47,7 @@ impl RxRing {
             RxRingKind::Descriptors => size - 1,
             RxRingKind::Software => size,
         };
-        RxRing { frames: VecDeque::with_capacity(size as usize), hw_avail: usable, unrefilled: 0, last_write: None, wake: false, vector }
+        RxRing { frames: AllocRingBuffer::new(size.max(1) as usize), hw_avail: usable, unrefilled: 0, last_write: None, wake: false, vector }
     }
 
     /// Frames waiting for the driver.
@@ -61,7 +62,7 @@ impl RxRing {
     /// The oldest waiting frame.
     #[inline]
     pub fn head(&self) -> Option<&Packet> {
-        self.frames.front()
+        self.frames.peek()
     }
     /// Vector whose interrupt this ring raises.
     pub fn vector(&self) -> usize {
@@ -94,25 +95,24 @@ impl RxRing {
         }
         self.hw_avail -= 1;
         self.last_write = Some(p.t_ring);
-        self.frames.push_back(p);
+        self.frames.enqueue(p);
         Some(std::mem::take(&mut self.wake))
     }
 
     /// The driver takes the oldest frame; its descriptor is the driver's until refilled.
     #[inline]
     pub(super) fn take(&mut self) -> Option<Packet> {
-        let p = self.frames.pop_front()?;
+        let p = self.frames.dequeue()?;
         self.unrefilled += 1;
         Some(p)
     }
 
-    /// Give every taken descriptor back to the NIC (one tail write for the batch).
+    /// [`RxRing::take`] into `out` (true), or false when the ring is empty.
     #[inline]
     pub(super) fn take_into(&mut self, out: &mut Packet) -> bool {
-        match self.frames.front() {
+        match self.frames.dequeue() {
             Some(p) => {
-                *out = *p;
-                self.frames.pop_front();
+                *out = p;
                 self.unrefilled += 1;
                 true
             }
@@ -120,6 +120,7 @@ impl RxRing {
         }
     }
 
+    /// Give every taken descriptor back to the NIC (one tail write for the batch).
     #[inline]
     pub(super) fn refill(&mut self) {
         self.hw_avail += self.unrefilled;

@@ -10,6 +10,8 @@
 
 use std::collections::VecDeque;
 
+use ringbuffer::{AllocRingBuffer, RingBuffer};
+
 use crate::engine::ingress::Packet;
 use crate::engine::time::{Instant, Span, WireTime};
 
@@ -25,8 +27,9 @@ pub enum Xmit {
 /// One tx ring and its qdisc.
 pub struct TxRing {
     size: u32,
-    /// Completion times (and frame sizes) of posted, not yet cleaned descriptors, in order.
-    in_flight: VecDeque<(Instant, u16)>,
+    /// Completion times (and frame sizes) of posted, not yet cleaned descriptors, in order
+    /// (fewer than the ring's size: a power-of-two buffer, a masked index per post and clean).
+    in_flight: AllocRingBuffer<(Instant, u16)>,
     /// Frames waiting in the qdisc while the ring is full.
     qdisc: VecDeque<Packet>,
     qdisc_len: u32,
@@ -45,7 +48,7 @@ impl TxRing {
     pub fn new(size: u32, qdisc_len: u32, vector: usize, sharers: u32) -> Self {
         TxRing {
             size,
-            in_flight: VecDeque::with_capacity(size as usize),
+            in_flight: AllocRingBuffer::new(size.max(1) as usize),
             qdisc: VecDeque::new(),
             qdisc_len,
             link_free: Instant::ZERO,
@@ -84,17 +87,34 @@ impl TxRing {
     /// Completion time of the oldest descriptor in flight, if any.
     #[inline]
     pub fn head_done(&self) -> Option<Instant> {
-        self.in_flight.front().map(|&(t, _)| t)
+        self.in_flight.peek().map(|&(t, _)| t)
     }
 
     /// How many descriptors in flight complete by `t` (none when the oldest completes
     /// later, the common case at low load: no search).
     #[inline]
     fn done_by(&self, t: Instant) -> usize {
-        match self.in_flight.front() {
-            Some(&(d, _)) if d <= t => self.in_flight.partition_point(|&(d, _)| d <= t),
+        match self.in_flight.peek() {
+            // Completions are in order: the first not due, by bisection.
+            Some(&(d, _)) if d <= t => {
+                let (mut lo, mut hi) = (1, self.in_flight.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.done_at(mid) <= t {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
             _ => 0,
         }
+    }
+
+    /// Completion time of the `i`-th descriptor in flight (`i` below their count).
+    fn done_at(&self, i: usize) -> Instant {
+        self.in_flight.get(i).map_or(Instant::NEVER, |&(d, _)| d)
     }
 
     /// Latest completion at or before `t` (a cause the vector has seen by then).
@@ -103,14 +123,14 @@ impl TxRing {
         if n == 0 {
             self.last_cleaned_done
         } else {
-            Some(self.in_flight[n - 1].0)
+            Some(self.done_at(n - 1))
         }
     }
 
     /// First completion strictly after `t`.
     pub fn first_done_after(&self, t: Instant) -> Option<Instant> {
         let n = self.done_by(t);
-        self.in_flight.get(n).map(|&(d, _)| d)
+        (n < self.in_flight.len()).then(|| self.done_at(n))
     }
 
     /// Hand a frame to the queue at `now`. A posted frame's descriptor completes when the
@@ -127,10 +147,19 @@ impl TxRing {
         }
     }
 
-    fn post(&mut self, p: &Packet, now: Instant, egress: &mut WireTime) -> Instant {
+    /// Whether the next `k` frames handed to the queue are all posted at once: nothing
+    /// waits in the qdisc and the ring has room for them (with the free descriptor kept).
+    #[inline]
+    pub(super) fn can_post(&self, k: usize) -> bool {
+        self.qdisc.is_empty() && self.in_flight.len() + k < self.size as usize
+    }
+
+    /// Post a frame's descriptor at `now` (see [`TxRing::can_post`]): its completion time.
+    #[inline(always)]
+    pub(super) fn post(&mut self, p: &Packet, now: Instant, egress: &mut WireTime) -> Instant {
         let done = now.max(self.link_free) + egress.of(p.size);
         self.link_free = done;
-        self.in_flight.push_back((done, p.size));
+        self.in_flight.enqueue((done, p.size));
         done
     }
 
@@ -138,11 +167,11 @@ impl TxRing {
     /// move from the qdisc into the freed room; `posted` hears of each with its completion.
     #[inline]
     pub(super) fn clean_one(&mut self, now: Instant, egress: &mut WireTime, mut posted: impl FnMut(&Packet, Instant)) -> Option<u16> {
-        let &(done, size) = self.in_flight.front()?;
+        let &(done, size) = self.in_flight.peek()?;
         if done > now {
             return None;
         }
-        self.in_flight.pop_front();
+        self.in_flight.dequeue();
         self.last_cleaned_done = Some(done);
         while self.has_room() {
             let Some(p) = self.qdisc.pop_front() else { break };
@@ -150,6 +179,34 @@ impl TxRing {
             posted(&p, d);
         }
         Some(size)
+    }
+
+    /// Clean completed descriptors one per `d` from `*t` (each completed when its clean
+    /// starts, cleaned when it ends) while `*n` is below `max`, with no frame waiting in the
+    /// qdisc (so cleaning posts nothing): the count of cleans and their bytes less the FCS
+    /// go into `n` and `bytes`. Returns None where the qdisc holds frames (clean one at a
+    /// time, [`TxRing::clean_one`]); else whether a clean was left because it would end
+    /// after `horizon`.
+    #[inline]
+    pub(super) fn clean_run(&mut self, t: &mut Instant, d: Span, horizon: Instant, (n, bytes, max): (&mut u32, &mut u64, u32)) -> Option<bool> {
+        if !self.qdisc.is_empty() {
+            return None;
+        }
+        while *n < max {
+            let Some(&(done, size)) = self.in_flight.peek() else { break };
+            if done > *t {
+                break;
+            }
+            if *t + d > horizon {
+                return Some(true);
+            }
+            *t += d;
+            self.in_flight.dequeue();
+            self.last_cleaned_done = Some(done);
+            *n += 1;
+            *bytes += size.saturating_sub(4) as u64;
+        }
+        Some(false)
     }
 
     /// Take the queue's lock at `now` for `hold`: how long the core spins for it plus how
@@ -193,6 +250,34 @@ mod tests {
         assert_eq!(posted, [at(201_600)]);
         assert_eq!((q.in_flight(), q.queued()), (2, 0));
         assert_eq!(q.last_done_by(at(0)), Some(at(67_200)), "the cleaned completion is remembered");
+    }
+
+    /// Which completions are due by a time, found by bisection, is what a scan of the
+    /// descriptors in flight finds, also after the ring's buffer has wrapped many times.
+    #[test]
+    fn completions_due_by_a_time_are_those_a_scan_finds() {
+        let mut egress = WireTime::new(20, 1e10);
+        let mut q = TxRing::new(16, 0, 0, 1);
+        for round in 0..40u64 {
+            // Post until full (frames of 64 and 1518 B), clean a few, at times that move on.
+            let now = at(round * 5_000_000);
+            for i in 0..15 {
+                let _ = q.xmit(&frame(if (i + round) % 3 == 0 { 1518 } else { 64 }), now, &mut egress);
+            }
+            let done: Vec<Instant> = (0..q.in_flight()).map(|i| q.done_at(i)).collect();
+            for probe in 0..200u64 {
+                let t = at(round * 5_000_000 + probe * 25_000);
+                let n = done.iter().filter(|&&d| d <= t).count();
+                assert_eq!(q.done_by(t), n, "round {round}, t {t:?}");
+                assert_eq!(q.first_done_after(t), done.get(n).copied());
+                if n > 0 {
+                    assert_eq!(q.last_done_by(t), Some(done[n - 1]));
+                }
+            }
+            for _ in 0..(7 + round % 5) {
+                q.clean_one(at(u64::MAX / 2), &mut egress, |_, _| {});
+            }
+        }
     }
 
     #[test]
