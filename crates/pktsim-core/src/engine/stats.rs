@@ -163,8 +163,10 @@ pub struct Group {
     /// Frames an AF_XDP socket's full rx ring refused (`rx_ring_full`).
     pub drop_xsk: u64,
     latency: Counts,
-    /// Latencies (ps) of frames that ended since the last flush, all of batch `buf_batch`.
-    buf: Vec<u64>,
+    /// Latencies (ps) of the `buf_len` frames that ended since the last flush, all of
+    /// batch `buf_batch`.
+    buf: [u64; LATENCY_BUFFER],
+    buf_len: usize,
     buf_batch: usize,
     /// Exact extremes (the histogram keeps 3 significant digits).
     latency_min: Span,
@@ -191,7 +193,8 @@ impl Group {
             // a group's memory follows what it measures (a few KB for one that sees
             // microseconds, nothing for one that sees no frame).
             latency: Counts::default(),
-            buf: Vec::new(),
+            buf: [0; LATENCY_BUFFER],
+            buf_len: 0,
             buf_batch: 0,
             latency_min: Span::from_ps(u64::MAX),
             latency_max: Span::ZERO,
@@ -217,22 +220,23 @@ impl Group {
 
     #[inline(always)]
     fn record_latency(&mut self, latency: Span, batch: usize) {
-        if batch != self.buf_batch || self.buf.len() >= LATENCY_BUFFER {
+        if batch != self.buf_batch || self.buf_len >= LATENCY_BUFFER {
             self.flush();
             self.buf_batch = batch;
         }
-        self.buf.push(latency.ps());
+        self.buf[self.buf_len] = latency.ps();
+        self.buf_len += 1;
     }
 
     /// Take the buffered latencies into the histogram, the extremes, the sums and the
     /// batch means.
     #[inline(never)]
     pub fn flush(&mut self) {
-        if self.buf.is_empty() {
+        if self.buf_len == 0 {
             return;
         }
         let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
-        for &ps in &self.buf {
+        for &ps in &self.buf[..self.buf_len] {
             self.latency.record((ps / 1_000).max(1));
             sum += ps as u128;
             min = min.min(ps);
@@ -242,14 +246,14 @@ impl Group {
         self.latency_max = self.latency_max.max(Span::from_ps(max));
         self.latency_sum_ps += sum;
         self.batch_sum_ps[self.buf_batch] += sum;
-        self.batch_n[self.buf_batch] += self.buf.len() as u64;
-        self.buf.clear();
+        self.batch_n[self.buf_batch] += self.buf_len as u64;
+        self.buf_len = 0;
     }
 
     /// Add `other`'s frames to this group's (both flushed): as if each had been recorded
     /// here too.
     pub fn merge(&mut self, other: &Group) {
-        debug_assert!(self.buf.is_empty() && other.buf.is_empty(), "merge flushed groups");
+        debug_assert!(self.buf_len == 0 && other.buf_len == 0, "merge flushed groups");
         self.offered += other.offered;
         self.forwarded += other.forwarded;
         self.consumed += other.consumed;
@@ -273,7 +277,7 @@ impl Group {
 
     /// This group with its buffer flushed (a copy only if there is something to flush).
     fn flushed(&self) -> std::borrow::Cow<'_, Group> {
-        if self.buf.is_empty() {
+        if self.buf_len == 0 {
             std::borrow::Cow::Borrowed(self)
         } else {
             let mut g = self.clone();
@@ -542,7 +546,7 @@ impl Stats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn offered(&mut self, p: &Packet) {
         if self.in_window(p.t_ring) {
             self.each_group(p, |g| g.offered += 1);

@@ -325,7 +325,7 @@ impl Nic {
     }
 
     /// The next frame, of ring `r` (whose pending list holds nothing older), is written back.
-    #[inline]
+    #[inline(always)]
     fn write_next(&mut self, r: usize, stats: &mut Stats) {
         let p = &self.ahead[self.at];
         stats.offered(p);
