@@ -108,6 +108,48 @@ impl Server {
     }
 }
 
+impl Server {
+    /// Core `c` serving its one ring `r` in order from `*t` (what the strategy would pick:
+    /// the ring's head, whole): frames served one after another, and waits for the next
+    /// write-back, run here while they end by the horizon (each frame's effects at its end,
+    /// as `finish` applies them: its descriptor back, completions reclaimed, sent). Nothing
+    /// here can raise an event where [`crate::engine::nic::Nic::runs_alone`] holds, so the
+    /// horizon stays. The
+    /// first frame that would end after it is returned as a unit; an empty ring whose next
+    /// frame comes after it leaves the core idle.
+    #[inline]
+    fn serve_lone(&mut self, c: usize, r: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let tx = self.topo.tx_of_core(c);
+        let core = &mut self.cores[c];
+        let inline = core.worker.is_free_at(*t) && ctx.nic.runs_alone(tx, ctx.costs.tx_lock) && !ctx.cancelled();
+        let horizon = ctx.horizon();
+        let (mut from, mut served) = (*t, 0u32);
+        loop {
+            if !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
+                ctx.stats.busy(c, Activity::RxClean, from, *t);
+                if inline {
+                    if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
+                        (*t, from) = (at, at);
+                        continue;
+                    }
+                }
+                return self.idle(c, *t, ctx);
+            }
+            let d = ctx.costs.t_proc(&core.frame);
+            served = served.wrapping_add(1);
+            let stop = served % 1024 == 0 && ctx.cancelled();
+            if !inline || *t + d > horizon || stop {
+                ctx.stats.busy(c, Activity::RxClean, from, *t);
+                return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
+            }
+            *t += d;
+            ctx.nic.refill(r, *t, 1, ctx.stats);
+            ctx.nic.tx_reclaim(tx, *t, ctx.stats);
+            ctx.nic.send(tx, &core.frame, *t, ctx.queue, ctx.stats);
+        }
+    }
+}
+
 impl Units for Server {
     type Unit = Unit;
 
@@ -147,7 +189,7 @@ impl Units for Server {
                     return;
                 }
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.send(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
             }
             Unit::Lock => {
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
@@ -158,21 +200,16 @@ impl Units for Server {
     }
 
     #[inline]
-    fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        let t = *t;
+    fn next(&mut self, c: usize, tx_time: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let t = *tx_time;
         if let Some(lock) = self.cores[c].lock.take() {
             return Some((Unit::Lock, lock));
         }
         let rings = self.topo.rings_of_core(c);
-        let core = &mut self.cores[c];
-        if core.lone {
-            // What the strategy would pick: the ring's head, whole, if it has one.
-            let r = rings.start;
-            if ctx.nic.take_into(r, t, ctx.stats, &mut core.frame) {
-                return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, ctx.costs.t_proc(&core.frame)));
-            }
-            return self.idle(c, t, ctx);
+        if self.cores[c].lone {
+            return self.serve_lone(c, rings.start, tx_time, ctx);
         }
+        let core = &mut self.cores[c];
         // Choose the next frame.
         ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
         super::ring_views(rings.clone(), &mut core.views, ctx);

@@ -209,6 +209,23 @@ impl TxRing {
         Some(false)
     }
 
+    /// Reclaim every descriptor completed by `now` where no frame waits in the qdisc
+    /// (reclaiming then posts nothing): true; false, reclaiming none, where one waits.
+    #[inline]
+    pub(super) fn reclaim(&mut self, now: Instant) -> bool {
+        if !self.qdisc.is_empty() {
+            return false;
+        }
+        while let Some(&(done, _)) = self.in_flight.peek() {
+            if done > now {
+                break;
+            }
+            self.in_flight.dequeue();
+            self.last_cleaned_done = Some(done);
+        }
+        true
+    }
+
     /// Take the queue's lock at `now` for `hold`: how long the core spins for it plus how
     /// long it holds it (zero for a queue of its own).
     pub(super) fn lock(&mut self, now: Instant, hold: Span) -> Span {
