@@ -24,6 +24,33 @@ use super::ingress::Packet;
 use super::rng::Stream;
 use super::time::Span;
 
+/// Unit exponential draws made ahead.
+const DRAWS: usize = 64;
+
+/// A ring's service stream, its unit exponential draws made `DRAWS` at a time: the `log`
+/// of each is then off the critical path of the frames' times (a frame's start waits for
+/// the previous frame's time), and the numbers are those drawn one at a time, in order,
+/// bit for bit (nothing else draws from the stream).
+struct Draws {
+    stream: Stream,
+    buf: [f64; DRAWS],
+    next: usize,
+}
+
+impl Draws {
+    #[inline]
+    fn next(&mut self) -> f64 {
+        if self.next == DRAWS {
+            for x in &mut self.buf {
+                *x = self.stream.unit_exponential();
+            }
+            self.next = 0;
+        }
+        self.next += 1;
+        self.buf[self.next - 1]
+    }
+}
+
 /// Per-packet and per-event costs.
 pub struct Costs {
     pub t_irq: Span,
@@ -41,7 +68,7 @@ pub struct Costs {
     pub dist: ServiceDist,
     /// The service distribution's streams, one per rx ring (ring 0's is "service"): a
     /// ring's frames draw the same times whatever order the cores run in.
-    rngs: Vec<Stream>,
+    rngs: Vec<Draws>,
     seed: u64,
 }
 
@@ -146,16 +173,25 @@ impl Costs {
         match self.dist {
             ServiceDist::Constant => mean,
             // At most 37 means (1 - U >= 2^-53), a mean at most a step (10 s).
-            ServiceDist::Exponential => Span::from_ps_f64_small(self.stream(p.ring as usize).exponential(mean.ps() as f64)),
+            ServiceDist::Exponential => Span::from_ps_f64_small(self.stream(p.ring as usize).next() * mean.ps() as f64),
         }
     }
 
-    fn stream(&mut self, ring: usize) -> &mut Stream {
-        while self.rngs.len() <= ring {
-            let r = self.rngs.len();
-            self.rngs.push(Stream::new(self.seed, &if r == 0 { "service".to_string() } else { format!("service/ring{r}") }));
+    #[inline]
+    fn stream(&mut self, ring: usize) -> &mut Draws {
+        if ring >= self.rngs.len() {
+            self.add_streams(ring);
         }
         &mut self.rngs[ring]
+    }
+
+    #[cold]
+    fn add_streams(&mut self, ring: usize) {
+        while self.rngs.len() <= ring {
+            let r = self.rngs.len();
+            let name = if r == 0 { "service".to_string() } else { format!("service/ring{r}") };
+            self.rngs.push(Draws { stream: Stream::new(self.seed, &name), buf: [0.0; DRAWS], next: DRAWS });
+        }
     }
 
     /// Mean rx-clean time for a frame size (no division per frame without a per-byte part).

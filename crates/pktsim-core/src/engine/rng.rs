@@ -36,8 +36,15 @@ impl Stream {
     /// Exponentially distributed with the given mean.
     #[inline]
     pub fn exponential(&mut self, mean: f64) -> f64 {
+        self.unit_exponential() * mean
+    }
+
+    /// Exponentially distributed with mean 1 (`exponential(m)` is this times `m`, bit for
+    /// bit).
+    #[inline]
+    pub fn unit_exponential(&mut self) -> f64 {
         // 1 - U is in (0, 1], so the log is finite.
-        -(1.0 - self.uniform()).ln() * mean
+        -(1.0 - self.uniform()).ln()
     }
 
     /// Normally distributed (Box-Muller; one of the pair is used, so each draw costs two
