@@ -210,21 +210,31 @@ impl Ingress for Traffic {
             return;
         }
         let src = &mut self.sources[0];
-        if src.pattern == Pattern::Cbr && src.sizes.len() == 1 {
-            // CBR of one size (what the papers send): `emit`'s steps with the state in
+        if matches!(src.pattern, Pattern::Cbr | Pattern::Poisson) && src.sizes.len() == 1 {
+            // CBR or Poisson of one size (what the papers and the theory checks send):
+            // `emit`'s steps, its draws in its order (flow, then gap), with the state in
             // locals, so the loop runs in registers rather than through memory.
             let size = src.sizes[0].1;
             let wire = self.wire.of(size);
+            let poisson = src.pattern == Pattern::Poisson;
             let (mut next, mut link_free, mut flow) = (src.next_start, self.link_free, src.next_flow);
             let mut n = 0;
             out.reserve(max);
             while n < max && next < HORIZON_PS {
                 let start = Instant::ZERO + Span::from_ps_f64_small(next);
-                next += src.gap_ps;
+                let f = if poisson {
+                    let f = src.rng.below(src.flows as u64) as u32;
+                    next += src.rng.exponential(src.gap_ps);
+                    f
+                } else {
+                    next += src.gap_ps;
+                    let f = flow;
+                    flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
+                    f
+                };
                 let t_wire = start.max(link_free) + wire;
                 link_free = t_wire;
-                out.push(Packet::arriving(t_wire, size, 0, flow));
-                flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
+                out.push(Packet::arriving(t_wire, size, 0, f));
                 n += 1;
             }
             (src.next_start, self.link_free, src.next_flow) = (next, link_free, flow);
