@@ -685,6 +685,7 @@ impl Stats {
         }
     }
 
+    #[inline]
     pub fn poll(&mut self, t: Instant, rx_packets: Option<u32>) {
         if self.in_window(t) {
             self.polls += 1;

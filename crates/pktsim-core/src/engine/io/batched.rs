@@ -58,7 +58,7 @@ struct Core {
     strategy: Box<dyn Strategy>,
     worker: Worker<Unit>,
     /// The frames of the running call (kept from call to call: no allocation per call).
-    moved: Vec<(Packet, usize)>,
+    moved: Vec<Packet>,
     /// When the rings were last found empty (spinning or asleep since then).
     idle_since: Instant,
     views: Vec<RingView>,
@@ -123,29 +123,32 @@ impl Units for Batched {
     #[inline]
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
-            Unit::Call { .. } => {
-                let frames = std::mem::take(&mut self.cores[c].moved);
-                ctx.stats.poll(t, Some(frames.len() as u32));
-                // The call's descriptors go back at its end.
-                ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
-                for r in self.topo.rings_of_core(c) {
-                    ctx.nic.refill(r, t, 1, ctx.stats);
-                }
-                let tx = self.topo.tx_of_core(c);
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                for (p, _) in &frames {
-                    ctx.nic.xmit(tx, p, t, ctx.queue, ctx.stats);
-                }
-                self.cores[c].moved = frames;
-                self.cores[c].moved.clear();
-            }
+            Unit::Call { .. } => self.end_call(c, self.topo.rings_of_core(c), t, ctx),
             Unit::Spin | Unit::Wake => {}
         }
     }
 
+    /// With one ring served in order, a free core and a tx queue no one else waits on
+    /// ([`crate::engine::nic::Nic::runs_alone`]: nothing a call does can raise an event, so
+    /// the horizon stays), the core polls in a run ([`Batched::poll_lone`]).
     #[inline]
     fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        let t = *t;
+        let tx = self.topo.tx_of_core(c);
+        let core = &self.cores[c];
+        let horizon = ctx.horizon();
+        if core.lone && core.worker.is_free_at(*t) && ctx.nic.runs_alone(tx, ctx.costs.tx_lock) && !ctx.cancelled() {
+            let r = self.topo.rings_of_core(c).start;
+            return self.poll_lone(c, r, t, horizon, ctx);
+        }
+        self.next_unit(c, *t, horizon, ctx)
+    }
+}
+
+impl Batched {
+    /// Core `c`'s next unit at `t`: a call of the frames its strategy picks, a spin to the
+    /// next write-back (where it comes by `horizon`), or None (armed to be woken).
+    #[inline]
+    fn next_unit(&mut self, c: usize, t: Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
@@ -164,7 +167,6 @@ impl Units for Batched {
             // the first empty-call boundary at or after it (as a wake-up by that frame
             // would), without the event queue.
             if let Wait::Spin { t_empty } = self.wait {
-                let horizon = ctx.horizon();
                 if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats) {
                     let calls = (at.max(t) - t).div_ceil(Span::from_ps(t_empty.ps().max(1))).max(1);
                     if t + t_empty * calls <= horizon {
@@ -179,16 +181,88 @@ impl Units for Batched {
         let i = turn.ring;
         let r = rings.start + i;
         let n = self.costs.batch.min(ctx.nic.rx(r).len());
-        let frames = &mut core.moved;
+        let (io, work) = self.call(c, r, i, n, t, ctx);
+        Some((Unit::Call { io }, io + work))
+    }
+
+    /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`: the
+    /// call's I/O time and its frames' processing time.
+    #[inline]
+    fn call(&mut self, c: usize, r: usize, i: usize, n: usize, t: Instant, ctx: &mut Ctx) -> (Span, Span) {
+        let core = &mut self.cores[c];
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
         for _ in 0..n {
             let Some(p) = ctx.nic.take(r, t, ctx.stats) else { break };
-            core.strategy.served(i, p.size);
-            io += self.costs.t_packet + Span::from_ps(self.costs.t_byte_fs * p.size as u64 / 1000);
+            if !core.lone {
+                core.strategy.served(i, p.size);
+            }
+            io += self.costs.t_packet;
+            if self.costs.t_byte_fs > 0 {
+                io += Span::from_ps(self.costs.t_byte_fs * p.size as u64 / 1000);
+            }
             work += ctx.costs.t_proc(&p);
-            frames.push((p, r));
+            core.moved.push(p);
         }
-        Some((Unit::Call { io }, io + work))
+        (io, work)
+    }
+
+    /// Core `c`'s call on `rings` ends at `t`: its descriptors go back, completions are
+    /// reclaimed and its frames sent.
+    #[inline]
+    fn end_call(&mut self, c: usize, rings: std::ops::Range<usize>, t: Instant, ctx: &mut Ctx) {
+        let moved = &mut self.cores[c].moved;
+        ctx.stats.poll(t, Some(moved.len() as u32));
+        // Frames due by the call's end see the ring without its descriptors.
+        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
+        for r in rings {
+            ctx.nic.refill(r, t, 1, ctx.stats);
+        }
+        let tx = self.topo.tx_of_core(c);
+        ctx.nic.tx_reclaim(tx, t, ctx.stats);
+        for p in moved.iter() {
+            ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
+        }
+        moved.clear();
+    }
+
+    /// Core `c` polling its one ring `r` from `*t` (what the strategy would pick: the ring
+    /// while it holds a frame): calls, and spins to the next write-back, that end by
+    /// `horizon` run here, charged and applied as `units::run` would; the first that would
+    /// not is returned. Only where nothing a call does can raise an event.
+    #[inline]
+    fn poll_lone(&mut self, c: usize, r: usize, t: &mut Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+        let mut calls = 0u32;
+        loop {
+            ctx.nic.advance_ring_to(r, *t, ctx.stats);
+            let len = ctx.nic.rx(r).len();
+            if len == 0 {
+                self.cores[c].idle_since = *t;
+                if let Wait::Spin { t_empty } = self.wait {
+                    if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats) {
+                        let n = (at.max(*t) - *t).div_ceil(Span::from_ps(t_empty.ps().max(1))).max(1);
+                        let end = *t + t_empty * n;
+                        if end <= horizon {
+                            ctx.stats.empty_polls_add(*t, n);
+                            ctx.stats.busy(c, Activity::Spin, *t, end);
+                            *t = end;
+                            continue;
+                        }
+                    }
+                }
+                super::arm_rings(r..r + 1, ctx);
+                return None;
+            }
+            let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
+            let d = io + work;
+            calls = calls.wrapping_add(1);
+            if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+                return Some((Unit::Call { io }, d));
+            }
+            ctx.stats.busy(c, Activity::Io, *t, *t + io);
+            ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
+            *t += d;
+            self.end_call(c, r..r + 1, *t, ctx);
+        }
     }
 }
 
