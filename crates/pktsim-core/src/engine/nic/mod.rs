@@ -572,8 +572,23 @@ impl Nic {
 
     /// Arm vector `v` at `t`: the next cause (a write-back on its rx ring, the next
     /// completion on its tx ring) schedules an interrupt.
+    ///
+    /// Where a completion is already posted (at `d`) and the policy times the interrupt
+    /// from the last one only (it counts no frames), while the throttle holds it until
+    /// `counter_zero >= d`: whatever cause comes first, the interrupt fires at
+    /// `counter_zero`, so it is scheduled now, as that cause would (the vector masked, its
+    /// ring no longer waking anyone), instead of waiting for the completion's event.
     pub fn arm_vector(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let layout = self.vectors[v].layout;
+        if let Some(d) = layout.tx.and_then(|q| self.tx[q].first_done_after(t)) {
+            let vec = &self.vectors[v];
+            let m = &*vec.moderation;
+            if m.max_frames() == 0 && !m.timer_from_first_cause() && vec.counter_zero >= d {
+                let at = vec.counter_zero;
+                self.schedule_irq(v, at, queue);
+                return;
+            }
+        }
         let vec = &mut self.vectors[v];
         vec.armed = true;
         vec.irq.cancel();
