@@ -177,6 +177,14 @@ impl Nic {
         self.ahead.clear();
         self.at = 0;
         self.ingress.fill(&mut self.ahead, AHEAD);
+        if self.rx.len() == 1 {
+            // One ring: every frame's, whatever the classifier would look at.
+            for p in &mut self.ahead {
+                p.t_ring = p.t_wire + self.dma;
+                p.ring = 0;
+            }
+            return;
+        }
         for p in &mut self.ahead {
             p.t_ring = p.t_wire + self.dma;
             p.ring = self.classifier.ring(p) as u16;
@@ -289,6 +297,19 @@ impl Nic {
     /// [`Nic::advance_ring_before`]'s work, where a frame is due.
     #[inline(never)]
     fn move_due(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        if self.rx.len() == 1 {
+            // One ring: nothing pending, every frame its own.
+            let mut moved = 0u32;
+            while self.next_at < t {
+                moved = moved.wrapping_add(1);
+                if moved % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
+                    return;
+                }
+                self.write_next(0, stats);
+                self.pull();
+            }
+            return;
+        }
         if self.pending[r].front().is_some_and(|p| p.t_ring < t) {
             self.write_pending(r, t, stats);
         }
