@@ -628,9 +628,15 @@ impl Stats {
     /// A packet's descriptor was written to a tx ring at `t_tx`; its last bit leaves at `t_done`.
     #[inline]
     pub fn forwarded(&mut self, p: &Packet, t_tx: Instant, t_done: Instant) {
-        if !self.in_window(t_tx) {
+        // The batch of the last departure lies in the window: one test for both, mostly.
+        let (lo, hi, i) = self.batch_at;
+        let batch = if t_tx >= lo && t_tx < hi {
+            i
+        } else if self.in_window(t_tx) {
+            self.batch_of(t_tx)
+        } else {
             return;
-        }
+        };
         let start = match self.from {
             LatencyFrom::WireIn => p.t_wire,
             LatencyFrom::RxRing => p.t_ring,
@@ -645,7 +651,6 @@ impl Stats {
         if p.t_ring < self.warm {
             self.carried_in += 1;
         }
-        let batch = self.batch_of(t_tx);
         self.each_group(p, |g| g.record(p.size, latency, batch));
         if let Some(b) = self.bucket(t_tx) {
             b.forwarded += 1;

@@ -428,12 +428,18 @@ impl Nic {
     /// The driver gives ring `r`'s taken descriptors back at `t` if it holds at least
     /// `min_batch` of them. Ties: frames due before `t` see the ring without them, a frame
     /// due at `t` finds them free (a descriptor freed at t is available to an arrival at t).
-    #[inline]
+    #[inline(always)]
     pub fn refill(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
         if self.rx[r].unrefilled() >= min_batch.max(1) {
-            self.advance_ring_before(r, t, stats);
-            self.rx[r].refill();
+            self.give_back(r, t, stats);
         }
+    }
+
+    /// [`Nic::refill`]'s work, where there are descriptors to give back.
+    #[inline(never)]
+    fn give_back(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.advance_ring_before(r, t, stats);
+        self.rx[r].refill();
     }
 
     // ------------------------------------------------------------------ transmit
