@@ -168,13 +168,18 @@ impl Costs {
 
     /// A time of mean `mean` for frame `p` drawn from the service distribution
     /// (`host.service`, from its ring's stream): `mean` itself when constant.
-    #[inline]
+    #[inline(always)]
     pub fn draw(&mut self, mean: Span, p: &Packet) -> Span {
         match self.dist {
             ServiceDist::Constant => mean,
-            // At most 37 means (1 - U >= 2^-53), a mean at most a step (10 s).
-            ServiceDist::Exponential => Span::from_ps_f64_small(self.stream(p.ring as usize).next() * mean.ps() as f64),
+            ServiceDist::Exponential => self.draw_exponential(mean, p),
         }
+    }
+
+    #[inline(never)]
+    fn draw_exponential(&mut self, mean: Span, p: &Packet) -> Span {
+        // A unit draw is at most 64, a mean at most a step (10 s): far below 2^62 ps.
+        Span::from_ps_f64_small(self.stream(p.ring as usize).next() * mean.ps() as f64)
     }
 
     #[inline]

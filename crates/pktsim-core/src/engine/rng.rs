@@ -42,9 +42,12 @@ impl Stream {
     /// Exponentially distributed with mean 1 (`exponential(m)` is this times `m`, bit for
     /// bit): `rand_distr`'s ziggurat (`Exp1`), which draws one 64-bit word and compares it
     /// with a table almost always, where inverting the distribution takes a `log`.
+    ///
+    /// Bounded by 64: the ziggurat's tail takes the log of a uniform in [0, 1), infinite
+    /// once in 2^53 tail draws; cutting at 64 means removes a probability of e^-64.
     #[inline]
     pub fn unit_exponential(&mut self) -> f64 {
-        rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, &mut self.0)
+        rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, &mut self.0).min(64.0)
     }
 
     /// Normally distributed (Box-Muller; one of the pair is used, so each draw costs two

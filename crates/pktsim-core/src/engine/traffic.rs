@@ -152,6 +152,38 @@ impl Traffic {
 }
 
 impl Traffic {
+    /// One CBR or Poisson source of one size (what the papers and the theory checks send):
+    /// `emit`'s steps, its draws in its order (flow, then gap), with the state in locals, so
+    /// the loop runs in registers rather than through memory; a loop for each pattern.
+    #[inline(never)]
+    fn fill_one_size<const POISSON: bool>(&mut self, out: &mut Vec<Packet>, max: usize) {
+        let src = &mut self.sources[0];
+        let size = src.sizes[0].1;
+        let wire = self.wire.of(size);
+        let (mut next, mut link_free, mut flow) = (src.next_start, self.link_free, src.next_flow);
+        let mut n = 0;
+        out.reserve(max);
+        while n < max && next < HORIZON_PS {
+            let start = Instant::ZERO + Span::from_ps_f64_small(next);
+            let f = if POISSON {
+                let f = src.rng.below(src.flows as u64) as u32;
+                next += src.rng.exponential(src.gap_ps);
+                f
+            } else {
+                next += src.gap_ps;
+                let f = flow;
+                flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
+                f
+            };
+            let t_wire = start.max(link_free) + wire;
+            link_free = t_wire;
+            out.push(Packet::arriving(t_wire, size, 0, f));
+            n += 1;
+        }
+        (src.next_start, self.link_free, src.next_flow) = (next, link_free, flow);
+        self.generated += n as u64;
+    }
+
     /// Source `i`'s next frame off the link, or None when the sources are done.
     #[inline(always)]
     fn emit(&mut self, i: usize) -> Option<Packet> {
@@ -209,37 +241,13 @@ impl Ingress for Traffic {
             }
             return;
         }
-        let src = &mut self.sources[0];
-        if matches!(src.pattern, Pattern::Cbr | Pattern::Poisson) && src.sizes.len() == 1 {
-            // CBR or Poisson of one size (what the papers and the theory checks send):
-            // `emit`'s steps, its draws in its order (flow, then gap), with the state in
-            // locals, so the loop runs in registers rather than through memory.
-            let size = src.sizes[0].1;
-            let wire = self.wire.of(size);
-            let poisson = src.pattern == Pattern::Poisson;
-            let (mut next, mut link_free, mut flow) = (src.next_start, self.link_free, src.next_flow);
-            let mut n = 0;
-            out.reserve(max);
-            while n < max && next < HORIZON_PS {
-                let start = Instant::ZERO + Span::from_ps_f64_small(next);
-                let f = if poisson {
-                    let f = src.rng.below(src.flows as u64) as u32;
-                    next += src.rng.exponential(src.gap_ps);
-                    f
-                } else {
-                    next += src.gap_ps;
-                    let f = flow;
-                    flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
-                    f
-                };
-                let t_wire = start.max(link_free) + wire;
-                link_free = t_wire;
-                out.push(Packet::arriving(t_wire, size, 0, f));
-                n += 1;
+        let src = &self.sources[0];
+        if src.sizes.len() == 1 {
+            match src.pattern {
+                Pattern::Cbr => return self.fill_one_size::<false>(out, max),
+                Pattern::Poisson => return self.fill_one_size::<true>(out, max),
+                _ => {}
             }
-            (src.next_start, self.link_free, src.next_flow) = (next, link_free, flow);
-            self.generated += n as u64;
-            return;
         }
         for _ in 0..max {
             match self.emit(0) {
