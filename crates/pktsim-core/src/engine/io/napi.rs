@@ -237,6 +237,8 @@ pub struct Napi {
     topo: Topology,
     p: NapiParams,
     jiffy: Span,
+    /// The start of the jiffy last asked for (see `jiffy_start`).
+    jiffy_at: Instant,
     budget_jiffies: u64,
     /// Polls the deferral timer started in the measurement window.
     timer_polls: u64,
@@ -284,7 +286,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new() }
+        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new() }
     }
 
     /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
@@ -308,7 +310,15 @@ impl Napi {
 
     /// The application thread's next step on NAPI core `c`, when it shares the core and
     /// the core has no interrupt or softirq work left.
+    #[inline(always)]
     fn app_next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
+        if self.app.is_none() {
+            return None;
+        }
+        self.app_step(c, t, ctx)
+    }
+
+    fn app_step(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
         let app = self.app.as_mut().filter(|_| self.app_workers.is_empty())?;
         // The NAPI its socket is fed by (sk_napi_id): the core's first ring's.
         let v = self.topo.vector_of_ring(self.topo.rings_of_core(c).start);
@@ -366,9 +376,13 @@ impl Napi {
         napi.with_app(super::af_xdp::app_params(sc))
     }
 
-    /// The start of the jiffy `t` falls in.
-    fn jiffy_start(&self, t: Instant) -> Instant {
-        Instant::from_ps(t.ps() - t.ps() % self.jiffy.ps())
+    /// The start of the jiffy `t` falls in (the last one found is kept: softirqs come many
+    /// to a jiffy, and this spares a 64-bit division each).
+    fn jiffy_start(&mut self, t: Instant) -> Instant {
+        if t < self.jiffy_at || t >= self.jiffy_at + self.jiffy {
+            self.jiffy_at = Instant::from_ps(t.ps() - t.ps() % self.jiffy.ps());
+        }
+        self.jiffy_at
     }
 
     fn napi_schedule(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
