@@ -109,6 +109,9 @@ enum Phase {
 #[derive(Debug)]
 struct Poll {
     vector: usize,
+    /// The vector's rx ring and tx queue (its layout, fixed).
+    rx: Option<usize>,
+    tx: Option<usize>,
     kind: PollKind,
     /// Most rx frames: the NAPI weight, or the busy-poll budget.
     weight: u32,
@@ -118,6 +121,13 @@ struct Poll {
     tx_complete: bool,
     rx_done: u32,
     rx_bytes: u64,
+}
+
+impl Poll {
+    fn new(vector: usize, nic: &Nic, kind: PollKind, weight: u32, phase: Phase) -> Self {
+        let layout = nic.vector(vector).layout();
+        Poll { vector, rx: layout.rx, tx: layout.tx, kind, weight, phase, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 }
+    }
 }
 
 /// Who polls: the softirq or a NAPI thread, or an application busy polling.
@@ -351,7 +361,7 @@ impl Napi {
             self.busy_polls += 1;
         }
         let weight = self.p.busy_poll_budget;
-        self.cores[c].poll = Some(Poll { vector: v, kind, weight, phase: Phase::Tx, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+        self.cores[c].poll = Some(Poll::new(v, ctx.nic, kind, weight, Phase::Tx));
         Some((Work::PollStart, ctx.costs.t_poll))
     }
 
@@ -527,7 +537,7 @@ impl Napi {
     fn finish_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
         let Some(poll) = self.cores[c].poll.take() else { return };
         let v = poll.vector;
-        ctx.stats.poll(t, ctx.nic.vector(v).layout().rx.map(|_| poll.rx_done));
+        ctx.stats.poll(t, poll.rx.map(|_| poll.rx_done));
         let ep = &mut self.napi[v].episode;
         ep.rx_packets += poll.rx_done as u64;
         ep.rx_bytes += poll.rx_bytes;
@@ -699,12 +709,15 @@ impl Units for Napi {
         if let Some((q, d)) = self.cores[c].lock.take() {
             return Some((Work::TxLock(q), d));
         }
+        // Only an interrupt event queues a handler, never a step here: the queue is looked
+        // at once.
+        if let Some(v) = self.cores[c].irq_queue.pop_front() {
+            return Some((Work::Irq(v), ctx.costs.t_irq));
+        }
         loop {
-            if let Some(v) = self.cores[c].irq_queue.pop_front() {
-                return Some((Work::Irq(v), ctx.costs.t_irq));
-            }
             if let Some(poll) = &self.cores[c].poll {
-                let (phase, layout) = (poll.phase, ctx.nic.vector(poll.vector).layout());
+                let phase = poll.phase;
+                let layout = (poll.rx, poll.tx);
                 let core = &mut self.cores[c];
                 let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                 match phase {
@@ -715,7 +728,7 @@ impl Units for Napi {
                         }
                     }
                     Phase::Tx => {
-                        if let Some(q) = layout.tx {
+                        if let Some(q) = layout.1 {
                             // Completed descriptors, one unit each; those that end by the
                             // horizon run here.
                             let d = ctx.costs.t_clean;
@@ -750,7 +763,7 @@ impl Units for Napi {
                         poll.phase = Phase::Rx;
                     }
                     Phase::Rx => {
-                        if let Some(r) = layout.rx {
+                        if let Some(r) = layout.0 {
                             let q = self.topo.tx_of_ring(r);
                             let plain = self.xdp.is_none() && self.app.is_none();
                             if plain && self.cores[c].worker.is_free_at(*t) && ctx.nic.runs_alone(q, ctx.costs.tx_lock) && !ctx.cancelled() {
@@ -836,12 +849,12 @@ impl Units for Napi {
                         v
                     }
                 };
-                core.poll = Some(Poll { vector: v, kind: PollKind::Normal, weight: self.p.weight, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                core.poll = Some(Poll::new(v, ctx.nic, PollKind::Normal, self.p.weight, Phase::Start));
                 continue;
             }
             if self.cores[c].net_rx.active {
                 if let Some(v) = self.next_poll(c, *t, ctx) {
-                    self.cores[c].poll = Some(Poll { vector: v, kind: PollKind::Normal, weight: self.p.weight, phase: Phase::Start, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 });
+                    self.cores[c].poll = Some(Poll::new(v, ctx.nic, PollKind::Normal, self.p.weight, Phase::Start));
                 }
                 continue;
             }
