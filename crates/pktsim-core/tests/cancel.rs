@@ -10,6 +10,28 @@ use std::time::{Duration, Instant};
 use pktsim_core::engine::{run, INTERRUPTED};
 use pktsim_core::Error;
 
+/// Run `sc` with its cancel flag set from another thread `after` a while: how long after
+/// the flag the run returned (interrupted, as it must).
+fn stopped_after_flag(sc: &pktsim_core::scenario::ResolvedScenario, after: Duration, name: &str) -> Duration {
+    let flag = Arc::new(AtomicBool::new(false));
+    let setter = {
+        let flag = flag.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(after);
+            flag.store(true, Ordering::Relaxed);
+            Instant::now()
+        })
+    };
+    let result = run(sc, flag);
+    let stopped = Instant::now();
+    let set_at = setter.join().unwrap();
+    match result {
+        Err(Error::Invalid(m)) => assert_eq!(m, INTERRUPTED, "{name}"),
+        other => panic!("{name}: expected an interrupted run, got {:?}", other.map(|r| r.forwarded_packets)),
+    }
+    stopped.saturating_duration_since(set_at)
+}
+
 #[test]
 fn a_flag_set_from_another_thread_stops_a_run_at_15_gpps() {
     let sc = common::load(
@@ -29,23 +51,7 @@ fn a_flag_set_from_another_thread_stops_a_run_at_15_gpps() {
         "fast.toml",
         &[],
     );
-    let flag = Arc::new(AtomicBool::new(false));
-    let setter = {
-        let flag = flag.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            flag.store(true, Ordering::Relaxed);
-            Instant::now()
-        })
-    };
-    let result = run(&sc, flag);
-    let stopped = Instant::now();
-    let set_at = setter.join().unwrap();
-    match result {
-        Err(Error::Invalid(m)) => assert_eq!(m, INTERRUPTED),
-        other => panic!("expected an interrupted run, got {:?}", other.map(|r| r.forwarded_packets)),
-    }
-    let late = stopped.saturating_duration_since(set_at);
+    let late = stopped_after_flag(&sc, Duration::from_millis(200), "15 Gpps");
     assert!(late < Duration::from_millis(100), "stopped {late:?} after the flag was set");
 }
 
@@ -63,23 +69,7 @@ fn a_flag_stops_runs_of_every_mode_within_100ms() {
     for (name, host, link, rate) in hosts {
         let toml = format!("[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"{link}\"\n[traffic]\nrate = \"{rate}\"\nsize = \"64B\"\n[host]\n{host}\n[measure]\nwarmup = \"0s\"\nduration = \"100s\"\n");
         let sc = common::load(&toml, "modes.toml", &[]);
-        let flag = Arc::new(AtomicBool::new(false));
-        let setter = {
-            let flag = flag.clone();
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(150));
-                flag.store(true, Ordering::Relaxed);
-                Instant::now()
-            })
-        };
-        let result = run(&sc, flag);
-        let stopped = Instant::now();
-        let set_at = setter.join().unwrap();
-        match result {
-            Err(Error::Invalid(m)) => assert_eq!(m, INTERRUPTED, "{name}"),
-            other => panic!("{name}: expected an interrupted run, got {:?}", other.map(|r| r.forwarded_packets)),
-        }
-        let late = stopped.saturating_duration_since(set_at);
+        let late = stopped_after_flag(&sc, Duration::from_millis(150), name);
         assert!(late < Duration::from_millis(100), "{name}: stopped {late:?} after the flag was set");
     }
 }
