@@ -187,12 +187,22 @@ impl Batched {
 
     /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`: the
     /// call's I/O time and its frames' processing time.
-    #[inline]
+    ///
+    /// Each frame is taken straight into its slot of `moved` (a frame returned by value
+    /// and then pushed is copied through the stack in parts, which stalls the load that
+    /// reads it back whole).
+    #[inline(always)]
     fn call(&mut self, c: usize, r: usize, i: usize, n: usize, t: Instant, ctx: &mut Ctx) -> (Span, Span) {
         let core = &mut self.cores[c];
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
-        for _ in 0..n {
-            let Some(p) = ctx.nic.take(r, t, ctx.stats) else { break };
+        debug_assert!(core.moved.is_empty(), "the last call ended");
+        core.moved.resize(n, Packet::default());
+        let mut taken = 0;
+        for p in core.moved.iter_mut() {
+            if !ctx.nic.take_into(r, t, ctx.stats, p) {
+                break;
+            }
+            taken += 1;
             if !core.lone {
                 core.strategy.served(i, p.size);
             }
@@ -200,9 +210,9 @@ impl Batched {
             if self.costs.t_byte_fs > 0 {
                 io += Span::from_ps(self.costs.t_byte_fs * p.size as u64 / 1000);
             }
-            work += ctx.costs.t_proc(&p);
-            core.moved.push(p);
+            work += ctx.costs.t_proc(p);
         }
+        core.moved.truncate(taken);
         (io, work)
     }
 
@@ -210,15 +220,33 @@ impl Batched {
     /// reclaimed and its frames sent.
     #[inline]
     fn end_call(&mut self, c: usize, rings: std::ops::Range<usize>, t: Instant, ctx: &mut Ctx) {
-        let moved = &mut self.cores[c].moved;
-        ctx.stats.poll(t, Some(moved.len() as u32));
+        if rings.len() == 1 {
+            return self.end_call_one(c, rings.start, t, ctx);
+        }
+        ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         // Frames due by the call's end see the ring without its descriptors.
         ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
+        self.send_moved(c, t, ctx);
+    }
+
+    /// [`Batched::end_call`] of a core with one ring, `r`.
+    #[inline(always)]
+    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
+        ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
+        ctx.nic.advance_ring_to(r, t, ctx.stats);
+        ctx.nic.refill(r, t, 1, ctx.stats);
+        self.send_moved(c, t, ctx);
+    }
+
+    /// Completions of core `c`'s tx queue are reclaimed at `t` and the call's frames sent.
+    #[inline(always)]
+    fn send_moved(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
         let tx = self.topo.tx_of_core(c);
         ctx.nic.tx_reclaim(tx, t, ctx.stats);
+        let moved = &mut self.cores[c].moved;
         for p in moved.iter() {
             ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
         }
@@ -261,7 +289,7 @@ impl Batched {
             ctx.stats.busy(c, Activity::Io, *t, *t + io);
             ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
             *t += d;
-            self.end_call(c, r..r + 1, *t, ctx);
+            self.end_call_one(c, r, *t, ctx);
         }
     }
 }
