@@ -44,12 +44,15 @@ impl IxgbeDynamic {
         if timepassed_us == 0 {
             return state;
         }
-        let bytes_perint = bytes / timepassed_us; // bytes per us = MB/s
+        // The driver's `bytes_perint = bytes / timepassed_us` (bytes per us = MB/s) against
+        // 10 and 20, without the divisions: for whole numbers, floor(b / u) > k exactly
+        // when b >= (k + 1) u.
+        let above = |k: u64| bytes >= (k + 1) * timepassed_us;
         match state {
-            ItrState::Lowest if bytes_perint > 10 => ItrState::Low,
-            ItrState::Low if bytes_perint > 20 => ItrState::Bulk,
-            ItrState::Low if bytes_perint <= 10 => ItrState::Lowest,
-            ItrState::Bulk if bytes_perint <= 20 => ItrState::Low,
+            ItrState::Lowest if above(10) => ItrState::Low,
+            ItrState::Low if above(20) => ItrState::Bulk,
+            ItrState::Low if !above(10) => ItrState::Lowest,
+            ItrState::Bulk if !above(20) => ItrState::Low,
             s => s,
         }
     }
@@ -115,6 +118,27 @@ mod tests {
         // for t = 500, which the NIC runs as 488 & 0xFF8 -> 61 * 2.048 us = 124.9 us.
         assert_eq!(m.itr, 490);
         assert_eq!(m.interval(), Span::from_ps(124_928_000));
+    }
+
+    /// The state changes exactly where the driver's integer `bytes / timepassed_us`
+    /// crosses 10 and 20 (the division is written as a product).
+    #[test]
+    fn the_thresholds_are_the_drivers_division() {
+        for itr in [4, 40, 41, 200, 336, 490, 500, 4095] {
+            let mut m = IxgbeDynamic::new(8000);
+            m.itr = itr;
+            let u = (itr >> 2) as u64;
+            for bytes in 0..(25 * u + 3) {
+                let per = bytes / u;
+                for (state, want) in [
+                    (ItrState::Lowest, if per > 10 { ItrState::Low } else { ItrState::Lowest }),
+                    (ItrState::Low, if per > 20 { ItrState::Bulk } else if per <= 10 { ItrState::Lowest } else { ItrState::Low }),
+                    (ItrState::Bulk, if per <= 20 { ItrState::Low } else { ItrState::Bulk }),
+                ] {
+                    assert_eq!(m.update(state, 1, bytes), want, "itr {itr}, {bytes} bytes, {state:?}");
+                }
+            }
+        }
     }
 
     #[test]
