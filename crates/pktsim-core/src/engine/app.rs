@@ -164,9 +164,9 @@ impl App {
     }
 
     /// Thread `i`'s wake-up timer popped: true if it is now runnable.
-    pub fn on_wake(&mut self, i: usize, gen: u32, t: Instant, stats: &Stats) -> bool {
+    pub fn on_wake(&mut self, i: usize, gen: u32, t: Instant, queue: &mut EventQueue, stats: &Stats) -> bool {
         let th = &mut self.threads[i];
-        if !th.wake.fired(gen) || th.state != State::Waking {
+        if !th.wake.fired(gen, queue) || th.state != State::Waking {
             return false;
         }
         th.state = State::Runnable { fresh: true };

@@ -75,7 +75,7 @@ impl Interference {
     /// begins now (None for a stale timer); the timer is set for the core's next event.
     pub fn fire(&mut self, c: usize, gen: u32, now: Instant, queue: &mut EventQueue) -> Option<Span> {
         let core = self.cores.get_mut(c)?;
-        if !core.timer.fired(gen) {
+        if !core.timer.fired(gen, queue) {
             return None;
         }
         let d = if core.next_tick <= now {

@@ -3,9 +3,13 @@
 //! The queue is a binary heap ordered by (time, insertion number), so events at the same
 //! picosecond run in the order they were scheduled; it knows no component. Components keep
 //! their own state; an event only says whose it is ([`Key`]). A component that may have to
-//! take back an event it scheduled owns a [`Timer`] for it: setting the timer again or
+//! take back an event it scheduled owns a [`Timer`] for it: setting the timer earlier or
 //! cancelling it makes the event already in the heap stale, and its owner ignores it when
-//! it pops (the heap is never searched).
+//! it pops (the heap is never searched). Setting it later leaves its event where it is:
+//! when that pops, too early, the timer puts it back at its time, with the insertion number
+//! it was given when it was set, so events run in the same order as if it had been
+//! scheduled anew (a deferral timer pushed back at every poll would otherwise fill the heap
+//! with stale events, one per poll).
 
 use super::time::Instant;
 
@@ -174,8 +178,11 @@ pub struct EventQueue {
     steps: Heap,
     other: Heap,
     seq: u64,
-    /// Events scheduled so far (stale ones included).
+    /// Events put into the heap so far (stale ones included, a timer's event put back
+    /// counted again).
     pub scheduled: u64,
+    /// The time of the last event popped.
+    now: Instant,
 }
 
 impl EventQueue {
@@ -185,9 +192,22 @@ impl EventQueue {
 
     #[inline]
     pub fn schedule(&mut self, time: Instant, kind: EventKind) {
+        let seq = self.next_seq();
+        self.put(time, seq, kind);
+    }
+
+    /// A new insertion number: the one the next event scheduled would get.
+    #[inline]
+    fn next_seq(&mut self) -> u64 {
         self.seq += 1;
+        self.seq
+    }
+
+    /// Put an event into the heap with insertion number `seq`.
+    #[inline]
+    fn put(&mut self, time: Instant, seq: u64, kind: EventKind) {
         self.scheduled += 1;
-        let e = Entry::new(time, self.seq, kind);
+        let e = Entry::new(time, seq, kind);
         match kind {
             EventKind::Timer(Key::Step(_), _) => self.steps.push(e.time, e.seq, e.arg),
             _ => self.other.push(e.time, e.seq, e.arg),
@@ -201,7 +221,9 @@ impl EventQueue {
             (Some(_), None) => &mut self.steps,
             _ => &mut self.other,
         };
-        heap.pop().map(|e| (Instant::from_ps(e.time), e.kind()))
+        let e = heap.pop()?;
+        self.now = Instant::from_ps(e.time);
+        Some((self.now, e.kind()))
     }
 
     /// Time of the next event (the horizon up to which a component may run ahead).
@@ -232,25 +254,46 @@ impl EventQueue {
 }
 
 /// One cancellable event of a component: at most one of its events is valid at a time.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Timer {
     gen: u32,
     pending: bool,
+    /// When it is due, its key, and the insertion number it was given when set.
+    at: Instant,
+    key: Key,
+    seq: u64,
+    /// Its event of the current generation is in the queue, at `queued_at` (no later than
+    /// `at`; before it when it is to be put back).
+    queued: bool,
+    queued_at: Instant,
+}
+
+impl Default for Timer {
+    fn default() -> Self {
+        Timer { gen: 0, pending: false, at: Instant::ZERO, key: Key::Step(0), seq: 0, queued: false, queued_at: Instant::ZERO }
+    }
 }
 
 impl Timer {
-    /// Schedule the event `key` at `at`; an event this timer had pending becomes stale.
+    /// Schedule the event `key` at `at`, in place of any this timer had pending. An event
+    /// of it already in the queue before `at` stays there and is put back at `at` when it
+    /// pops ([`Timer::fired`]); one at or after `at` becomes stale.
     #[inline]
     pub fn set(&mut self, queue: &mut EventQueue, at: Instant, key: Key) {
-        self.gen = self.gen.wrapping_add(1);
-        self.pending = true;
-        queue.schedule(at, EventKind::Timer(key, self.gen));
+        let seq = queue.next_seq();
+        // Only an event strictly before `at` is kept: one at `at` itself would run in the
+        // place of its own, earlier set, not of this one.
+        if !(self.queued && self.queued_at < at && self.key == key) {
+            self.gen = self.gen.wrapping_add(1);
+            queue.put(at, seq, EventKind::Timer(key, self.gen));
+            (self.queued, self.queued_at) = (true, at);
+        }
+        (self.pending, self.at, self.key, self.seq) = (true, at, key, seq);
     }
 
     /// Make the pending event, if any, stale.
     #[inline]
     pub fn cancel(&mut self) {
-        self.gen = self.gen.wrapping_add(1);
         self.pending = false;
     }
 
@@ -260,16 +303,25 @@ impl Timer {
         self.pending
     }
 
-    /// An event of this timer popped with generation `gen`: true (and no longer pending) if
-    /// it is the valid one, false if it is stale.
+    /// An event of this timer popped with generation `gen` (at the queue's `now`): true
+    /// (and no longer pending) if it is the valid one and due; false if it is stale, or
+    /// came before the time the timer was set to since (then it is put back at that time).
     #[inline]
-    pub fn fired(&mut self, gen: u32) -> bool {
-        if self.pending && self.gen == gen {
-            self.pending = false;
-            true
-        } else {
-            false
+    pub fn fired(&mut self, gen: u32, queue: &mut EventQueue) -> bool {
+        if gen != self.gen {
+            return false;
         }
+        self.queued = false;
+        if !self.pending {
+            return false;
+        }
+        if queue.now < self.at {
+            queue.put(self.at, self.seq, EventKind::Timer(self.key, self.gen));
+            (self.queued, self.queued_at) = (true, self.at);
+            return false;
+        }
+        self.pending = false;
+        true
     }
 }
 
@@ -335,23 +387,72 @@ mod tests {
     }
 
     #[test]
-    fn a_timer_set_again_or_cancelled_leaves_its_old_event_stale() {
+    fn a_timer_set_earlier_or_cancelled_leaves_its_old_event_stale() {
         let mut q = EventQueue::new();
         let mut t = Timer::default();
-        t.set(&mut q, at(10), Key::Irq(0));
         t.set(&mut q, at(20), Key::Irq(0));
-        let (_, EventKind::Timer(_, g1)) = q.pop().unwrap() else { panic!() };
-        assert!(!t.fired(g1), "the event of the first set is stale");
-        assert!(t.is_pending());
+        t.set(&mut q, at(10), Key::Irq(0));
+        let (when, EventKind::Timer(_, g1)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(10));
+        assert!(t.fired(g1, &mut q));
+        assert!(!t.is_pending());
+        assert!(!t.fired(g1, &mut q), "an event fires once");
         let (when, EventKind::Timer(_, g2)) = q.pop().unwrap() else { panic!() };
         assert_eq!(when, at(20));
-        assert!(t.fired(g2));
-        assert!(!t.is_pending());
-        assert!(!t.fired(g2), "an event fires once");
+        assert!(!t.fired(g2, &mut q), "the event of the first set is stale");
         t.set(&mut q, at(30), Key::Irq(0));
         t.cancel();
         let (_, EventKind::Timer(_, g3)) = q.pop().unwrap() else { panic!() };
-        assert!(!t.fired(g3), "cancelled");
+        assert!(!t.fired(g3, &mut q), "cancelled");
+        assert_eq!(q.pop(), None);
         assert_eq!(q.scheduled, 3);
+    }
+
+    /// A timer set later stays in the queue at its first time and is put back at the new
+    /// one when it pops there, with the insertion number of the later set: the events run
+    /// in the order they would if every set scheduled an event of its own.
+    #[test]
+    fn a_timer_set_later_runs_in_the_order_of_its_last_set() {
+        let mut q = EventQueue::new();
+        let mut t = Timer::default();
+        t.set(&mut q, at(10), Key::Defer(1));
+        q.schedule(at(30), EventKind::Arrival);
+        t.set(&mut q, at(30), Key::Defer(1)); // after the arrival at 30
+        q.schedule(at(30), EventKind::End);
+        t.set(&mut q, at(20), Key::Defer(1)); // earlier than 30, later than 10: after all
+        assert_eq!(q.scheduled, 3, "two sets later than the event in the queue push nothing");
+        let (when, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(10));
+        assert!(!t.fired(g, &mut q), "too early: put back");
+        assert!(t.is_pending());
+        let (when, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(20));
+        assert!(t.fired(g, &mut q));
+        assert_eq!(q.pop(), Some((at(30), EventKind::Arrival)));
+        assert_eq!(q.pop(), Some((at(30), EventKind::End)));
+        // Set to 40, then later to 50 while its event waits: it fires at 50, after an event
+        // scheduled for 50 between the two sets.
+        t.set(&mut q, at(40), Key::Defer(1));
+        q.schedule(at(50), EventKind::Arrival);
+        t.set(&mut q, at(50), Key::Defer(1));
+        let (when, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(40));
+        assert!(!t.fired(g, &mut q));
+        assert_eq!(q.pop(), Some((at(50), EventKind::Arrival)));
+        let (when, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(50));
+        assert!(t.fired(g, &mut q));
+        assert_eq!(q.pop(), None);
+        // Set again to the time its event is at: that event is stale, the new one runs
+        // after what was scheduled for that time in between.
+        t.set(&mut q, at(60), Key::Defer(1));
+        q.schedule(at(60), EventKind::Arrival);
+        t.set(&mut q, at(60), Key::Defer(1));
+        let (_, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert!(!t.fired(g, &mut q), "the first set's event is stale");
+        assert_eq!(q.pop(), Some((at(60), EventKind::Arrival)));
+        let (when, EventKind::Timer(_, g)) = q.pop().unwrap() else { panic!() };
+        assert_eq!(when, at(60));
+        assert!(t.fired(g, &mut q));
     }
 }

@@ -889,7 +889,7 @@ impl IoMode for Napi {
         match key {
             Key::Step(c) => units::on_step(self, c as usize, gen, ctx),
             // napi_watchdog: schedule the NAPI and raise the softirq, no device interrupt.
-            Key::Defer(v) if self.napi[v as usize].defer_timer.fired(gen) => {
+            Key::Defer(v) if self.napi[v as usize].defer_timer.fired(gen, ctx.queue) => {
                 let (v, now) = (v as usize, ctx.now);
                 let c = ctx.nic.vector(v).layout().core;
                 // A busy poller that has the NAPI meanwhile keeps it (NAPI_STATE_MISSED).
@@ -904,7 +904,7 @@ impl IoMode for Napi {
             // The application thread a frame woke runs (after the softirq work on its core).
             Key::App(i) => {
                 let (i, now) = (i as usize, ctx.now);
-                if self.app.as_mut().is_some_and(|a| a.on_wake(i, gen, now, ctx.stats)) {
+                if self.app.as_mut().is_some_and(|a| a.on_wake(i, gen, now, ctx.queue, ctx.stats)) {
                     let core = self.app_core(i);
                     if self.worker(core).is_idle() {
                         units::run(self, core, now, ctx);
@@ -912,7 +912,7 @@ impl IoMode for Napi {
                 }
             }
             // A woken NAPI thread is scheduled on its core.
-            Key::Wake(v) if self.napi[v as usize].wake.fired(gen) => {
+            Key::Wake(v) if self.napi[v as usize].wake.fired(gen, ctx.queue) => {
                 let (v, now) = (v as usize, ctx.now);
                 let c = ctx.nic.vector(v).layout().core;
                 self.thread_runnable(c, v, now, ctx);

@@ -269,13 +269,13 @@ impl IoMode for ThreadedNapi {
             Key::Step(c) => units::on_step(self, c as usize, gen, ctx),
             Key::Wake(c) => {
                 let c = c as usize;
-                if self.threads[c].wake.fired(gen) && self.threads[c].waking {
+                if self.threads[c].wake.fired(gen, ctx.queue) && self.threads[c].waking {
                     let now = ctx.now;
                     self.wake(c, now, ctx);
                 }
             }
             // napi_watchdog: the deferral timer schedules the NAPI, which wakes the thread.
-            Key::Defer(c) if self.threads[c as usize].defer.fired(gen) => {
+            Key::Defer(c) if self.threads[c as usize].defer.fired(gen, ctx.queue) => {
                 let (c, now) = (c as usize, ctx.now);
                 if ctx.stats.in_window(now) {
                     self.timer_polls += 1;

@@ -167,7 +167,7 @@ pub fn end<M: Units>(m: &mut M, core: usize, t: Instant, ctx: &mut Ctx) {
 
 /// The step timer of `core` popped with `gen`: run the core on if the event is current.
 pub fn on_step<M: Units>(m: &mut M, core: usize, gen: u32, ctx: &mut Ctx) {
-    if m.worker(core).timer.fired(gen) {
+    if m.worker(core).timer.fired(gen, ctx.queue) {
         let now = ctx.now;
         run(m, core, now, ctx);
     }

@@ -700,11 +700,11 @@ impl Nic {
     /// which fires and is returned for the host to handle.
     pub fn on_timer(&mut self, key: Key, gen: u32, now: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Irq> {
         match key {
-            Key::TxCause(v) if self.vectors[v as usize].tx_cause.fired(gen) => {
+            Key::TxCause(v) if self.vectors[v as usize].tx_cause.fired(gen, queue) => {
                 self.cause(v as usize, now, queue);
                 None
             }
-            Key::Irq(v) if self.vectors[v as usize].irq.fired(gen) => {
+            Key::Irq(v) if self.vectors[v as usize].irq.fired(gen, queue) => {
                 let vec = &mut self.vectors[v as usize];
                 vec.fire(now);
                 // A counting policy's ring stops waking the vector once it fired.
