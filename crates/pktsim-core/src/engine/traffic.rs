@@ -184,6 +184,19 @@ impl Traffic {
         self.generated += n as u64;
     }
 
+    /// The source whose next frame starts first (the first such, on a tie). Few sources:
+    /// a linear scan beats a heap (sources with no share never win).
+    #[inline(always)]
+    fn next_source(&self) -> usize {
+        let mut best = 0;
+        for i in 1..self.sources.len() {
+            if self.sources[i].next_start < self.sources[best].next_start {
+                best = i;
+            }
+        }
+        best
+    }
+
     /// Source `i`'s next frame off the link, or None when the sources are done.
     #[inline(always)]
     fn emit(&mut self, i: usize) -> Option<Packet> {
@@ -213,14 +226,7 @@ impl Ingress for Traffic {
 
     #[inline]
     fn next_into(&mut self, out: &mut Packet) -> bool {
-        // Few sources: a linear scan beats a heap (sources with no share never win).
-        let mut best = 0;
-        for i in 1..self.sources.len() {
-            if self.sources[i].next_start < self.sources[best].next_start {
-                best = i;
-            }
-        }
-        match self.emit(best) {
+        match self.emit(self.next_source()) {
             Some(p) => {
                 *out = p;
                 true
@@ -229,15 +235,17 @@ impl Ingress for Traffic {
         }
     }
 
-    /// One source alone needs no merge: its frames come in one tight loop.
+    /// One source alone needs no merge: its frames come in one tight loop. Several are
+    /// merged frame by frame, each frame pushed as it is made (made into a local first, it
+    /// was copied through the stack in parts and read back whole).
     fn fill(&mut self, out: &mut Vec<Packet>, max: usize) {
         if self.sources.len() != 1 {
-            let mut p = Packet::default();
+            out.reserve(max);
             for _ in 0..max {
-                if !self.next_into(&mut p) {
-                    return;
+                match self.emit(self.next_source()) {
+                    Some(p) => out.push(p),
+                    None => return,
                 }
-                out.push(p);
             }
             return;
         }
@@ -353,26 +361,41 @@ mod tests {
         assert!(p.next_packet().is_none_or(|f| f.t_wire.ps() < 4_000_000_000_000_000_000));
     }
 
-    /// A batch (`fill`, with its loop for CBR of one size) holds the frames one at a time
-    /// gives, for every pattern.
+    /// A batch (`fill`, with its loops for CBR and Poisson of one size and its merge of
+    /// several sources) holds the frames one at a time gives, for every pattern alone and
+    /// for sources of every pattern merged.
     #[test]
     fn batches_hold_the_frames_one_at_a_time_gives() {
+        let mut cases: Vec<Vec<ResolvedSource>> = Vec::new();
         for pattern in [Pattern::Cbr, Pattern::Poisson, Pattern::Normal, Pattern::Burst] {
             let mut s = src(pattern, 1.0, 64);
             s.cv = 0.3;
             s.burst = 4;
+            cases.push(vec![s]);
+        }
+        cases.push([(Pattern::Cbr, 0.1, 64), (Pattern::Poisson, 0.4, 1518), (Pattern::Normal, 0.2, 576), (Pattern::Burst, 0.3, 64)].iter().map(|&(pattern, share, size)| {
+            let mut s = src(pattern, share, size);
+            s.cv = 0.3;
+            s.burst = 4;
+            s
+        }).collect());
+        for sources in cases {
             let one: Vec<Packet> = {
-                let mut t = Traffic::new(&[s.clone()], 2e6, 1e10, 20, 5);
+                let mut t = Traffic::new(&sources, 2e6, 1e10, 20, 5);
                 (0..1000).map(|_| t.next()).collect()
             };
-            let mut t = Traffic::new(&[s], 2e6, 1e10, 20, 5);
+            let mut t = Traffic::new(&sources, 2e6, 1e10, 20, 5);
             let mut batch = Vec::new();
             while batch.len() < 1000 {
                 let want = 64.min(1000 - batch.len());
                 t.fill(&mut batch, want);
             }
-            assert_eq!(batch, one, "{pattern:?}");
+            let patterns: Vec<Pattern> = sources.iter().map(|s| s.pattern).collect();
+            assert_eq!(batch, one, "{patterns:?}");
             assert_eq!(t.delivered(), 1000);
+            if sources.len() > 1 {
+                assert!((0..sources.len()).all(|i| batch.iter().any(|p| p.source as usize == i)), "every source sends");
+            }
         }
     }
 
