@@ -14,6 +14,10 @@
 //! Each case runs in three rounds, interleaved with the bare loop; each figure is the
 //! fastest round (other work on a shared machine only ever slows a round down).
 //!
+//! Then every bundled scenario and example as it is (its own load and duration), the
+//! fastest of three runs each, against the same bare loop: the speed of a user's first
+//! runs, in every I/O mode the examples cover.
+//!
 //! Run: `cargo bench -p pktsim-core --bench engine` (or `make bench`, which adds the sweep
 //! and start-up figures). `PKTSIM_BENCH_ONLY=name` runs one case once (for `perf record`
 //! or `valgrind --tool=callgrind`), the bare loop included (`bare-heap-md1k`).
@@ -222,6 +226,36 @@ fn trace_read() -> Timed {
     Timed { packets, events: 0, wall_s }
 }
 
+/// A bundled scenario or example file as it is (a chain of nodes too): build, run and
+/// report, timed as the cases are.
+fn bundled_file(path: &Path) -> Timed {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{origin}: {e}"));
+    let table = pktsim_core::loader::parse_toml_table(&text, &origin).unwrap_or_else(|e| panic!("{e}"));
+    if pktsim_core::scenario::chain::is_chain(&table) {
+        let chain = pktsim_core::scenario::chain::resolve(&table, &origin, path.parent().unwrap_or(Path::new("."))).unwrap_or_else(|e| panic!("{e}"));
+        let t = Instant::now();
+        let r = pktsim_core::engine::chain::run(&chain, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        return Timed { packets: r.top.sim_packets, events: r.top.events, wall_s: t.elapsed().as_secs_f64() };
+    }
+    let sc = Scenario::load_path(path, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let t = Instant::now();
+    let r = run(&sc, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+    Timed { packets: r.sim_packets, events: r.events, wall_s: t.elapsed().as_secs_f64() }
+}
+
+/// Every bundled scenario (`python/pktsim/scenarios`) and example (`examples`), sorted.
+fn bundled_files() -> Vec<std::path::PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for dir in ["python/pktsim/scenarios", "examples"] {
+        let mut v: Vec<_> = std::fs::read_dir(root.join(dir)).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect()).unwrap_or_default();
+        v.sort();
+        files.extend(v);
+    }
+    files
+}
+
 type Case = (&'static str, fn() -> Timed);
 
 const CASES: &[Case] = &[
@@ -347,4 +381,17 @@ fn main() {
     goal("trace read and decode: M frames/s on one core (on CPU)", 1e3 / trace_cpu_ns, 20.0);
     let (one, many) = (case_rss_mb("napi-1core-1.5Mpps"), case_rss_mb("napi-64cores"));
     println!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
+
+    // Every bundled scenario and example as it is (its own load and duration; build and
+    // report included, as in the cases): where a user's first runs stand.
+    println!();
+    println!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
+    for path in bundled_files() {
+        let ts: Vec<Timed> = (0..ROUNDS).map(|_| bundled_file(&path)).collect();
+        let Some(t) = best(&ts) else { continue };
+        let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let dir = if path.parent().is_some_and(|p| p.ends_with("examples")) { "examples/" } else { "scenarios/" };
+        println!("{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}", format!("{dir}{name}"), t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, bare_ns / t.ns_per_packet());
+    }
+    println!("(the fastest of {ROUNDS} runs each)");
 }
