@@ -448,6 +448,20 @@ impl Nic {
     /// [`Nic::refill`]'s work, where there are descriptors to give back.
     #[inline(never)]
     fn give_back(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.give_back_inline(r, t, stats);
+    }
+
+    /// [`Nic::refill`] with its work inline, for a loop that gives back a descriptor per
+    /// frame (a server's frame ends, a busy poller's call of one frame).
+    #[inline(always)]
+    pub fn refill_inline(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
+        if self.rx[r].unrefilled() >= min_batch.max(1) {
+            self.give_back_inline(r, t, stats);
+        }
+    }
+
+    #[inline(always)]
+    fn give_back_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         self.advance_ring_before(r, t, stats);
         self.rx[r].refill();
     }
