@@ -36,8 +36,10 @@ pub struct TraceReplay {
     /// Gaps are divided by this.
     scale: f64,
     looped: bool,
-    /// Passes completed.
+    /// Passes completed, and where this pass starts (`pass` periods in, ps; one
+    /// multiplication per pass, not per frame).
     pass: u64,
+    pass_start_ps: f64,
     /// Frames read in this pass.
     in_pass: u64,
     wire: WireTime,
@@ -52,7 +54,7 @@ impl TraceReplay {
         let reader = TraceReader::open(Path::new(&summary.path)).and_then(|mut r| r.rewind(&summary.start).map(|()| r)).ok();
         let own = summary.rate_pps();
         let scale = if own > 0.0 && rate_pps > 0.0 { rate_pps / own } else { 1.0 };
-        TraceReplay { summary, reader, scale, looped, pass: 0, in_pass: 0, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, delivered: 0 }
+        TraceReplay { summary, reader, scale, looped, pass: 0, pass_start_ps: 0.0, in_pass: 0, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, delivered: 0 }
     }
 }
 
@@ -74,16 +76,18 @@ impl Ingress for TraceReplay {
                     return false;
                 }
                 self.pass += 1;
+                self.pass_start_ps = self.pass as f64 * s.period_ps();
                 self.in_pass = 0;
                 continue;
             };
             self.in_pass += 1;
-            let start_ps = (self.pass as f64 * s.period_ps() + (f.t_ps - s.start_t_ps) as f64) / self.scale;
+            let start_ps = (self.pass_start_ps + (f.t_ps - s.start_t_ps) as f64) / self.scale;
             if !(start_ps < HORIZON_PS) {
                 return false;
             }
             let Some(&flow) = s.flow_of.get(&f.key) else { continue };
-            let t_wire = (Instant::ZERO + Span::from_ps_f64(start_ps)).max(self.link_free) + self.wire.of(f.size);
+            // Below the horizon, so below 2^62 ps: the short conversion.
+            let t_wire = (Instant::ZERO + Span::from_ps_f64_small(start_ps)).max(self.link_free) + self.wire.of(f.size);
             self.link_free = t_wire;
             self.delivered += 1;
             *out = Packet::arriving(t_wire, f.size, 0, flow);
