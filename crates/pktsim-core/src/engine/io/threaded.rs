@@ -59,7 +59,9 @@ pub struct ThreadParams {
 pub enum Unit {
     Wakeup,
     PollStart,
-    Packet(Packet, usize),
+    /// Processing the thread's `frame`, taken from ring `.0` (units carry no frame: see
+    /// `units::run`).
+    Packet(usize),
 }
 
 struct Thread {
@@ -71,8 +73,10 @@ struct Thread {
     /// way.
     cur: usize,
     in_poll: bool,
-    /// Frames the current poll took from its ring, not yet processed.
+    /// Frames the current poll took from its ring, not yet processed, and the one being
+    /// processed.
     batch: VecDeque<(Packet, usize)>,
+    frame: Packet,
     /// Deferral: frames the current poll took, empty polls still to be driven by the
     /// timer, the timer, and whether its wake-up owes a poll even of an empty ring.
     took: usize,
@@ -118,6 +122,7 @@ impl ThreadedNapi {
                 cur: topo.queues_per_core() - 1,
                 in_poll: false,
                 batch: VecDeque::new(),
+                frame: Packet::default(),
                 took: 0,
                 more: false,
                 defer_left: 0,
@@ -162,10 +167,10 @@ impl Units for ThreadedNapi {
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
             Unit::Wakeup | Unit::PollStart => {}
-            Unit::Packet(p, _) => {
+            Unit::Packet(_) => {
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, &p, t, ctx.queue, ctx.stats);
+                ctx.nic.send(tx, &self.threads[c].frame, t, ctx.queue, ctx.stats);
             }
         }
     }
@@ -182,8 +187,9 @@ impl Units for ThreadedNapi {
         loop {
             if th.in_poll {
                 if let Some((p, r)) = th.batch.pop_front() {
-                    let d = ctx.costs.t_proc(&p);
-                    return Some((Unit::Packet(p, r), d));
+                    th.frame = p;
+                    let d = ctx.costs.t_proc(&th.frame);
+                    return Some((Unit::Packet(r), d));
                 }
                 // veth_xdp_rcv consumes the ring frame by frame until it is empty or the
                 // weight is used; GRO hands the frames to the stack in lists of
