@@ -16,7 +16,7 @@ use crate::scenario::{Pattern, ResolvedSource};
 
 use super::ingress::{Ingress, Packet};
 use super::rng::Stream;
-use super::time::{Instant, Span, WireTime};
+use super::time::{wire_time, Instant, Span, WireTime};
 
 struct SourceGen {
     pattern: Pattern,
@@ -27,26 +27,29 @@ struct SourceGen {
     /// Mean gap in picoseconds (f64: exact CBR spacing over long runs).
     gap_ps: f64,
     next_start: f64,
-    /// Cumulative size distribution: (upper bound of U, size).
-    sizes: Vec<(f64, u16)>,
+    /// Cumulative size distribution: (upper bound of U, size, the size's time on the
+    /// link), so that frames of mixed sizes need no wire time computed each.
+    sizes: Vec<(f64, u16, Span)>,
     flows: u32,
     next_flow: u32,
     rng: Stream,
 }
 
 impl SourceGen {
+    /// A frame's size and its time on the link.
     #[inline(always)]
-    fn sample_size(&mut self) -> u16 {
+    fn sample_size(&mut self) -> (u16, Span) {
         if self.sizes.len() == 1 {
-            return self.sizes[0].1;
+            return (self.sizes[0].1, self.sizes[0].2);
         }
         let u = self.rng.uniform();
-        for &(bound, size) in &self.sizes {
+        for &(bound, size, wire) in &self.sizes {
             if u < bound {
-                return size;
+                return (size, wire);
             }
         }
-        self.sizes[self.sizes.len() - 1].1
+        let (_, size, wire) = self.sizes[self.sizes.len() - 1];
+        (size, wire)
     }
 
     #[inline(always)]
@@ -116,7 +119,7 @@ impl Traffic {
                     .into_iter()
                     .map(|(b, p)| {
                         acc += p;
-                        (acc, b as u16)
+                        (acc, b as u16, wire_time(b, overhead, link_bps))
                     })
                     .collect();
                 // Sources start at a random phase so that several of them do not coincide.
@@ -207,10 +210,10 @@ impl Traffic {
             return None;
         }
         let start = Instant::ZERO + Span::from_ps_f64_small(src.next_start);
-        let size = src.sample_size();
+        let (size, wire) = src.sample_size();
         let flow = src.sample_flow();
         src.advance();
-        let t_wire = start.max(self.link_free) + self.wire.of(size);
+        let t_wire = start.max(self.link_free) + wire;
         self.link_free = t_wire;
         self.generated += 1;
         Some(Packet::arriving(t_wire, size, i as u16, flow))
