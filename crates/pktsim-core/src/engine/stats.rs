@@ -673,7 +673,9 @@ impl Stats {
         if p.t_ring < self.warm {
             self.carried_in += 1;
         }
-        let batch = (((t - self.warm).ps() / self.batch_len.ps()) as usize).min(self.batches - 1);
+        // The batch of the last departure or consumption, mostly (no division per frame).
+        let (lo, hi, i) = self.batch_at;
+        let batch = if t >= lo && t < hi { i } else { self.batch_of(t) };
         self.each_group(p, |g| g.record_consumed(p.size, latency, batch));
         if let Some(b) = self.bucket(t) {
             b.forwarded += 1;
