@@ -673,9 +673,8 @@ impl Stats {
         if p.t_ring < self.warm {
             self.carried_in += 1;
         }
-        // The batch of the last departure or consumption, mostly (no division per frame).
-        let (lo, hi, i) = self.batch_at;
-        let batch = if t >= lo && t < hi { i } else { self.batch_of(t) };
+        // Kept from the last frame that ended, mostly: no division per frame.
+        let batch = self.batch_of(t);
         self.each_group(p, |g| g.record_consumed(p.size, latency, batch));
         if let Some(b) = self.bucket(t) {
             b.forwarded += 1;

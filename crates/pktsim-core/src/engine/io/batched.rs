@@ -237,7 +237,7 @@ impl Batched {
     fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         ctx.nic.advance_ring_to(r, t, ctx.stats);
-        ctx.nic.refill_inline(r, t, 1, ctx.stats);
+        ctx.nic.refill_inline(r, t, ctx.stats);
         self.send_moved(c, t, ctx);
     }
 

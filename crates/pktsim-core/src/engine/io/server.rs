@@ -143,7 +143,7 @@ impl Server {
                 return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
             }
             *t += d;
-            ctx.nic.refill_inline(r, *t, 1, ctx.stats);
+            ctx.nic.refill_inline(r, *t, ctx.stats);
             ctx.nic.tx_reclaim(tx, *t, ctx.stats);
             ctx.nic.send(tx, &core.frame, *t, ctx.queue, ctx.stats);
         }

@@ -451,15 +451,16 @@ impl Nic {
         self.give_back_inline(r, t, stats);
     }
 
-    /// [`Nic::refill`] with its work inline, for a loop that gives back a descriptor per
-    /// frame (a server's frame ends, a busy poller's call of one frame).
+    /// [`Nic::refill`] of every taken descriptor (a batch of one), its work inline: for a
+    /// loop that gives descriptors back after each frame or call (a server, a busy poller).
     #[inline(always)]
-    pub fn refill_inline(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
-        if self.rx[r].unrefilled() >= min_batch.max(1) {
+    pub fn refill_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        if self.rx[r].unrefilled() > 0 {
             self.give_back_inline(r, t, stats);
         }
     }
 
+    /// Frames due before `t` see the ring without the descriptors; then they are free.
     #[inline(always)]
     fn give_back_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         self.advance_ring_before(r, t, stats);
