@@ -192,8 +192,10 @@ def test_progress_is_a_tqdm_bar_with_an_eta(capsys):
 
 def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows(tmp_path):
     out = tmp_path / "s.parquet"
-    # Two short points, then two that run for seconds each: Ctrl-C lands while they run.
-    argv = [sys.executable, "-m", "pktsim", "sweep", str(NAPI), "--param", "measure.duration", "--values", "5ms,60s",
+    # Two short points, then two that run for seconds each (600 s of 0.5 Mpps is 300 M
+    # frames; 60 s ran in half a second once the engine got faster): Ctrl-C lands while
+    # they run.
+    argv = [sys.executable, "-m", "pktsim", "sweep", str(NAPI), "--param", "measure.duration", "--values", "5ms,600s",
             "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--set", "measure.warmup=0s", "--jobs", "2", "-o", str(out)]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     partial = tmp_path / "s.parquet.partial.jsonl"
