@@ -206,14 +206,20 @@ impl Batched {
             if !core.lone {
                 core.strategy.served(i, p.size);
             }
-            io += self.costs.t_packet;
-            if self.costs.t_byte_fs > 0 {
-                io += Span::from_ps(self.costs.t_byte_fs * p.size as u64 / 1000);
-            }
+            io += Self::frame_io(&self.costs, p);
             work += ctx.costs.t_proc(p);
         }
         core.moved.truncate(taken);
         (io, work)
+    }
+
+    /// A call's I/O time for frame `p` (`t_packet` and its bytes' `t_byte`).
+    #[inline(always)]
+    fn frame_io(costs: &CallCosts, p: &Packet) -> Span {
+        if costs.t_byte_fs > 0 {
+            return costs.t_packet + Span::from_ps(costs.t_byte_fs * p.size as u64 / 1000);
+        }
+        costs.t_packet
     }
 
     /// Core `c`'s call on `rings` ends at `t`: its descriptors go back, completions are
@@ -279,6 +285,28 @@ impl Batched {
                 }
                 super::arm_rings(r..r + 1, ctx);
                 return None;
+            }
+            if len == 1 {
+                // A call of one frame (a poller that keeps up): the frame stays in a local.
+                let mut p = Packet::default();
+                ctx.nic.take_into(r, *t, ctx.stats, &mut p);
+                let io = self.costs.t_call + Self::frame_io(&self.costs, &p);
+                let d = io + ctx.costs.t_proc(&p);
+                calls = calls.wrapping_add(1);
+                if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+                    self.cores[c].moved.push(p);
+                    return Some((Unit::Call { io }, d));
+                }
+                ctx.stats.busy(c, Activity::Io, *t, *t + io);
+                ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
+                *t += d;
+                ctx.stats.poll(*t, Some(1));
+                ctx.nic.advance_ring_to(r, *t, ctx.stats);
+                ctx.nic.refill_inline(r, *t, ctx.stats);
+                let tx = self.topo.tx_of_core(c);
+                ctx.nic.tx_reclaim(tx, *t, ctx.stats);
+                ctx.nic.send(tx, &p, *t, ctx.queue, ctx.stats);
+                continue;
             }
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
             let d = io + work;
