@@ -267,8 +267,15 @@ impl Batched {
     fn poll_lone(&mut self, c: usize, r: usize, t: &mut Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let mut calls = 0u32;
         loop {
-            ctx.nic.advance_ring_to(r, *t, ctx.stats);
-            let len = ctx.nic.rx(r).len();
+            // A poller that keeps up finds one frame: it comes straight off the ingress.
+            let mut p = Packet::default();
+            let passed = ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
+            let len = if passed {
+                1
+            } else {
+                ctx.nic.advance_ring_to(r, *t, ctx.stats);
+                ctx.nic.rx(r).len()
+            };
             if len == 0 {
                 self.cores[c].idle_since = *t;
                 if let Wait::Spin { t_empty } = self.wait {
@@ -286,10 +293,11 @@ impl Batched {
                 super::arm_rings(r..r + 1, ctx);
                 return None;
             }
-            if len == 1 {
-                // A call of one frame (a poller that keeps up): the frame stays in a local.
-                let mut p = Packet::default();
-                ctx.nic.take_into(r, *t, ctx.stats, &mut p);
+            if len == 1 || self.costs.batch == 1 {
+                // A call of one frame: it stays in a local.
+                if !passed {
+                    ctx.nic.take_into(r, *t, ctx.stats, &mut p);
+                }
                 let io = self.costs.t_call + Self::frame_io(&self.costs, &p);
                 let d = io + ctx.costs.t_proc(&p);
                 calls = calls.wrapping_add(1);

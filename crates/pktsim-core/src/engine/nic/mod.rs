@@ -426,6 +426,28 @@ impl Nic {
         self.rx[r].take_into(out)
     }
 
+    /// The driver takes the one frame due on an empty ring `r` by `t`, straight off the
+    /// ingress into `out`, where the NIC has that one ring: its descriptor is written back
+    /// and taken at once, the ring's state and the statistics as if the frame had passed
+    /// through it (a frame written into the ring and read back at once is copied twice,
+    /// and the read stalls on the write). False, with nothing done, unless exactly one
+    /// frame is due, the ring is empty and has a free descriptor.
+    #[inline(always)]
+    pub fn take_lone_due(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+        let one_due = self.rx.len() == 1 && self.next_at <= t && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
+        if !one_due || !self.rx[r].is_empty() || self.rx[r].free() == 0 {
+            return false;
+        }
+        let p = &self.ahead[self.at];
+        stats.offered(p);
+        if self.rx[r].pass(p.t_ring) {
+            self.woken.push((r, p.t_ring));
+        }
+        *out = *p;
+        self.pull();
+        true
+    }
+
     /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
     pub fn take_batch(&mut self, r: usize, t: Instant, max: usize, stats: &mut Stats, out: &mut impl Extend<(Packet, usize)>) -> usize {
         self.advance_ring_to(r, t, stats);

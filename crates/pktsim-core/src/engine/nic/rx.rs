@@ -100,6 +100,18 @@ impl RxRing {
     }
 
     /// The driver takes the oldest frame; its descriptor is the driver's until refilled.
+    /// A frame written back at `t_ring` into a free descriptor of an empty ring and taken
+    /// at once ([`RxRing::write_back`] then [`RxRing::take`], without storing it): whether
+    /// it wakes the ring's owner.
+    #[inline]
+    pub(super) fn pass(&mut self, t_ring: Instant) -> bool {
+        debug_assert!(self.frames.is_empty() && self.hw_avail > 0, "an empty ring with a free descriptor");
+        self.hw_avail -= 1;
+        self.last_write = Some(t_ring);
+        self.unrefilled += 1;
+        std::mem::take(&mut self.wake)
+    }
+
     #[inline]
     pub(super) fn take(&mut self) -> Option<Packet> {
         let p = self.frames.dequeue()?;
