@@ -894,6 +894,40 @@ mod tests {
         assert_eq!(st.all.forwarded, 1);
     }
 
+    /// A frame taken straight off the ingress leaves the ring, the statistics and the
+    /// wake-ups as a frame written back and then taken does; it is taken that way only when
+    /// it is the one frame due on an empty ring with a free descriptor.
+    #[test]
+    fn a_frame_taken_straight_off_the_ingress_is_one_that_passed_through_the_ring() {
+        let frames = [1.0, 2.0, 2.5, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0];
+        let (mut a, mut qa, mut sa) = nic(&frames);
+        let (mut b, mut qb, mut sb) = nic(&frames);
+        a.arm(0, &mut qa);
+        b.arm(0, &mut qb);
+        // (time, whether the frame comes straight off the ingress)
+        let takes = [(0.5, false), (1.5, true), (3.0, false), (3.0, false), (6.5, true), (7.5, true), (8.5, true), (9.5, true), (10.5, false), (11.5, false), (12.0, false)];
+        for (i, &(t, straight)) in takes.iter().enumerate() {
+            if i == 8 {
+                // Descriptors never given back: the ring has no free one left.
+                assert_eq!(a.rx(0).free(), 0, "7 descriptors taken");
+            }
+            let (mut pa, mut pb) = (Packet::default(), Packet::default());
+            let got = a.take_lone_due(0, us(t), &mut sa, &mut pa);
+            assert_eq!(got, straight, "take {i} at {t} us");
+            let got_a = got || a.take_into(0, us(t), &mut sa, &mut pa);
+            let got_b = b.take_into(0, us(t), &mut sb, &mut pb);
+            assert_eq!((got_a, pa), (got_b, pb), "take {i} at {t} us");
+            assert_eq!((a.rx(0).len(), a.rx(0).free(), a.rx(0).unrefilled(), a.rx(0).last_write()), (b.rx(0).len(), b.rx(0).free(), b.rx(0).unrefilled(), b.rx(0).last_write()));
+            assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring));
+            assert_eq!(a.take_woken(), b.take_woken());
+            if i == 0 {
+                a.arm(0, &mut qa);
+                b.arm(0, &mut qb);
+            }
+        }
+        assert!(sa.all.drop_rx_ring > 0, "the ring ran out of descriptors");
+    }
+
     #[test]
     fn the_driver_gives_descriptors_back_in_batches() {
         let (mut nic, _q, mut st) = nic(&[1.0, 2.0, 3.0]);
