@@ -125,7 +125,8 @@ impl Server {
         let horizon = ctx.horizon();
         let (mut from, mut served) = (*t, 0u32);
         loop {
-            if !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
+            // A core that keeps up finds one frame due: it comes straight off the ingress.
+            if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame) && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
                 if inline {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
