@@ -431,7 +431,7 @@ impl Nic {
 
     /// [`Nic::take`] into `out` (true), or false with `out` unchanged when the ring is
     /// empty: the frame is copied once, from the ring.
-    #[inline]
+    #[inline(always)]
     pub fn take_into(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
         self.advance_ring_to(r, t, stats);
         self.rx[r].take_into(out)
