@@ -176,7 +176,7 @@ impl Costs {
         }
     }
 
-    #[inline(never)]
+    #[inline]
     fn draw_exponential(&mut self, mean: Span, p: &Packet) -> Span {
         // A unit draw is at most 64, a mean at most a step (10 s): far below 2^62 ps.
         Span::from_ps_f64_small(self.stream(p.ring as usize).next() * mean.ps() as f64)
