@@ -242,7 +242,7 @@ impl Batched {
     #[inline(always)]
     fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
-        ctx.nic.advance_ring_to(r, t, ctx.stats);
+        ctx.nic.advance_ring_to_inline(r, t, ctx.stats);
         ctx.nic.refill_inline(r, t, ctx.stats);
         self.send_moved(c, t, ctx);
     }
@@ -273,7 +273,7 @@ impl Batched {
             let len = if passed {
                 1
             } else {
-                ctx.nic.advance_ring_to(r, *t, ctx.stats);
+                ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
                 ctx.nic.rx(r).len()
             };
             if len == 0 {
@@ -309,7 +309,7 @@ impl Batched {
                 ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
                 *t += d;
                 ctx.stats.poll(*t, Some(1));
-                ctx.nic.advance_ring_to(r, *t, ctx.stats);
+                ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
                 ctx.nic.refill_inline(r, *t, ctx.stats);
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.tx_reclaim(tx, *t, ctx.stats);

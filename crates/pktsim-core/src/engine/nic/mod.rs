@@ -288,20 +288,31 @@ impl Nic {
     /// current event, else kept in their ring's pending list.
     #[inline(always)]
     pub fn advance_ring_before(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        // Most calls find nothing due: that is seen here. One ring's frame or two are
-        // moved here too; the rest out of line.
-        if self.rx.len() == 1 {
-            if self.next_at < t {
-                self.write_next(0, stats);
-                self.pull();
-                if self.next_at < t {
-                    self.move_due(r, t, stats);
-                }
-            }
-            return;
-        }
+        // Most calls find nothing due: that is seen here, the moving out of line.
         if self.next_at < t || self.pending[r].front().is_some_and(|p| p.t_ring < t) {
             self.move_due(r, t, stats);
+        }
+    }
+
+    /// [`Nic::advance_ring_to`] where frames are taken one at a time (a poll's, a call's,
+    /// a server's): with one ring, the first frame due is moved here, the rest out of line.
+    #[inline(always)]
+    pub fn advance_ring_to_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.advance_ring_before_inline(r, t + Span::from_ps(1), stats);
+    }
+
+    /// [`Nic::advance_ring_before`] as [`Nic::advance_ring_to_inline`] does it.
+    #[inline(always)]
+    fn advance_ring_before_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        if self.rx.len() != 1 {
+            return self.advance_ring_before(r, t, stats);
+        }
+        if self.next_at < t {
+            self.write_next(0, stats);
+            self.pull();
+            if self.next_at < t {
+                self.move_due(r, t, stats);
+            }
         }
     }
 
@@ -433,7 +444,7 @@ impl Nic {
     /// empty: the frame is copied once, from the ring.
     #[inline(always)]
     pub fn take_into(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
-        self.advance_ring_to(r, t, stats);
+        self.advance_ring_to_inline(r, t, stats);
         self.rx[r].take_into(out)
     }
 
@@ -496,7 +507,7 @@ impl Nic {
     /// Frames due before `t` see the ring without the descriptors; then they are free.
     #[inline(always)]
     fn give_back_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        self.advance_ring_before(r, t, stats);
+        self.advance_ring_before_inline(r, t, stats);
         self.rx[r].refill();
     }
 
@@ -601,7 +612,7 @@ impl Nic {
         let direct = self.egress_port.is_none() && self.tx[q].can_post(max.saturating_sub(*n) as usize);
         while *n < max {
             self.refill(r, *t, refill_batch, stats);
-            self.advance_ring_to(r, *t, stats);
+            self.advance_ring_to_inline(r, *t, stats);
             let Some(p) = self.rx[r].take() else { break };
             let d = time(&p);
             if *t + d > horizon {
