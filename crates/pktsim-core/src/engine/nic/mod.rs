@@ -950,6 +950,27 @@ mod tests {
         assert!(sa.all.drop_rx_ring > 0, "the ring ran out of descriptors");
     }
 
+    /// One ring brought up to a time by the inline move (the first frame due moved in
+    /// place) holds what the out-of-line move gives it: frames, drops, wake-ups.
+    #[test]
+    fn the_inline_move_of_one_ring_is_the_out_of_line_one() {
+        let frames = [1.0, 2.0, 2.0, 2.5, 4.0, 6.0, 6.5, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.0];
+        let (mut a, mut qa, mut sa) = nic(&frames);
+        let (mut b, mut qb, mut sb) = nic(&frames);
+        a.arm(0, &mut qa);
+        b.arm(0, &mut qb);
+        for t in [0.5, 1.0, 2.0, 2.0, 3.0, 5.0, 7.0, 12.0] {
+            a.advance_ring_to_inline(0, us(t), &mut sa);
+            b.advance_ring_to(0, us(t), &mut sb);
+            assert_eq!((a.rx(0).len(), a.rx(0).free(), a.rx(0).last_write()), (b.rx(0).len(), b.rx(0).free(), b.rx(0).last_write()), "at {t} us");
+            assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring), "at {t} us");
+            assert_eq!(a.take_woken(), b.take_woken(), "at {t} us");
+            a.arm(0, &mut qa);
+            b.arm(0, &mut qb);
+        }
+        assert!(sa.all.drop_rx_ring > 0, "the ring of 7 filled");
+    }
+
     #[test]
     fn the_driver_gives_descriptors_back_in_batches() {
         let (mut nic, _q, mut st) = nic(&[1.0, 2.0, 3.0]);
