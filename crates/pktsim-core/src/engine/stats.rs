@@ -73,8 +73,35 @@ const LATENCY_BUFFER: usize = 64;
 /// [`Counts::histogram`] hands the counts to the crate, whose quantiles are then those of
 /// recording into it directly (a test holds the two equal). The counts grow, a power of
 /// two's range at a time, to the largest latency recorded.
+///
+/// Counters are 32-bit while the counts recorded total less than 2^32 (a ring group's
+/// histogram is most of a node's memory with many cores), then 64-bit: whether the next
+/// buffer of latencies fits is known before it is recorded, so recording a latency is an
+/// index and an increment either way.
 #[derive(Clone, Default)]
-struct Counts(Vec<u64>);
+struct Counts {
+    narrow: Vec<u32>,
+    /// Empty until the total reaches 2^32; then every count, and `narrow` is empty.
+    wide: Vec<u64>,
+    total: u64,
+}
+
+/// Counters of either width.
+trait Counter: Copy + Default {
+    fn inc(&mut self);
+}
+impl Counter for u32 {
+    #[inline(always)]
+    fn inc(&mut self) {
+        *self += 1;
+    }
+}
+impl Counter for u64 {
+    #[inline(always)]
+    fn inc(&mut self) {
+        *self += 1;
+    }
+}
 
 impl Counts {
     /// log2 of half the sub-buckets (1,024 for 3 significant digits).
@@ -99,39 +126,108 @@ impl Counts {
         }
     }
 
+    /// Record the latencies `ps` (in ps; counted in ns, at least 1): their sum, minimum and
+    /// maximum in ps.
     #[inline(always)]
-    fn record(&mut self, v: u64) {
-        let i = Self::index(v);
-        if i >= self.0.len() {
-            self.grow(i);
+    fn record_ps(&mut self, ps: &[u64]) -> (u128, u64, u64) {
+        self.total += ps.len() as u64;
+        if self.wide.is_empty() && self.total <= u32::MAX as u64 {
+            return Self::record_into(&mut self.narrow, ps);
         }
-        self.0[i] += 1;
+        self.widen();
+        Self::record_into(&mut self.wide, ps)
+    }
+
+    #[inline(always)]
+    fn record_into<C: Counter>(counts: &mut Vec<C>, ps: &[u64]) -> (u128, u64, u64) {
+        let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
+        for &ps in ps {
+            let i = Self::index((ps / 1_000).max(1));
+            if i >= counts.len() {
+                Self::grow(counts, i);
+            }
+            counts[i].inc();
+            sum += ps as u128;
+            min = min.min(ps);
+            max = max.max(ps);
+        }
+        (sum, min, max)
+    }
+
+    /// Record one value of `v` ns (tests: any value, 0 too).
+    #[cfg(test)]
+    fn record(&mut self, v: u64) {
+        self.total += 1;
+        if self.total > u32::MAX as u64 {
+            self.widen();
+        }
+        let i = Self::index(v);
+        if self.wide.is_empty() {
+            if i >= self.narrow.len() {
+                Self::grow(&mut self.narrow, i);
+            }
+            self.narrow[i] += 1;
+        } else {
+            if i >= self.wide.len() {
+                Self::grow(&mut self.wide, i);
+            }
+            self.wide[i] += 1;
+        }
     }
 
     #[cold]
-    fn grow(&mut self, i: usize) {
-        self.0.resize(((i >> Self::HALF_MAG) + 1) << Self::HALF_MAG, 0);
+    fn grow<C: Counter>(counts: &mut Vec<C>, i: usize) {
+        counts.resize(((i >> Self::HALF_MAG) + 1) << Self::HALF_MAG, C::default());
+    }
+
+    /// From now on 64-bit counters.
+    #[cold]
+    fn widen(&mut self) {
+        if self.wide.is_empty() {
+            self.wide = self.narrow.iter().map(|&n| n as u64).collect();
+            self.narrow = Vec::new();
+        }
     }
 
     fn add(&mut self, other: &Counts) {
-        if other.0.len() > self.0.len() {
-            self.0.resize(other.0.len(), 0);
+        self.total += other.total;
+        if self.wide.is_empty() && self.total <= u32::MAX as u64 {
+            Self::add_into(&mut self.narrow, &other.narrow, |n| n);
+            return;
         }
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a += b;
+        self.widen();
+        Self::add_into(&mut self.wide, &other.narrow, |n| n as u64);
+        Self::add_into(&mut self.wide, &other.wide, |n| n);
+    }
+
+    fn add_into<C: Counter + std::ops::AddAssign, D: Copy>(to: &mut Vec<C>, from: &[D], f: impl Fn(D) -> C) {
+        if from.len() > to.len() {
+            to.resize(from.len(), C::default());
+        }
+        for (a, &b) in to.iter_mut().zip(from) {
+            *a += f(b);
+        }
+    }
+
+    /// The counts, by index.
+    fn counts(&self) -> Vec<u64> {
+        if self.wide.is_empty() {
+            self.narrow.iter().map(|&n| n as u64).collect()
+        } else {
+            self.wide.clone()
         }
     }
 
     /// Entries kept (the memory the counts take, in counters).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.0.len()
+        self.narrow.len().max(self.wide.len())
     }
 
     /// The crate's histogram of these counts.
     fn histogram(&self) -> Histogram<u64> {
         let mut h = Histogram::new(3).unwrap_or_else(|_| unreachable!("valid precision"));
-        for (i, &n) in self.0.iter().enumerate().filter(|(_, n)| **n > 0) {
+        for (i, n) in self.counts().into_iter().enumerate().filter(|(_, n)| *n > 0) {
             // `record_n` grows the histogram (`saturating_record_n` would clamp to its top).
             if h.record_n(Self::value(i), n).is_err() {
                 h.saturating_record_n(Self::value(i), n);
@@ -235,13 +331,7 @@ impl Group {
         if self.buf_len == 0 {
             return;
         }
-        let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
-        for &ps in &self.buf[..self.buf_len] {
-            self.latency.record((ps / 1_000).max(1));
-            sum += ps as u128;
-            min = min.min(ps);
-            max = max.max(ps);
-        }
+        let (sum, min, max) = self.latency.record_ps(&self.buf[..self.buf_len]);
         self.latency_min = self.latency_min.min(Span::from_ps(min));
         self.latency_max = self.latency_max.max(Span::from_ps(max));
         self.latency_sum_ps += sum;
@@ -791,6 +881,44 @@ mod tests {
         for q in [0.0, 0.001, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 0.99999, 1.0] {
             assert_eq!(h.value_at_quantile(q), crate_h.value_at_quantile(q), "q {q}");
         }
+    }
+
+    /// Counts stay exact past 2^32: 32-bit counters become 64-bit ones before the total
+    /// reaches 2^32, recorded or added, and the histogram sees them whole.
+    #[test]
+    fn counts_past_2_pow_32_stay_exact() {
+        let mut a = Counts::default();
+        a.record(500);
+        let i = Counts::index(500);
+        // As if u32::MAX - 1 had been recorded at 500 ns.
+        (a.narrow[i], a.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
+        a.record(500);
+        assert!(a.wide.is_empty(), "u32::MAX still fits");
+        a.record(500);
+        a.record(700);
+        assert!(a.narrow.is_empty() && !a.wide.is_empty());
+        assert_eq!((a.wide[i], a.wide[Counts::index(700)]), (u32::MAX as u64 + 1, 1));
+        let mut b = Counts::default();
+        b.record(500);
+        b.add(&a);
+        b.add(&a);
+        assert_eq!(b.counts()[i], 1 + 2 * (u32::MAX as u64 + 1));
+        let h = b.histogram();
+        assert_eq!(h.len(), 1 + 2 * (u32::MAX as u64 + 2));
+        assert_eq!(h.count_at(500), b.counts()[i]);
+        // Two narrow halves whose sum passes 2^32 add up wide.
+        let mut c = Counts::default();
+        c.record(500);
+        (c.narrow[i], c.total) = (3 << 30, 3 << 30);
+        let mut d = c.clone();
+        d.add(&c);
+        assert_eq!(d.counts()[i], 6 << 30);
+        // A group's buffer that takes the total past u32::MAX is recorded wide.
+        let mut e = Counts::default();
+        e.record(500);
+        (e.narrow[i], e.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
+        assert_eq!(e.record_ps(&[500_000, 500_400]), (1_000_400, 500_000, 500_400));
+        assert_eq!(e.wide[i], u32::MAX as u64 + 1);
     }
 
     #[test]
