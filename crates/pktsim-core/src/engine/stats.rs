@@ -87,21 +87,8 @@ struct Counts {
 }
 
 /// Counters of either width.
-trait Counter: Copy + Default {
-    fn inc(&mut self);
-}
-impl Counter for u32 {
-    #[inline(always)]
-    fn inc(&mut self) {
-        *self += 1;
-    }
-}
-impl Counter for u64 {
-    #[inline(always)]
-    fn inc(&mut self) {
-        *self += 1;
-    }
-}
+trait Counter: Copy + Default + From<u8> + std::ops::AddAssign {}
+impl<C: Copy + Default + From<u8> + std::ops::AddAssign> Counter for C {}
 
 impl Counts {
     /// log2 of half the sub-buckets (1,024 for 3 significant digits).
@@ -142,11 +129,7 @@ impl Counts {
     fn record_into<C: Counter>(counts: &mut Vec<C>, ps: &[u64]) -> (u128, u64, u64) {
         let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
         for &ps in ps {
-            let i = Self::index((ps / 1_000).max(1));
-            if i >= counts.len() {
-                Self::grow(counts, i);
-            }
-            counts[i].inc();
+            Self::count(counts, Self::index((ps / 1_000).max(1)));
             sum += ps as u128;
             min = min.min(ps);
             max = max.max(ps);
@@ -154,25 +137,24 @@ impl Counts {
         (sum, min, max)
     }
 
+    /// One more at index `i`.
+    #[inline(always)]
+    fn count<C: Counter>(counts: &mut Vec<C>, i: usize) {
+        if i >= counts.len() {
+            Self::grow(counts, i);
+        }
+        counts[i] += C::from(1);
+    }
+
     /// Record one value of `v` ns (tests: any value, 0 too).
     #[cfg(test)]
     fn record(&mut self, v: u64) {
         self.total += 1;
-        if self.total > u32::MAX as u64 {
-            self.widen();
+        if self.wide.is_empty() && self.total <= u32::MAX as u64 {
+            return Self::count(&mut self.narrow, Self::index(v));
         }
-        let i = Self::index(v);
-        if self.wide.is_empty() {
-            if i >= self.narrow.len() {
-                Self::grow(&mut self.narrow, i);
-            }
-            self.narrow[i] += 1;
-        } else {
-            if i >= self.wide.len() {
-                Self::grow(&mut self.wide, i);
-            }
-            self.wide[i] += 1;
-        }
+        self.widen();
+        Self::count(&mut self.wide, Self::index(v))
     }
 
     #[cold]
@@ -200,7 +182,7 @@ impl Counts {
         Self::add_into(&mut self.wide, &other.wide, |n| n);
     }
 
-    fn add_into<C: Counter + std::ops::AddAssign, D: Copy>(to: &mut Vec<C>, from: &[D], f: impl Fn(D) -> C) {
+    fn add_into<C: Counter, D: Copy>(to: &mut Vec<C>, from: &[D], f: impl Fn(D) -> C) {
         if from.len() > to.len() {
             to.resize(from.len(), C::default());
         }

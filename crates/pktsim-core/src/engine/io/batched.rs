@@ -241,10 +241,21 @@ impl Batched {
     /// [`Batched::end_call`] of a core with one ring, `r`.
     #[inline(always)]
     fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
-        ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
+        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
+        self.cores[c].moved.clear();
+    }
+
+    /// A call on one ring `r` that took `frames` ends at `t`: its descriptors go back,
+    /// completions of tx queue `tx` are reclaimed and its frames sent.
+    #[inline(always)]
+    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
+        ctx.stats.poll(t, Some(frames.len() as u32));
         ctx.nic.advance_ring_to_inline(r, t, ctx.stats);
         ctx.nic.refill_inline(r, t, ctx.stats);
-        self.send_moved(c, t, ctx);
+        ctx.nic.tx_reclaim(tx, t, ctx.stats);
+        for p in frames {
+            ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
+        }
     }
 
     /// Completions of core `c`'s tx queue are reclaimed at `t` and the call's frames sent.
@@ -308,12 +319,7 @@ impl Batched {
                 ctx.stats.busy(c, Activity::Io, *t, *t + io);
                 ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
                 *t += d;
-                ctx.stats.poll(*t, Some(1));
-                ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
-                ctx.nic.refill_inline(r, *t, ctx.stats);
-                let tx = self.topo.tx_of_core(c);
-                ctx.nic.tx_reclaim(tx, *t, ctx.stats);
-                ctx.nic.send(tx, &p, *t, ctx.queue, ctx.stats);
+                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx);
                 continue;
             }
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
