@@ -71,9 +71,9 @@ const LATENCY_BUFFER: usize = 64;
 /// the upper 1,024 in each one after it. Recording is an index and an increment, where the
 /// crate's record also checks for resizing and keeps a minimum, a maximum and a total on
 /// every call (some 60 instructions, the largest share of a frame's statistics);
-/// [`Counts::histogram`] hands the counts to the crate, whose quantiles are then those of
-/// recording into it directly (a test holds the two equal). The counts grow, a power of
-/// two's range at a time, to the largest latency recorded.
+/// [`Counts::quantiles`] reads the crate's quantiles off the counts (tests hold the
+/// buckets, counts and quantiles equal to recording into the crate directly). The counts
+/// grow, a power of two's range at a time, to the largest latency recorded.
 ///
 /// Counters are 32-bit while the counts recorded total less than 2^32 (a ring group's
 /// histogram is most of a node's memory with many cores), then 64-bit: whether the next
