@@ -13,7 +13,7 @@ mod pyser;
 /// faults and 0.1 – 0.2 ms per short sweep point on a virtual machine, more than the
 /// simulation of a 1 ms point. mimalloc keeps freed pages for the next run. Built without
 /// transparent huge pages (`no_thp`: with them a run's few MB take whole 2 MB pages, and a
-/// tiny `pktsim run` peaked at 25 MB against 17) and at version 2 (the 64-core `pktsim
+/// tiny `pktsim run` peaked at 26 MB against 18) and at version 2 (the 64-core `pktsim
 /// run` peaks at 23.7 MB, against 24.4 with version 3 and 22.5 with glibc). Python's own
 /// allocations are not affected.
 #[global_allocator]
