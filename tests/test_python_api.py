@@ -101,3 +101,36 @@ def test_compare_is_in_the_library_and_matches_the_command():
 
 def test_summarize_is_exported():
     assert pktsim.summarize is pktsim.experiments.summarize
+
+
+def _figures(r):
+    """A result without its wall-clock times (anywhere in it)."""
+    if isinstance(r, dict):
+        return {k: _figures(v) for k, v in r.items() if k != "wall_s"}
+    if isinstance(r, list):
+        return [_figures(v) for v in r]
+    return r
+
+
+@pytest.mark.parametrize("example", ["linux-router-64B.toml", "router-firewall-chain.toml"])
+def test_a_run_no_signal_can_stop_gives_the_result_of_one_that_can(example):
+    """Where no signal can reach a run (a worker thread, as in a Dask task; the main thread
+    of a sweep's pool worker, which ignores SIGINT and leaves SIGTERM to the system), the
+    binding runs the engine on the calling thread rather than on one of its own: the same
+    figures, bit for bit, for a node and a chain."""
+    import signal
+    import threading
+
+    path, sets = EXAMPLES / example, {"measure.duration": "2ms", "measure.warmup": "1ms"}
+    on_its_thread = _figures(pktsim.run(path, sets=sets))
+    out = {}
+    worker = threading.Thread(target=lambda: out.update(r=pktsim.run(path, sets=sets)))
+    worker.start()
+    worker.join()
+    assert _figures(out["r"]) == on_its_thread
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None)
+        assert _figures(pktsim.run(path, sets=sets)) == on_its_thread
+    finally:
+        signal.signal(signal.SIGINT, old)
