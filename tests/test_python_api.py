@@ -8,6 +8,7 @@ import tomllib
 
 import pktsim
 from conftest import EXAMPLES, run_cli
+from golden import strip_wall
 
 
 def test_predict_from_a_dict_equals_the_toml_file():
@@ -103,15 +104,6 @@ def test_summarize_is_exported():
     assert pktsim.summarize is pktsim.experiments.summarize
 
 
-def _figures(r):
-    """A result without its wall-clock times (anywhere in it)."""
-    if isinstance(r, dict):
-        return {k: _figures(v) for k, v in r.items() if k != "wall_s"}
-    if isinstance(r, list):
-        return [_figures(v) for v in r]
-    return r
-
-
 @pytest.mark.parametrize("example", ["linux-router-64B.toml", "router-firewall-chain.toml"])
 def test_a_run_no_signal_can_stop_gives_the_result_of_one_that_can(example):
     """Where no signal can reach a run (a worker thread, as in a Dask task; the main thread
@@ -122,16 +114,16 @@ def test_a_run_no_signal_can_stop_gives_the_result_of_one_that_can(example):
     import threading
 
     path, sets = EXAMPLES / example, {"measure.duration": "2ms", "measure.warmup": "1ms"}
-    on_its_thread = _figures(pktsim.run(path, sets=sets))
+    on_its_thread = strip_wall(pktsim.run(path, sets=sets))
     out = {}
     worker = threading.Thread(target=lambda: out.update(r=pktsim.run(path, sets=sets)))
     worker.start()
     worker.join()
-    assert _figures(out["r"]) == on_its_thread
+    assert strip_wall(out["r"]) == on_its_thread
     # As a pool worker sets them (an earlier test may have left the CLI's SIGTERM handler).
     old = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
-        assert _figures(pktsim.run(path, sets=sets)) == on_its_thread
+        assert strip_wall(pktsim.run(path, sets=sets)) == on_its_thread
     finally:
         signal.signal(signal.SIGINT, old[0])
         signal.signal(signal.SIGTERM, old[1])
