@@ -235,7 +235,8 @@ impl Batched {
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
-        self.send_moved(c, t, ctx);
+        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
+        self.cores[c].moved.clear();
     }
 
     /// [`Batched::end_call`] of a core with one ring, `r`.
@@ -252,22 +253,16 @@ impl Batched {
         ctx.stats.poll(t, Some(frames.len() as u32));
         ctx.nic.advance_ring_to_inline(r, t, ctx.stats);
         ctx.nic.refill_inline(r, t, ctx.stats);
+        Self::send_all(tx, frames, t, ctx);
+    }
+
+    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent.
+    #[inline(always)]
+    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
         ctx.nic.tx_reclaim(tx, t, ctx.stats);
         for p in frames {
             ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
         }
-    }
-
-    /// Completions of core `c`'s tx queue are reclaimed at `t` and the call's frames sent.
-    #[inline(always)]
-    fn send_moved(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
-        let tx = self.topo.tx_of_core(c);
-        ctx.nic.tx_reclaim(tx, t, ctx.stats);
-        let moved = &mut self.cores[c].moved;
-        for p in moved.iter() {
-            ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
-        }
-        moved.clear();
     }
 
     /// Core `c` polling its one ring `r` from `*t` (what the strategy would pick: the ring

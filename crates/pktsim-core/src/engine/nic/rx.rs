@@ -99,7 +99,6 @@ impl RxRing {
         Some(std::mem::take(&mut self.wake))
     }
 
-    /// The driver takes the oldest frame; its descriptor is the driver's until refilled.
     /// A frame written back at `t_ring` into a free descriptor of an empty ring and taken
     /// at once ([`RxRing::write_back`] then [`RxRing::take`], without storing it): whether
     /// it wakes the ring's owner.
@@ -112,6 +111,7 @@ impl RxRing {
         std::mem::take(&mut self.wake)
     }
 
+    /// The driver takes the oldest frame; its descriptor is the driver's until refilled.
     #[inline]
     pub(super) fn take(&mut self) -> Option<Packet> {
         let p = self.frames.dequeue()?;
