@@ -93,6 +93,48 @@ impl Span {
     }
 }
 
+/// A span that others are divided by many times (a busy poller's empty call): its
+/// quotients by one multiplication where the rounded-up dividend and the span fit in 32
+/// bits, by a division otherwise. With `inverse` = ceil(2^64 / d) for 2 <= d < 2^32, the
+/// high word of `inverse * n` is n / d exactly for every n below 2^32 (Lemire, Kaser and
+/// Kurz, "Faster remainder by direct computation", 2019).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period {
+    span: Span,
+    /// ceil(2^64 / span), or 0 where the span is 1 or does not fit in 32 bits.
+    inverse: u64,
+}
+
+impl Period {
+    /// `span` of at least 1 ps (zero counts as 1 ps).
+    pub const fn new(span: Span) -> Self {
+        let d = if span.0 == 0 { 1 } else { span.0 };
+        let inverse = if d >= 2 && d < 1 << 32 { u64::MAX / d + 1 } else { 0 };
+        Period { span: Span(d), inverse }
+    }
+    pub const fn span(self) -> Span {
+        self.span
+    }
+    /// How many periods fit in `x`, rounded up ([`Span::div_ceil`]).
+    #[inline]
+    pub fn count_ceil(self, x: Span) -> u64 {
+        // x + d - 1 < 2^32 + 2^32: no overflow.
+        let n = x.0.wrapping_add(self.span.0 - 1);
+        if self.inverse != 0 && x.0 < 1 << 32 && n < 1 << 32 {
+            ((self.inverse as u128 * n as u128) >> 64) as u64
+        } else {
+            x.div_ceil(self.span)
+        }
+    }
+}
+
+impl Mul<u64> for Period {
+    type Output = Span;
+    fn mul(self, n: u64) -> Span {
+        self.span * n
+    }
+}
+
 impl From<Duration> for Span {
     fn from(d: Duration) -> Span {
         Span(d.ps)
@@ -214,6 +256,36 @@ mod tests {
         assert_eq!(Span::from_ps(1_001).div_ceil(d), 5);
         assert_eq!(t.saturating_since(t + d), Span::ZERO);
         assert_eq!(Span::from(Duration::from_ps(7)), Span::from_ps(7));
+    }
+
+    /// A period's rounded-up quotient is the division's, on the 32-bit path (spans of 2 ps
+    /// to 2^32 - 1 ps, dividends up to 2^32 - 1) and off it (a 1 ps span, dividends and
+    /// spans beyond 32 bits).
+    #[test]
+    fn a_periods_quotient_by_multiplication_is_the_divisions() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut spans: Vec<u64> = vec![0, 1, 2, 3, 7, 1_000, 50_000, 65_535, 65_536, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 1 << 32, (1 << 32) + 1, u64::MAX];
+        spans.extend((0..2_000).map(|i| if i % 2 == 0 { next() >> (32 + next() % 31) } else { next() >> 32 }));
+        for &d in &spans {
+            let p = Period::new(Span::from_ps(d));
+            let unit = Span::from_ps(d.max(1));
+            assert_eq!(p.span(), unit);
+            let mut xs: Vec<u64> = vec![0, 1, (1 << 32) - 1, 1 << 32, u64::MAX - d.max(1), u64::MAX];
+            for k in [1u64, 2, 3, 1_000, 1 << 20] {
+                let m = unit.ps().saturating_mul(k);
+                xs.extend([m - 1, m, m.saturating_add(1)]);
+            }
+            xs.extend((0..200).map(|i| if i % 2 == 0 { next() >> 32 } else { next() >> (next() % 64) }));
+            for x in xs {
+                assert_eq!(p.count_ceil(Span::from_ps(x)), Span::from_ps(x).div_ceil(unit), "{x} / {d}");
+            }
+        }
     }
 
     #[test]

@@ -25,14 +25,15 @@ use crate::engine::ingress::Packet;
 use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy, Turn};
-use crate::engine::time::{Instant, Span};
+use crate::engine::time::{Instant, Period, Span};
 use crate::engine::topology::Topology;
 use crate::scenario::{IoModeKind, ResolvedScenario};
 
 /// What a core does when its rings are empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    Spin { t_empty: Span },
+    /// Spinning: empty calls of `t_empty` each.
+    Spin { t_empty: Period },
     Sleep { t_irq: Span, t_wakeup: Span },
 }
 
@@ -77,7 +78,7 @@ impl Batched {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
         let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
         let wait = match h.io {
-            IoModeKind::BusyPoll => Wait::Spin { t_empty: if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() } },
+            IoModeKind::BusyPoll => Wait::Spin { t_empty: Period::new(if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() }) },
             _ => Wait::Sleep { t_irq: h.t_irq.into(), t_wakeup: b.t_wakeup.into() },
         };
         let costs = CallCosts { batch: b.size as usize, t_call: b.t_call.into(), t_packet: b.t_packet.into(), t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte) };
@@ -168,7 +169,7 @@ impl Batched {
             // would), without the event queue.
             if let Wait::Spin { t_empty } = self.wait {
                 if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats) {
-                    let calls = (at.max(t) - t).div_ceil(Span::from_ps(t_empty.ps().max(1))).max(1);
+                    let calls = t_empty.count_ceil(at.max(t) - t).max(1);
                     if t + t_empty * calls <= horizon {
                         ctx.stats.empty_polls_add(t, calls);
                         return Some((Unit::Spin, t_empty * calls));
@@ -286,7 +287,7 @@ impl Batched {
                 self.cores[c].idle_since = *t;
                 if let Wait::Spin { t_empty } = self.wait {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats) {
-                        let n = (at.max(*t) - *t).div_ceil(Span::from_ps(t_empty.ps().max(1))).max(1);
+                        let n = t_empty.count_ceil(at.max(*t) - *t).max(1);
                         let end = *t + t_empty * n;
                         if end <= horizon {
                             ctx.stats.empty_polls_add(*t, n);
@@ -350,7 +351,7 @@ impl IoMode for Batched {
                 let since = self.cores[c].idle_since;
                 if since < t {
                     ctx.stats.busy(c, Activity::Spin, since, t);
-                    ctx.stats.empty_polls_add(since, (t - since).div_ceil(Span::from_ps(t_empty.ps().max(1))));
+                    ctx.stats.empty_polls_add(since, t_empty.count_ceil(t - since));
                 }
             }
         }
@@ -371,7 +372,7 @@ impl IoMode for Batched {
         // the interrupt and the wake-up (sleeping).
         let (unit, start, d) = match self.wait {
             Wait::Spin { t_empty } => {
-                let calls = (t - since).div_ceil(Span::from_ps(t_empty.ps().max(1)));
+                let calls = t_empty.count_ceil(t - since);
                 ctx.stats.empty_polls_add(since, calls);
                 (Unit::Spin, since, t_empty * calls)
             }
