@@ -836,6 +836,29 @@ impl Stats {
         }
     }
 
+    /// [`Stats::busy`]'s activity part alone: for a run of back-to-back intervals whose
+    /// core's part is charged once, over the whole run ([`Stats::busy_core_over`]); the
+    /// clamped pieces of a partition add up to the clamped whole.
+    #[inline]
+    pub fn busy_on(&mut self, a: Activity, start: Instant, end: Instant) {
+        let s = start.max(self.warm);
+        let e = end.min(self.stop);
+        if e > s {
+            self.busy[a as usize] += e - s;
+        }
+    }
+
+    /// [`Stats::busy`]'s core part alone, over a whole run `[start, end)` (see
+    /// [`Stats::busy_on`]).
+    #[inline]
+    pub fn busy_core_over(&mut self, core: usize, start: Instant, end: Instant) {
+        let s = start.max(self.warm);
+        let e = end.min(self.stop);
+        if e > s {
+            self.busy_core[core] += e - s;
+        }
+    }
+
     /// CPU time `[start, end)` core `core` spent on `a`; only the part inside the window counts.
     #[inline]
     pub fn busy(&mut self, core: usize, a: Activity, start: Instant, end: Instant) {

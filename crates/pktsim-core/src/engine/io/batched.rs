@@ -228,7 +228,7 @@ impl Batched {
     #[inline]
     fn end_call(&mut self, c: usize, rings: std::ops::Range<usize>, t: Instant, ctx: &mut Ctx) {
         if rings.len() == 1 {
-            return self.end_call_one(c, rings.start, t, ctx);
+            return self.end_call_one(c, rings.start, t, ctx, false);
         }
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         // Frames due by the call's end see the ring without its descriptors.
@@ -236,33 +236,40 @@ impl Batched {
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
-        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
+        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, false);
         self.cores[c].moved.clear();
     }
 
-    /// [`Batched::end_call`] of a core with one ring, `r`.
+    /// [`Batched::end_call`] of a core with one ring, `r` (`alone`: see
+    /// [`Batched::send_all`]).
     #[inline(always)]
-    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
-        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
+    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx, alone: bool) {
+        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, alone);
         self.cores[c].moved.clear();
     }
 
     /// A call on one ring `r` that took `frames` ends at `t`: its descriptors go back,
     /// completions of tx queue `tx` are reclaimed and its frames sent.
     #[inline(always)]
-    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
+    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
         ctx.stats.poll(t, Some(frames.len() as u32));
         ctx.nic.advance_ring_to_inline(r, t, ctx.stats);
         ctx.nic.refill_inline(r, t, ctx.stats);
-        Self::send_all(tx, frames, t, ctx);
+        Self::send_all(tx, frames, t, ctx, alone);
     }
 
-    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent.
+    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent;
+    /// `alone`: in a run [`crate::engine::nic::Nic::runs_alone`] allowed
+    /// ([`crate::engine::nic::Nic::send_alone`]).
     #[inline(always)]
-    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
+    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
         ctx.nic.tx_reclaim(tx, t, ctx.stats);
         for p in frames {
-            ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
+            if alone {
+                ctx.nic.send_alone(tx, p, t, ctx.queue, ctx.stats);
+            } else {
+                ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
+            }
         }
     }
 
@@ -273,9 +280,13 @@ impl Batched {
     #[inline]
     fn poll_lone(&mut self, c: usize, r: usize, t: &mut Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let mut calls = 0u32;
+        // The run's spins and calls follow each other: each is charged to its activity as
+        // it ends, the core's time once over the whole run when it stops.
+        let from = *t;
+        // The frame of a one-frame call (written whole when taken).
+        let mut p = Packet::default();
         loop {
             // A poller that keeps up finds one frame: it comes straight off the ingress.
-            let mut p = Packet::default();
             let passed = ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
             let len = if passed {
                 1
@@ -291,12 +302,15 @@ impl Batched {
                         let end = *t + t_empty * n;
                         if end <= horizon {
                             ctx.stats.empty_polls_add(*t, n);
-                            ctx.stats.busy(c, Activity::Spin, *t, end);
+                            ctx.stats.busy_on(Activity::Spin, *t, end);
                             *t = end;
                             continue;
                         }
                     }
                 }
+                // Idle from here (spinning or asleep) until a write-back wakes the core.
+                self.cores[c].idle_since = *t;
+                ctx.stats.busy_core_over(c, from, *t);
                 super::arm_rings(r..r + 1, ctx);
                 return None;
             }
@@ -309,25 +323,27 @@ impl Batched {
                 let d = io + ctx.costs.t_proc(&p);
                 calls = calls.wrapping_add(1);
                 if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+                    ctx.stats.busy_core_over(c, from, *t);
                     self.cores[c].moved.push(p);
                     return Some((Unit::Call { io }, d));
                 }
-                ctx.stats.busy(c, Activity::Io, *t, *t + io);
-                ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
+                ctx.stats.busy_on(Activity::Io, *t, *t + io);
+                ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
                 *t += d;
-                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx);
+                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx, true);
                 continue;
             }
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
             let d = io + work;
             calls = calls.wrapping_add(1);
             if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+                ctx.stats.busy_core_over(c, from, *t);
                 return Some((Unit::Call { io }, d));
             }
-            ctx.stats.busy(c, Activity::Io, *t, *t + io);
-            ctx.stats.busy(c, Activity::RxClean, *t + io, *t + d);
+            ctx.stats.busy_on(Activity::Io, *t, *t + io);
+            ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
             *t += d;
-            self.end_call_one(c, r, *t, ctx);
+            self.end_call_one(c, r, *t, ctx, true);
         }
     }
 }

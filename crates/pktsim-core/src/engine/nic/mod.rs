@@ -567,6 +567,21 @@ impl Nic {
         }
     }
 
+    /// [`Nic::send`] inside a run that [`Nic::runs_alone`] allowed on queue `q`: its
+    /// vector is masked and nothing in the run arms it, so only the ring's room and the
+    /// port are looked at.
+    #[inline(always)]
+    pub fn send_alone(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
+        let tx = &mut self.tx[q];
+        if self.egress_port.is_none() && tx.can_post(1) {
+            let done = tx.post(p, now, &mut self.egress);
+            stats.forwarded(p, now, done);
+        } else {
+            self.xmit(q, p, now, queue, stats);
+        }
+    }
+
     /// Take tx queue `q`'s lock at `now` for `hold`: how long the core spins for it plus
     /// how long it holds it (zero for a queue of its own).
     pub fn tx_lock(&mut self, q: usize, now: Instant, hold: Span) -> Span {
