@@ -118,7 +118,7 @@ impl Period {
     /// How many periods fit in `x`, rounded up ([`Span::div_ceil`]).
     #[inline]
     pub fn count_ceil(self, x: Span) -> u64 {
-        // x + d - 1 < 2^32 + 2^32: no overflow.
+        // Wraps only for x of at least 2^32, which the test of x leaves out.
         let n = x.0.wrapping_add(self.span.0 - 1);
         if self.inverse != 0 && x.0 < 1 << 32 && n < 1 << 32 {
             ((self.inverse as u128 * n as u128) >> 64) as u64

@@ -308,8 +308,6 @@ impl Batched {
                         }
                     }
                 }
-                // Idle from here (spinning or asleep) until a write-back wakes the core.
-                self.cores[c].idle_since = *t;
                 ctx.stats.busy_core_over(c, from, *t);
                 super::arm_rings(r..r + 1, ctx);
                 return None;
