@@ -253,8 +253,7 @@ impl Batched {
     #[inline(always)]
     fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
         ctx.stats.poll(t, Some(frames.len() as u32));
-        ctx.nic.advance_ring_to_inline(r, t, ctx.stats);
-        ctx.nic.refill_inline(r, t, ctx.stats);
+        ctx.nic.advance_and_refill(r, t, ctx.stats);
         Self::send_all(tx, frames, t, ctx, alone);
     }
 
@@ -285,15 +284,20 @@ impl Batched {
         let from = *t;
         // The frame of a one-frame call (written whole when taken).
         let mut p = Packet::default();
+        // The ring was brought up to `*t` (a call ended there): nothing more is due.
+        let mut advanced = false;
         loop {
             // A poller that keeps up finds one frame: it comes straight off the ingress.
-            let passed = ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
+            let passed = !advanced && ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
             let len = if passed {
                 1
             } else {
-                ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
+                if !advanced {
+                    ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
+                }
                 ctx.nic.rx(r).len()
             };
+            advanced = false;
             if len == 0 {
                 self.cores[c].idle_since = *t;
                 if let Wait::Spin { t_empty } = self.wait {
@@ -329,6 +333,7 @@ impl Batched {
                 ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
                 *t += d;
                 Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx, true);
+                advanced = true;
                 continue;
             }
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
@@ -342,6 +347,7 @@ impl Batched {
             ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
             *t += d;
             self.end_call_one(c, r, *t, ctx, true);
+            advanced = true;
         }
     }
 }

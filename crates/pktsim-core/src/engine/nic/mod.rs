@@ -504,6 +504,15 @@ impl Nic {
         }
     }
 
+    /// The end of a call on ring `r` at `t`: frames due by `t` are in the ring, then every
+    /// taken descriptor goes back ([`Nic::advance_ring_to_inline`], then
+    /// [`Nic::refill_inline`], whose own bringing up to before `t` would find nothing left).
+    #[inline(always)]
+    pub fn advance_and_refill(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.advance_ring_to_inline(r, t, stats);
+        self.rx[r].refill();
+    }
+
     /// Frames due before `t` see the ring without the descriptors; then they are free.
     #[inline(always)]
     fn give_back_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
