@@ -60,8 +60,14 @@ struct Core {
     worker: Worker<Unit>,
     /// The frames of the running call (kept from call to call: no allocation per call).
     moved: Vec<Packet>,
-    /// When the rings were last found empty (spinning or asleep since then).
+    /// When the rings were last found empty (spinning or asleep since then); a spinning
+    /// core's empty calls end every `t_empty` from here. Interference while it spins moves
+    /// this on by its length: the empty call under way is stretched.
     idle_since: Instant,
+    /// The end of the last interference that took a spinning core: its spin since then
+    /// is still to be charged, the spin before it was charged when it came. Behind
+    /// `idle_since` when no interference came in this spell.
+    spin_from: Instant,
     views: Vec<RingView>,
     /// One ring, which the strategy serves in order: no views or strategy to ask.
     lone: bool,
@@ -94,6 +100,7 @@ impl Batched {
                 worker: Worker::default(),
                 moved: Vec::new(),
                 idle_since: Instant::ZERO,
+                spin_from: Instant::ZERO,
                 views: vec![RingView::default(); topo.queues_per_core()],
             })
             .collect();
@@ -365,19 +372,36 @@ impl IoMode for Batched {
 
     fn end(&mut self, t: Instant, ctx: &mut Ctx) {
         for c in 0..self.cores.len() {
+            // A busy poller with nothing to do spins to the end; one in a call has spun
+            // only up to the call, which is charged up to the end.
+            let idle = self.cores[c].worker.is_idle();
             units::end(self, c, t, ctx);
-            // A busy poller with nothing to do spins to the end.
-            if let (Wait::Spin { t_empty }, true) = (self.wait, self.cores[c].worker.is_idle()) {
-                let since = self.cores[c].idle_since;
+            if let (Wait::Spin { t_empty }, true) = (self.wait, idle) {
+                let core = &self.cores[c];
+                let (since, from) = (core.idle_since, core.spin_from.max(core.idle_since));
+                if from < t {
+                    ctx.stats.busy(c, Activity::Spin, from, t);
+                }
                 if since < t {
-                    ctx.stats.busy(c, Activity::Spin, since, t);
                     ctx.stats.empty_polls_add(since, t_empty.count_ceil(t - since));
                 }
             }
         }
     }
 
+    /// Interference on a spinning core with nothing to do stretches the empty call under
+    /// way, as it would a unit: the spin so far is charged, the core's empty calls end
+    /// `d` later from now on, and its spin resumes when the interference ends.
     fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx) {
+        let spinning = matches!(self.wait, Wait::Spin { .. }) && self.cores[core].worker.is_idle();
+        if spinning {
+            let c = &self.cores[core];
+            let from = c.worker.free_from().max(t);
+            ctx.stats.busy(core, Activity::Spin, c.spin_from.max(c.idle_since), from);
+            let c = &mut self.cores[core];
+            c.idle_since += d;
+            c.spin_from = from + d;
+        }
         units::preempt(self, core, t, d, ctx);
     }
 
@@ -386,15 +410,17 @@ impl IoMode for Batched {
         if !self.cores[c].worker.is_idle() {
             return;
         }
-        let since = self.cores[c].idle_since;
+        let core = &self.cores[c];
+        let (since, from, free) = (core.idle_since, core.spin_from.max(core.idle_since), core.worker.free_from());
         super::disarm_rings(self.topo.rings_of_core(c), ctx);
-        // The core notices the frame at the next empty-call boundary (spinning), or after
-        // the interrupt and the wake-up (sleeping).
+        // The core notices the frame at the next empty-call boundary (spinning; not before
+        // interference lets it go on), or after the interrupt and the wake-up (sleeping).
         let (unit, start, d) = match self.wait {
             Wait::Spin { t_empty } => {
-                let calls = t_empty.count_ceil(t - since);
+                let calls = t_empty.count_ceil(t.max(free) - since);
                 ctx.stats.empty_polls_add(since, calls);
-                (Unit::Spin, since, t_empty * calls)
+                // The spin not yet charged: since the last interference, if any came.
+                (Unit::Spin, from, since + t_empty * calls - from)
             }
             Wait::Sleep { t_irq, t_wakeup } => {
                 ctx.stats.irq(t);
@@ -456,6 +482,41 @@ mod tests {
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 1, 1]);
         assert_eq!(r.cpu_utilization, 1.0, "a busy poller never idles");
         assert!((r.cpu_useful - 5e-6 / 1e-3).abs() < 1e-12, "two calls: 3 us + 2 us of 1 ms");
+    }
+
+    /// A call running when the window ends is charged up to the end, and the spin before
+    /// it only up to the call: the frame of 998.5 us is seen at that very empty-call
+    /// boundary (1,997 empty calls of 0.5 us), its call (1 us + 1 us) runs past 1 ms.
+    #[test]
+    fn a_call_running_at_the_end_is_charged_once() {
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let (r, dep) = trace(&toml, &[(998_500, 64)]);
+        assert!(dep.is_empty(), "{dep:?}");
+        assert_eq!(r.empty_polls, 1997);
+        assert_eq!(r.cpu_utilization, 1.0, "the spin, then the call: the whole window once");
+        assert!((r.cpu_useful - 1.5e-6 / 1e-3).abs() < 1e-12, "1.5 us of the call: {}", r.cpu_useful);
+    }
+
+    /// A tick of 3 us every 97 us on a busy poller with a frame every 10 us: a tick that
+    /// takes the core while it spins stretches the empty call under way, so a frame is
+    /// late by at most the tick and one empty call (0.5 us), and only where a tick came
+    /// since the frame before; the core is never idle: spinning, calling or taken.
+    #[test]
+    fn a_tick_stretches_the_empty_call_under_way() {
+        let frames: Vec<(u64, u16)> = (0..99).map(|i| (5_100 + i * 10_000, 64)).collect();
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let (c, dep0) = trace(&toml, &frames);
+        let (r, dep) = trace(&format!("{toml}\n[cpu.interference]\ntick_period = \"97us\"\nt_tick = [\"3us\"]"), &frames);
+        assert_eq!(c.cpu_utilization, 1.0);
+        assert_eq!(r.cpu_utilization, 1.0, "{:?}", r.cpu_by_activity);
+        assert!(r.cpu_by_activity["idle"].abs() < 1e-12, "{:?}", r.cpu_by_activity);
+        let ticks_us = r.cpu_by_activity["interference"] * 1000.0;
+        assert!((ticks_us - 30.0).abs() < 1e-6 || (ticks_us - 33.0).abs() < 1e-6, "{ticks_us} us of ticks");
+        assert_eq!(dep.len(), dep0.len());
+        let late: Vec<f64> = dep.iter().zip(&dep0).map(|(a, b)| a.0 - b.0).collect();
+        assert!(late.iter().all(|&l| l.abs() <= 3_500.0), "{late:?}");
+        assert!(late.iter().filter(|&&l| l > 500.0).count() <= 11, "at most one late frame per tick: {late:?}");
+        assert!(late.iter().any(|&l| l > 500.0), "some frame waited for a tick: {late:?}");
     }
 
     /// Asleep, the core pays the interrupt (1 us) and the wake-up (2 us) first.

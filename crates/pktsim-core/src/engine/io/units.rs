@@ -39,6 +39,10 @@ impl<U> Worker<U> {
     pub fn is_idle(&self) -> bool {
         self.unit.is_none()
     }
+    /// When interference last taken leaves the core free (no later than now when none is).
+    pub fn free_from(&self) -> Instant {
+        self.blocked
+    }
     /// Whether interference leaves the core free at `t`.
     pub fn is_free_at(&self, t: Instant) -> bool {
         self.blocked <= t
