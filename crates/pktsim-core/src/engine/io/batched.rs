@@ -269,6 +269,9 @@ impl Batched {
     /// ([`crate::engine::nic::Nic::send_alone`]).
     #[inline(always)]
     fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
+        if let (true, [p]) = (alone, frames) {
+            return ctx.nic.reclaim_and_send_alone(tx, p, t, ctx.queue, ctx.stats);
+        }
         ctx.nic.tx_reclaim(tx, t, ctx.stats);
         for p in frames {
             if alone {

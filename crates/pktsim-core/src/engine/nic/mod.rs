@@ -591,6 +591,21 @@ impl Nic {
         }
     }
 
+    /// [`Nic::tx_reclaim`] then [`Nic::send_alone`] of one frame, the queue looked up
+    /// once: a lone poller's call of one frame.
+    #[inline(always)]
+    pub fn reclaim_and_send_alone(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
+        let tx = &mut self.tx[q];
+        if self.egress_port.is_none() && tx.reclaim(now) && tx.can_post(1) {
+            let done = tx.post(p, now, &mut self.egress);
+            stats.forwarded(p, now, done);
+        } else {
+            self.tx_reclaim(q, now, stats);
+            self.xmit(q, p, now, queue, stats);
+        }
+    }
+
     /// Take tx queue `q`'s lock at `now` for `hold`: how long the core spins for it plus
     /// how long it holds it (zero for a queue of its own).
     pub fn tx_lock(&mut self, q: usize, now: Instant, hold: Span) -> Span {
