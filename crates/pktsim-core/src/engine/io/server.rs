@@ -145,8 +145,7 @@ impl Server {
             }
             *t += d;
             ctx.nic.refill_inline(r, *t, ctx.stats);
-            ctx.nic.tx_reclaim(tx, *t, ctx.stats);
-            ctx.nic.send(tx, &core.frame, *t, ctx.queue, ctx.stats);
+            ctx.nic.reclaim_and_send_alone(tx, &core.frame, *t, ctx.queue, ctx.stats);
         }
     }
 }
