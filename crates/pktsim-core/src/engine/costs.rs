@@ -30,24 +30,55 @@ const DRAWS: usize = 64;
 /// A ring's service stream, its unit exponential draws made `DRAWS` at a time: the `log`
 /// of each is then off the critical path of the frames' times (a frame's start waits for
 /// the previous frame's time), and the numbers are those drawn one at a time, in order,
-/// bit for bit (nothing else draws from the stream).
+/// bit for bit (nothing else draws from the stream). Each batch is also scaled and rounded
+/// to integer time ahead, for the mean it was drawn at: frames of one mean (one size, or
+/// no per-byte part) then take a ready time, and the multiply and the rounding are off the
+/// critical path too; a frame of another mean scales its own draw, the same way.
 struct Draws {
     stream: Stream,
-    buf: [f64; DRAWS],
+    units: [f64; DRAWS],
+    /// `units` times `mean`, rounded as [`Costs::draw`] rounds.
+    spans: [Span; DRAWS],
+    mean: Span,
     next: usize,
 }
 
 impl Draws {
-    #[inline]
-    fn next(&mut self) -> f64 {
+    fn new(stream: Stream) -> Self {
+        Draws { stream, units: [0.0; DRAWS], spans: [Span::ZERO; DRAWS], mean: Span::ZERO, next: DRAWS }
+    }
+
+    /// The next draw as a time of mean `mean`.
+    #[inline(always)]
+    fn span(&mut self, mean: Span) -> Span {
+        if self.next == DRAWS || mean != self.mean {
+            return self.span_slow(mean);
+        }
+        self.next += 1;
+        self.spans[self.next - 1]
+    }
+
+    #[inline(never)]
+    fn span_slow(&mut self, mean: Span) -> Span {
         if self.next == DRAWS {
-            for x in &mut self.buf {
+            for x in &mut self.units {
                 *x = self.stream.unit_exponential();
             }
             self.next = 0;
+            self.mean = mean;
+            for (s, &u) in self.spans.iter_mut().zip(&self.units) {
+                *s = Self::scale(u, mean);
+            }
         }
         self.next += 1;
-        self.buf[self.next - 1]
+        Self::scale(self.units[self.next - 1], mean)
+    }
+
+    /// A unit draw as a time of mean `mean`: a unit draw is at most 64, a mean at most a
+    /// step (10 s), far below 2^62 ps.
+    #[inline(always)]
+    fn scale(unit: f64, mean: Span) -> Span {
+        Span::from_ps_f64_small(unit * mean.ps() as f64)
     }
 }
 
@@ -178,8 +209,7 @@ impl Costs {
 
     #[inline]
     fn draw_exponential(&mut self, mean: Span, p: &Packet) -> Span {
-        // A unit draw is at most 64, a mean at most a step (10 s): far below 2^62 ps.
-        Span::from_ps_f64_small(self.stream(p.ring as usize).next() * mean.ps() as f64)
+        self.stream(p.ring as usize).span(mean)
     }
 
     #[inline]
@@ -195,7 +225,7 @@ impl Costs {
         while self.rngs.len() <= ring {
             let r = self.rngs.len();
             let name = if r == 0 { "service".to_string() } else { format!("service/ring{r}") };
-            self.rngs.push(Draws { stream: Stream::new(self.seed, &name), buf: [0.0; DRAWS], next: DRAWS });
+            self.rngs.push(Draws::new(Stream::new(self.seed, &name)));
         }
     }
 
@@ -206,5 +236,26 @@ impl Costs {
             return self.proc_fixed;
         }
         self.proc_fixed + Span::from_ps(self.proc_per_byte_fs * size / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream's times are its unit draws, one at a time and in order, each scaled by the
+    /// mean asked for then: whether the mean is the one a batch was scaled for ahead, or
+    /// another (frames of several sizes with a per-byte part), and across batch ends.
+    #[test]
+    fn draws_are_the_stream_one_at_a_time_whatever_the_means() {
+        let mut draws = Draws::new(Stream::new(3, "service"));
+        let mut stream = Stream::new(3, "service");
+        let means = [Span::from_ps(1_000_000), Span::from_ps(1_000_000), Span::from_ps(479_123), Span::from_ps(1_000_000)];
+        for i in 0..5 * DRAWS + 7 {
+            // Long runs of one mean, broken now and then.
+            let mean = if i % 29 == 28 { means[2] } else { means[(i / 100) % 2 * 3] };
+            let want = Span::from_ps_f64_small(stream.unit_exponential() * mean.ps() as f64);
+            assert_eq!(draws.span(mean), want, "draw {i}, mean {mean:?}");
+        }
     }
 }
