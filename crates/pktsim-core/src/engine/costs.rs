@@ -250,10 +250,11 @@ mod tests {
     fn draws_are_the_stream_one_at_a_time_whatever_the_means() {
         let mut draws = Draws::new(Stream::new(3, "service"));
         let mut stream = Stream::new(3, "service");
-        let means = [Span::from_ps(1_000_000), Span::from_ps(1_000_000), Span::from_ps(479_123), Span::from_ps(1_000_000)];
+        let means = [Span::from_ps(1_000_000), Span::from_ps(2_500_000), Span::from_ps(479_123)];
         for i in 0..5 * DRAWS + 7 {
-            // Long runs of one mean, broken now and then.
-            let mean = if i % 29 == 28 { means[2] } else { means[(i / 100) % 2 * 3] };
+            // Runs of 100 draws at one mean, then at another (so batches start at either),
+            // broken now and then by a third.
+            let mean = if i % 29 == 28 { means[2] } else { means[(i / 100) % 2] };
             let want = Span::from_ps_f64_small(stream.unit_exponential() * mean.ps() as f64);
             assert_eq!(draws.span(mean), want, "draw {i}, mean {mean:?}");
         }
