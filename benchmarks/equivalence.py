@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from golden import strip_wall  # noqa: E402  (the golden outputs drop the same wall times)
 
 SHORT = {"measure.duration": "30ms", "measure.warmup": "1ms"}
 
@@ -47,14 +49,6 @@ def scenario_files() -> list[Path]:
     return sorted((ROOT / "examples").glob("*.toml")) + sorted((ROOT / "python/pktsim/scenarios").glob("*.toml"))
 
 
-def without_wall_times(x):
-    if isinstance(x, dict):
-        return {k: without_wall_times(v) for k, v in x.items() if k != "wall_s"}
-    if isinstance(x, list):
-        return [without_wall_times(v) for v in x]
-    return x
-
-
 def run_all(out: Path) -> None:
     from pktsim.errors import ScenarioError
     from pktsim.sim import run_file
@@ -64,7 +58,7 @@ def run_all(out: Path) -> None:
         for variant in VARIANTS:
             key = f"{path.relative_to(ROOT)} {json.dumps(variant, sort_keys=True)}"
             try:
-                results[key] = without_wall_times(dict(run_file(path, {**SHORT, **variant})))
+                results[key] = strip_wall(dict(run_file(path, {**SHORT, **variant})))
             except ScenarioError as e:
                 results[key] = "error: " + str(e).splitlines()[0]
     out.write_text(json.dumps(results, sort_keys=True))
