@@ -53,6 +53,8 @@ def run_all(out: Path) -> None:
     from pktsim.errors import ScenarioError
     from pktsim.sim import run_file
 
+    if not out.parent.is_dir():
+        raise SystemExit(f"{out}: expected a file in an existing directory")
     results = {}
     for path in scenario_files():
         for variant in VARIANTS:
@@ -61,7 +63,14 @@ def run_all(out: Path) -> None:
                 results[key] = strip_wall(dict(run_file(path, {**SHORT, **variant})))
             except ScenarioError as e:
                 results[key] = "error: " + str(e).splitlines()[0]
-    out.write_text(json.dumps(results, sort_keys=True))
+    # Whole or not at all: written beside the target, then renamed over it.
+    part = out.with_name(out.name + ".part")
+    try:
+        part.write_text(json.dumps(results, sort_keys=True))
+        part.replace(out)
+    except OSError as e:
+        part.unlink(missing_ok=True)
+        raise SystemExit(f"{out}: could not write the results ({e})") from None
     ran = sum(1 for v in results.values() if isinstance(v, dict))
     print(f"{len(results)} cases, {ran} ran (the rest are variants the scenario does not accept): {out}")
 
@@ -77,8 +86,18 @@ def differing_keys(a, b, prefix=""):
         yield prefix or "(the whole result)"
 
 
+def load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path}: expected a results file written by `equivalence.py run` ({e})") from None
+    if not isinstance(data, dict):
+        raise SystemExit(f"{path}: expected a results file written by `equivalence.py run` (a JSON object)")
+    return data
+
+
 def compare(a_path: Path, b_path: Path) -> int:
-    a, b = json.loads(a_path.read_text()), json.loads(b_path.read_text())
+    a, b = load(a_path), load(b_path)
     differ = 0
     for key in sorted(set(a) | set(b)):
         keys = list(differing_keys(a.get(key), b.get(key)))
@@ -99,10 +118,19 @@ def main(argv=None) -> int:
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     args = ap.parse_args(argv)
-    if args.cmd == "run":
-        run_all(args.out)
-        return 0
-    return compare(args.a, args.b)
+    try:
+        if args.cmd == "run":
+            run_all(args.out)
+            return 0
+        return compare(args.a, args.b)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+    except KeyboardInterrupt:
+        print("interrupted: no results written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

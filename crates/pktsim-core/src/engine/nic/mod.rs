@@ -592,7 +592,9 @@ impl Nic {
     }
 
     /// [`Nic::tx_reclaim`] then [`Nic::send_alone`] of one frame, the queue looked up
-    /// once: a lone poller's call of one frame.
+    /// once: a lone poller's call of one frame. It keeps its own copy of the post: built
+    /// on `send_alone` (the queue looked up twice) it was measurably slower (BENCHMARKS.md,
+    /// seventh pass).
     #[inline(always)]
     pub fn reclaim_and_send_alone(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
         debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
