@@ -105,6 +105,12 @@ impl SimNode {
         self.nic.connect_egress(port);
     }
 
+    /// Tests: every step through the general path (see [`IoMode::general_path_only`]).
+    #[cfg(test)]
+    pub fn general_path_only(&mut self) {
+        self.mode.general_path_only();
+    }
+
     /// Stop the run when `flag` is set (from any thread: a signal handler, a watchdog).
     /// The engine looks at it between events, between work units and between frames, so a
     /// run stops within microseconds of wall time, whatever the scenario.

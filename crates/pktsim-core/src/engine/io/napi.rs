@@ -43,6 +43,9 @@ use std::collections::VecDeque;
 
 use serde_json::json;
 
+mod lone;
+
+use lone::Lone;
 use super::units::{self, Units, Worker};
 use super::xdp::{Verdict, Xdp};
 use super::{Ctx, IoMode};
@@ -263,6 +266,9 @@ pub struct Napi {
     /// cores when it has cores of its own (core `cores + i` runs thread `i`).
     app: Option<App>,
     app_workers: Vec<Worker<Work>>,
+    /// Cores may run lone episodes ([`Napi::lone_episodes`]): plain NAPI, one vector per
+    /// core cleaning the tx queue its frames leave by, no deferral.
+    lone: bool,
 }
 
 impl Napi {
@@ -296,7 +302,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new() }
+        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new(), lone: false }
     }
 
     /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
@@ -373,7 +379,7 @@ impl Napi {
     /// The mode a scenario asks for: NAPI, with its XDP program and application if any.
     pub fn of(sc: &ResolvedScenario, topo: &Topology, xdp: bool) -> Self {
         let napi = if xdp { Self::with_xdp(sc, topo) } else { Self::new(sc, topo) };
-        napi.with_app(AppParams::of(sc))
+        napi.with_app(AppParams::of(sc)).with_lone()
     }
 
     /// AF_XDP: the program redirects to the queue's socket, whose user thread is the
@@ -712,7 +718,14 @@ impl Units for Napi {
         // Only an interrupt event queues a handler, never a step here: the queue is looked
         // at once.
         if let Some(v) = self.cores[c].irq_queue.pop_front() {
-            return Some((Work::Irq(v), ctx.costs.t_irq));
+            if !self.lone {
+                return Some((Work::Irq(v), ctx.costs.t_irq));
+            }
+            match self.lone_episodes(c, v, t, ctx) {
+                Lone::Unit(w, d) => return Some((w, d)),
+                Lone::Idle => return None,
+                Lone::General => {}
+            }
         }
         loop {
             if let Some(poll) = &self.cores[c].poll {
@@ -957,6 +970,11 @@ impl IoMode for Napi {
     fn independent_cores(&self) -> bool {
         // An application thread on a core of its own reads another core's socket.
         self.app_workers.is_empty()
+    }
+
+    #[cfg(test)]
+    fn general_path_only(&mut self) {
+        self.lone = false;
     }
 
     fn report(&self, nic: &Nic) -> serde_json::Value {

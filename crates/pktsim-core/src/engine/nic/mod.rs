@@ -698,13 +698,18 @@ impl Nic {
 
     // ------------------------------------------------------------------ interrupts
 
-    /// Whether a cause reached vector `v` since its last interrupt (EICR set), by `t`.
-    fn cause_pending(&self, v: usize, t: Instant) -> bool {
+    /// Whether a cause reached vector `v` since its last interrupt (EICR set), by `t`,
+    /// given its tx ring's last completion by then.
+    fn cause_pending(&self, v: usize, last_done: Option<Instant>) -> bool {
         let vec = &self.vectors[v];
         let after_fire = |w: Instant| vec.last_fire.is_none_or(|f| w > f);
         let rx = vec.layout.rx.is_some_and(|r| self.rx[r].last_write().is_some_and(after_fire));
-        let tx = vec.layout.tx.is_some_and(|q| self.tx[q].last_done_by(t).is_some_and(after_fire));
-        rx || tx
+        rx || last_done.is_some_and(after_fire)
+    }
+
+    /// Vector `v`'s tx ring's last completion by `t` and first after it (none without one).
+    fn done_around(&self, v: usize, t: Instant) -> (Option<Instant>, Option<Instant>) {
+        self.vectors[v].layout.tx.map_or((None, None), |q| self.tx[q].done_around(t))
     }
 
     /// Arm vector `v` at `t`: the next cause (a write-back on its rx ring, the next
@@ -716,35 +721,66 @@ impl Nic {
     /// `counter_zero`, so it is scheduled now, as that cause would (the vector masked, its
     /// ring no longer waking anyone), instead of waiting for the completion's event.
     pub fn arm_vector(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
-        let layout = self.vectors[v].layout;
-        if let Some(d) = layout.tx.and_then(|q| self.tx[q].first_done_after(t)) {
-            let vec = &self.vectors[v];
-            let m = &*vec.moderation;
-            if m.max_frames() == 0 && !m.timer_from_first_cause() && vec.counter_zero >= d {
+        let (_, next_done) = self.done_around(v, t);
+        self.arm_vector_before(v, next_done, Instant::ZERO, queue);
+    }
+
+    /// [`Nic::arm_vector`], where an interrupt it schedules at once that fires strictly
+    /// before `inline` is not scheduled but returned (see [`Nic::complete_before`]);
+    /// `next_done` is the vector's tx ring's first completion after now.
+    fn arm_vector_before(&mut self, v: usize, next_done: Option<Instant>, inline: Instant, queue: &mut EventQueue) -> Option<Instant> {
+        let vec = &self.vectors[v];
+        if let Some(d) = next_done {
+            if vec.policy.max_frames == 0 && !vec.policy.from_first_cause && vec.counter_zero >= d {
                 let at = vec.counter_zero;
-                self.schedule_irq(v, at, queue);
-                return;
+                self.mask_for(v, at);
+                if at < inline {
+                    return Some(at);
+                }
+                self.vectors[v].irq.set(queue, at, Key::Irq(v as u32));
+                return None;
             }
         }
         let vec = &mut self.vectors[v];
         vec.armed = true;
         vec.irq.cancel();
         vec.tx_cause.cancel();
-        if let Some(r) = layout.rx {
+        if let Some(r) = vec.layout.rx {
             self.arm(r, queue);
         }
-        if let Some(q) = layout.tx {
-            if let Some(d) = self.tx[q].first_done_after(t) {
-                self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
-            }
+        if let Some(d) = next_done {
+            self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
         }
+        None
+    }
+
+    /// When the interrupt of vector `v`, about to be armed with no cause pending, would
+    /// fire, if strictly before `limit`: at its first cause — the next write-back on its
+    /// ring (if a descriptor is free for it) or its tx ring's next completion (`next_done`),
+    /// whichever comes first — when the throttle allows. For a policy that counts no frames
+    /// (whose interrupt no later write-back moves).
+    fn first_cause_irq(&mut self, v: usize, next_done: Option<Instant>, limit: Instant, stats: &mut Stats) -> Option<Instant> {
+        let rx = self.vectors[v].layout.rx.filter(|&r| self.rx[r].free() > 0).and_then(|r| self.next_arrival(r..r + 1, limit, stats));
+        let cause = match (rx, next_done) {
+            (Some(a), Some(d)) => a.min(d),
+            (a, d) => a.or(d)?,
+        };
+        let at = self.irq_time(v, cause, cause);
+        (at < limit).then_some(at)
     }
 
     fn schedule_irq(&mut self, v: usize, at: Instant, queue: &mut EventQueue) {
+        self.mask_for(v, at);
+        self.vectors[v].irq.set(queue, at, Key::Irq(v as u32));
+    }
+
+    /// Vector `v` masked, its interrupt to fire at `at` (scheduled by the caller, or fired
+    /// by the host itself): no cause schedules another, its ring wakes nobody.
+    #[inline]
+    fn mask_for(&mut self, v: usize, at: Instant) {
         let vec = &mut self.vectors[v];
         vec.armed = false;
         vec.tx_cause.cancel();
-        vec.irq.set(queue, at, Key::Irq(v as u32));
         vec.irq_at = at;
         if let Some(r) = vec.layout.rx {
             self.rx[r].set_armed(false);
@@ -757,13 +793,12 @@ impl Nic {
     /// for a policy whose timer starts at the first cause.
     fn irq_time(&self, v: usize, t: Instant, first: Instant) -> Instant {
         let vec = &self.vectors[v];
-        let m = &*vec.moderation;
-        let n = m.max_frames();
+        let n = vec.policy.max_frames;
         if n > 0 && vec.layout.rx.is_some_and(|r| self.rx[r].len() >= n as usize) {
             return t;
         }
-        if m.timer_from_first_cause() {
-            (first + m.interval()).max(t)
+        if vec.policy.from_first_cause {
+            (first + vec.policy.interval).max(t)
         } else {
             t.max(vec.counter_zero)
         }
@@ -773,7 +808,7 @@ impl Nic {
     /// its policy counts frames.
     fn keep_counting(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let vec = &self.vectors[v];
-        if let (true, Some(r), true) = (vec.moderation.max_frames() > 0, vec.layout.rx, vec.irq_at > t) {
+        if let (true, Some(r), true) = (vec.policy.max_frames > 0, vec.layout.rx, vec.irq_at > t) {
             self.arm(r, queue);
         }
     }
@@ -787,7 +822,7 @@ impl Nic {
             let at = self.irq_time(v, t, t);
             self.schedule_irq(v, at, queue);
             self.keep_counting(v, t, queue);
-        } else if vec.irq.is_pending() && vec.irq_at > t && vec.moderation.max_frames() > 0 {
+        } else if vec.irq.is_pending() && vec.irq_at > t && vec.policy.max_frames > 0 {
             let at = self.irq_time(v, t, t);
             if at < self.vectors[v].irq_at {
                 self.schedule_irq(v, at, queue);
@@ -804,37 +839,67 @@ impl Nic {
                 self.cause(v as usize, now, queue);
                 None
             }
-            Key::Irq(v) if self.vectors[v as usize].irq.fired(gen, queue) => {
-                let vec = &mut self.vectors[v as usize];
-                vec.fire(now);
-                // A counting policy's ring stops waking the vector once it fired.
-                if let Some(r) = vec.layout.rx {
-                    self.rx[r].set_armed(false);
-                }
-                let vec = &self.vectors[v as usize];
-                stats.irq(now);
-                Some(Irq { vector: v as usize, core: vec.layout.core })
-            }
+            Key::Irq(v) if self.vectors[v as usize].irq.fired(gen, queue) => Some(self.fire(v as usize, now, stats)),
             _ => None,
         }
+    }
+
+    /// Vector `v`'s interrupt fires at `now`: the throttle counter is loaded, and the host
+    /// handles the interrupt returned. The event of a scheduled interrupt calls this; so
+    /// does a host that was handed the interrupt's time instead ([`Nic::complete_before`]).
+    #[inline]
+    pub fn fire(&mut self, v: usize, now: Instant, stats: &mut Stats) -> Irq {
+        let vec = &mut self.vectors[v];
+        vec.fire(now);
+        // A counting policy's ring stops waking the vector once it fired.
+        if let Some(r) = vec.layout.rx {
+            self.rx[r].set_armed(false);
+        }
+        stats.irq(now);
+        Irq { vector: v, core: self.vectors[v].layout.core }
     }
 
     /// `napi_complete` of vector `v`'s episode at `t`: the moderation policy hears of it,
     /// then the vector is unmasked — a cause that came meanwhile interrupts when the
     /// throttle counter allows, else the vector waits for the next one.
     pub fn complete(&mut self, v: usize, t: Instant, episode: Episode, queue: &mut EventQueue, stats: &mut Stats) {
+        self.complete_before(v, t, episode, Instant::ZERO, queue, stats);
+    }
+
+    /// [`Nic::complete`] for a host that will do nothing else until the vector's next
+    /// interrupt if that comes before `inline` (the next event): an interrupt that would
+    /// be scheduled strictly before `inline` is not, and its time is returned instead; the
+    /// vector is masked as for a scheduled interrupt, and the host fires it at that time
+    /// ([`Nic::fire`]), as the interrupt's event would have. Only for a policy that counts
+    /// no frames (nothing reaches a masked vector before its interrupt then).
+    pub fn complete_before(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Instant> {
         self.vectors[v].episode_done(t, episode);
         if let Some(r) = self.vectors[v].layout.rx {
             self.advance_ring_to(r, t, stats);
         }
-        if self.cause_pending(v, t) {
+        let inline = if self.vectors[v].policy.max_frames == 0 { inline } else { Instant::ZERO };
+        let (last_done, next_done) = self.done_around(v, t);
+        if self.cause_pending(v, last_done) {
             // The oldest frame waiting in the ring came first (a tx completion alone: now).
             let first = self.vectors[v].layout.rx.and_then(|r| self.rx[r].head().map(|p| p.t_ring)).unwrap_or(t);
             let at = self.irq_time(v, t, first);
+            if at < inline {
+                self.mask_for(v, at);
+                return Some(at);
+            }
             self.schedule_irq(v, at, queue);
             self.keep_counting(v, t, queue);
+            None
         } else {
-            self.arm_vector(v, t, queue);
+            // Armed, its first cause would schedule the interrupt: where that fires before
+            // `inline`, it is the one returned.
+            if inline > Instant::ZERO {
+                if let Some(at) = self.first_cause_irq(v, next_done, inline, stats) {
+                    self.mask_for(v, at);
+                    return Some(at);
+                }
+            }
+            self.arm_vector_before(v, next_done, inline, queue)
         }
     }
 }

@@ -112,9 +112,12 @@ impl TxRing {
         }
     }
 
-    /// Completion time of the `i`-th descriptor in flight (`i` below their count).
+    /// Completion time of the `i`-th descriptor in flight (`i` below their count). The
+    /// oldest is a peek: the buffer's `get` takes its index modulo the length, a division.
+    #[inline]
     fn done_at(&self, i: usize) -> Instant {
-        self.in_flight.get(i).map_or(Instant::NEVER, |&(d, _)| d)
+        let e = if i == 0 { self.in_flight.peek() } else { self.in_flight.get(i) };
+        e.map_or(Instant::NEVER, |&(d, _)| d)
     }
 
     /// Latest completion at or before `t` (a cause the vector has seen by then).
@@ -131,6 +134,14 @@ impl TxRing {
     pub fn first_done_after(&self, t: Instant) -> Option<Instant> {
         let n = self.done_by(t);
         (n < self.in_flight.len()).then(|| self.done_at(n))
+    }
+
+    /// [`TxRing::last_done_by`] and [`TxRing::first_done_after`] of one `t`, in one look.
+    #[inline]
+    pub fn done_around(&self, t: Instant) -> (Option<Instant>, Option<Instant>) {
+        let n = self.done_by(t);
+        let last = if n == 0 { self.last_cleaned_done } else { Some(self.done_at(n - 1)) };
+        (last, (n < self.in_flight.len()).then(|| self.done_at(n)))
     }
 
     /// Hand a frame to the queue at `now`. A posted frame's descriptor completes when the

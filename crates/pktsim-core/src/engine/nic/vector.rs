@@ -17,8 +17,24 @@
 
 use crate::engine::moderation::{Episode, Moderation};
 use crate::engine::queue::Timer;
-use crate::engine::time::Instant;
+use crate::engine::time::{Instant, Span};
 use crate::engine::topology::VectorLayout;
+
+/// What the policy says now, read once after each change: a policy changes only when it
+/// hears of an episode, so every interrupt, cause and unmask in between asks it without a
+/// call through its trait object.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PolicyNow {
+    pub interval: Span,
+    pub max_frames: u32,
+    pub from_first_cause: bool,
+}
+
+impl PolicyNow {
+    fn of(m: &dyn Moderation) -> Self {
+        PolicyNow { interval: m.interval(), max_frames: m.max_frames(), from_first_cause: m.timer_from_first_cause() }
+    }
+}
 
 pub struct Vector {
     pub(super) layout: VectorLayout,
@@ -34,7 +50,8 @@ pub struct Vector {
     pub(super) tx_cause: Timer,
     /// Interrupts since the last episode ended.
     pub(super) episode_irqs: u64,
-    pub(super) moderation: Box<dyn Moderation>,
+    moderation: Box<dyn Moderation>,
+    pub(super) policy: PolicyNow,
 }
 
 impl Vector {
@@ -48,6 +65,7 @@ impl Vector {
             irq_at: Instant::NEVER,
             tx_cause: Timer::default(),
             episode_irqs: 0,
+            policy: PolicyNow::of(&*moderation),
             moderation,
         }
     }
@@ -70,7 +88,7 @@ impl Vector {
     /// The interrupt fires at `now`: load the throttle counter.
     pub(super) fn fire(&mut self, now: Instant) {
         self.last_fire = Some(now);
-        self.counter_zero = now + self.moderation.interval();
+        self.counter_zero = now + self.policy.interval;
         self.episode_irqs += 1;
     }
 
@@ -78,5 +96,6 @@ impl Vector {
     pub(super) fn episode_done(&mut self, now: Instant, mut ep: Episode) {
         ep.irqs = std::mem::take(&mut self.episode_irqs);
         self.moderation.episode_done(now, &ep);
+        self.policy = PolicyNow::of(&*self.moderation);
     }
 }
