@@ -203,8 +203,9 @@ fn on_cpu_ns() -> f64 {
     text.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
 }
 
-/// On-CPU ns per frame of the last `trace-read` (as f64 bits).
-static TRACE_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// On-CPU ns per frame of the fastest `trace-read` round so far (as f64 bits), the goal's
+/// figure as every case's is its fastest round.
+static TRACE_CPU_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(f64::INFINITY.to_bits());
 
 /// Read and decode every frame of a 5 M-frame trace (written first, not timed).
 fn trace_read() -> Timed {
@@ -219,7 +220,8 @@ fn trace_read() -> Timed {
     }
     let wall_s = t.elapsed().as_secs_f64();
     let cpu_ns = (on_cpu_ns() - cpu) / packets as f64;
-    TRACE_CPU_NS.store(cpu_ns.to_bits(), std::sync::atomic::Ordering::Relaxed);
+    let best = f64::from_bits(TRACE_CPU_NS.load(std::sync::atomic::Ordering::Relaxed)).min(cpu_ns);
+    TRACE_CPU_NS.store(best.to_bits(), std::sync::atomic::Ordering::Relaxed);
     println!("trace-read: {cpu_ns:.1} ns/frame on CPU ({:.1} M frames/s), {:.1} ns/frame of wall time", 1e3 / cpu_ns, wall_s * 1e9 / packets as f64);
     std::hint::black_box(bytes);
     let _ = std::fs::remove_file(&path);
