@@ -700,6 +700,7 @@ impl Nic {
 
     /// Whether a cause reached vector `v` since its last interrupt (EICR set), by `t`,
     /// given its tx ring's last completion by then.
+    #[inline]
     fn cause_pending(&self, v: usize, last_done: Option<Instant>) -> bool {
         let vec = &self.vectors[v];
         let after_fire = |w: Instant| vec.last_fire.is_none_or(|f| w > f);
@@ -708,6 +709,7 @@ impl Nic {
     }
 
     /// Vector `v`'s tx ring's last completion by `t` and first after it (none without one).
+    #[inline]
     fn done_around(&self, v: usize, t: Instant) -> (Option<Instant>, Option<Instant>) {
         self.vectors[v].layout.tx.map_or((None, None), |q| self.tx[q].done_around(t))
     }

@@ -92,7 +92,7 @@ impl TxRing {
 
     /// How many descriptors in flight complete by `t` (none when the oldest completes
     /// later, the common case at low load: no search).
-    #[inline]
+    #[inline(always)]
     fn done_by(&self, t: Instant) -> usize {
         match self.in_flight.peek() {
             // Completions are in order: the first not due, by bisection.
@@ -137,7 +137,7 @@ impl TxRing {
     }
 
     /// [`TxRing::last_done_by`] and [`TxRing::first_done_after`] of one `t`, in one look.
-    #[inline]
+    #[inline(always)]
     pub fn done_around(&self, t: Instant) -> (Option<Instant>, Option<Instant>) {
         let n = self.done_by(t);
         let last = if n == 0 { self.last_cleaned_done } else { Some(self.done_at(n - 1)) };
