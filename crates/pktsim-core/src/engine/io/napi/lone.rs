@@ -159,16 +159,26 @@ impl Napi {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::testing::scenario;
+    use crate::engine::testing::{scenario, Departures};
     use crate::engine::SimNode;
 
     /// The result of the node `toml` describes as JSON, without what depends on how it was
     /// computed (wall time, events), and its events; `general`: every step through the
     /// general path.
     fn figures(toml: &str, general: bool) -> (serde_json::Value, u64) {
+        let (v, events, _) = run(toml, general, None);
+        (v, events)
+    }
+
+    /// [`figures`], with an egress port connected when `port` is given (it hears of every
+    /// departure, in time order: no core runs ahead of the next event), and its departures.
+    fn run(toml: &str, general: bool, port: Option<Departures>) -> (serde_json::Value, u64, Vec<(f64, f64)>) {
         let mut node = SimNode::build(&scenario(toml));
         if general {
             node.general_path_only();
+        }
+        if let Some(p) = &port {
+            node.connect_egress(Box::new(p.clone()));
         }
         node.run().unwrap_or_else(|e| panic!("{e}"));
         let r = node.report(0.0);
@@ -177,7 +187,31 @@ mod tests {
         for k in ["wall_s", "events"] {
             v.as_object_mut().map(|o| o.remove(k));
         }
-        (v, events)
+        (v, events, port.map(|p| p.get().0).unwrap_or_default())
+    }
+
+    /// With the next node's port connected (a chain), lone episodes hand it the same
+    /// departures as the general path, in the same order.
+    #[test]
+    fn lone_episodes_hand_the_egress_port_the_general_paths_departures() {
+        for (cores, kpps) in [(1u32, 80u32), (1, 1200), (3, 300)] {
+            let toml = format!(
+                "seed = 9\n[cpu]\nfrequency = \"3GHz\"\ncores = {cores}\n[link]\nrate = \"100Gbit/s\"\n\
+                 [traffic]\nrate = \"{}kpps\"\npattern = \"poisson\"\nflows = 64\n\
+                 [host]\nio = \"napi\"\nt_irq = \"300ns\"\nt_proc = \"500ns\"\nt_clean = \"80ns\"\n\
+                 [nic]\ntx_vector = \"shared\"\n[measure]\nwarmup = \"1ms\"\nduration = \"3ms\"\n",
+                kpps * cores
+            );
+            let (lone, lone_events, lone_dep) = run(&toml, false, Some(Departures::default()));
+            let (general, general_events, general_dep) = run(&toml, true, Some(Departures::default()));
+            assert_eq!(lone, general, "{cores} cores, {kpps} kpps per core");
+            assert!(lone_dep.len() > 200, "{}", lone_dep.len());
+            assert_eq!(lone_dep, general_dep, "{cores} cores, {kpps} kpps per core");
+            assert!(lone_events <= general_events, "{cores} cores, {kpps} kpps per core: {lone_events} vs {general_events} events");
+            if cores == 1 && kpps < 100 {
+                assert!(lone_events * 5 < general_events, "{lone_events} vs {general_events} events");
+            }
+        }
     }
 
     /// A core alone with its NAPI runs its episodes straight through, its next interrupt
