@@ -575,8 +575,8 @@ pub struct Stats {
     pub rx_per_poll: Vec<u64>,
     interval: Option<Span>,
     pub series: Vec<Bucket>,
-    /// One group, no time series, no T+: a frame's statistics can take the short way
-    /// ([`Stats::forwarded`]).
+    /// One group a frame (no class groups), no time series, no T+: a frame's statistics
+    /// can take the short way ([`Stats::forwarded`]).
     plain: bool,
 }
 
@@ -627,7 +627,7 @@ impl Stats {
             empty_polls: 0,
             busy_core: vec![Span::ZERO; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
-            plain: n(c.rings) == 0 && n(c.classes) == 0 && c.interval.is_none() && c.t_plus.is_none(),
+            plain: n(c.classes) == 0 && c.interval.is_none() && c.t_plus.is_none(),
             interval: c.interval,
             series,
         }
@@ -743,13 +743,14 @@ impl Stats {
 
     /// A packet's descriptor was written to a tx ring at `t_tx`; its last bit leaves at `t_done`.
     ///
-    /// Mostly the frame has one group to go to, in the batch of the last one, with room
-    /// in its buffer: a few instructions in the caller, without the call (which saved and
-    /// restored a dozen registers per frame). The rest goes out of line, the same figures.
+    /// Mostly the frame has one group to go to (its ring's, or the node's with one ring),
+    /// in the batch of the last one, with room in its buffer: a few instructions in the
+    /// caller, without the call (which saved and restored a dozen registers per frame).
+    /// The rest goes out of line, the same figures.
     #[inline(always)]
     pub fn forwarded(&mut self, p: &Packet, t_tx: Instant, t_done: Instant) {
         let (lo, hi, i) = self.batch_at;
-        let g = &mut self.all;
+        let g = if self.rings.is_empty() { &mut self.all } else { &mut self.rings[p.ring as usize] };
         if self.plain && t_tx >= lo && t_tx < hi && i == g.buf_batch && g.buf_len < LATENCY_BUFFER {
             let start = match self.from {
                 LatencyFrom::WireIn => p.t_wire,
@@ -1057,11 +1058,12 @@ mod tests {
 
     /// A frame's short way through [`Stats::forwarded`] gives the figures of the full
     /// one: frames before, in and after the window, carried in from before it, more than a
-    /// buffer to a batch, across every batch, with both latency start and end points.
+    /// buffer to a batch, across every batch, with both latency start and end points, on
+    /// one ring and on three (a group each).
     #[test]
     fn the_short_way_of_a_forwarded_frame_is_the_full_one() {
         let ms = |x: u64| Instant::from_ps(x * 1_000_000_000);
-        for (from, to) in [(LatencyFrom::RxRing, LatencyTo::TxRing), (LatencyFrom::WireIn, LatencyTo::WireOut)] {
+        for (from, to, rings) in [(LatencyFrom::RxRing, LatencyTo::TxRing, 1), (LatencyFrom::WireIn, LatencyTo::WireOut, 1), (LatencyFrom::RxRing, LatencyTo::TxRing, 3)] {
             let config = || StatsConfig {
                 warm: ms(1),
                 duration: Span::from_ps(4_000_000_000),
@@ -1074,8 +1076,8 @@ mod tests {
                 batches: 10,
                 classes: 1,
                 class_of_source: vec![0],
-                rings: 1,
-                cores: 1,
+                rings,
+                cores: rings,
             };
             let (mut short, mut full) = (Stats::new(config()), Stats::new(config()));
             assert!(short.plain);
@@ -1089,6 +1091,7 @@ mod tests {
                 t += x % 400_000;
                 let mut p = Packet::arriving(Instant::from_ps(t), 64 + (x >> 50) as u16, 0, 0);
                 p.t_ring = p.t_wire + Span::from_ps(300);
+                p.ring = (x % rings as u64) as u16;
                 let t_tx = p.t_ring + Span::from_ps(x % 3_000_000);
                 let t_done = t_tx + Span::from_ps(67_200);
                 short.forwarded(&p, t_tx, t_done);
@@ -1098,9 +1101,11 @@ mod tests {
             full.flush();
             assert!(short.carried_in > 0 && short.all.forwarded > 10_000, "{} {}", short.carried_in, short.all.forwarded);
             assert_eq!(short.carried_in, full.carried_in);
-            let (a, b) = (&short.all, &full.all);
-            assert_eq!((a.forwarded, a.forwarded_bytes, a.latency_sum_ps, a.latency_min, a.latency_max), (b.forwarded, b.forwarded_bytes, b.latency_sum_ps, b.latency_min, b.latency_max));
-            assert_eq!((&a.batch_sum_ps, &a.batch_n, a.latency.counts()), (&b.batch_sum_ps, &b.batch_n, b.latency.counts()));
+            for (a, b) in std::iter::once((&short.all, &full.all)).chain(short.rings.iter().zip(&full.rings)) {
+                assert_eq!((a.forwarded, a.forwarded_bytes, a.latency_sum_ps, a.latency_min, a.latency_max), (b.forwarded, b.forwarded_bytes, b.latency_sum_ps, b.latency_min, b.latency_max));
+                assert_eq!((&a.batch_sum_ps, &a.batch_n, a.latency.counts()), (&b.batch_sum_ps, &b.batch_n, b.latency.counts()));
+            }
+            assert_eq!(short.rings.len(), if rings > 1 { rings } else { 0 });
         }
     }
 }
