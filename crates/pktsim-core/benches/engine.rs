@@ -11,8 +11,11 @@
 //! - trace reading (`trace-read`): 5 M frames of a generated pcap (64 to 1,518 B, 4,096
 //!   flows) read and their headers decoded, on one core (the goal: 20 M frames/s).
 //!
-//! Each case runs in three rounds, interleaved with the bare loop; each figure is the
-//! fastest round (other work on a shared machine only ever slows a round down). A round's
+//! Each case runs in five rounds, each right after a run of the bare loop; its ns/packet is
+//! the fastest round (other work on a shared machine only ever slows a round down), its
+//! speed against the bare loop the median over the rounds of the two timed side by side
+//! (the machine's speed drifts by tens of percent within minutes, and the two side by side
+//! are slowed alike). A round's
 //! time is the simulating thread's time on a CPU (`CLOCK_THREAD_CPUTIME_ID`): on a virtual
 //! machine, time the hypervisor gives another guest (steal) is not in it, where wall time
 //! counts it (seen here: 50 ms of a 320 ms round, which made it 40% slower). The wall time
@@ -286,10 +289,17 @@ const CASES: &[Case] = &[
     ("bare-heap-md1k", || bare_md1k(10_000_000)),
 ];
 
-/// Rounds of every case (and of the bare loop, interleaved): each figure is the fastest
-/// round. On a shared machine a round can only be slowed by other work, never sped up, so
-/// the fastest is the best estimate of a deterministic computation's own time.
-const ROUNDS: usize = 3;
+/// Rounds of every case, each after a run of the bare loop: each ns/packet is the fastest
+/// round (on a shared machine a round can only be slowed by other work, never sped up, so
+/// the fastest is the best estimate of a deterministic computation's own time), each
+/// ratio to the bare loop the median of the rounds'.
+const ROUNDS: usize = 5;
+
+/// Runs of each bundled file (the fastest counts).
+const FILE_ROUNDS: usize = 3;
+
+/// Packets of a bare-loop run beside a case (about 0.2 s).
+const BARE_PACKETS: u64 = 4_000_000;
 
 /// The process's peak resident memory (VmHWM), MB.
 fn peak_rss_mb() -> f64 {
@@ -328,70 +338,75 @@ fn main() {
     let _ = bare_md1k(1_000_000);
     let _ = node(1, 1.5e6, 0.2, &[]);
     let cases: Vec<&&Case> = cases.iter().filter(|(n, _)| *n != "bare-heap-md1k").collect();
-    // Every case and the bare loop, round after round (the machine's speed drifts): the
-    // fastest round of each.
+    // Every case, round after round, each run right after a run of the bare loop: on a
+    // shared machine whose speed drifts by tens of percent within minutes (and differs
+    // between consecutive seconds), a case and the bare loop timed side by side are slowed
+    // alike. A case's speed against the bare loop is the median over the rounds of the two
+    // side by side; its ns/packet is its fastest round.
     let mut bare: Vec<f64> = Vec::new();
-    let mut runs: Vec<Vec<Timed>> = cases.iter().map(|_| Vec::new()).collect();
+    let mut runs: Vec<Vec<(Timed, f64)>> = cases.iter().map(|_| Vec::new()).collect();
     for _ in 0..ROUNDS {
-        bare.push(bare_md1k(10_000_000).ns_per_packet());
         for (i, (_, f)) in cases.iter().enumerate() {
-            runs[i].push(f());
-            if i % 3 == 2 {
-                bare.push(bare_md1k(10_000_000).ns_per_packet());
-            }
+            let b = bare_md1k(BARE_PACKETS).ns_per_packet();
+            bare.push(b);
+            runs[i].push((f(), b));
         }
     }
     let bare_ns = bare.iter().copied().fold(f64::INFINITY, f64::min);
-    let best = |ts: &Vec<Timed>| ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied();
-    let rows: Vec<(&str, Timed, f64)> = cases
+    struct Row<'a> {
+        name: &'a str,
+        best: Timed,
+        median_ns: f64,
+        /// Median over the rounds of (bare loop's ns/packet / the case's), side by side.
+        ratio: f64,
+    }
+    let rows: Vec<Row> = cases
         .iter()
         .zip(&runs)
-        .filter_map(|((name, _), ts)| best(ts).map(|t| (*name, t, median(ts.iter().map(Timed::ns_per_packet).collect()))))
+        .filter_map(|((name, _), ts)| {
+            let best = ts.iter().map(|(t, _)| *t).min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet()))?;
+            let median_ns = median(ts.iter().map(|(t, _)| t.ns_per_packet()).collect());
+            let ratio = median(ts.iter().map(|(t, b)| b / t.ns_per_packet()).collect());
+            Some(Row { name, best, median_ns, ratio })
+        })
         .collect();
     println!("{:<22} {:>10} {:>8} {:>11} {:>9} {:>9} {:>11}", "case", "packets", "wall s", "ns/packet", "median", "events/p", "bare/case");
-    let ns_of = |n: &str| rows.iter().find(|(name, _, _)| *name == n).map(|(_, t, _)| t.ns_per_packet());
-    for (name, t, med) in &rows {
-        println!(
-            "{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}",
-            name,
-            t.packets,
-            t.wall_s,
-            t.ns_per_packet(),
-            med,
-            t.events as f64 / t.packets as f64,
-            bare_ns / t.ns_per_packet()
-        );
+    for r in &rows {
+        let t = &r.best;
+        println!("{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}", r.name, t.packets, t.wall_s, t.ns_per_packet(), r.median_ns, t.events as f64 / t.packets as f64, r.ratio);
     }
     println!(
-        "{:<22} {:>10} {:>8} {:>11.1} {:>9.1} {:>9.2} {:>11.2}   ({} runs: {})",
+        "{:<22} {:>10} {:>8} {:>11.1} {:>9.1} {:>9.2} {:>11.2}   ({} runs)",
         "bare-heap-md1k",
-        10_000_000,
+        BARE_PACKETS,
         "",
         bare_ns,
         median(bare.clone()),
         2.0,
         1.0,
         bare.len(),
-        bare.iter().map(|b| format!("{b:.1}")).collect::<Vec<_>>().join(", ")
     );
-    println!("(ns/packet: CPU time of the simulating thread, the fastest of {ROUNDS} rounds; median: of the rounds; wall s: that round's wall time)");
-    // The goals: speed relative to the bare loop ("bare/case" above), >= the goal.
-    let ratio = |n: &str| ns_of(n).map(|ns| bare_ns / ns).unwrap_or(f64::NAN);
+    println!("(ns/packet: CPU time of the simulating thread, the fastest of {ROUNDS} rounds; median: of the rounds; wall s: that round's wall time;");
+    println!(" bare/case: the bare loop's ns/packet over the case's, timed side by side, the median of the rounds)");
+    // The goals: speed relative to the bare loop ("bare/case" above), >= the goal; one case
+    // against another through their ratios to the bare loop.
+    let ratio = |n: &str| rows.iter().find(|r| r.name == n).map_or(f64::NAN, |r| r.ratio);
+    let ns_of = |n: &str| rows.iter().find(|r| r.name == n).map(|r| r.best.ns_per_packet());
     let goal = |what: &str, value: f64, at_least: f64| {
         println!("goal: {what:<52} {value:>6.2} (>= {at_least}): {}", if value >= at_least { "met" } else { "NOT met" });
     };
     println!();
     goal("002 node, 1 core, 1.5 Mpps: x the bare loop", ratio("napi-1core-1.5Mpps"), 2.0);
-    let low = ns_of("napi-1core-0.1Mpps").unwrap_or(f64::NAN) / ns_of("napi-1core-1.5Mpps").unwrap_or(f64::NAN);
+    let low = ratio("napi-1core-1.5Mpps") / ratio("napi-1core-0.1Mpps");
     println!("goal: {:<52} {low:>6.2} (<= 2): {}", "0.1 Mpps cost per packet / 1.5 Mpps cost", if low <= 2.0 { "met" } else { "NOT met" });
     goal("4 cores: x the bare loop", ratio("napi-4cores"), 1.0);
     goal("64 cores: x the bare loop", ratio("napi-64cores"), 0.5);
-    let napi = ns_of("napi-1core-1.5Mpps").unwrap_or(f64::NAN);
-    goal("busy-poll: NAPI's ns/packet / busy-poll's", napi / ns_of("busy-poll-1core").unwrap_or(f64::NAN), 1.0);
+    let napi = ratio("napi-1core-1.5Mpps");
+    goal("busy-poll: NAPI's ns/packet / busy-poll's", ratio("busy-poll-1core") / napi, 1.0);
     goal("server M/D/1/K: x the bare loop", ratio("server-md1k"), 1.5);
     goal("server M/M/1/K: x the bare loop", ratio("server-mm1k"), 1.5);
-    goal("server: NAPI's ns/packet / server's (same node)", napi / ns_of("server-1core").unwrap_or(f64::NAN), 1.0);
-    println!("      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)", "server M/D/1/K: NAPI's ns/packet / server's", napi / ns_of("server-md1k").unwrap_or(f64::NAN));
+    goal("server: NAPI's ns/packet / server's (same node)", ratio("server-1core") / napi, 1.0);
+    println!("      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)", "server M/D/1/K: NAPI's ns/packet / server's", ratio("server-md1k") / napi);
     goal("trace read and decode: M frames/s on one core (on CPU)", 1e3 / ns_of("trace-read").unwrap_or(f64::NAN), 20.0);
     let (one, many) = (case_rss_mb("napi-1core-1.5Mpps"), case_rss_mb("napi-64cores"));
     println!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
@@ -401,11 +416,11 @@ fn main() {
     println!();
     println!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
     for path in bundled_files() {
-        let ts: Vec<Timed> = (0..ROUNDS).map(|_| bundled_file(&path)).collect();
-        let Some(t) = best(&ts) else { continue };
+        let ts: Vec<Timed> = (0..FILE_ROUNDS).map(|_| bundled_file(&path)).collect();
+        let Some(t) = ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied() else { continue };
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
         let dir = if path.parent().is_some_and(|p| p.ends_with("examples")) { "examples/" } else { "scenarios/" };
         println!("{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}", format!("{dir}{name}"), t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, bare_ns / t.ns_per_packet());
     }
-    println!("(the fastest of {ROUNDS} runs each)");
+    println!("(the fastest of {FILE_ROUNDS} runs each, against the fastest bare loop)");
 }
