@@ -221,14 +221,8 @@ mod tests {
             node.connect_egress(Box::new(Lockstep));
         }
         node.run().unwrap_or_else(|e| panic!("{e}"));
-        let r = node.report(0.0);
-        let events = r.events;
-        let mut v = serde_json::to_value(r).unwrap_or_default();
-        for k in ["wall_s", "events"] {
-            v.as_object_mut().map(|o| o.remove(k));
-        }
         assert!(ahead || lockstep, "independent cores run ahead");
-        (v, events)
+        super::testing::figures_of(node.report(0.0))
     }
 
     /// Cores that share nothing but the ingress run ahead of each other's work units (each

@@ -596,6 +596,23 @@ pub struct StatsConfig {
     pub cores: usize,
 }
 
+/// A forwarded frame's time between the measurement points (without the adders): from its
+/// last bit in or its descriptor written back, to its descriptor posted (`t_tx`) or its
+/// last bit out (`t_done`).
+#[inline(always)]
+fn measured(from: LatencyFrom, to: LatencyTo, p: &Packet, t_tx: Instant, t_done: Instant) -> Span {
+    let start = match from {
+        LatencyFrom::WireIn => p.t_wire,
+        LatencyFrom::RxRing => p.t_ring,
+    };
+    let end = match to {
+        LatencyTo::TxRing => t_tx,
+        LatencyTo::WireOut => t_done,
+    };
+    debug_assert!(end >= start, "packet leaves at {end:?} before it arrived at {start:?}: {p:?}");
+    end - start
+}
+
 impl Stats {
     pub fn new(c: StatsConfig) -> Self {
         let series = match c.interval {
@@ -752,18 +769,9 @@ impl Stats {
         let (lo, hi, i) = self.batch_at;
         let g = if self.rings.is_empty() { &mut self.all } else { &mut self.rings[p.ring as usize] };
         if self.plain && t_tx >= lo && t_tx < hi && i == g.buf_batch && g.buf_len < LATENCY_BUFFER {
-            let start = match self.from {
-                LatencyFrom::WireIn => p.t_wire,
-                LatencyFrom::RxRing => p.t_ring,
-            };
-            let end = match self.to {
-                LatencyTo::TxRing => t_tx,
-                LatencyTo::WireOut => t_done,
-            };
-            debug_assert!(end >= start, "packet leaves at {end:?} before it arrived at {start:?}: {p:?}");
             g.forwarded += 1;
             g.forwarded_bytes += p.size as u64;
-            g.buf[g.buf_len] = (end - start + self.t_off).ps();
+            g.buf[g.buf_len] = (measured(self.from, self.to, p, t_tx, t_done) + self.t_off).ps();
             g.buf_len += 1;
             self.carried_in += (p.t_ring < self.warm) as u64;
             return;
@@ -783,17 +791,8 @@ impl Stats {
         } else {
             return;
         };
-        let start = match self.from {
-            LatencyFrom::WireIn => p.t_wire,
-            LatencyFrom::RxRing => p.t_ring,
-        };
-        let end = match self.to {
-            LatencyTo::TxRing => t_tx,
-            LatencyTo::WireOut => t_done,
-        };
-        debug_assert!(end >= start, "packet leaves at {end:?} before it arrived at {start:?}: {p:?}");
         let adder = self.t_off + self.t_plus.map_or(Span::ZERO, |t| t.of(p.size));
-        let latency = end - start + adder;
+        let latency = measured(self.from, self.to, p, t_tx, t_done) + adder;
         if p.t_ring < self.warm {
             self.carried_in += 1;
         }

@@ -117,3 +117,14 @@ pub fn node_toml(host: &str, extra: &str) -> String {
         "#
     )
 }
+
+/// A result as JSON without what depends on how it was computed (wall time, events), and
+/// its events: for tests that hold two ways of computing a run equal.
+pub fn figures_of(r: SimResult) -> (serde_json::Value, u64) {
+    let events = r.events;
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    for k in ["wall_s", "events"] {
+        v.as_object_mut().map(|o| o.remove(k));
+    }
+    (v, events)
+}

@@ -159,7 +159,7 @@ impl Napi {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::testing::{scenario, Departures};
+    use crate::engine::testing::{figures_of, scenario, Departures};
     use crate::engine::SimNode;
 
     /// The result of the node `toml` describes as JSON, without what depends on how it was
@@ -181,12 +181,7 @@ mod tests {
             node.connect_egress(Box::new(p.clone()));
         }
         node.run().unwrap_or_else(|e| panic!("{e}"));
-        let r = node.report(0.0);
-        let events = r.events;
-        let mut v = serde_json::to_value(r).unwrap_or_default();
-        for k in ["wall_s", "events"] {
-            v.as_object_mut().map(|o| o.remove(k));
-        }
+        let (v, events) = figures_of(node.report(0.0));
         (v, events, port.map(|p| p.get().0).unwrap_or_default())
     }
 
