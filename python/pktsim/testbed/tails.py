@@ -8,7 +8,9 @@ splits the gaps into
 - the **tick**: gaps that come back at a fixed period (the candidates are the kernel's
   CONFIG_HZ values), with the period, its phase, the share of periods that showed a gap
   and the tick's cost (the CPU time a tick took: the gaps in its window summed, their
-  median and quantiles); and
+  median and quantiles; a gap at the tick's phase that lasts a quarter of the period or
+  more is not the tick's work but time given to something else, and counts with the
+  rest); and
 - the **rest**: preemptions at a rate (per spinning second) with the distribution of
   their lengths (quantiles).
 
@@ -28,8 +30,13 @@ from .topology import NAPI_PRIORITY, Lock, LockBusy, Placement, TestbedError, ch
 
 # CONFIG_HZ values a kernel is built with, in Hz.
 HZ_CANDIDATES = (100, 250, 300, 1000)
-# A gap within this share of the period from the tick's phase belongs to the tick.
+# A gap within this share of the period from the tick's phase belongs to the tick ...
 TICK_WINDOW = 0.02
+# ... unless it lasts longer than this share of the period: no tick takes a quarter of its
+# period on a spinning CPU; such a gap is time given to something else that began at the
+# tick (real-time throttling, the hypervisor running another guest) and counts with the
+# rest. It also keeps a tick's cost (the gaps of its window summed) below its period.
+TICK_MAX = 0.25
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 
 
@@ -77,6 +84,21 @@ TICK_QUANTILES = 100
 REST_QUANTILES = 500
 
 
+def _is_tick(starts: np.ndarray, lens: np.ndarray, period: float, phase: float) -> np.ndarray:
+    """Which gaps are the tick's: those that start within TICK_WINDOW of its phase and are
+    shorter than TICK_MAX of its period."""
+    d = np.abs((((starts % period) - phase) / period + 0.5) % 1.0 - 0.5)
+    return (d <= TICK_WINDOW) & (lens < TICK_MAX * period)
+
+
+def _per_tick(starts: np.ndarray, lens: np.ndarray, period: float, phase: float) -> np.ndarray:
+    """The CPU time of each tick that showed a gap: the tick's gaps of its window summed (a
+    tick may show as more than one gap: the interrupt, then its softirq work)."""
+    k = np.round((starts - phase) / period).astype(np.int64)
+    per_tick = np.bincount(k - k.min(), weights=lens) if len(k) else np.array([])
+    return per_tick[per_tick > 0]
+
+
 def sets(res: dict) -> dict:
     """The model's ``[cpu.interference]`` from a probe result (``--set`` keys): the tick's
     period and per-tick CPU times (100 quantiles), the rest's rate and lengths (500)."""
@@ -91,11 +113,8 @@ def sets(res: dict) -> dict:
     is_tick = np.zeros(len(g), dtype=bool)
     if t:
         period, phase = t["period_ns"], t["phase_ns"]
-        d = np.abs((((starts % period) - phase) / period + 0.5) % 1.0 - 0.5)
-        is_tick = d <= TICK_WINDOW
-        k = np.round((starts[is_tick] - phase) / period).astype(np.int64)
-        per_tick = np.bincount(k - k.min(), weights=lens[is_tick]) if len(k) else np.array([])
-        per_tick = per_tick[per_tick > 0]
+        is_tick = _is_tick(starts, lens, period, phase)
+        per_tick = _per_tick(starts[is_tick], lens[is_tick], period, phase)
         if len(per_tick):
             out["cpu.interference.tick_period"] = f"{period:.0f}ns"
             out["cpu.interference.t_tick"] = times(per_tick, TICK_QUANTILES)
@@ -141,14 +160,9 @@ def analyze(raw: dict) -> dict:
     best = min(hz for hz, c in conc.items() if c >= 0.9 * top)
     period = 1e9 / best
     share, phase = _phase_concentration(starts, period)
-    d = np.abs((((starts % period) - phase) / period + 0.5) % 1.0 - 0.5)
-    is_tick = d <= TICK_WINDOW
+    is_tick = _is_tick(starts, lens, period, phase)
     ticks_seen = spin_s * best
-    # A tick may show as more than one gap (the interrupt, then its softirq work): a tick's
-    # cost is the sum of the gaps in its window.
-    k = np.round((starts[is_tick] - phase) / period).astype(np.int64)
-    per_tick = np.bincount(k - k.min(), weights=lens[is_tick]) if len(k) else np.array([])
-    per_tick = per_tick[per_tick > 0]
+    per_tick = _per_tick(starts[is_tick], lens[is_tick], period, phase)
     out["tick"] = {
         "hz": best,
         "period_ns": period,

@@ -46,7 +46,7 @@ KW = {"path": SCENARIO, "per_frame_key": "host.xdp.t_driver"}
 
 
 def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
-    points = 4 if quick else 10
+    points = validate.QUICK_LOADS if quick else 10
     return runner.sweep(topo, 0.1, 1.2, points, duration_s, reps, progress=progress)
 
 
