@@ -169,14 +169,31 @@ impl Heap {
     }
 }
 
-/// The events, in two heaps: the ends of the cores' work units ([`Key::Step`]) and all the
-/// rest (the barriers). Popping takes the earlier of the two tops, so the order is that of
-/// one heap; apart, they tell a core how far it may run ahead of the others' units
-/// ([`EventQueue::barrier_time`], [`EventQueue::step_time`]).
+/// The core of each index of the keys that name a core's own timers, by the mode's
+/// numbering: NIC vectors (interrupts, completion causes), wake-up and deferral timers.
+#[derive(Debug, Clone, Default)]
+pub struct TimerCores {
+    pub vector: Vec<u32>,
+    pub wake: Vec<u32>,
+    pub defer: Vec<u32>,
+}
+
+/// The events, in two heaps: those of one core (its units' ends, its vectors' interrupts
+/// and completion causes, its thread's wake-up, its NAPIs' deferral timers) with the
+/// arrivals, and the barriers (the end, interference, application threads). Popping takes
+/// the earlier of the two tops, so the order is that of one heap. Where cores share nothing
+/// but the ingress, each core's own events are also kept in a heap of its own
+/// ([`EventQueue::track_cores`]): a core may then run ahead of every other core's events,
+/// up to its own next one ([`EventQueue::own_time`]) and the next barrier
+/// ([`EventQueue::barrier_time`]).
 #[derive(Debug, Default)]
 pub struct EventQueue {
-    steps: Heap,
+    local: Heap,
     other: Heap,
+    /// Each core's own events (none until [`EventQueue::track_cores`]).
+    own: Vec<Heap>,
+    /// Whose events are whose (see [`TimerCores`]).
+    cores: TimerCores,
     seq: u64,
     /// Events put into the heap so far (stale ones included, a timer's event put back
     /// counted again).
@@ -203,49 +220,98 @@ impl EventQueue {
         self.seq
     }
 
+    /// Keep each of `cores` cores' own events in a heap of its own too. Only where no
+    /// core's events touch another core's state; an event whose core `owners` does not
+    /// name is a barrier for every core.
+    pub fn track_cores(&mut self, cores: usize, owners: TimerCores) {
+        debug_assert!(self.is_empty(), "before anything is scheduled");
+        self.own = (0..cores).map(|_| Heap::default()).collect();
+        self.cores = owners;
+    }
+
+    /// The core whose own event `kind` is, where cores are tracked.
+    #[inline]
+    fn owner(&self, kind: EventKind) -> Option<usize> {
+        let EventKind::Timer(key, _) = kind else { return None };
+        let c = match key {
+            Key::Step(c) => c,
+            Key::Irq(v) | Key::TxCause(v) => *self.cores.vector.get(v as usize)?,
+            Key::Wake(i) => *self.cores.wake.get(i as usize)?,
+            Key::Defer(i) => *self.cores.defer.get(i as usize)?,
+            Key::App(_) | Key::Interfere(_) => return None,
+        };
+        ((c as usize) < self.own.len()).then_some(c as usize)
+    }
+
     /// Put an event into the heap with insertion number `seq`.
     #[inline]
     fn put(&mut self, time: Instant, seq: u64, kind: EventKind) {
         self.scheduled += 1;
         let e = Entry::new(time, seq, kind);
+        if !self.own.is_empty() {
+            match self.owner(kind) {
+                Some(c) => {
+                    self.local.push(e.time, e.seq, e.arg);
+                    self.own[c].push(e.time, e.seq, e.arg);
+                }
+                None if kind == EventKind::Arrival => self.local.push(e.time, e.seq, e.arg),
+                None => self.other.push(e.time, e.seq, e.arg),
+            }
+            return;
+        }
         match kind {
-            EventKind::Timer(Key::Step(_), _) => self.steps.push(e.time, e.seq, e.arg),
-            _ => self.other.push(e.time, e.seq, e.arg),
+            EventKind::Arrival | EventKind::Timer(Key::Step(_) | Key::Wake(_) | Key::Irq(_) | Key::TxCause(_) | Key::Defer(_), _) => self.local.push(e.time, e.seq, e.arg),
+            EventKind::End | EventKind::Timer(Key::App(_) | Key::Interfere(_), _) => self.other.push(e.time, e.seq, e.arg),
         }
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Instant, EventKind)> {
-        let heap = match (self.steps.peek(), self.other.peek()) {
-            (Some(s), Some(o)) if s.before(o) => &mut self.steps,
-            (Some(_), None) => &mut self.steps,
+        let heap = match (self.local.peek(), self.other.peek()) {
+            (Some(s), Some(o)) if s.before(o) => &mut self.local,
+            (Some(_), None) => &mut self.local,
             _ => &mut self.other,
         };
         let e = heap.pop()?;
         self.now = Instant::from_ps(e.time);
-        Some((self.now, e.kind()))
+        let kind = e.kind();
+        if !self.own.is_empty() {
+            if let Some(c) = self.owner(kind) {
+                // The earliest event of all is the earliest of its core's.
+                let mine = self.own[c].pop();
+                debug_assert!(mine.is_some_and(|m| (m.time, m.seq) == (e.time, e.seq)), "a core's heap holds its events in the same order");
+            }
+        }
+        Some((self.now, kind))
     }
 
     /// Time of the next event (the horizon up to which a component may run ahead).
     #[inline]
     pub fn peek_time(&self) -> Instant {
-        self.barrier_time().min(self.step_time())
+        self.barrier_time().min(self.local_time())
     }
 
-    /// Time of the next event that is not the end of a core's work unit.
+    /// Time of the next barrier: an event that is neither one core's own nor an arrival.
     #[inline]
     pub fn barrier_time(&self) -> Instant {
         self.other.peek().map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
     }
 
-    /// Time of the earliest end of a core's work unit in the queue (stale ones included).
+    /// Time of the earliest event of one core or an arrival (stale ones included).
     #[inline]
-    pub fn step_time(&self) -> Instant {
-        self.steps.peek().map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
+    pub fn local_time(&self) -> Instant {
+        self.local.peek().map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
+    }
+
+    /// Time of core `c`'s own next event (stale ones included), where cores are tracked.
+    #[inline]
+    pub fn own_time(&self, c: usize) -> Instant {
+        debug_assert!(c < self.own.len(), "cores are tracked");
+        self.own.get(c).and_then(|h| h.peek()).map_or(Instant::NEVER, |e| Instant::from_ps(e.time))
     }
 
     pub fn len(&self) -> usize {
-        self.steps.len() + self.other.len()
+        self.local.len() + self.other.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -384,6 +450,42 @@ mod tests {
             assert_eq!(q.pop(), Some((e.0, e.2)));
         }
         assert_eq!(q.pop(), None);
+    }
+
+    /// With cores tracked, a core's own next event is its own (a unit's end, its vector's
+    /// interrupt, a timer the mode named for it), whatever the other cores have earlier;
+    /// arrivals are no core's and no barrier; the end, interference and a timer the mode
+    /// did not name are barriers. The pop order is the same as without tracking.
+    #[test]
+    fn each_core_sees_its_own_next_event_and_the_barriers() {
+        let owners = || TimerCores { vector: vec![0, 1, 1], wake: vec![0, 1], defer: vec![0] };
+        let events = [
+            (at(50), EventKind::Timer(Key::Step(0), 0)),
+            (at(10), EventKind::Timer(Key::Irq(1), 0)),
+            (at(5), EventKind::Arrival),
+            (at(30), EventKind::Timer(Key::Defer(0), 0)),
+            (at(20), EventKind::Timer(Key::Wake(1), 0)),
+            (at(40), EventKind::Timer(Key::Wake(3), 0)),
+            (at(60), EventKind::Timer(Key::Interfere(1), 0)),
+            (at(70), EventKind::End),
+        ];
+        let mut q = EventQueue::new();
+        let mut plain = EventQueue::new();
+        q.track_cores(2, owners());
+        for (t, k) in events {
+            q.schedule(t, k);
+            plain.schedule(t, k);
+        }
+        assert_eq!((q.own_time(0), q.own_time(1)), (at(30), at(10)));
+        assert_eq!(q.barrier_time(), at(40), "a wake-up timer no core was named for is a barrier");
+        let mut seen = Vec::new();
+        while let Some(e) = q.pop() {
+            assert_eq!(Some(e), plain.pop());
+            seen.push((e.0, q.own_time(0), q.own_time(1)));
+        }
+        assert_eq!(seen[1], (at(10), at(30), at(20)), "core 1's interrupt popped: its wake-up is next");
+        assert_eq!(seen[3], (at(30), at(50), Instant::NEVER));
+        assert_eq!(seen.last(), Some(&(at(70), Instant::NEVER, Instant::NEVER)));
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl Units for Batched {
     fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let tx = self.topo.tx_of_core(c);
         let core = &self.cores[c];
-        let horizon = ctx.horizon();
+        let horizon = ctx.horizon(c);
         if core.lone && core.worker.is_free_at(*t) && ctx.nic.runs_alone(tx, ctx.costs.tx_lock) && !ctx.cancelled() {
             let r = self.topo.rings_of_core(c).start;
             return self.poll_lone(c, r, t, horizon, ctx);

@@ -55,22 +55,29 @@ pub struct Ctx<'a> {
     /// The run is being stopped: handlers return as soon as they can.
     pub cancel: &'a AtomicBool,
     /// The cores share nothing but the ingress: one may run this far ahead of the earliest
-    /// end of another's work unit (None: no core runs past the next event of any kind).
+    /// event of any core (None: no core runs past the next event of any kind).
     pub run_ahead: Option<Span>,
+    /// Whose rings are whose.
+    pub topo: Topology,
 }
 
 impl Ctx<'_> {
-    /// How far a running core may go on without the event queue: to the next event, or,
-    /// when the cores are independent, to the next event that is not another core's unit
-    /// ending (an interrupt, a timer, an arrival on an armed ring, the end), and at most
-    /// `run_ahead` past the earliest unit ending (which bounds the frames the ingress holds
-    /// for rings whose cores are behind).
+    /// How far core `c` may go on without the event queue: to the next event, or, when the
+    /// cores are independent, to the next event that can touch it — its own next event
+    /// (its unit's end, its vectors' interrupts and causes, its timers), the next arrival if
+    /// one of its rings is armed, the next barrier (the end, interference) — and at most
+    /// `run_ahead` past the earliest event of any core (which bounds the frames the ingress
+    /// holds for rings whose cores are behind). Another core's events touch only that
+    /// core's state.
     #[inline]
-    pub fn horizon(&self) -> Instant {
-        match self.run_ahead {
-            None => self.queue.peek_time(),
-            Some(ahead) => self.queue.barrier_time().min(self.queue.step_time().saturating_add(ahead)),
+    pub fn horizon(&self, c: usize) -> Instant {
+        let Some(ahead) = self.run_ahead else { return self.queue.peek_time() };
+        let q = &*self.queue;
+        let mut h = q.barrier_time().min(q.own_time(c)).min(q.peek_time().saturating_add(ahead));
+        if self.topo.rings_of_core(c).any(|r| self.nic.rx(r).is_armed()) {
+            h = h.min(self.nic.arrival_time());
         }
+        h
     }
 
     #[inline]
@@ -94,9 +101,14 @@ pub trait IoMode: Send {
     /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).
     fn end(&mut self, t: Instant, ctx: &mut Ctx);
     /// Whether its cores share no state but the NIC's ingress (each its own rings, tx queue
-    /// and vectors): then a core may run ahead of the others' work units.
+    /// and vectors): then a core may run ahead of the others' events.
     fn independent_cores(&self) -> bool {
         false
+    }
+    /// The core of each index of its wake-up ([`Key::Wake`]) and deferral ([`Key::Defer`])
+    /// timers, where its cores are independent (an index not named is a barrier).
+    fn timer_cores(&self) -> (Vec<u32>, Vec<u32>) {
+        (Vec::new(), Vec::new())
     }
     /// The rx rings this mode reads from.
     fn rx_ring_kind(&self) -> RxRingKind {

@@ -666,7 +666,7 @@ impl Napi {
         if core.inline_units % 1024 == 0 && ctx.cancelled() {
             return false;
         }
-        units::fits(&core.worker, t, d, ctx)
+        units::fits(&core.worker, c, t, d, ctx)
     }
 }
 
@@ -747,7 +747,7 @@ impl Units for Napi {
                             let d = ctx.costs.t_clean;
                             if self.cores[c].worker.is_free_at(*t) && !ctx.cancelled() {
                                 // Cleaning posts no frame that could raise an event: one run.
-                                let (t0, horizon) = (*t, ctx.horizon());
+                                let (t0, horizon) = (*t, ctx.horizon(c));
                                 let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 let beyond = ctx.nic.tx_clean_run(q, t, (&mut poll.tx_done, &mut poll.tx_bytes, self.p.tx_work_limit), d, horizon, ctx.stats);
                                 ctx.stats.busy(c, Activity::TxClean, t0, *t);
@@ -782,7 +782,7 @@ impl Units for Napi {
                             if plain && self.cores[c].worker.is_free_at(*t) && ctx.nic.runs_alone(q, ctx.costs.tx_lock) && !ctx.cancelled() {
                                 // Frames go straight to their tx queue, raising no event:
                                 // the frames that end by the horizon in one run.
-                                let (t0, horizon) = (*t, ctx.horizon());
+                                let (t0, horizon) = (*t, ctx.horizon(c));
                                 let core = &mut self.cores[c];
                                 let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 let costs = &mut *ctx.costs;
@@ -970,6 +970,12 @@ impl IoMode for Napi {
     fn independent_cores(&self) -> bool {
         // An application thread on a core of its own reads another core's socket.
         self.app_workers.is_empty()
+    }
+
+    /// A NAPI's thread and its deferral timer are its vector's, on the vector's core.
+    fn timer_cores(&self) -> (Vec<u32>, Vec<u32>) {
+        let by_vector: Vec<u32> = (0..self.topo.vectors()).map(|v| self.topo.vector(v).core as u32).collect();
+        (by_vector.clone(), by_vector)
     }
 
     #[cfg(test)]

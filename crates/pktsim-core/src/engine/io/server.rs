@@ -97,7 +97,7 @@ impl Server {
     #[inline]
     fn idle(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let rings = self.topo.rings_of_core(c);
-        let horizon = ctx.horizon();
+        let horizon = ctx.horizon(c);
         if self.cores[c].worker.is_free_at(t) {
             if let Some(at) = ctx.nic.next_arrival(rings.clone(), horizon, ctx.stats).filter(|&at| at > t) {
                 return Some((Unit::Idle, at - t));
@@ -122,7 +122,7 @@ impl Server {
         let tx = self.topo.tx_of_core(c);
         let core = &mut self.cores[c];
         let inline = core.worker.is_free_at(*t) && ctx.nic.runs_alone(tx, ctx.costs.tx_lock) && !ctx.cancelled();
-        let horizon = ctx.horizon();
+        let horizon = ctx.horizon(c);
         let (mut from, mut served) = (*t, 0u32);
         loop {
             // A core that keeps up finds one frame due: it comes straight off the ingress.

@@ -326,6 +326,12 @@ impl IoMode for ThreadedNapi {
         true
     }
 
+    /// A core's thread has its wake-up and deferral timers.
+    fn timer_cores(&self) -> (Vec<u32>, Vec<u32>) {
+        let by_core: Vec<u32> = (0..self.topo.cores() as u32).collect();
+        (by_core.clone(), by_core)
+    }
+
     fn report(&self, _nic: &Nic) -> serde_json::Value {
         json!({
             "wakeups": self.wakeups,

@@ -73,12 +73,12 @@ pub trait Units {
     fn next(&mut self, core: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Self::Unit, Span)>;
 }
 
-/// Whether a unit of `d` starting at `t` on the core of `w` may run on without the event
-/// queue: interference leaves the core free and the unit ends by the next event that
-/// could touch it ([`Ctx::horizon`]).
+/// Whether a unit of `d` starting at `t` on `core` (whose worker is `w`) may run on
+/// without the event queue: interference leaves the core free and the unit ends by the
+/// next event that could touch it ([`Ctx::horizon`]).
 #[inline(always)]
-pub fn fits<U>(w: &Worker<U>, t: Instant, d: Span, ctx: &Ctx) -> bool {
-    w.blocked <= t && t + d <= ctx.horizon()
+pub fn fits<U>(w: &Worker<U>, core: usize, t: Instant, d: Span, ctx: &Ctx) -> bool {
+    w.blocked <= t && t + d <= ctx.horizon(core)
 }
 
 /// Run `core` from `t` until it idles or a unit would end after the next event.
@@ -108,7 +108,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
         }
         let Some((unit, d)) = m.next(core, &mut t, ctx) else { return };
         let w = m.worker(core);
-        if fits(w, t, d, ctx) {
+        if fits(w, core, t, d, ctx) {
             done = Some((unit, d));
             t += d;
             continue;
@@ -124,7 +124,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 #[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
-    if fits(w, t, d, ctx) {
+    if fits(w, core, t, d, ctx) {
         w.unit = Some(unit);
         w.len = d;
         w.end = t + d;

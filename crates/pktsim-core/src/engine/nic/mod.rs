@@ -226,6 +226,13 @@ impl Nic {
         self.ensure_arrival_event(queue);
     }
 
+    /// When the next arrival event is due (NEVER without one): no armed ring receives a
+    /// frame before it.
+    #[inline]
+    pub fn arrival_time(&self) -> Instant {
+        self.arrival_event.unwrap_or(Instant::NEVER)
+    }
+
     /// No longer wake the owner of ring `r`.
     pub fn disarm(&mut self, r: usize) {
         self.rx[r].set_armed(false);

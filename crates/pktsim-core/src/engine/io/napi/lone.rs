@@ -73,7 +73,7 @@ impl Napi {
             return Lone::Unit(Work::Irq(v), t_irq);
         }
         // Nothing here schedules an event before the loop ends: the horizon stays.
-        let horizon = ctx.horizon();
+        let horizon = ctx.horizon(c);
         let (t_poll, t_clean, weight) = (ctx.costs.t_poll, ctx.costs.t_clean, self.p.weight);
         // The poll as the general path keeps it, for a step that does not fit.
         let poll = |phase, tx: (u32, u64, bool), rx: (u32, u64)| Poll { vector: v, rx: Some(r), tx: Some(q), kind: PollKind::Normal, weight, phase, tx_done: tx.0, tx_bytes: tx.1, tx_complete: tx.2, rx_done: rx.0, rx_bytes: rx.1 };
