@@ -125,8 +125,7 @@ impl SimNode {
         if self.run_ahead.is_some() {
             // Each core's own events apart: a core runs ahead of the others' events.
             let (wake, defer) = self.mode.timer_cores();
-            let vector = (0..self.topo.vectors()).map(|v| self.topo.vector(v).core as u32).collect();
-            self.queue.track_cores(self.topo.cores(), queue::TimerCores { vector, wake, defer });
+            self.queue.track_cores(self.topo.cores(), queue::TimerCores { vector: self.topo.core_of_each_vector(), wake, defer });
         }
         self.queue.schedule(self.stop, EventKind::End);
         let mode = &mut *self.mode;

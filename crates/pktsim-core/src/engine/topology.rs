@@ -111,6 +111,10 @@ impl Topology {
             self.rings() + q
         }
     }
+    /// The core of each vector, in vector order.
+    pub fn core_of_each_vector(&self) -> Vec<u32> {
+        (0..self.vectors()).map(|v| self.vector(v).core as u32).collect()
+    }
     /// The rx ring, tx queue and core of vector `v`.
     pub fn vector(&self, v: usize) -> VectorLayout {
         if v < self.rings() {

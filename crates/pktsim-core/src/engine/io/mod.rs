@@ -73,9 +73,11 @@ impl Ctx<'_> {
     pub fn horizon(&self, c: usize) -> Instant {
         let Some(ahead) = self.run_ahead else { return self.queue.peek_time() };
         let q = &*self.queue;
-        let mut h = q.barrier_time().min(q.own_time(c)).min(q.peek_time().saturating_add(ahead));
-        if self.topo.rings_of_core(c).any(|r| self.nic.rx(r).is_armed()) {
-            h = h.min(self.nic.arrival_time());
+        let h = q.barrier_time().min(q.own_time(c)).min(q.peek_time().saturating_add(ahead));
+        // (A unit at a time asks this: the core's rings are looked at only when it matters.)
+        let arrival = self.nic.arrival_time();
+        if arrival < h && self.topo.rings_of_core(c).any(|r| self.nic.rx(r).is_armed()) {
+            return arrival;
         }
         h
     }

@@ -974,8 +974,7 @@ impl IoMode for Napi {
 
     /// A NAPI's thread and its deferral timer are its vector's, on the vector's core.
     fn timer_cores(&self) -> (Vec<u32>, Vec<u32>) {
-        let by_vector: Vec<u32> = (0..self.topo.vectors()).map(|v| self.topo.vector(v).core as u32).collect();
-        (by_vector.clone(), by_vector)
+        (self.topo.core_of_each_vector(), self.topo.core_of_each_vector())
     }
 
     #[cfg(test)]

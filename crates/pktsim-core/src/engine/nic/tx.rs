@@ -121,22 +121,19 @@ impl TxRing {
     }
 
     /// Latest completion at or before `t` (a cause the vector has seen by then).
+    #[cfg(test)]
     pub fn last_done_by(&self, t: Instant) -> Option<Instant> {
-        let n = self.done_by(t);
-        if n == 0 {
-            self.last_cleaned_done
-        } else {
-            Some(self.done_at(n - 1))
-        }
+        self.done_around(t).0
     }
 
     /// First completion strictly after `t`.
+    #[cfg(test)]
     pub fn first_done_after(&self, t: Instant) -> Option<Instant> {
-        let n = self.done_by(t);
-        (n < self.in_flight.len()).then(|| self.done_at(n))
+        self.done_around(t).1
     }
 
-    /// [`TxRing::last_done_by`] and [`TxRing::first_done_after`] of one `t`, in one look.
+    /// The latest completion at or before `t` (a cause the vector has seen by then) and
+    /// the first strictly after it, in one look.
     #[inline(always)]
     pub fn done_around(&self, t: Instant) -> (Option<Instant>, Option<Instant>) {
         let n = self.done_by(t);
