@@ -277,6 +277,7 @@ type Case = (&'static str, fn() -> Timed);
 const CASES: &[Case] = &[
     ("napi-1core-1.5Mpps", || node(1, 1.5e6, 5.0, &[])),
     ("napi-1core-0.1Mpps", || node(1, 0.1e6, 30.0, &[])),
+    ("napi-1core-0.1Mpps-txv", || node(1, 0.1e6, 30.0, &[("nic.tx_vector", "separate")])),
     ("napi-2cores", || node(2, 3.0e6, 2.0, &[])),
     ("napi-4cores", || node(4, 6.0e6, 1.0, &[])),
     ("napi-4cores-0.4Mpps", || node(4, 0.4e6, 5.0, &[])),

@@ -787,7 +787,7 @@ impl Units for Napi {
                                 let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 let costs = &mut *ctx.costs;
                                 let count = (&mut poll.rx_done, &mut poll.rx_bytes, poll.weight);
-                                let beyond = ctx.nic.forward_run((r, q), t, count, self.p.refill_batch, horizon, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame);
+                                let beyond = ctx.nic.forward_run((r, q), t, count, self.p.refill_batch, horizon, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame, &mut None);
                                 ctx.stats.busy(c, Activity::RxClean, t0, *t);
                                 if let Some(d) = beyond {
                                     return Some((Work::RxPacket(r), d));

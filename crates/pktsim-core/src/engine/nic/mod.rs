@@ -61,6 +61,30 @@ pub struct Irq {
     pub core: usize,
 }
 
+/// A vector's interrupt a host fires itself, at its time, instead of through the event
+/// queue ([`Nic::complete_before`], [`Nic::forward_run`]): the vector is masked meanwhile,
+/// as for a scheduled interrupt. Until the host fires it, it can be handed back to the
+/// queue as the general path would have it by then ([`Nic::restore`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Held {
+    pub vector: usize,
+    /// When it fires.
+    pub at: Instant,
+    /// When the general path schedules its event: at the cause (`cause`), before which the
+    /// vector is armed and waits for it, or when the vector was completed.
+    pub since: Instant,
+    pub cause: bool,
+    /// When the general path set what it waits on until `since` (its cause's timer, the
+    /// ring armed: the vector completed, or a frame posted while it was armed), and
+    /// whether that was a completion (at one time, a frame posted in a run comes first).
+    pub set: (Instant, bool),
+    /// While it waits for the cause: the tx completion it waits for (the vector's tx-cause
+    /// timer), if its cause is one.
+    tx_cause: Option<Instant>,
+    /// The vector's `irq_at` before it was held.
+    irq_at: Instant,
+}
+
 /// Frames the NIC takes from its ingress at a time.
 const AHEAD: usize = 64;
 
@@ -540,18 +564,37 @@ impl Nic {
     /// the ring if it has room, else into the qdisc, else drop. A posted frame's completion
     /// is a cause for the queue's vector if that one is armed and waits for none.
     pub fn xmit(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+        self.xmit_to(q, p, now, queue, stats, None);
+    }
+
+    /// [`Nic::xmit`]; with `hold`, a completion that is a cause for the queue's armed vector
+    /// is not scheduled: the interrupt it raises is held there instead (masking the
+    /// vector, see [`Held`]) and its time returned.
+    #[inline]
+    fn xmit_to(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats, hold: Option<&mut Option<Held>>) -> Option<Instant> {
         match self.tx[q].xmit(p, now, &mut self.egress) {
             Xmit::Posted(done) => {
                 Self::posted(stats, &mut self.egress_port, p, now, done);
                 let v = self.tx[q].vector();
                 let vec = &mut self.vectors[v];
                 if vec.armed && !vec.tx_cause.is_pending() {
-                    vec.tx_cause.set(queue, done, Key::TxCause(v as u32));
+                    let Some(hold) = hold else {
+                        vec.tx_cause.set(queue, done, Key::TxCause(v as u32));
+                        return None;
+                    };
+                    // What the cause does when it comes (`cause`), known now: nothing can
+                    // change the vector's moderation before it, as it cannot fire before.
+                    let irq_at = vec.irq_at;
+                    let at = self.irq_time(v, done, done);
+                    self.mask_for(v, at);
+                    *hold = Some(Held { vector: v, at, since: done, cause: true, set: (now, false), tx_cause: Some(done), irq_at });
+                    return Some(at);
                 }
             }
             Xmit::Queued => {}
             Xmit::Dropped => stats.drop_qdisc(p, now),
         }
+        None
     }
 
     /// Clean one completed descriptor of tx queue `q` at `now`; frames waiting in the qdisc
@@ -638,7 +681,10 @@ impl Nic {
     /// `refill_batch` and brings the ring up to date, exactly as a unit at a time would.
     /// A frame that would end after `horizon` is left in `out` (taken, not yet cleaned)
     /// and its time returned: the caller runs it as a unit. Only where
-    /// [`Nic::runs_alone`] holds: nothing here schedules an event, so the horizon stays.
+    /// [`Nic::runs_alone`] holds, or where `q`'s vector, another one, is armed and has no
+    /// completion pending: then the first frame posted is its cause, and the interrupt
+    /// that raises is held in `hold` (see [`Held`]); no frame ends after it. Nothing here
+    /// schedules an event, so the horizon stays.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     pub fn forward_run(
@@ -652,12 +698,15 @@ impl Nic {
         stats: &mut Stats,
         mut time: impl FnMut(&Packet) -> Span,
         out: &mut Packet,
+        hold: &mut Option<Held>,
     ) -> Option<Span> {
-        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
+        let armed = self.vectors[self.tx[q].vector()].armed;
+        debug_assert!(!armed || self.tx[q].vector() != self.rx[r].vector(), "a run posts no completion cause");
         // With room in the ring for every frame the run may post, nothing queued and no
         // port to tell, each frame is posted straight away (what `xmit` would do, where the
         // masked vector takes no completion cause).
-        let direct = self.egress_port.is_none() && self.tx[q].can_post(max.saturating_sub(*n) as usize);
+        let direct = !armed && self.egress_port.is_none() && self.tx[q].can_post(max.saturating_sub(*n) as usize);
+        let mut horizon = horizon;
         while *n < max {
             self.refill(r, *t, refill_batch, stats);
             self.advance_ring_to_inline(r, *t, stats);
@@ -673,8 +722,9 @@ impl Nic {
             if direct {
                 let done = self.tx[q].post(&p, *t, &mut self.egress);
                 stats.forwarded(&p, *t, done);
-            } else {
-                self.xmit(q, &p, *t, queue, stats);
+            } else if let Some(at) = self.xmit_to(q, &p, *t, queue, stats, Some(&mut *hold)) {
+                // The held interrupt would preempt a frame that ends after it.
+                horizon = horizon.min(at);
             }
         }
         None
@@ -768,14 +818,15 @@ impl Nic {
     /// ring (if a descriptor is free for it) or its tx ring's next completion (`next_done`),
     /// whichever comes first — when the throttle allows. For a policy that counts no frames
     /// (whose interrupt no later write-back moves).
-    fn first_cause_irq(&mut self, v: usize, next_done: Option<Instant>, limit: Instant, stats: &mut Stats) -> Option<Instant> {
+    /// Returns the interrupt's time and its cause's.
+    fn first_cause_irq(&mut self, v: usize, next_done: Option<Instant>, limit: Instant, stats: &mut Stats) -> Option<(Instant, Instant)> {
         let rx = self.vectors[v].layout.rx.filter(|&r| self.rx[r].free() > 0).and_then(|r| self.next_arrival(r..r + 1, limit, stats));
         let cause = match (rx, next_done) {
             (Some(a), Some(d)) => a.min(d),
             (a, d) => a.or(d)?,
         };
         let at = self.irq_time(v, cause, cause);
-        (at < limit).then_some(at)
+        (at < limit).then_some((at, cause))
     }
 
     fn schedule_irq(&mut self, v: usize, at: Instant, queue: &mut EventQueue) {
@@ -877,38 +928,74 @@ impl Nic {
 
     /// [`Nic::complete`] for a host that will do nothing else until the vector's next
     /// interrupt if that comes before `inline` (the next event): an interrupt that would
-    /// be scheduled strictly before `inline` is not, and its time is returned instead; the
-    /// vector is masked as for a scheduled interrupt, and the host fires it at that time
-    /// ([`Nic::fire`]), as the interrupt's event would have. Only for a policy that counts
-    /// no frames (nothing reaches a masked vector before its interrupt then).
-    pub fn complete_before(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Instant> {
+    /// be scheduled strictly before `inline` is not, and is returned held instead (see
+    /// [`Held`]); the vector is masked as for a scheduled interrupt, and the host fires it
+    /// at that time ([`Nic::fire`]), as the interrupt's event would have, or hands it back
+    /// ([`Nic::restore`]). Only for a policy that counts no frames (nothing reaches a
+    /// masked vector before its interrupt then).
+    pub fn complete_before(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Held> {
         self.vectors[v].episode_done(t, episode);
         if let Some(r) = self.vectors[v].layout.rx {
             self.advance_ring_to(r, t, stats);
         }
         let inline = if self.vectors[v].policy.max_frames == 0 { inline } else { Instant::ZERO };
         let (last_done, next_done) = self.done_around(v, t);
+        let irq_at = self.vectors[v].irq_at;
+        let held = |at, since, cause| Held { vector: v, at, since, cause, set: (t, true), tx_cause: next_done, irq_at };
         if self.cause_pending(v, last_done) {
             // The oldest frame waiting in the ring came first (a tx completion alone: now).
             let first = self.vectors[v].layout.rx.and_then(|r| self.rx[r].head().map(|p| p.t_ring)).unwrap_or(t);
             let at = self.irq_time(v, t, first);
             if at < inline {
                 self.mask_for(v, at);
-                return Some(at);
+                return Some(held(at, t, false));
             }
             self.schedule_irq(v, at, queue);
             self.keep_counting(v, t, queue);
             None
         } else {
             // Armed, its first cause would schedule the interrupt: where that fires before
-            // `inline`, it is the one returned.
+            // `inline`, it is the one returned (scheduled now where the throttle outlasts
+            // a completion already posted, see `arm_vector`).
             if inline > Instant::ZERO {
-                if let Some(at) = self.first_cause_irq(v, next_done, inline, stats) {
+                if let Some((at, cause)) = self.first_cause_irq(v, next_done, inline, stats) {
+                    let p = self.vectors[v].policy;
+                    let now = next_done.is_some_and(|d| p.max_frames == 0 && !p.from_first_cause && self.vectors[v].counter_zero >= d);
                     self.mask_for(v, at);
-                    return Some(at);
+                    return Some(if now { held(at, t, false) } else { held(at, cause, true) });
                 }
             }
-            self.arm_vector_before(v, next_done, inline, queue)
+            let at = self.arm_vector_before(v, next_done, inline, queue)?;
+            Some(held(at, t, false))
+        }
+    }
+
+    /// Whether completing vector `v` at `t` ([`Nic::complete_before`]) schedules nothing:
+    /// it watches no rx ring, and its tx ring has no completion it has not seen and none
+    /// in flight (it is armed, waiting for the next frame posted).
+    #[inline]
+    pub fn completes_quietly(&self, v: usize, t: Instant) -> bool {
+        let (last_done, next_done) = self.done_around(v, t);
+        self.vectors[v].layout.rx.is_none() && next_done.is_none() && !self.cause_pending(v, last_done)
+    }
+
+    /// Hand a held interrupt back at `now`, as the general path has it then: the vector
+    /// armed, waiting for its cause, if that comes no earlier (the cause's event runs after
+    /// the host's work at that time), else its interrupt scheduled.
+    pub fn restore(&mut self, h: Held, now: Instant, queue: &mut EventQueue) {
+        let v = h.vector;
+        if h.cause && now <= h.since {
+            let vec = &mut self.vectors[v];
+            vec.armed = true;
+            vec.irq_at = h.irq_at;
+            if let Some(r) = vec.layout.rx {
+                self.arm(r, queue);
+            }
+            if let Some(d) = h.tx_cause {
+                self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
+            }
+        } else {
+            self.vectors[v].irq.set(queue, h.at, Key::Irq(v as u32));
         }
     }
 }

@@ -1,36 +1,44 @@
-//! A NAPI core's lone episodes: where a core is alone with its one NAPI, an interrupt's
-//! whole episode runs straight through, and the next interrupt fires without an event.
+//! A NAPI core's lone episodes: where a core is alone with its NAPIs, an interrupt's
+//! whole episode runs straight through, and the interrupts that follow fire without an
+//! event.
 //!
 //! ```text
-//!   IRQ at t (core idle, one vector, masked)
+//!   IRQ at t (core idle, the vector masked)
 //!     --> hard IRQ handler (t_irq) --> softirq: the one poll
 //!           tx clean run (t_clean each) --> rx clean run (t_proc each, to the tx queue)
 //!     --> napi_complete_done: the policy hears of the episode; unmasked, the vector's
 //!         next interrupt is known at once when a cause is pending, when a completion is
 //!         posted that the throttle outlasts, or from its first cause (the ring's next
 //!         write-back, the tx ring's next completion) for a policy that counts no frames
-//!     --> that interrupt fires here at its time if it comes before anything else can
-//!         happen (the horizon: the next event), and the next episode starts; else it is
-//!         scheduled, or the vector armed, and the core idles
+//!     --> with tx completions on a vector of their own (nic.tx_vector = "separate"), the
+//!         rx clean's first frame posted while that vector is armed is its cause: its
+//!         interrupt is known at once too
+//!     --> the earliest of these fires here at its time if it comes before anything else
+//!         can happen (the horizon: the next event), and its episode starts; the other
+//!         waits (held), and the episode must end before it (it would preempt it); else
+//!         each goes back to the queue as the general path has it then, and the core idles
 //! ```
 //!
 //! The general path runs the same steps as work units through [`super::units`], each
-//! interrupt an event. A lone episode calls the same NIC and statistics methods, at the
-//! same times and in the same order, so the figures are the general path's bit for bit
-//! (`lone_episodes_are_the_general_path` runs both); only the events differ. At low load a
-//! frame's interrupt, poll and tx completion then cost no event at all (0.1 Mpps on the
-//! 002 node: 0.99 events per frame before, 0.04 after).
+//! interrupt and cause an event. A lone episode calls the same NIC and statistics methods,
+//! at the same times and in the same order, so the figures are the general path's bit for
+//! bit (`lone_episodes_are_the_general_path`, `lone_episodes_break_ties_as_the_general_path`
+//! run both); only the events differ. At low load a frame's interrupts, polls and tx
+//! completion then cost no event at all (0.1 Mpps on the 002 node: 0.99 events per frame
+//! before, 0.04 after; with the tx completions on a vector of their own 3.93 before, 0.38
+//! after, where what is left is mostly a poll of several frames that the tx interrupt
+//! preempts, which the general path runs).
 //!
-//! A step that does not fit (it would end after the horizon, the core is taken by
-//! interference), a full poll (it stays scheduled: net_rx_action polls it again) or a
-//! deferral, a thread, an XDP program or an application (not lone) leave the core's state
-//! as the general path's at that point, which goes on from there.
+//! A step that does not fit (it would end after the horizon or a held interrupt, the core
+//! is taken by interference), a full poll (it stays scheduled: net_rx_action polls it
+//! again) or a deferral, a thread, an XDP program or an application (not lone) leave the
+//! core's state as the general path's at that point, which goes on from there.
 
 use super::{Napi, Phase, Poll, PollKind, Work};
 use crate::engine::io::Ctx;
+use crate::engine::nic::Held;
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
-use crate::engine::topology::VectorLayout;
 use crate::scenario::NetRxAction;
 
 /// Where a core's lone episodes stopped (see [`Napi::lone_episodes`]).
@@ -45,42 +53,70 @@ pub(super) enum Lone {
 
 impl Napi {
     /// Whether cores may run lone episodes: plain NAPI (no thread, XDP program or
-    /// application), no deferral, one vector per core, which cleans the core's own tx
-    /// queue (tx completions on the rx vector, a tx queue per core).
+    /// application), no deferral, one rx ring per core, each core sending on a tx queue of
+    /// its own whose completions interrupt the core: on its rx vector
+    /// (`nic.tx_vector = "shared"`) or on a vector of their own (`"separate"`).
     pub(super) fn with_lone(mut self) -> Self {
         let t = &self.topo;
-        let own_tx = t.tx_queues() == t.cores() && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector_of_tx(c) == t.vector_of_ring(t.ring(c, 0)));
+        let own_tx = t.tx_queues() == t.cores() && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector(t.vector_of_tx(c)).core == c);
         let deferral = self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
-        self.lone = !self.p.threaded && self.xdp.is_none() && self.app.is_none() && !deferral && self.p.budget > 0 && t.queues_per_core() == 1 && t.vectors() == t.rings() && own_tx;
+        self.lone = !self.p.threaded && self.xdp.is_none() && self.app.is_none() && !deferral && self.p.budget > 0 && t.queues_per_core() == 1 && own_tx;
         self
     }
 
+    /// Hand the interrupts held in a lone run back to the queue at `now` (see
+    /// [`crate::engine::nic::Nic::restore`]), in the order the general path scheduled
+    /// them: events of one time run in that order.
+    fn restore(held: &mut [Option<Held>; 2], now: Instant, ctx: &mut Ctx) {
+        let [a, b] = [held[0].take(), held[1].take()];
+        let (first, second) = match (a, b) {
+            // A completion schedules at its time before a cause's event of that time runs;
+            // causes of one time run in the order their timers were set.
+            (Some(x), Some(y)) if (y.since, y.cause, y.set) < (x.since, x.cause, x.set) => (Some(y), Some(x)),
+            (x, y) => (x, y),
+        };
+        for h in [first, second].into_iter().flatten() {
+            ctx.nic.restore(h, now, ctx.queue);
+        }
+    }
+
     /// Core `c`, idle, takes vector `v`'s interrupt at `*t`: its episodes run here, one
-    /// after another, while the core is alone with its one NAPI and each step ends by the
+    /// after another, while the core is alone with its NAPIs and each step ends by the
     /// horizon — the hard IRQ handler, the softirq's one poll (tx clean, rx clean, both as
-    /// runs) and `napi_complete`, whose next interrupt, due before anything else can happen
-    /// (the horizon), fires here without an event. Each step is charged and applied as the
-    /// units and the event of the general path would, in the same order
-    /// (`lone_episodes_are_the_general_path`); where a step does not fit, the core's state
-    /// is left as the general path's at that point and it goes on from there.
+    /// runs) and `napi_complete`. The interrupts this raises that come before anything
+    /// else can happen fire here without an event: the vector's next one, from
+    /// `napi_complete`, and with tx completions on a vector of their own, that vector's,
+    /// from the first frame the rx clean posts while it is armed (each is held until it
+    /// fires, and bounds the other vector's episodes, which it would preempt). Each step is
+    /// charged and applied as the units and the events of the general path would, in the
+    /// same order (`lone_episodes_are_the_general_path`); where a step does not fit, the
+    /// held interrupts go back to the queue and the core's state is left as the general
+    /// path's at that point, which goes on from there.
     #[inline(never)]
     pub(super) fn lone_episodes(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
         let t_irq = ctx.costs.t_irq;
-        let VectorLayout { rx: Some(r), tx: Some(q), .. } = ctx.nic.vector(v).layout() else { return Lone::Unit(Work::Irq(v), t_irq) };
         let core = &self.cores[c];
         let quiet = core.irq_queue.is_empty() && core.poll.is_none() && !core.net_rx.active && !core.softirq_pending && core.poll_list.is_empty() && !self.napi[v].scheduled;
-        if !quiet || !ctx.nic.runs_alone(q, ctx.costs.tx_lock) {
+        if !quiet {
             return Lone::Unit(Work::Irq(v), t_irq);
         }
-        // Nothing here schedules an event before the loop ends: the horizon stays.
-        let horizon = ctx.horizon(c);
         let (t_poll, t_clean, weight) = (ctx.costs.t_poll, ctx.costs.t_clean, self.p.weight);
-        // The poll as the general path keeps it, for a step that does not fit.
-        let poll = |phase, tx: (u32, u64, bool), rx: (u32, u64)| Poll { vector: v, rx: Some(r), tx: Some(q), kind: PollKind::Normal, weight, phase, tx_done: tx.0, tx_bytes: tx.1, tx_complete: tx.2, rx_done: rx.0, rx_bytes: rx.1 };
+        // The held interrupts: of the core's rx vector, and of its tx vector.
+        let mut held: [Option<Held>; 2] = [None, None];
+        let mut v = v;
+        let mut horizon = ctx.horizon(c);
         loop {
+            let layout = ctx.nic.vector(v).layout();
+            let (rx, tx) = (layout.rx, layout.tx);
+            let me = usize::from(rx.is_none());
+            // The other vector's held interrupt would preempt this episode.
+            let end = held[1 - me].map_or(horizon, |h| horizon.min(h.at));
+            // The poll as the general path keeps it, for a step that does not fit.
+            let poll = |phase, tx_: (u32, u64, bool), rx_: (u32, u64)| Poll { vector: v, rx, tx, kind: PollKind::Normal, weight, phase, tx_done: tx_.0, tx_bytes: tx_.1, tx_complete: tx_.2, rx_done: rx_.0, rx_bytes: rx_.1 };
             // The hard IRQ handler; its napi_schedule raises the softirq, which runs next
             // and polls its only NAPI.
-            if !self.cores[c].worker.is_free_at(*t) || *t + t_irq > horizon || ctx.cancelled() {
+            if !self.cores[c].worker.is_free_at(*t) || *t + t_irq > end || ctx.cancelled() {
+                Self::restore(&mut held, *t, ctx);
                 return Lone::Unit(Work::Irq(v), t_irq);
             }
             ctx.stats.busy(c, Activity::Irq, *t, *t + t_irq);
@@ -91,7 +127,8 @@ impl Napi {
             let nr = &mut self.cores[c].net_rx;
             (nr.active, nr.budget, nr.time_limit, nr.polled) = (true, self.p.budget as i64, time_limit, false);
             if t_poll > Span::ZERO {
-                if *t + t_poll > horizon {
+                if *t + t_poll > end {
+                    Self::restore(&mut held, *t, ctx);
                     self.cores[c].poll = Some(poll(Phase::Tx, (0, 0, true), (0, 0)));
                     return Lone::Unit(Work::PollStart, t_poll);
                 }
@@ -99,36 +136,50 @@ impl Napi {
                 *t += t_poll;
             }
             // Tx clean, then rx clean, each as a run.
-            let (mut tx_done, mut tx_bytes, t0) = (0, 0, *t);
-            let beyond = ctx.nic.tx_clean_run(q, t, (&mut tx_done, &mut tx_bytes, self.p.tx_work_limit), t_clean, horizon, ctx.stats);
-            ctx.stats.busy(c, Activity::TxClean, t0, *t);
-            if beyond {
-                self.cores[c].poll = Some(poll(Phase::Tx, (tx_done, tx_bytes, true), (0, 0)));
-                return Lone::Unit(Work::TxClean(q), t_clean);
+            let (mut tx_done, mut tx_bytes) = (0, 0);
+            if let Some(q) = tx {
+                let t0 = *t;
+                let beyond = ctx.nic.tx_clean_run(q, t, (&mut tx_done, &mut tx_bytes, self.p.tx_work_limit), t_clean, end, ctx.stats);
+                ctx.stats.busy(c, Activity::TxClean, t0, *t);
+                if beyond {
+                    Self::restore(&mut held, *t, ctx);
+                    self.cores[c].poll = Some(poll(Phase::Tx, (tx_done, tx_bytes, true), (0, 0)));
+                    return Lone::Unit(Work::TxClean(q), t_clean);
+                }
             }
-            let tx_complete = tx_done < self.p.tx_work_limit;
-            let (mut rx_done, mut rx_bytes, t0) = (0, 0, *t);
-            let core = &mut self.cores[c];
-            let costs = &mut *ctx.costs;
-            let beyond = ctx.nic.forward_run((r, q), t, (&mut rx_done, &mut rx_bytes, weight), self.p.refill_batch, horizon, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame);
-            ctx.stats.busy(c, Activity::RxClean, t0, *t);
-            if let Some(d) = beyond {
-                core.poll = Some(poll(Phase::Rx, (tx_done, tx_bytes, tx_complete), (rx_done, rx_bytes)));
-                return Lone::Unit(Work::RxPacket(r), d);
-            }
-            // (The general path's rx loop looks at the ring once more, in vain: the run
-            // ended on an empty ring, or at the weight.)
-            if self.p.refill_at_poll_end {
-                ctx.nic.refill_inline(r, *t, ctx.stats);
+            let tx_complete = tx.is_none() || tx_done < self.p.tx_work_limit;
+            let (mut rx_done, mut rx_bytes) = (0, 0);
+            if let Some(r) = rx {
+                let q = self.topo.tx_of_ring(r);
+                let (t0, mut cause) = (*t, None);
+                let core = &mut self.cores[c];
+                let costs = &mut *ctx.costs;
+                let beyond = ctx.nic.forward_run((r, q), t, (&mut rx_done, &mut rx_bytes, weight), self.p.refill_batch, end, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame, &mut cause);
+                ctx.stats.busy(c, Activity::RxClean, t0, *t);
+                // (Only the tx vector, another one, can be armed: a cause held for it.)
+                if cause.is_some() {
+                    held[1] = cause;
+                }
+                if let Some(d) = beyond {
+                    Self::restore(&mut held, *t, ctx);
+                    self.cores[c].poll = Some(poll(Phase::Rx, (tx_done, tx_bytes, tx_complete), (rx_done, rx_bytes)));
+                    return Lone::Unit(Work::RxPacket(r), d);
+                }
+                // (The general path's rx loop looks at the ring once more, in vain: the run
+                // ended on an empty ring, or at the weight.)
+                if self.p.refill_at_poll_end {
+                    ctx.nic.refill_inline(r, *t, ctx.stats);
+                }
             }
             // The poll ends. A full one stays scheduled: the general path repolls it.
             if rx_done >= weight || !tx_complete {
-                core.poll = Some(poll(Phase::Flush, (tx_done, tx_bytes, tx_complete), (rx_done, rx_bytes)));
+                Self::restore(&mut held, *t, ctx);
+                self.cores[c].poll = Some(poll(Phase::Flush, (tx_done, tx_bytes, tx_complete), (rx_done, rx_bytes)));
                 return Lone::General;
             }
             // finish_poll, then napi_complete_done: the episode ends.
-            ctx.stats.poll(*t, Some(rx_done));
-            let nr = &mut core.net_rx;
+            ctx.stats.poll(*t, rx.map(|_| rx_done));
+            let nr = &mut self.cores[c].net_rx;
             nr.budget -= rx_done as i64;
             nr.polled = true;
             let inst = &mut self.napi[v];
@@ -141,17 +192,50 @@ impl Napi {
             episode.rx_bytes += rx_bytes;
             episode.tx_packets += tx_done as u64;
             episode.tx_bytes += tx_bytes;
-            let next = ctx.nic.complete_before(v, *t, episode, horizon, ctx.queue, ctx.stats);
+            // The other vector's held interrupt goes first to the queue if the general path
+            // scheduled it before this completion may schedule anything (a completion
+            // schedules before a cause's event of its time runs).
+            let first = |o: &Held| if o.cause { o.since < *t } else { o.since <= *t };
+            if let Some(o) = held[1 - me].filter(|o| first(o) && !ctx.nic.completes_quietly(v, *t)) {
+                held[1 - me] = None;
+                ctx.nic.restore(o, *t, ctx.queue);
+                horizon = ctx.horizon(c);
+            }
+            match ctx.nic.complete_before(v, *t, episode, horizon, ctx.queue, ctx.stats) {
+                Some(h) => held[me] = Some(h),
+                // It may have scheduled an event.
+                None => horizon = ctx.horizon(c),
+            }
             // net_rx_action ends: its list is empty.
+            let nr = &mut self.cores[c].net_rx;
             if self.p.net_rx_action == NetRxAction::Modern && (nr.budget <= 0 || *t >= nr.time_limit) {
                 ctx.stats.squeeze(*t);
             }
             nr.active = false;
-            core.restarts = 0;
-            // The next interrupt, if it comes before anything else can happen.
-            let Some(at) = next else { return Lone::Idle };
-            ctx.nic.fire(v, at, ctx.stats);
-            *t = at;
+            self.cores[c].restarts = 0;
+            // The next interrupt: the earlier held one, if it comes before anything else
+            // can happen (two at one time go back to the queue).
+            let next = match held {
+                [Some(a), Some(b)] if a.at != b.at => usize::from(b.at < a.at),
+                [Some(_), None] => 0,
+                [None, Some(_)] => 1,
+                _ => {
+                    Self::restore(&mut held, *t, ctx);
+                    return Lone::Idle;
+                }
+            };
+            match held[next] {
+                Some(h) if h.at < horizon => {
+                    held[next] = None;
+                    ctx.nic.fire(h.vector, h.at, ctx.stats);
+                    *t = h.at;
+                    v = h.vector;
+                }
+                _ => {
+                    Self::restore(&mut held, *t, ctx);
+                    return Lone::Idle;
+                }
+            }
         }
     }
 }
@@ -189,31 +273,73 @@ mod tests {
     /// departures as the general path, in the same order.
     #[test]
     fn lone_episodes_hand_the_egress_port_the_general_paths_departures() {
-        for (cores, kpps) in [(1u32, 80u32), (1, 1200), (3, 300)] {
+        for ((cores, kpps), tx_vector) in [(1u32, 80u32), (1, 1200), (3, 300)].into_iter().flat_map(|x| [(x, "shared"), (x, "separate")]) {
             let toml = format!(
                 "seed = 9\n[cpu]\nfrequency = \"3GHz\"\ncores = {cores}\n[link]\nrate = \"100Gbit/s\"\n\
                  [traffic]\nrate = \"{}kpps\"\npattern = \"poisson\"\nflows = 64\n\
                  [host]\nio = \"napi\"\nt_irq = \"300ns\"\nt_proc = \"500ns\"\nt_clean = \"80ns\"\n\
-                 [nic]\ntx_vector = \"shared\"\n[measure]\nwarmup = \"1ms\"\nduration = \"3ms\"\n",
+                 [nic]\ntx_vector = \"{tx_vector}\"\n[measure]\nwarmup = \"1ms\"\nduration = \"3ms\"\n",
                 kpps * cores
             );
             let (lone, lone_events, lone_dep) = run(&toml, false, Some(Departures::default()));
             let (general, general_events, general_dep) = run(&toml, true, Some(Departures::default()));
-            assert_eq!(lone, general, "{cores} cores, {kpps} kpps per core");
+            let what = format!("{cores} cores, {kpps} kpps per core, tx vector {tx_vector}");
+            assert_eq!(lone, general, "{what}");
             assert!(lone_dep.len() > 200, "{}", lone_dep.len());
-            assert_eq!(lone_dep, general_dep, "{cores} cores, {kpps} kpps per core");
-            assert!(lone_events <= general_events, "{cores} cores, {kpps} kpps per core: {lone_events} vs {general_events} events");
+            assert_eq!(lone_dep, general_dep, "{what}");
+            assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
             if cores == 1 && kpps < 100 {
-                assert!(lone_events * 5 < general_events, "{lone_events} vs {general_events} events");
+                // (With tx completions on a vector of their own, a poll of several frames
+                // here is preempted by the tx interrupt: the general path runs it.)
+                let fewer = if tx_vector == "shared" { 5 } else { 2 };
+                assert!(lone_events * fewer < general_events, "{what}: {lone_events} vs {general_events} events");
             }
         }
     }
 
-    /// A core alone with its NAPI runs its episodes straight through, its next interrupt
+    /// With tx completions on a vector of their own, a frame's completion can come at the
+    /// very picosecond the next frame is written back (here: 64 B frames every 1 us on a
+    /// 6.72 Gbit/s link, 100 ns on the wire each way, 300 ns of hard IRQ and 600 ns of rx
+    /// clean, no moderation), so the two vectors' interrupts are due at one time: they go
+    /// back to the queue in the order the general path scheduled their causes, and the
+    /// figures are its own, bit for bit — with a poll cost and a throttle that move the
+    /// ties elsewhere too, and on four cores.
+    #[test]
+    fn lone_episodes_break_ties_as_the_general_path() {
+        let cases: &[(u32, &str, &str)] = &[
+            (1, "t_proc = \"600ns\"", "mode = \"off\""),
+            (1, "t_proc = \"500ns\"\nt_poll = \"100ns\"", "mode = \"off\""),
+            (1, "t_proc = \"600ns\"", "mode = \"static\"\ninterval = \"1us\""),
+            (1, "t_proc = \"600ns\"", "mode = \"static\"\ninterval = \"2us\""),
+            (4, "t_proc = \"600ns\"", "mode = \"off\""),
+        ];
+        for &(cores, host, itr) in cases {
+            let toml = format!(
+                "seed = 3\n[cpu]\nfrequency = \"3GHz\"\ncores = {cores}\n[link]\nrate = \"{}Gbit/s\"\n\
+                 [traffic]\nrate = \"{}kpps\"\npattern = \"cbr\"\nsize = \"64B\"\nflows = {cores}\n\
+                 [host]\nio = \"napi\"\nt_irq = \"300ns\"\nt_clean = \"80ns\"\n{host}\n\
+                 [nic]\ntx_vector = \"separate\"\ndma_delay = \"0ns\"\n[nic.itr]\n{itr}\n\
+                 [measure]\nwarmup = \"100us\"\nduration = \"1ms\"\n",
+                6.72 * cores as f64,
+                1000 * cores,
+            );
+            let what = format!("{cores} cores, {host:?} {itr:?}");
+            let (lone, lone_events) = figures(&toml, false);
+            let (general, general_events) = figures(&toml, true);
+            assert_eq!(lone, general, "{what}");
+            assert!(lone["forwarded_packets"].as_u64().unwrap_or(0) > 900, "{what}");
+            assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
+        }
+    }
+
+    /// A core alone with its NAPIs runs its episodes straight through, its next interrupts
     /// fired without an event: the figures are the general path's, bit for bit, with
     /// fewer events — at low and high load (full polls go back to the general path), on
-    /// one core and four, with every moderation policy (DIM's frame counts take the
-    /// general path), with a poll cost, exponential service, Poisson arrivals, small rings,
+    /// one core and four, with tx completions on the rx vector and on a vector of their own
+    /// (whose interrupt, held, bounds the rx vector's episodes and the other way round:
+    /// no moderation and short throttles make them meet), with every moderation policy
+    /// (DIM's frame counts take the general path), with a poll cost, exponential service,
+    /// Poisson arrivals, small rings,
     /// weights, tx work limits and budgets (time squeezes), a net_rx_action time limit, a
     /// ring whose driver never gives descriptors back (frames dropped raise no interrupt),
     /// interference (steps that do not fit), a time series, and a window that ends in the
@@ -228,6 +354,9 @@ mod tests {
             (300, "service = \"exponential\"\nt_poll = \"200ns\"", "", "", ""),
             (200, "", "", "[nic.itr]\nmode = \"static\"\ninterval = \"20us\"", ""),
             (200, "", "", "[nic.itr]\nmode = \"off\"", ""),
+            (300, "service = \"exponential\"", "", "[nic.itr]\nmode = \"off\"", ""),
+            (300, "service = \"exponential\"", "", "[nic.itr]\nmode = \"static\"\ninterval = \"2us\"", ""),
+            (600, "service = \"exponential\"\nt_poll = \"400ns\"", "", "[nic.itr]\nmode = \"static\"\ninterval = \"1500ns\"", ""),
             (500, "", "", "[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-eqe\"", ""),
             (500, "", "", "[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"", ""),
             (1500, "weight = 4\nbudget = 8\nnet_rx_action = \"modern\"", "rx_ring = 16\ntx_work_limit = 2", "", ""),
@@ -238,19 +367,19 @@ mod tests {
             (300, "", "", "", "interval = \"500us\""),
             (100, "", "", "", "duration = \"3001234ns\""),
         ];
-        for cores in [1u32, 4] {
+        for (cores, tx_vector) in [(1u32, "shared"), (4, "shared"), (1, "separate"), (4, "separate")] {
             for &(kpps, host, nic, tables, measure) in cases {
                 let pattern = if host.contains("exponential") { "poisson" } else { "cbr" };
                 let toml = format!(
                     "seed = 5\n[cpu]\nfrequency = \"3GHz\"\ncores = {cores}\n[link]\nrate = \"100Gbit/s\"\n\
                      [traffic]\nrate = \"{}kpps\"\npattern = \"{pattern}\"\nsize = \"64B\"\nflows = 64\n\
                      [host]\nio = \"napi\"\nt_irq = \"300ns\"\nt_proc = \"500ns\"\nt_clean = \"80ns\"\n{host}\n\
-                     [nic]\ntx_vector = \"shared\"\n{nic}\n{tables}\n\
+                     [nic]\ntx_vector = \"{tx_vector}\"\n{nic}\n{tables}\n\
                      [measure]\nwarmup = \"1ms\"\n{}\n",
                     kpps * cores,
                     if measure.starts_with("duration") { measure.to_string() } else { format!("duration = \"3ms\"\n{measure}") },
                 );
-                let what = format!("{cores} cores, {kpps} kpps per core, {host:?} {nic:?} {tables:?} {measure:?}");
+                let what = format!("{cores} cores, tx vector {tx_vector}, {kpps} kpps per core, {host:?} {nic:?} {tables:?} {measure:?}");
                 let (lone, lone_events) = figures(&toml, false);
                 let (general, general_events) = figures(&toml, true);
                 assert_eq!(lone, general, "{what}");
