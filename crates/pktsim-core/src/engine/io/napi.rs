@@ -266,9 +266,11 @@ pub struct Napi {
     /// cores when it has cores of its own (core `cores + i` runs thread `i`).
     app: Option<App>,
     app_workers: Vec<Worker<Work>>,
-    /// Cores may run lone episodes ([`Napi::lone_episodes`]): plain NAPI, one vector per
-    /// core cleaning the tx queue its frames leave by, no deferral.
+    /// Cores may run lone episodes ([`Napi::lone_episodes`]): plain NAPI, one rx ring per
+    /// core, each sending on a tx queue of its own whose completions interrupt the core, no
+    /// deferral; `lone_pair`: on a vector of their own (`nic.tx_vector = "separate"`).
     lone: bool,
+    lone_pair: bool,
 }
 
 impl Napi {
@@ -302,7 +304,7 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new(), lone: false }
+        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new(), lone: false, lone_pair: false }
     }
 
     /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
@@ -721,7 +723,8 @@ impl Units for Napi {
             if !self.lone {
                 return Some((Work::Irq(v), ctx.costs.t_irq));
             }
-            match self.lone_episodes(c, v, t, ctx) {
+            let lone = if self.lone_pair { self.lone_episodes::<true>(c, v, t, ctx) } else { self.lone_episodes::<false>(c, v, t, ctx) };
+            match lone {
                 Lone::Unit(w, d) => return Some((w, d)),
                 Lone::Idle => return None,
                 Lone::General => {}
@@ -980,6 +983,7 @@ impl IoMode for Napi {
     #[cfg(test)]
     fn general_path_only(&mut self) {
         self.lone = false;
+        self.lone_pair = false;
     }
 
     fn report(&self, nic: &Nic) -> serde_json::Value {

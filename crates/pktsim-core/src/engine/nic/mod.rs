@@ -81,8 +81,6 @@ pub struct Held {
     /// While it waits for the cause: the tx completion it waits for (the vector's tx-cause
     /// timer), if its cause is one.
     tx_cause: Option<Instant>,
-    /// The vector's `irq_at` before it was held.
-    irq_at: Instant,
 }
 
 /// Frames the NIC takes from its ingress at a time.
@@ -584,10 +582,9 @@ impl Nic {
                     };
                     // What the cause does when it comes (`cause`), known now: nothing can
                     // change the vector's moderation before it, as it cannot fire before.
-                    let irq_at = vec.irq_at;
                     let at = self.irq_time(v, done, done);
                     self.mask_for(v, at);
-                    *hold = Some(Held { vector: v, at, since: done, cause: true, set: (now, false), tx_cause: Some(done), irq_at });
+                    *hold = Some(Held { vector: v, at, since: done, cause: true, set: (now, false), tx_cause: Some(done) });
                     return Some(at);
                 }
             }
@@ -940,8 +937,7 @@ impl Nic {
         }
         let inline = if self.vectors[v].policy.max_frames == 0 { inline } else { Instant::ZERO };
         let (last_done, next_done) = self.done_around(v, t);
-        let irq_at = self.vectors[v].irq_at;
-        let held = |at, since, cause| Held { vector: v, at, since, cause, set: (t, true), tx_cause: next_done, irq_at };
+        let held = |at, since, cause| Held { vector: v, at, since, cause, set: (t, true), tx_cause: next_done };
         if self.cause_pending(v, last_done) {
             // The oldest frame waiting in the ring came first (a tx completion alone: now).
             let first = self.vectors[v].layout.rx.and_then(|r| self.rx[r].head().map(|p| p.t_ring)).unwrap_or(t);
@@ -985,9 +981,10 @@ impl Nic {
     pub fn restore(&mut self, h: Held, now: Instant, queue: &mut EventQueue) {
         let v = h.vector;
         if h.cause && now <= h.since {
+            // (`irq_at`, set when it was held, is read only while an interrupt is scheduled
+            // for a policy that counts frames, which is never held.)
             let vec = &mut self.vectors[v];
             vec.armed = true;
-            vec.irq_at = h.irq_at;
             if let Some(r) = vec.layout.rx {
                 self.arm(r, queue);
             }

@@ -61,6 +61,7 @@ impl Napi {
         let own_tx = t.tx_queues() == t.cores() && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector(t.vector_of_tx(c)).core == c);
         let deferral = self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
         self.lone = !self.p.threaded && self.xdp.is_none() && self.app.is_none() && !deferral && self.p.budget > 0 && t.queues_per_core() == 1 && own_tx;
+        self.lone_pair = self.lone && t.vectors() > t.rings();
         self
     }
 
@@ -92,8 +93,11 @@ impl Napi {
     /// same order (`lone_episodes_are_the_general_path`); where a step does not fit, the
     /// held interrupts go back to the queue and the core's state is left as the general
     /// path's at that point, which goes on from there.
+    ///
+    /// `PAIR`: the core has a tx vector of its own (`lone_pair`); without, nothing is held
+    /// but the one vector's next interrupt, and the loop is compiled without the rest.
     #[inline(never)]
-    pub(super) fn lone_episodes(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
+    pub(super) fn lone_episodes<const PAIR: bool>(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
         let t_irq = ctx.costs.t_irq;
         let core = &self.cores[c];
         let quiet = core.irq_queue.is_empty() && core.poll.is_none() && !core.net_rx.active && !core.softirq_pending && core.poll_list.is_empty() && !self.napi[v].scheduled;
@@ -108,9 +112,9 @@ impl Napi {
         loop {
             let layout = ctx.nic.vector(v).layout();
             let (rx, tx) = (layout.rx, layout.tx);
-            let me = usize::from(rx.is_none());
+            let me = if PAIR { usize::from(rx.is_none()) } else { 0 };
             // The other vector's held interrupt would preempt this episode.
-            let end = held[1 - me].map_or(horizon, |h| horizon.min(h.at));
+            let end = if PAIR { held[1 - me].map_or(horizon, |h| horizon.min(h.at)) } else { horizon };
             // The poll as the general path keeps it, for a step that does not fit.
             let poll = |phase, tx_: (u32, u64, bool), rx_: (u32, u64)| Poll { vector: v, rx, tx, kind: PollKind::Normal, weight, phase, tx_done: tx_.0, tx_bytes: tx_.1, tx_complete: tx_.2, rx_done: rx_.0, rx_bytes: rx_.1 };
             // The hard IRQ handler; its napi_schedule raises the softirq, which runs next
@@ -157,7 +161,7 @@ impl Napi {
                 let beyond = ctx.nic.forward_run((r, q), t, (&mut rx_done, &mut rx_bytes, weight), self.p.refill_batch, end, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame, &mut cause);
                 ctx.stats.busy(c, Activity::RxClean, t0, *t);
                 // (Only the tx vector, another one, can be armed: a cause held for it.)
-                if cause.is_some() {
+                if PAIR && cause.is_some() {
                     held[1] = cause;
                 }
                 if let Some(d) = beyond {
@@ -196,7 +200,7 @@ impl Napi {
             // scheduled it before this completion may schedule anything (a completion
             // schedules before a cause's event of its time runs).
             let first = |o: &Held| if o.cause { o.since < *t } else { o.since <= *t };
-            if let Some(o) = held[1 - me].filter(|o| first(o) && !ctx.nic.completes_quietly(v, *t)) {
+            if let Some(o) = held[1 - me].filter(|o| PAIR && first(o) && !ctx.nic.completes_quietly(v, *t)) {
                 held[1 - me] = None;
                 ctx.nic.restore(o, *t, ctx.queue);
                 horizon = ctx.horizon(c);
