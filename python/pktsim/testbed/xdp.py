@@ -45,9 +45,18 @@ FIT = ("t_proc_ns", "t_wakeup_ns")  # with only two loads below saturation
 KW = {"path": SCENARIO, "per_frame_key": "host.xdp.t_driver"}
 
 
+# A quick sweep's loads stay below saturation (10% to 90% of the capacity: 10, 30, 50, 70,
+# 90%): with one short run each, a stall of the machine (a hypervisor running another guest
+# for tens of milliseconds) overflows the 256-frame ring even at low load, and two such
+# losses among three loads below saturation left nothing to calibrate from. The saturation
+# row comes from the overload probe either way.
+QUICK_SPAN = (0.1, 0.9)
+
+
 def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
+    lo, hi = QUICK_SPAN if quick else (0.1, 1.2)
     points = validate.QUICK_LOADS if quick else 10
-    return runner.sweep(topo, 0.1, 1.2, points, duration_s, reps, progress=progress)
+    return runner.sweep(topo, lo, hi, points, duration_s, reps, progress=progress)
 
 
 def compare(sw: dict) -> dict:

@@ -698,7 +698,7 @@ impl Nic {
         hold: &mut Option<Held>,
     ) -> Option<Span> {
         let armed = self.vectors[self.tx[q].vector()].armed;
-        debug_assert!(!armed || self.tx[q].vector() != self.rx[r].vector(), "a run posts no completion cause");
+        debug_assert!(!armed || self.tx[q].vector() != self.rx[r].vector(), "a run's frames raise no event");
         // With room in the ring for every frame the run may post, nothing queued and no
         // port to tell, each frame is posted straight away (what `xmit` would do, where the
         // masked vector takes no completion cause).
@@ -956,9 +956,9 @@ impl Nic {
             if inline > Instant::ZERO {
                 if let Some((at, cause)) = self.first_cause_irq(v, next_done, inline, stats) {
                     let p = self.vectors[v].policy;
-                    let now = next_done.is_some_and(|d| p.max_frames == 0 && !p.from_first_cause && self.vectors[v].counter_zero >= d);
+                    let at_once = next_done.is_some_and(|d| p.max_frames == 0 && !p.from_first_cause && self.vectors[v].counter_zero >= d);
                     self.mask_for(v, at);
-                    return Some(if now { held(at, t, false) } else { held(at, cause, true) });
+                    return Some(if at_once { held(at, t, false) } else { held(at, cause, true) });
                 }
             }
             let at = self.arm_vector_before(v, next_done, inline, queue)?;
@@ -981,8 +981,9 @@ impl Nic {
     pub fn restore(&mut self, h: Held, now: Instant, queue: &mut EventQueue) {
         let v = h.vector;
         if h.cause && now <= h.since {
-            // (`irq_at`, set when it was held, is read only while an interrupt is scheduled
-            // for a policy that counts frames, which is never held.)
+            // (`irq_at`, set when it was held, is read only while the interrupt of an rx
+            // vector whose policy counts frames is scheduled: such an interrupt is never
+            // held.)
             let vec = &mut self.vectors[v];
             vec.armed = true;
             if let Some(r) = vec.layout.rx {
