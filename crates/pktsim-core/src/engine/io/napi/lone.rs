@@ -258,6 +258,17 @@ mod tests {
         (v, events)
     }
 
+    /// The node `toml` describes, run with lone episodes and through the general path
+    /// only: the figures must be the same and the lone run's events no more; its figures
+    /// and both runs' events.
+    fn both_paths(toml: &str, what: &str) -> (serde_json::Value, u64, u64) {
+        let (lone, lone_events) = figures(toml, false);
+        let (general, general_events) = figures(toml, true);
+        assert_eq!(lone, general, "{what}");
+        assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
+        (lone, lone_events, general_events)
+    }
+
     /// [`figures`], with an egress port connected when `port` is given (it hears of every
     /// departure, in time order: no core runs ahead of the next event), and its departures.
     fn run(toml: &str, general: bool, port: Option<Departures>) -> (serde_json::Value, u64, Vec<(f64, f64)>) {
@@ -328,11 +339,8 @@ mod tests {
                 1000 * cores,
             );
             let what = format!("{cores} cores, {host:?} {itr:?}");
-            let (lone, lone_events) = figures(&toml, false);
-            let (general, general_events) = figures(&toml, true);
-            assert_eq!(lone, general, "{what}");
+            let (lone, _, _) = both_paths(&toml, &what);
             assert!(lone["forwarded_packets"].as_u64().unwrap_or(0) > 900, "{what}");
-            assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
         }
     }
 
@@ -384,11 +392,8 @@ mod tests {
                     if measure.starts_with("duration") { measure.to_string() } else { format!("duration = \"3ms\"\n{measure}") },
                 );
                 let what = format!("{cores} cores, tx vector {tx_vector}, {kpps} kpps per core, {host:?} {nic:?} {tables:?} {measure:?}");
-                let (lone, lone_events) = figures(&toml, false);
-                let (general, general_events) = figures(&toml, true);
-                assert_eq!(lone, general, "{what}");
+                let (lone, lone_events, general_events) = both_paths(&toml, &what);
                 assert!(lone["offered_packets"].as_u64().unwrap_or(0) > 100, "{what}");
-                assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
                 if kpps == 50 && cores == 1 && nic.is_empty() {
                     // (With several cores, an idle core's armed ring keeps an arrival event
                     // in the queue, which bounds the others' horizons.)
