@@ -836,7 +836,7 @@ impl Stats {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn poll(&mut self, t: Instant, rx_packets: Option<u32>) {
         if self.in_window(t) {
             self.polls += 1;
@@ -893,7 +893,7 @@ impl Stats {
     }
 
     /// CPU time `[start, end)` core `core` spent on `a`; only the part inside the window counts.
-    #[inline]
+    #[inline(always)]
     pub fn busy(&mut self, core: usize, a: Activity, start: Instant, end: Instant) {
         let s = start.max(self.warm);
         let e = end.min(self.stop);

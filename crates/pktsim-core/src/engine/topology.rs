@@ -76,7 +76,7 @@ impl Topology {
         }
     }
     /// Tx queue frames from rx ring `ring` leave by.
-    #[inline]
+    #[inline(always)]
     pub fn tx_of_ring(&self, ring: usize) -> usize {
         self.tx_of_core(self.core_of_ring(ring))
     }
