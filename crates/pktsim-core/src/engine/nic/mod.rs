@@ -683,7 +683,7 @@ impl Nic {
     /// that raises is held in `hold` (see [`Held`]); no frame ends after it. Nothing here
     /// schedules an event, so the horizon stays.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub fn forward_run(
         &mut self,
         (r, q): (usize, usize),
@@ -778,13 +778,14 @@ impl Nic {
     /// ring no longer waking anyone), instead of waiting for the completion's event.
     pub fn arm_vector(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let (_, next_done) = self.done_around(v, t);
-        self.arm_vector_before(v, next_done, Instant::ZERO, queue);
+        self.arm_vector_before(v, t, next_done, Instant::ZERO, queue, &mut None);
     }
 
-    /// [`Nic::arm_vector`], where an interrupt it schedules at once that fires strictly
-    /// before `inline` is not scheduled but returned (see [`Nic::complete_before`]);
-    /// `next_done` is the vector's tx ring's first completion after now.
-    fn arm_vector_before(&mut self, v: usize, next_done: Option<Instant>, inline: Instant, queue: &mut EventQueue) -> Option<Instant> {
+    /// [`Nic::arm_vector`] at `t`, where an interrupt it schedules at once that fires
+    /// strictly before `inline` is not scheduled but returned (see [`Nic::complete_before`]);
+    /// `next_done` is the vector's tx ring's first completion after now. Before it puts
+    /// anything into the queue, `other` goes back to it.
+    fn arm_vector_before(&mut self, v: usize, t: Instant, next_done: Option<Instant>, inline: Instant, queue: &mut EventQueue, other: &mut Option<Held>) -> Option<Instant> {
         let vec = &self.vectors[v];
         if let Some(d) = next_done {
             if vec.policy.max_frames == 0 && !vec.policy.from_first_cause && vec.counter_zero >= d {
@@ -793,6 +794,7 @@ impl Nic {
                 if at < inline {
                     return Some(at);
                 }
+                self.restore_first(other, t, queue);
                 self.vectors[v].irq.set(queue, at, Key::Irq(v as u32));
                 return None;
             }
@@ -801,7 +803,10 @@ impl Nic {
         vec.armed = true;
         vec.irq.cancel();
         vec.tx_cause.cancel();
-        if let Some(r) = vec.layout.rx {
+        if vec.layout.rx.is_some() || next_done.is_some() {
+            self.restore_first(other, t, queue);
+        }
+        if let Some(r) = self.vectors[v].layout.rx {
             self.arm(r, queue);
         }
         if let Some(d) = next_done {
@@ -816,6 +821,7 @@ impl Nic {
     /// whichever comes first — when the throttle allows. For a policy that counts no frames
     /// (whose interrupt no later write-back moves).
     /// Returns the interrupt's time and its cause's.
+    #[inline(always)]
     fn first_cause_irq(&mut self, v: usize, next_done: Option<Instant>, limit: Instant, stats: &mut Stats) -> Option<(Instant, Instant)> {
         let rx = self.vectors[v].layout.rx.filter(|&r| self.rx[r].free() > 0).and_then(|r| self.next_arrival(r..r + 1, limit, stats));
         let cause = match (rx, next_done) {
@@ -930,7 +936,25 @@ impl Nic {
     /// at that time ([`Nic::fire`]), as the interrupt's event would have, or hands it back
     /// ([`Nic::restore`]). Only for a policy that counts no frames (nothing reaches a
     /// masked vector before its interrupt then).
+    ///
+    /// `other`: another vector's held interrupt that the general path scheduled before
+    /// this completion: it goes back to the queue (at `t`) before anything this puts
+    /// there, whose events of one time then run in the general path's order; it stays
+    /// held where this puts nothing there.
     pub fn complete_before(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Held> {
+        self.complete_inline(v, t, episode, inline, queue, stats, &mut None)
+    }
+
+    /// [`Nic::complete_before`], `other` (another vector's held interrupt) going back to the
+    /// queue before anything this puts there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn complete_before_other(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats, other: &mut Option<Held>) -> Option<Held> {
+        self.complete_inline(v, t, episode, inline, queue, stats, other)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn complete_inline(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats, other: &mut Option<Held>) -> Option<Held> {
         self.vectors[v].episode_done(t, episode);
         if let Some(r) = self.vectors[v].layout.rx {
             self.advance_ring_to(r, t, stats);
@@ -946,6 +970,7 @@ impl Nic {
                 self.mask_for(v, at);
                 return Some(held(at, t, false));
             }
+            self.restore_first(other, t, queue);
             self.schedule_irq(v, at, queue);
             self.keep_counting(v, t, queue);
             None
@@ -961,18 +986,25 @@ impl Nic {
                     return Some(if at_once { held(at, t, false) } else { held(at, cause, true) });
                 }
             }
-            let at = self.arm_vector_before(v, next_done, inline, queue)?;
+            let at = self.arm_vector_before(v, t, next_done, inline, queue, other)?;
             Some(held(at, t, false))
         }
     }
 
-    /// Whether completing vector `v` at `t` ([`Nic::complete_before`]) schedules nothing:
-    /// it watches no rx ring, and its tx ring has no completion it has not seen and none
-    /// in flight (it is armed, waiting for the next frame posted).
-    #[inline]
-    pub fn completes_quietly(&self, v: usize, t: Instant) -> bool {
-        let (last_done, next_done) = self.done_around(v, t);
-        self.vectors[v].layout.rx.is_none() && next_done.is_none() && !self.cause_pending(v, last_done)
+    /// `other`, if any, goes back to the queue at `t` (see [`Nic::complete_before`]).
+    #[inline(always)]
+    fn restore_first(&mut self, other: &mut Option<Held>, t: Instant, queue: &mut EventQueue) {
+        if other.is_some() {
+            self.restore_other(other, t, queue);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn restore_other(&mut self, other: &mut Option<Held>, t: Instant, queue: &mut EventQueue) {
+        if let Some(h) = other.take() {
+            self.restore(h, t, queue);
+        }
     }
 
     /// Hand a held interrupt back at `now`, as the general path has it then: the vector
