@@ -72,24 +72,97 @@ const LATENCY_BUFFER: usize = 64;
 /// crate's record also checks for resizing and keeps a minimum, a maximum and a total on
 /// every call (some 60 instructions, the largest share of a frame's statistics);
 /// [`Counts::quantiles`] reads the crate's quantiles off the counts (tests hold the
-/// buckets, counts and quantiles equal to recording into the crate directly). The counts
-/// grow, a power of two's range at a time, to the largest latency recorded.
+/// buckets, counts and quantiles equal to recording into the crate directly).
 ///
-/// Counters are 32-bit while the counts recorded total less than 2^32 (a ring group's
-/// histogram is most of a node's memory with many cores), then 64-bit: whether the next
-/// buffer of latencies fits is known before it is recorded, so recording a latency is an
-/// index and an increment either way.
+/// The counts are kept in chunks of 1,024 (one power of two's range; the first range is
+/// two), each allocated when a latency first falls in it and never moved: a group's memory
+/// is the ranges its latencies span. (A many-core node's memory is mostly its rings'
+/// histograms; counts kept as one array from 1 ns up, grown by copying, took about twice
+/// as much, with the copies left behind.)
+///
+/// Counters are 32-bit while the counts recorded total less than 2^32, then 64-bit:
+/// whether the next buffer of latencies fits is known before it is recorded, so recording
+/// a latency is an index and an increment either way.
 #[derive(Clone, Default)]
 struct Counts {
-    narrow: Vec<u32>,
+    narrow: Chunks<u32>,
     /// Empty until the total reaches 2^32; then every count, and `narrow` is empty.
-    wide: Vec<u64>,
+    wide: Chunks<u64>,
     total: u64,
 }
 
 /// Counters of either width.
-trait Counter: Copy + Default + From<u8> + std::ops::AddAssign {}
-impl<C: Copy + Default + From<u8> + std::ops::AddAssign> Counter for C {}
+trait Counter: Copy + Default + PartialEq + From<u8> + std::ops::AddAssign + Into<u64> {}
+impl<C: Copy + Default + PartialEq + From<u8> + std::ops::AddAssign + Into<u64>> Counter for C {}
+
+/// Counters by index in chunks of [`CHUNK`]: chunk `k` holds indices `k * CHUNK ..
+/// (k + 1) * CHUNK`, allocated (zeroed) when one of them is first counted.
+#[derive(Clone)]
+struct Chunks<C>(Vec<Option<Box<[C; CHUNK]>>>);
+
+impl<C> Default for Chunks<C> {
+    fn default() -> Self {
+        Chunks(Vec::new())
+    }
+}
+
+/// Counters in a chunk of [`Chunks`]: one power of two's range.
+const CHUNK: usize = 1 << Counts::HALF_MAG;
+
+impl<C: Counter> Chunks<C> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Indices covered: up to the end of the last chunk.
+    fn len(&self) -> usize {
+        self.0.len() * CHUNK
+    }
+
+    /// Counters allocated.
+    #[cfg(test)]
+    fn allocated(&self) -> usize {
+        self.0.iter().flatten().count() * CHUNK
+    }
+
+    /// The count at index `i`.
+    #[cfg(test)]
+    fn get(&self, i: usize) -> C {
+        self.0.get(i / CHUNK).and_then(|c| c.as_ref()).map_or(C::default(), |c| c[i % CHUNK])
+    }
+
+    /// The counter at index `i`, its chunk allocated if it is not.
+    #[inline(always)]
+    fn at(&mut self, i: usize) -> &mut C {
+        let k = i / CHUNK;
+        if !matches!(self.0.get(k), Some(Some(_))) {
+            self.allocate(k);
+        }
+        let Some(Some(c)) = self.0.get_mut(k) else { unreachable!("chunk {k} allocated") };
+        &mut c[i % CHUNK]
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn allocate(&mut self, k: usize) {
+        if k >= self.0.len() {
+            self.0.resize_with(k + 1, || None);
+        }
+        self.0[k] = Some(vec![C::default(); CHUNK].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("{CHUNK} counters")));
+    }
+
+    /// Add `from`'s counts, each through `f`.
+    fn add<D: Counter>(&mut self, from: &Chunks<D>, f: impl Fn(D) -> C) {
+        for (k, chunk) in from.0.iter().enumerate() {
+            let Some(chunk) = chunk else { continue };
+            for (j, &n) in chunk.iter().enumerate() {
+                if n != D::default() {
+                    *self.at(k * CHUNK + j) += f(n);
+                }
+            }
+        }
+    }
+}
 
 impl Counts {
     /// log2 of half the sub-buckets (1,024 for 3 significant digits).
@@ -127,10 +200,10 @@ impl Counts {
     }
 
     #[inline(always)]
-    fn record_into<C: Counter>(counts: &mut Vec<C>, ps: &[u64]) -> (u128, u64, u64) {
+    fn record_into<C: Counter>(counts: &mut Chunks<C>, ps: &[u64]) -> (u128, u64, u64) {
         let (mut sum, mut min, mut max) = (0u128, u64::MAX, 0u64);
         for &ps in ps {
-            Self::count(counts, Self::index((ps / 1_000).max(1)));
+            *counts.at(Self::index((ps / 1_000).max(1))) += C::from(1);
             sum += ps as u128;
             min = min.min(ps);
             max = max.max(ps);
@@ -138,74 +211,51 @@ impl Counts {
         (sum, min, max)
     }
 
-    /// One more at index `i`.
-    #[inline(always)]
-    fn count<C: Counter>(counts: &mut Vec<C>, i: usize) {
-        if i >= counts.len() {
-            Self::grow(counts, i);
-        }
-        counts[i] += C::from(1);
-    }
-
     /// Record one value of `v` ns (tests: any value, 0 too).
     #[cfg(test)]
     fn record(&mut self, v: u64) {
         self.total += 1;
         if self.wide.is_empty() && self.total <= u32::MAX as u64 {
-            return Self::count(&mut self.narrow, Self::index(v));
+            return *self.narrow.at(Self::index(v)) += 1;
         }
         self.widen();
-        Self::count(&mut self.wide, Self::index(v))
-    }
-
-    #[cold]
-    fn grow<C: Counter>(counts: &mut Vec<C>, i: usize) {
-        counts.resize(((i >> Self::HALF_MAG) + 1) << Self::HALF_MAG, C::default());
+        *self.wide.at(Self::index(v)) += 1
     }
 
     /// From now on 64-bit counters.
     #[cold]
     fn widen(&mut self) {
         if self.wide.is_empty() {
-            self.wide = self.narrow.iter().map(|&n| n as u64).collect();
-            self.narrow = Vec::new();
+            self.wide.add(&self.narrow, |n| n as u64);
+            self.narrow = Chunks::default();
         }
     }
 
     fn add(&mut self, other: &Counts) {
         self.total += other.total;
         if self.wide.is_empty() && self.total <= u32::MAX as u64 {
-            Self::add_into(&mut self.narrow, &other.narrow, |n| n);
+            self.narrow.add(&other.narrow, |n| n);
             return;
         }
         self.widen();
-        Self::add_into(&mut self.wide, &other.narrow, |n| n as u64);
-        Self::add_into(&mut self.wide, &other.wide, |n| n);
-    }
-
-    fn add_into<C: Counter, D: Copy>(to: &mut Vec<C>, from: &[D], f: impl Fn(D) -> C) {
-        if from.len() > to.len() {
-            to.resize(from.len(), C::default());
-        }
-        for (a, &b) in to.iter_mut().zip(from) {
-            *a += f(b);
-        }
+        self.wide.add(&other.narrow, |n| n as u64);
+        self.wide.add(&other.wide, |n| n);
     }
 
     /// The counts, by index.
     #[cfg(test)]
     fn counts(&self) -> Vec<u64> {
         if self.wide.is_empty() {
-            self.narrow.iter().map(|&n| n as u64).collect()
+            (0..self.narrow.len()).map(|i| self.narrow.get(i) as u64).collect()
         } else {
-            self.wide.clone()
+            (0..self.wide.len()).map(|i| self.wide.get(i)).collect()
         }
     }
 
-    /// Entries kept (the memory the counts take, in counters).
+    /// Counters allocated (the memory the counts take).
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.narrow.len().max(self.wide.len())
+        self.narrow.allocated().max(self.wide.allocated())
     }
 
     /// The latencies (ns) at quantiles `qs` (ascending), each its bucket's middle value:
@@ -221,7 +271,7 @@ impl Counts {
         }
     }
 
-    fn quantiles_of<C: Counter + Into<u64>, const N: usize>(counts: &[C], total: u64, qs: [f64; N]) -> [u64; N] {
+    fn quantiles_of<C: Counter, const N: usize>(counts: &Chunks<C>, total: u64, qs: [f64; N]) -> [u64; N] {
         let mut out = [0; N];
         // Counts up to and including index `i - 1`, the last one looked at.
         let (mut seen, mut i) = (0u64, 0usize);
@@ -230,16 +280,22 @@ impl Counts {
             // The crate's target: the count reached at the quantile, rounded up, at least 1.
             let target = ((q.min(1.0) * total as f64).ceil() as u64).max(1);
             while seen < target && i < counts.len() {
-                // A chunk that stays below the target is summed whole (vectorised).
-                if let Some(chunk) = counts.get(i..i + 16) {
-                    let sum: u64 = chunk.iter().map(|&n| n.into()).sum();
+                let Some(chunk) = &counts.0[i / CHUNK] else {
+                    // A chunk never allocated counts nothing.
+                    i = (i / CHUNK + 1) * CHUNK;
+                    continue;
+                };
+                let j = i % CHUNK;
+                // A run of 16 that stays below the target is summed whole (vectorised).
+                if let Some(run) = chunk.get(j..j + 16) {
+                    let sum: u64 = run.iter().map(|&n| n.into()).sum();
                     if seen + sum < target {
                         seen += sum;
                         i += 16;
                         continue;
                     }
                 }
-                seen += counts[i].into();
+                seen += chunk[j].into();
                 i += 1;
             }
             out[k] = Self::middle(i.saturating_sub(1));
@@ -921,6 +977,17 @@ mod tests {
         }
         us.flush();
         assert!(us.latency.len() <= 8192, "{}", us.latency.len());
+        // Only the ranges a group's latencies span: 40 - 50 us is one chunk of counters
+        // (counts from 1 ns up to 50 us would be 7 of them).
+        let mut band = Group::new(2);
+        for i in 0..10_000u64 {
+            band.record(64, Span::from_ps(40_000_000 + 1_000 * i), 0);
+        }
+        band.flush();
+        assert_eq!(band.latency.len(), CHUNK);
+        // (Buckets 32 ns wide here, each quantile its bucket's middle: 40,000, 44,999 and
+        // 49,999 ns fall in [40,000, 40,032), [44,992, 45,024) and [49,984, 50,016).)
+        assert_eq!(band.latency.quantiles([0.0, 0.5, 1.0]), [40_016, 45_008, 50_000]);
         let mut long = Group::new(2);
         long.record(64, Span::from_ps(1_000_000 * 1_000_000_000_000), 0); // 1e6 s
         long.record(64, Span::from_ps(1_000_000), 0);
@@ -1003,13 +1070,13 @@ mod tests {
         a.record(500);
         let i = Counts::index(500);
         // As if u32::MAX - 1 had been recorded at 500 ns.
-        (a.narrow[i], a.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
+        (*a.narrow.at(i), a.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
         a.record(500);
         assert!(a.wide.is_empty(), "u32::MAX still fits");
         a.record(500);
         a.record(700);
         assert!(a.narrow.is_empty() && !a.wide.is_empty());
-        assert_eq!((a.wide[i], a.wide[Counts::index(700)]), (u32::MAX as u64 + 1, 1));
+        assert_eq!((a.wide.get(i), a.wide.get(Counts::index(700))), (u32::MAX as u64 + 1, 1));
         let mut b = Counts::default();
         b.record(500);
         b.add(&a);
@@ -1021,16 +1088,16 @@ mod tests {
         // Two narrow halves whose sum passes 2^32 add up wide.
         let mut c = Counts::default();
         c.record(500);
-        (c.narrow[i], c.total) = (3 << 30, 3 << 30);
+        (*c.narrow.at(i), c.total) = (3 << 30, 3 << 30);
         let mut d = c.clone();
         d.add(&c);
         assert_eq!(d.counts()[i], 6 << 30);
         // A group's buffer that takes the total past u32::MAX is recorded wide.
         let mut e = Counts::default();
         e.record(500);
-        (e.narrow[i], e.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
+        (*e.narrow.at(i), e.total) = (u32::MAX - 1, u32::MAX as u64 - 1);
         assert_eq!(e.record_ps(&[500_000, 500_400]), (1_000_400, 500_000, 500_400));
-        assert_eq!(e.wide[i], u32::MAX as u64 + 1);
+        assert_eq!(e.wide.get(i), u32::MAX as u64 + 1);
     }
 
     #[test]
