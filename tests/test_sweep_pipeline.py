@@ -235,13 +235,15 @@ class _Tty(io.StringIO):
 def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
     err = _Tty()
     seen = []
-    real = cli._reproduce_with_progress
+    from pktsim import commands
+
+    real = commands._reproduce_with_progress
 
     def spy(reproduce, papers, show):
         seen.append(show)
         return real(reproduce, papers, show)
 
-    monkeypatch.setattr(cli, "_reproduce_with_progress", spy)
+    monkeypatch.setattr(commands, "_reproduce_with_progress", spy)
     with redirect_stdout(io.StringIO()), redirect_stderr(err):
         rc = cli.main(["reproduce", "003"])
     assert rc == 0 and seen == [True]
@@ -254,7 +256,7 @@ def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
 
     with observe_runs(runs.append):
         reproduce("003")
-    assert len(runs) == cli._REPRODUCE_RUNS["003"]
+    assert len(runs) == commands._REPRODUCE_RUNS["003"]
 
 
 def test_each_parquet_file_says_which_table_it_holds(tmp_path):

@@ -13,3 +13,7 @@ class ScenarioError(ValueError):
     path: str = ""
     value: "str | None" = None
     expected: str = ""
+
+
+class UsageError(Exception):
+    """A command-line value that is wrong; the message says which and why."""

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+
+
+def json_text(obj) -> str:
+    """``obj`` as the indented JSON the commands print (no NaN or infinity: an error)."""
+    return json.dumps(obj, indent=2, allow_nan=False)
 
 
 def current_umask() -> int:
