@@ -38,6 +38,17 @@ use std::time::Instant;
 use pktsim_core::engine::run;
 use pktsim_core::Scenario;
 
+/// `println!` that ends the bench quietly when standard output is gone (`make bench | head`),
+/// where `println!` would panic.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if writeln!(std::io::stdout(), $($arg)*).is_err() {
+            std::process::exit(0);
+        }
+    }};
+}
+
 /// One timed simulation: its wall time and its thread's time on a CPU.
 #[derive(Clone, Copy)]
 struct Timed {
@@ -333,8 +344,8 @@ fn main() {
     if only.is_some() {
         // One case alone, nothing else in the profile (and in the peak memory).
         let t = (cases[0].1)();
-        println!("{}: {} packets, {:.1} ns/packet, {:.2} events/packet ({:.1} ns/packet of wall time)", cases[0].0, t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, t.wall_s * 1e9 / t.packets as f64);
-        println!("peak RSS {:.1} MB", peak_rss_mb());
+        out!("{}: {} packets, {:.1} ns/packet, {:.2} events/packet ({:.1} ns/packet of wall time)", cases[0].0, t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, t.wall_s * 1e9 / t.packets as f64);
+        out!("peak RSS {:.1} MB", peak_rss_mb());
         return;
     }
     // Warm caches and the allocator once.
@@ -373,12 +384,12 @@ fn main() {
             Some(Row { name, best, median_ns, ratio })
         })
         .collect();
-    println!("{:<22} {:>10} {:>8} {:>11} {:>9} {:>9} {:>11}", "case", "packets", "wall s", "ns/packet", "median", "events/p", "bare/case");
+    out!("{:<22} {:>10} {:>8} {:>11} {:>9} {:>9} {:>11}", "case", "packets", "wall s", "ns/packet", "median", "events/p", "bare/case");
     for r in &rows {
         let t = &r.best;
-        println!("{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}", r.name, t.packets, t.wall_s, t.ns_per_packet(), r.median_ns, t.events as f64 / t.packets as f64, r.ratio);
+        out!("{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}", r.name, t.packets, t.wall_s, t.ns_per_packet(), r.median_ns, t.events as f64 / t.packets as f64, r.ratio);
     }
-    println!(
+    out!(
         "{:<22} {:>10} {:>8} {:>11.1} {:>9.1} {:>9.2} {:>11.2}   ({} runs)",
         "bare-heap-md1k",
         BARE_PACKETS,
@@ -389,43 +400,43 @@ fn main() {
         1.0,
         bare.len(),
     );
-    println!("(ns/packet: CPU time of the simulating thread, the fastest of {ROUNDS} rounds; median: of the rounds; wall s: that round's wall time;");
-    println!(" bare/case: the bare loop's ns/packet over the case's, timed side by side, the median of the rounds)");
+    out!("(ns/packet: CPU time of the simulating thread, the fastest of {ROUNDS} rounds; median: of the rounds; wall s: that round's wall time;");
+    out!(" bare/case: the bare loop's ns/packet over the case's, timed side by side, the median of the rounds)");
     // The goals: speed relative to the bare loop ("bare/case" above), >= the goal; one case
     // against another through their ratios to the bare loop.
     let ratio = |n: &str| rows.iter().find(|r| r.name == n).map_or(f64::NAN, |r| r.ratio);
     let ns_of = |n: &str| rows.iter().find(|r| r.name == n).map(|r| r.best.ns_per_packet());
     let goal = |what: &str, value: f64, at_least: f64| {
-        println!("goal: {what:<52} {value:>6.2} (>= {at_least}): {}", if value >= at_least { "met" } else { "NOT met" });
+        out!("goal: {what:<52} {value:>6.2} (>= {at_least}): {}", if value >= at_least { "met" } else { "NOT met" });
     };
-    println!();
+    out!();
     goal("002 node, 1 core, 1.5 Mpps: x the bare loop", ratio("napi-1core-1.5Mpps"), 2.0);
     let low = ratio("napi-1core-1.5Mpps") / ratio("napi-1core-0.1Mpps");
-    println!("goal: {:<52} {low:>6.2} (<= 2): {}", "0.1 Mpps cost per packet / 1.5 Mpps cost", if low <= 2.0 { "met" } else { "NOT met" });
-    println!("      {:<52} {:>6.2}   (not a goal)", "0.1 Mpps, tx vector of its own: cost / tx on rx vector", ratio("napi-1core-0.1Mpps") / ratio("napi-1core-0.1Mpps-txv"));
+    out!("goal: {:<52} {low:>6.2} (<= 2): {}", "0.1 Mpps cost per packet / 1.5 Mpps cost", if low <= 2.0 { "met" } else { "NOT met" });
+    out!("      {:<52} {:>6.2}   (not a goal)", "0.1 Mpps, tx vector of its own: cost / tx on rx vector", ratio("napi-1core-0.1Mpps") / ratio("napi-1core-0.1Mpps-txv"));
     goal("4 cores: x the bare loop", ratio("napi-4cores"), 1.0);
-    println!("      {:<52} {:>6.2}   (not a goal)", "4 cores at 0.1 Mpps a core: cost / at 1.5 Mpps a core", ratio("napi-4cores") / ratio("napi-4cores-0.4Mpps"));
+    out!("      {:<52} {:>6.2}   (not a goal)", "4 cores at 0.1 Mpps a core: cost / at 1.5 Mpps a core", ratio("napi-4cores") / ratio("napi-4cores-0.4Mpps"));
     goal("64 cores: x the bare loop", ratio("napi-64cores"), 0.5);
     let napi = ratio("napi-1core-1.5Mpps");
     goal("busy-poll: NAPI's ns/packet / busy-poll's", ratio("busy-poll-1core") / napi, 1.0);
     goal("server M/D/1/K: x the bare loop", ratio("server-md1k"), 1.5);
     goal("server M/M/1/K: x the bare loop", ratio("server-mm1k"), 1.5);
     goal("server: NAPI's ns/packet / server's (same node)", ratio("server-1core") / napi, 1.0);
-    println!("      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)", "server M/D/1/K: NAPI's ns/packet / server's", ratio("server-md1k") / napi);
+    out!("      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)", "server M/D/1/K: NAPI's ns/packet / server's", ratio("server-md1k") / napi);
     goal("trace read and decode: M frames/s on one core (on CPU)", 1e3 / ns_of("trace-read").unwrap_or(f64::NAN), 20.0);
     let (one, many) = (case_rss_mb("napi-1core-1.5Mpps"), case_rss_mb("napi-64cores"));
-    println!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
+    out!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
 
     // Every bundled scenario and example as it is (its own load and duration; build and
     // report included, as in the cases): where a user's first runs stand.
-    println!();
-    println!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
+    out!();
+    out!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
     for path in bundled_files() {
         let ts: Vec<Timed> = (0..FILE_ROUNDS).map(|_| bundled_file(&path)).collect();
         let Some(t) = ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied() else { continue };
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
         let dir = if path.parent().is_some_and(|p| p.ends_with("examples")) { "examples/" } else { "scenarios/" };
-        println!("{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}", format!("{dir}{name}"), t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, bare_ns / t.ns_per_packet());
+        out!("{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}", format!("{dir}{name}"), t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, bare_ns / t.ns_per_packet());
     }
-    println!("(the fastest of {FILE_ROUNDS} runs each, against the fastest bare loop)");
+    out!("(the fastest of {FILE_ROUNDS} runs each, against the fastest bare loop)");
 }
