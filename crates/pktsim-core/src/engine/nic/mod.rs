@@ -732,7 +732,7 @@ impl Nic {
     /// (counted here, with the frames' `bytes` less the FCS) is below `max`. A clean that
     /// would end after `horizon` is not run: true, the caller runs it as a unit. Only
     /// where [`Nic::runs_alone`] holds.
-    #[inline]
+    #[inline(always)]
     pub fn tx_clean_run(&mut self, q: usize, t: &mut Instant, (n, bytes, max): (&mut u32, &mut u64, u32), d: Span, horizon: Instant, stats: &mut Stats) -> bool {
         if let Some(beyond) = self.tx[q].clean_run(t, d, horizon, (&mut *n, &mut *bytes, max)) {
             return beyond;
