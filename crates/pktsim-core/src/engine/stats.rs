@@ -372,9 +372,9 @@ impl Group {
             drop_qdisc: 0,
             drop_rcvbuf: 0,
             drop_xsk: 0,
-            // From 1 ns at 3 significant digits, growing to the largest latency recorded:
-            // a group's memory follows what it measures (a few KB for one that sees
-            // microseconds, nothing for one that sees no frame).
+            // 3 significant digits from 1 ns, kept for the ranges of the latencies
+            // recorded: a group's memory follows what it measures (a few KB for one that
+            // sees microseconds, nothing for one that sees no frame).
             latency: Counts::default(),
             buf: [0; LATENCY_BUFFER],
             buf_len: 0,
