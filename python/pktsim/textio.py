@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from pathlib import Path
+
+# pathlib is imported where it is used: `pktsim run` starts without it (and without the
+# urllib.parse and ipaddress it imports, ~4 ms).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def json_text(obj) -> str:
@@ -24,6 +29,7 @@ def atomic_write(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one,
     never a half-written one (write to a temporary file beside it, then rename)."""
     import tempfile
+    from pathlib import Path
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +129,7 @@ def read_input_text(path: str | Path, what: str = "file", limit: int = MAX_INPUT
     ``limit`` bytes, or not UTF-8 (with the byte offset of the first bad byte)."""
     import stat
 
-    p = Path(path)
+    p = os.fspath(path)
     try:
         with open(p, "rb") as f:
             st = os.fstat(f.fileno())
