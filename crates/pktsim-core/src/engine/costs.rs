@@ -51,24 +51,27 @@ impl Draws {
     /// The next draw as a time of mean `mean`.
     #[inline(always)]
     fn span(&mut self, mean: Span) -> Span {
-        if self.next == DRAWS || mean != self.mean {
+        if self.next >= DRAWS || mean != self.mean {
             return self.span_slow(mean);
         }
+        let s = self.spans[self.next];
         self.next += 1;
-        self.spans[self.next - 1]
+        s
     }
 
     #[inline(never)]
     fn span_slow(&mut self, mean: Span) -> Span {
         if self.next == DRAWS {
-            for x in &mut self.units {
-                *x = self.stream.unit_exponential();
+            // A copy of the stream: its state stays in registers through the batch.
+            let mut stream = self.stream.clone();
+            for k in 0..DRAWS {
+                let u = stream.unit_exponential();
+                self.units[k] = u;
+                self.spans[k] = Self::scale(u, mean);
             }
+            self.stream = stream;
             self.next = 0;
             self.mean = mean;
-            for (s, &u) in self.spans.iter_mut().zip(&self.units) {
-                *s = Self::scale(u, mean);
-            }
         }
         self.next += 1;
         Self::scale(self.units[self.next - 1], mean)

@@ -164,18 +164,20 @@ impl Traffic {
         let size = src.sizes[0].1;
         let wire = self.wire.of(size);
         let (mut next, mut link_free, mut flow) = (src.next_start, self.link_free, src.next_flow);
+        // Copies, so that the generator's state stays in registers through the batch.
+        let (mut rng, gap_ps, flows) = (src.rng.clone(), src.gap_ps, src.flows);
         let mut n = 0;
         out.reserve(max);
         while n < max && next < HORIZON_PS {
             let start = Instant::ZERO + Span::from_ps_f64_small(next);
             let f = if POISSON {
-                let f = src.rng.below(src.flows as u64) as u32;
-                next += src.rng.exponential(src.gap_ps);
+                let f = rng.below(flows as u64) as u32;
+                next += rng.exponential(gap_ps);
                 f
             } else {
-                next += src.gap_ps;
+                next += gap_ps;
                 let f = flow;
-                flow = if flow + 1 >= src.flows { 0 } else { flow + 1 };
+                flow = if flow + 1 >= flows { 0 } else { flow + 1 };
                 f
             };
             let t_wire = start.max(link_free) + wire;
@@ -183,7 +185,7 @@ impl Traffic {
             out.push(Packet::arriving(t_wire, size, 0, f));
             n += 1;
         }
-        (src.next_start, self.link_free, src.next_flow) = (next, link_free, flow);
+        (src.next_start, self.link_free, src.next_flow, src.rng) = (next, link_free, flow, rng);
         self.generated += n as u64;
     }
 
