@@ -31,7 +31,8 @@
 //!
 //! Run: `cargo bench -p pktsim-core --bench engine` (or `make bench`, which adds the sweep
 //! and start-up figures). `PKTSIM_BENCH_ONLY=name` runs one case once (for `perf record`
-//! or `valgrind --tool=callgrind`), the bare loop included (`bare-heap-md1k`).
+//! or `valgrind --tool=callgrind`), the bare loop included (`bare-heap-md1k`);
+//! `PKTSIM_BENCH_ONLY=path/to/file.toml` runs a scenario or example file once.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -353,6 +354,12 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 fn main() {
     let only = std::env::var("PKTSIM_BENCH_ONLY").ok();
+    if let Some(file) = only.as_deref().filter(|o| o.ends_with(".toml")) {
+        // A scenario or example file alone, as the bundled files are run (for a profile).
+        let t = bundled_file(Path::new(file));
+        out!("{file}: {} packets, {:.1} ns/packet, {:.2} events/packet", t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
+        return;
+    }
     let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().map_or(true, |o| o == *n)).collect();
     if cases.is_empty() {
         eprintln!("PKTSIM_BENCH_ONLY={}: expected one of {}", only.unwrap_or_default(), CASES.iter().map(|c| c.0).collect::<Vec<_>>().join(", "));
