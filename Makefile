@@ -9,7 +9,7 @@ PYTHON ?= python3
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: run install testbed-tools browser test test-rust test-python bench clean
+.PHONY: run install testbed-tools browser test test-rust test-python lint bench clean
 
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
@@ -48,6 +48,11 @@ test-rust:
 
 test-python: install
 	$(VENV)/bin/pytest -q
+
+# Clippy over every crate and target, warnings as errors (not part of `make test`: a newer
+# clippy brings new lints).
+lint:
+	cargo clippy --workspace --all-targets --release -- -D warnings
 
 # Speed figures (not a test): simulated packets per wall-clock second, then the Python
 # side's goals (start-up, sweep overhead per point, post-processing, peak RSS; about 30 s,

@@ -360,7 +360,7 @@ fn main() {
         out!("{file}: {} packets, {:.1} ns/packet, {:.2} events/packet", t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
         return;
     }
-    let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().map_or(true, |o| o == *n)).collect();
+    let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n)).collect();
     if cases.is_empty() {
         eprintln!("PKTSIM_BENCH_ONLY={}: expected one of {}", only.unwrap_or_default(), CASES.iter().map(|c| c.0).collect::<Vec<_>>().join(", "));
         std::process::exit(2);

@@ -10,6 +10,9 @@
 //! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores).
 //! - [`engine`]: the discrete-event simulator of a node (002, 003).
 
+// Checks of a wanted range are written negated (`!(x > 0.0)`) so that NaN fails them.
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
 pub mod cost;
 pub mod engine;
 pub mod error;

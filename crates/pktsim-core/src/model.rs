@@ -196,6 +196,7 @@ where
             out[c] = if offered > 0.0 { x[c] * carried[q] / offered } else { 0.0 };
         }
     }
+    #[allow(clippy::needless_range_loop)] // (`cleans(c)` needs the index)
     for c in 0..n {
         let clean_load: f64 = clean_s * cleans(c).map(|q| carried[q]).sum::<f64>();
         busy[c] = (busy[c] + clean_load).min(1.0);
@@ -351,6 +352,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
             }
         }
     }
+    #[allow(clippy::needless_range_loop)] // (`on_queue(q)` needs the index)
     for q in 0..queues {
         let share: f64 = on_queue(q).map(|c| loads[c].0).sum();
         if share > 0.0 {

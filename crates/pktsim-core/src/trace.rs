@@ -431,7 +431,7 @@ impl TraceReader {
                     let rd = |b: &[u8]| if big { BigEndian::read_u32(b) } else { LittleEndian::read_u32(b) };
                     let kind = rd(&h[0..4]);
                     let len = rd(&h[4..8]) as u64;
-                    if len < 12 || len % 4 != 0 || len > MAX_RECORD_BYTES {
+                    if len < 12 || !len.is_multiple_of(4) || len > MAX_RECORD_BYTES {
                         return Err(self.error(format!("bad pcapng block length {len} (block type {kind:#x})")));
                     }
                     if !self.have(len as usize, "pcapng block")? {
@@ -708,8 +708,7 @@ impl TraceSummary {
             flow_of: FlowMap::default(),
         };
         let mut first_t = None;
-        loop {
-            let Some(f) = r.next_frame()? else { break };
+        while let Some(f) = r.next_frame()? {
             match window.place(f.t_ps) {
                 Some(false) => {
                     start = r.mark();

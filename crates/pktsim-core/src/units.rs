@@ -225,7 +225,7 @@ impl fmt::Display for Duration {
         // Integer formatting: pick the largest unit that divides exactly, so that the
         // string parses back to the same integer.
         for (name, factor) in [("s", 1_000_000_000_000u64), ("ms", 1_000_000_000), ("us", 1_000_000), ("ns", 1_000)] {
-            if ps >= factor && ps % factor == 0 {
+            if ps >= factor && ps.is_multiple_of(factor) {
                 return write!(f, "{}{}", ps / factor, name);
             }
         }
@@ -384,7 +384,7 @@ impl fmt::Display for Bytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bytes;
         for (name, factor) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
-            if b >= factor && b % factor == 0 {
+            if b >= factor && b.is_multiple_of(factor) {
                 return write!(f, "{}{}", b / factor, name);
             }
         }

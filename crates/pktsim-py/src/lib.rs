@@ -252,17 +252,13 @@ fn on_engine_thread<T: Send>(py: Python<'_>, work: impl FnOnce(Arc<AtomicBool>) 
                 let _ = done_tx.send(());
                 r
             });
-            loop {
-                match done_rx.recv_timeout(SIGNAL_POLL) {
-                    Err(mpsc::RecvTimeoutError::Timeout) => {
-                        if interrupted.is_none() {
-                            if let Err(e) = Python::attach(|py| py.check_signals()) {
-                                interrupted = Some(e);
-                                cancel.store(true, Ordering::Relaxed);
-                            }
-                        }
+            // Until the engine is done (or gone): look at the signals every SIGNAL_POLL.
+            while let Err(mpsc::RecvTimeoutError::Timeout) = done_rx.recv_timeout(SIGNAL_POLL) {
+                if interrupted.is_none() {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        interrupted = Some(e);
+                        cancel.store(true, Ordering::Relaxed);
                     }
-                    _ => break,
                 }
             }
             engine.join()

@@ -67,7 +67,7 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
     let mut loops = 0u64;
     while !sys::stop_requested() {
         loops += 1;
-        if loops % 64 == 0 && sys::mono_ns() >= end {
+        if loops.is_multiple_of(64) && sys::mono_ns() >= end {
             break;
         }
         if busy {

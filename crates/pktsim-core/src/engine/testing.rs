@@ -47,7 +47,10 @@ impl Ingress for Scripted {
 /// Departures as the egress port saw them: (descriptor posted, last bit left), in ns,
 /// and each frame's origin time (ns), which a next node would carry on.
 #[derive(Clone, Default)]
-pub struct Departures(Arc<Mutex<(Vec<(f64, f64)>, Vec<f64>)>>);
+pub struct Departures(Arc<Mutex<DepartureLog>>);
+
+/// (posted, done) times in ns, and origin times in ns.
+type DepartureLog = (Vec<(f64, f64)>, Vec<f64>);
 
 impl Departures {
     pub fn get(&self) -> (Vec<(f64, f64)>, Vec<f64>) {

@@ -21,7 +21,7 @@
 //! ```
 //!
 //! Each node is a scenario, validated as one: its file's tables, then the chain's (`seed`
-//! + the node's index; `traffic` and `measure` merged into its own), then the node's
+//! plus the node's index; `traffic` and `measure` merged into its own), then the node's
 //! inline tables on top (a node may name a file and change a few keys). Every node sees
 //! the first node's traffic table so made (its classes and flows); only the first node's
 //! traffic is generated, the others receive what the node before them transmits. The nodes share the

@@ -164,7 +164,7 @@ impl Batched {
         // the turn at the first call boundary after its slice.
         let turn = if core.lone {
             // What the strategy would pick: the ring, if it holds a frame.
-            (ctx.nic.rx(rings.start).len() > 0).then(|| Turn::whole(0))
+            (!ctx.nic.rx(rings.start).is_empty()).then(|| Turn::whole(0))
         } else {
             super::ring_views(rings.clone(), &mut core.views, ctx);
             core.strategy.pick(&core.views, t)
@@ -334,7 +334,7 @@ impl Batched {
                 let io = self.costs.t_call + Self::frame_io(&self.costs, &p);
                 let d = io + ctx.costs.t_proc(&p);
                 calls = calls.wrapping_add(1);
-                if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+                if *t + d > horizon || (calls.is_multiple_of(1024) && ctx.cancelled()) {
                     ctx.stats.busy_core_over(c, from, *t);
                     self.cores[c].moved.push(p);
                     return Some((Unit::Call { io }, d));
@@ -349,7 +349,7 @@ impl Batched {
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
             let d = io + work;
             calls = calls.wrapping_add(1);
-            if *t + d > horizon || (calls % 1024 == 0 && ctx.cancelled()) {
+            if *t + d > horizon || (calls.is_multiple_of(1024) && ctx.cancelled()) {
                 ctx.stats.busy_core_over(c, from, *t);
                 return Some((Unit::Call { io }, d));
             }

@@ -330,9 +330,7 @@ impl Napi {
     /// the core has no interrupt or softirq work left.
     #[inline(always)]
     fn app_next(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> Option<(Work, Span)> {
-        if self.app.is_none() {
-            return None;
-        }
+        self.app.as_ref()?;
         self.app_step(c, t, ctx)
     }
 
@@ -665,7 +663,7 @@ impl Napi {
     fn inline_fits(&mut self, c: usize, t: Instant, d: Span, ctx: &Ctx) -> bool {
         let core = &mut self.cores[c];
         core.inline_units = core.inline_units.wrapping_add(1);
-        if core.inline_units % 1024 == 0 && ctx.cancelled() {
+        if core.inline_units.is_multiple_of(1024) && ctx.cancelled() {
             return false;
         }
         units::fits(&core.worker, c, t, d, ctx)
@@ -764,7 +762,7 @@ impl Units for Napi {
                                     poll.tx_complete = false;
                                     break;
                                 }
-                                if !ctx.nic.tx(q).head_done().is_some_and(|done| done <= *t) {
+                                if ctx.nic.tx(q).head_done().is_none_or(|done| done > *t) {
                                     break;
                                 }
                                 if !self.inline_fits(c, *t, d, ctx) {

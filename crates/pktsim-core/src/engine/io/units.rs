@@ -94,7 +94,7 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     loop {
         // Every 1024 units: a stop is seen within microseconds, at no cost per unit.
         units = units.wrapping_add(1);
-        if units % 1024 == 0 && ctx.cancelled() {
+        if units.is_multiple_of(1024) && ctx.cancelled() {
             if let Some((unit, len)) = done {
                 // Left as it was: suspended at its end.
                 let w = m.worker(core);
@@ -199,7 +199,7 @@ mod tests {
         assert_eq!(dep.len(), dep0.len());
         let late: Vec<f64> = dep.iter().zip(&dep0).map(|(a, b)| a.0 - b.0).collect();
         assert!(late.iter().all(|&l| (0.0..=3_000.0).contains(&l)), "{late:?}");
-        assert!(late.iter().any(|&l| l == 3_000.0), "a stretched frame ends exactly 3 us late: {late:?}");
+        assert!(late.contains(&3_000.0), "a stretched frame ends exactly 3 us late: {late:?}");
         assert!(late.iter().any(|&l| l > 0.0 && l < 3_000.0), "a frame that came during a tick waited for it: {late:?}");
         assert!(late.iter().filter(|&&l| l > 0.0).count() <= 11, "at most one frame per tick: {late:?}");
         let us = r.cpu_by_activity["interference"] * 1000.0;
