@@ -64,6 +64,8 @@ def test_an_interrupted_sweep_resumes_and_skips_finished_points(tmp_path):
     fresh = experiments.run_grid(NAPI, GRID, 1, sets=SETS, jobs=1)
     cols = ["traffic.rate", "traffic.pattern", "throughput_pps", "latency_ns_p99"]
     pd.testing.assert_frame_equal(pd.read_parquet(out)[cols], fresh[cols])
+    # The resumed call returns the whole sweep too, the finished points read back.
+    pd.testing.assert_frame_equal(resumed[cols], fresh[cols])
 
 
 def test_a_failing_point_is_isolated(monkeypatch):

@@ -37,7 +37,6 @@ import re
 import select
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 

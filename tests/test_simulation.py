@@ -1,7 +1,6 @@
 """pktsim run / sweep / reproduce 002 through the CLI and the Python API."""
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pandas as pd
 import pytest

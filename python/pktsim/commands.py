@@ -598,11 +598,13 @@ def cmd_tune(args) -> int:
 
         bar = tqdm(total=args.budget, unit="cand", file=sys.stderr, leave=False)
 
-        def progress(done, total, label):
+        def show(done, total, label):
             bar.total = total
             bar.n = done
             bar.set_postfix_str(label, refresh=False)
             bar.refresh()
+
+        progress = show
 
     try:
         t = tune(

@@ -8,7 +8,6 @@ result into the columns of a sweep table. Both are used by ``sim`` (one run) and
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence

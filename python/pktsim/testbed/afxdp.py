@@ -28,7 +28,6 @@ is there for devices whose NAPI it can run.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..parse import unit_kind
 from ..values import numeric_value
 
 Cond = Callable[[Mapping[str, str], dict], bool]

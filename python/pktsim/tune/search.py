@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from .. import _core
 from ..experiments import Task, _profile_files, _run_dask, _worker_init, chunks, run_chunk
-from .goals import Constraint, Objective, value
+from .goals import value
 from .knobs import Selection, same, value_text
 
 
@@ -128,7 +128,6 @@ class Evaluator:
     def evaluate(self, cands: list, prune: bool = True) -> None:
         """Evaluate candidates not seen before (in place); cached ones take the cached figures.
         Without ``prune`` every candidate runs at every load."""
-        plan = self.plan
         todo, copies = [], []
         for c in cands:
             hit = self.cache.get(c.key())
