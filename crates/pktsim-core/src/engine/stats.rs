@@ -136,19 +136,20 @@ impl<C: Counter> Chunks<C> {
     fn at(&mut self, i: usize) -> &mut C {
         let k = i / CHUNK;
         if !matches!(self.0.get(k), Some(Some(_))) {
-            self.allocate(k);
+            return &mut self.allocate(k)[i % CHUNK];
         }
         let Some(Some(c)) = self.0.get_mut(k) else { unreachable!("chunk {k} allocated") };
         &mut c[i % CHUNK]
     }
 
+    /// Allocate chunk `k` (its counters zero): its counters.
     #[cold]
     #[inline(never)]
-    fn allocate(&mut self, k: usize) {
+    fn allocate(&mut self, k: usize) -> &mut [C; CHUNK] {
         if k >= self.0.len() {
             self.0.resize_with(k + 1, || None);
         }
-        self.0[k] = Some(vec![C::default(); CHUNK].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("{CHUNK} counters")));
+        self.0[k].insert(vec![C::default(); CHUNK].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("{CHUNK} counters")))
     }
 
     /// Add `from`'s counts, each through `f`.
@@ -711,7 +712,7 @@ impl Stats {
         t >= self.warm && t < self.stop
     }
 
-    #[inline]
+    #[inline(always)]
     fn bucket(&mut self, t: Instant) -> Option<&mut Bucket> {
         let i = self.interval?;
         self.series.get_mut(((t - self.warm).ps() / i.ps()) as usize)

@@ -957,7 +957,7 @@ impl Nic {
     fn complete_inline(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats, other: &mut Option<Held>) -> Option<Held> {
         self.vectors[v].episode_done(t, episode);
         if let Some(r) = self.vectors[v].layout.rx {
-            self.advance_ring_to(r, t, stats);
+            self.advance_ring_to_inline(r, t, stats);
         }
         let inline = if self.vectors[v].policy.max_frames == 0 { inline } else { Instant::ZERO };
         let (last_done, next_done) = self.done_around(v, t);

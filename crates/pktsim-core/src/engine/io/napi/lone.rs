@@ -104,6 +104,17 @@ impl Napi {
     /// but the one vector's next interrupt, and the loop is compiled without the rest.
     #[inline(never)]
     pub(super) fn lone_episodes<const PAIR: bool>(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
+        // (The time is a local while the episodes run: through the caller's pointer, each
+        // step would load and store it.)
+        let mut now = *t;
+        let lone = self.lone_episodes_from::<PAIR>(c, v, &mut now, ctx);
+        *t = now;
+        lone
+    }
+
+    /// [`Napi::lone_episodes`]' work.
+    #[inline(always)]
+    fn lone_episodes_from<const PAIR: bool>(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
         let t_irq = ctx.costs.t_irq;
         let core = &self.cores[c];
         let quiet = core.irq_queue.is_empty() && core.poll.is_none() && !core.net_rx.active && !core.softirq_pending && core.poll_list.is_empty() && !self.napi[v].scheduled;
@@ -119,8 +130,10 @@ impl Napi {
         // next in the same net_rx_action (`second`: this poll is that one).
         let mut scheduled: Option<usize> = None;
         let mut second = false;
+        // (Without a tx vector of its own, every episode is the one vector's.)
+        let first_layout = ctx.nic.vector(v).layout();
         loop {
-            let layout = ctx.nic.vector(v).layout();
+            let layout = if PAIR { ctx.nic.vector(v).layout() } else { first_layout };
             let (rx, tx) = (layout.rx, layout.tx);
             let me = if PAIR { usize::from(rx.is_none()) } else { 0 };
             // The other vector's held interrupt would preempt this episode.
@@ -237,11 +250,13 @@ impl Napi {
             episode.rx_bytes += rx_bytes;
             episode.tx_packets += tx_done as u64;
             episode.tx_bytes += tx_bytes;
+            // (This vector's own interrupt fired: none of it is held.)
+            debug_assert!(held[me].is_none());
             // The other vector's held interrupt goes first to the queue if the general path
             // scheduled it before this completion may schedule anything (a completion
             // schedules before a cause's event of its time runs).
             let first = |o: &Held| if o.cause { o.since < *t } else { o.since <= *t };
-            let mine = match held[1 - me].take_if(|o| PAIR && first(o)) {
+            held[me] = match held[1 - me].take_if(|o| PAIR && first(o)) {
                 Some(o) => {
                     let mut other = Some(o);
                     let mine = ctx.nic.complete_before_other(v, *t, episode, horizon, ctx.queue, ctx.stats, &mut other);
@@ -254,10 +269,9 @@ impl Napi {
                 }
                 None => ctx.nic.complete_before(v, *t, episode, horizon, ctx.queue, ctx.stats),
             };
-            match mine {
-                Some(h) => held[me] = Some(h),
+            if held[me].is_none() {
                 // It may have scheduled an event.
-                None => horizon = ctx.horizon(c),
+                horizon = ctx.horizon(c);
             }
             // The tx NAPI scheduled during the rx clean is next on net_rx_action's list:
             // polled now, or (budget or time used up) left to the general path, which ends
@@ -287,7 +301,9 @@ impl Napi {
             self.cores[c].restarts = 0;
             // The next interrupt: the earlier held one, if it comes before anything else
             // can happen (two at one time go back to the queue).
+            // (Without a tx vector of its own, only the rx vector's is ever held.)
             let next = match held {
+                _ if !PAIR => 0,
                 [Some(a), Some(b)] if a.at != b.at => usize::from(b.at < a.at),
                 [Some(_), None] => 0,
                 [None, Some(_)] => 1,
@@ -296,14 +312,14 @@ impl Napi {
                     return Lone::Idle;
                 }
             };
-            match held[next] {
-                Some(h) if h.at < horizon => {
-                    held[next] = None;
+            match held[next].take_if(|h| h.at < horizon) {
+                Some(h) => {
+                    debug_assert!(PAIR || h.vector == v);
                     ctx.nic.fire(h.vector, h.at, ctx.stats);
                     *t = h.at;
                     v = h.vector;
                 }
-                _ => {
+                None => {
                     Self::restore(&mut held, *t, ctx);
                     return Lone::Idle;
                 }
