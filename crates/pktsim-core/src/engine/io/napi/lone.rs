@@ -448,6 +448,62 @@ mod tests {
         }
     }
 
+    /// A tie to the picosecond: the tx vector's interrupt preempts a frame whose stretched
+    /// end falls exactly on the core's interference tick (a barrier, so the lone run's
+    /// horizon). The frame ends on the tick, and the tick then holds the next frame 3 us;
+    /// the lone run's figures and departures are the general path's. (The lone run leaves
+    /// such a frame to the general path: it runs a stretched frame only when it ends
+    /// strictly before the horizon. Running it inline at the tie gives the same figures
+    /// here too.)
+    ///
+    /// The frame's end is found from a run without interference. Then a seed is picked
+    /// whose tick falls on that end modulo 1 ns: the tick's phase is the first draw of the
+    /// stream "interference". The frames are then shifted by whole nanoseconds onto it.
+    #[test]
+    fn a_preempted_frame_ending_on_a_tick_to_the_picosecond_is_the_general_paths() {
+        use crate::engine::rng::Stream;
+        use crate::engine::testing::Scripted;
+        let toml = |seed: u64, tick: bool| {
+            format!(
+                "seed = {seed}\n[cpu]\nfrequency = \"3GHz\"\n{}\n[link]\nrate = \"10Gbit/s\"\n[traffic]\nrate = \"100kpps\"\n\
+                 [host]\nio = \"napi\"\nt_irq = \"300ns\"\nt_proc = \"700ns\"\nt_clean = \"80ns\"\nt_poll = \"100ns\"\n\
+                 [nic]\ntx_vector = \"separate\"\n[nic.itr]\nmode = \"off\"\n[measure]\nwarmup = \"0s\"\nduration = \"1s\"\n",
+                if tick { "[cpu.interference]\ntick_period = \"1s\"\nt_tick = [\"3us\"]" } else { "" }
+            )
+        };
+        // (figures, departures' post times in ps) of one path.
+        let run = |toml: &str, frames: &[(u64, u16)], general: bool| {
+            let mut node = SimNode::with_ingress(&scenario(toml), Box::new(Scripted::new(frames)));
+            if general {
+                node.general_path_only();
+            }
+            let port = Departures::default();
+            node.connect_egress(Box::new(port.clone()));
+            node.run().unwrap_or_else(|e| panic!("{e}"));
+            let posted: Vec<u64> = port.get().0.iter().map(|&(tx, _)| (tx * 1e3).round() as u64).collect();
+            (figures_of(node.report(0.0)).0, posted)
+        };
+        // A burst of three: the tx interrupt of the first frame's completion comes 67.2 ns
+        // into the second frame's 700 ns, which then ends 300 ns later (posted 1 us after the
+        // first).
+        let burst = |at_ns: u64| [(at_ns, 64), (at_ns + 10, 64), (at_ns + 20, 64)];
+        let (_, posted) = run(&toml(1, false), &burst(10_000), true);
+        let stretched = posted.windows(2).find(|w| w[1] - w[0] == 1_000_000).map(|w| w[1]).expect("a frame preempted by the tx interrupt");
+        // A seed whose tick (at a phase in [0, 1 s)) falls on the stretched end shifted by
+        // whole nanoseconds, at least 10 us on.
+        let (seed, tick_ps) = (1..100_000u64)
+            .map(|seed| (seed, Stream::new(seed, "interference").below(1_000_000_000_000)))
+            .find(|&(_, phase)| phase > stretched + 10_000_000 && (phase - stretched) % 1_000 == 0)
+            .expect("a seed whose tick is a whole number of ns after the frame's end");
+        let frames = burst(10_000 + (tick_ps - stretched) / 1_000);
+        let (general, general_posted) = run(&toml(seed, true), &frames, true);
+        let (lone, lone_posted) = run(&toml(seed, true), &frames, false);
+        assert_eq!(general_posted[1], tick_ps, "the preempted frame ends on the tick");
+        assert_eq!(general_posted[2] - general_posted[1], 3_700_000, "the tick holds the next frame: {general_posted:?}");
+        assert_eq!(lone_posted, general_posted, "tick at {tick_ps} ps");
+        assert_eq!(lone, general);
+    }
+
     /// A core alone with its NAPIs runs its episodes straight through, its next interrupts
     /// fired without an event: the figures are the general path's, bit for bit, with
     /// fewer events — at low and high load (full polls go back to the general path), on
