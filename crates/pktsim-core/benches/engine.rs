@@ -271,22 +271,22 @@ fn trace_read() -> Timed {
 
 /// A bundled scenario or example file as it is (a chain of nodes too): build, run and
 /// report, timed as the cases are.
-fn bundled_file(path: &Path) -> Timed {
+fn bundled_file(path: &Path) -> Result<Timed, String> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{origin}: {e}"));
-    let table = pktsim_core::loader::parse_toml_table(&text, &origin).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
+    let table = pktsim_core::loader::parse_toml_table(&text, &origin).map_err(|e| e.to_string())?;
     if pktsim_core::scenario::chain::is_chain(&table) {
-        let chain = pktsim_core::scenario::chain::resolve(&table, &origin, path.parent().unwrap_or(Path::new("."))).unwrap_or_else(|e| panic!("{e}"));
+        let chain = pktsim_core::scenario::chain::resolve(&table, &origin, path.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
         let clock = Clock::start();
-        let r = pktsim_core::engine::chain::run(&chain, Default::default()).unwrap_or_else(|e| panic!("{e}"));
+        let r = pktsim_core::engine::chain::run(&chain, Default::default()).map_err(|e| e.to_string())?;
         // The nodes run on threads of their own: their time is the wall time.
         let t = clock.stop(r.top.sim_packets, r.top.events);
-        return Timed { cpu_s: t.wall_s, ..t };
+        return Ok(Timed { cpu_s: t.wall_s, ..t });
     }
-    let sc = Scenario::load_path(path, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let sc = Scenario::load_path(path, &[]).map_err(|e| e.to_string())?;
     let clock = Clock::start();
-    let r = run(&sc, Default::default()).unwrap_or_else(|e| panic!("{e}"));
-    clock.stop(r.sim_packets, r.events)
+    let r = run(&sc, Default::default()).map_err(|e| e.to_string())?;
+    Ok(clock.stop(r.sim_packets, r.events))
 }
 
 /// Every bundled scenario (`python/pktsim/scenarios`) and example (`examples`), sorted.
@@ -356,7 +356,10 @@ fn main() {
     let only = std::env::var("PKTSIM_BENCH_ONLY").ok();
     if let Some(file) = only.as_deref().filter(|o| o.ends_with(".toml")) {
         // A scenario or example file alone, as the bundled files are run (for a profile).
-        let t = bundled_file(Path::new(file));
+        let t = bundled_file(Path::new(file)).unwrap_or_else(|e| {
+            eprintln!("PKTSIM_BENCH_ONLY: {e}");
+            std::process::exit(2)
+        });
         out!("{file}: {} packets, {:.1} ns/packet, {:.2} events/packet", t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
         return;
     }
@@ -457,7 +460,7 @@ fn main() {
     out!();
     out!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
     for path in bundled_files() {
-        let ts: Vec<Timed> = (0..FILE_ROUNDS).map(|_| bundled_file(&path)).collect();
+        let ts: Vec<Timed> = (0..FILE_ROUNDS).map(|_| bundled_file(&path).unwrap_or_else(|e| panic!("{e}"))).collect();
         let Some(t) = ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied() else { continue };
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
         let dir = if path.parent().is_some_and(|p| p.ends_with("examples")) { "examples/" } else { "scenarios/" };
