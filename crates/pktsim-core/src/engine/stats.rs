@@ -746,6 +746,18 @@ impl Stats {
         }
     }
 
+    /// [`Stats::offered`] of `n` frames written back from `first` on, all before `end`
+    /// (in time order), without a branch per frame: where a frame has one group and no
+    /// time series and all of them are in the window (else false, with nothing done).
+    #[inline(always)]
+    pub fn offered_run(&mut self, n: usize, first: Instant, end: Instant) -> bool {
+        if !self.plain || !self.rings.is_empty() || first < self.warm || end > self.stop {
+            return false;
+        }
+        self.all.offered += n as u64;
+        true
+    }
+
     #[inline]
     pub fn drop_rx_ring(&mut self, p: &Packet) {
         if self.in_window(p.t_ring) {
