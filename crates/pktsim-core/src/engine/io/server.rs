@@ -22,7 +22,6 @@
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
 use crate::engine::ingress::Packet;
-use crate::engine::nic::DueGuess;
 use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
@@ -61,8 +60,6 @@ struct Core {
     /// One ring, which the strategy serves in order, whole frames: the core takes its head
     /// without views or a strategy to ask.
     lone: bool,
-    /// How the lone loop's refills write back the frames that came during a service.
-    due: DueGuess,
 }
 
 pub struct Server {
@@ -89,7 +86,6 @@ impl Server {
                 cut: None,
                 preemptions: 0,
                 views: vec![RingView::default(); topo.queues_per_core()],
-                due: DueGuess::default(),
             })
             .collect();
         Server { cores, topo }
@@ -128,9 +124,7 @@ impl Server {
         let inline = core.worker.is_free_at(*t) && ctx.nic.runs_alone(tx, ctx.costs.tx_lock) && !ctx.cancelled();
         let horizon = ctx.horizon(c);
         let (mut from, mut served) = (*t, 0u32);
-        // (A local while the loop runs: kept in registers.)
-        let mut guess = core.due;
-        let result = loop {
+        loop {
             // A core that keeps up finds one frame due: it comes straight off the ingress.
             if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame) && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
@@ -140,23 +134,18 @@ impl Server {
                         continue;
                     }
                 }
-                break None;
+                return self.idle(c, *t, ctx);
             }
             let d = ctx.costs.t_proc(&core.frame);
             served = served.wrapping_add(1);
             let stop = served % 1024 == 0 && ctx.cancelled();
             if !inline || *t + d > horizon || stop {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
-                break Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
+                return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
             }
             *t += d;
-            ctx.nic.refill_after_service(r, *t, &mut guess, ctx.stats);
+            ctx.nic.refill_after_service(r, *t, ctx.stats);
             ctx.nic.reclaim_and_send_alone(tx, &core.frame, *t, ctx.queue, ctx.stats);
-        };
-        core.due = guess;
-        match result {
-            None => self.idle(c, *t, ctx),
-            unit => unit,
         }
     }
 }

@@ -117,39 +117,6 @@ pub struct Nic {
     cancel: Arc<AtomicBool>,
 }
 
-/// Whether frames came during a server's last services, and how often that changed: a
-/// branch on it is mispredicted about as often as it changes. Where it changes often
-/// (Poisson arrivals at a high load), a refill writes them back in a run without that
-/// branch ([`Nic::write_due_run`]); where it seldom does (a core that keeps up with
-/// regular arrivals), the branch costs less than the run. Either way the frames, the
-/// ring and the statistics are the same: this only chooses how they are computed.
-#[derive(Default, Clone, Copy)]
-pub struct DueGuess {
-    /// Tests: always (or never) a run.
-    #[cfg(test)]
-    fixed: Option<bool>,
-    last: bool,
-    /// About 256 times the share of refills where it changed (a moving average over the
-    /// last 32 or so: smooth enough that the choice itself seldom changes).
-    changes: u32,
-}
-
-impl DueGuess {
-    /// Hear whether a frame is due at this refill: whether a run pays.
-    #[inline(always)]
-    fn run_pays(&mut self, due: bool) -> bool {
-        #[cfg(test)]
-        if let Some(run) = self.fixed {
-            return run;
-        }
-        let changed = due != self.last;
-        self.last = due;
-        self.changes = self.changes - (self.changes >> 5) + (u32::from(changed) << 3);
-        // Changed at more than one refill in four.
-        self.changes > 64
-    }
-}
-
 /// Parts of a NIC (see [`Nic::new`]).
 pub struct NicParts {
     pub rx: Vec<RxRing>,
@@ -604,14 +571,15 @@ impl Nic {
     }
 
     /// [`Nic::refill_inline`] at the end of a frame's service, for a server that takes its
-    /// ring's head next: the frames that came during the service are written back in one
-    /// go ([`Nic::write_due_run`]) where that pays ([`DueGuess`]). (Not for a loop that
-    /// reads the frame it has just written back: a frame stored as part of a run and read
-    /// back at once stalls on the store.)
+    /// ring's head next: where frames wait in the ring, those that came during the service
+    /// are written back behind them in one go ([`Nic::write_due_run`]). The server's next
+    /// frame is then the ring's head whatever came, so no later branch depends on how many
+    /// did. (Where the ring is empty, whether one came decides what the server does next:
+    /// a branch on it here lets the CPU predict that later one from it.)
     #[inline(always)]
-    pub fn refill_after_service(&mut self, r: usize, t: Instant, guess: &mut DueGuess, stats: &mut Stats) {
+    pub fn refill_after_service(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         if self.rx[r].unrefilled() > 0 {
-            let run = self.rx.len() == 1 && guess.run_pays(self.next_at < t);
+            let run = self.rx.len() == 1 && !self.rx[r].is_empty();
             if !(run && self.write_due_run(r, t, stats)) {
                 self.advance_ring_before_inline(r, t, stats);
             }
@@ -1166,8 +1134,9 @@ mod tests {
     }
 
     /// A server's refill writes back the frames that came during a service the same in a
-    /// run (`DueGuess` fixed to one) as one by one: the ring, the frames taken from it, the
-    /// wake-ups and the statistics, step by step. The frames come in clumps (up to six in
+    /// run (`Nic::write_due_run`, here whether or not frames wait in the ring) as one by
+    /// one: the ring, the frames taken from it, the wake-ups and the statistics, step by
+    /// step. The frames come in clumps (up to six in
     /// a picosecond) on a ring of 8 descriptors (runs of 0 to `RUN` frames, runs longer
     /// than `RUN`, runs with too few free descriptors), the window opens and closes among
     /// them, and the ring is sometimes armed.
@@ -1187,7 +1156,7 @@ mod tests {
         }
         let services_ps: Vec<u64> = (0..3_000).map(|_| [200_000, 700_000, 1_500_000, 3_000_000][draw(4) as usize]).collect();
         let armed: Vec<bool> = (0..3_000).map(|_| draw(10) == 0).collect();
-        let run = |fixed: bool| {
+        let run = |by_run: bool| {
             let mut nic = Nic::new(NicParts {
                 rx: vec![RxRing::new(8, 0, RxRingKind::Descriptors)],
                 tx: vec![TxRing::new(8, 8, 0, 1)],
@@ -1201,7 +1170,6 @@ mod tests {
             let (_, _, mut stats) = self::nic(&[]);
             stats.warm = Instant::from_ps(300_000_000);
             stats.stop = Instant::from_ps(900_000_000);
-            let mut guess = DueGuess { fixed: Some(fixed), ..DueGuess::default() };
             let (mut t, mut steps) = (Instant::ZERO, Vec::new());
             for (&d, &arm) in services_ps.iter().zip(&armed) {
                 let mut frame = Packet::default();
@@ -1212,7 +1180,13 @@ mod tests {
                 }
                 t += Span::from_ps(d);
                 nic.rx[0].set_armed(arm);
-                nic.refill_after_service(0, t, &mut guess, &mut stats);
+                // (`Nic::refill_after_service`, the way fixed.)
+                if nic.rx[0].unrefilled() > 0 {
+                    if !(by_run && nic.write_due_run(0, t, &mut stats)) {
+                        nic.advance_ring_before_inline(0, t, &mut stats);
+                    }
+                    nic.rx[0].refill();
+                }
                 let ring = &nic.rx[0];
                 steps.push((frame.t_ring, ring.len(), ring.free(), ring.unrefilled(), ring.last_write(), ring.is_armed(), nic.next_at, nic.take_woken(), stats.all.offered, stats.all.drop_rx_ring));
             }
