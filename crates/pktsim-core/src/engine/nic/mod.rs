@@ -1136,10 +1136,10 @@ mod tests {
     /// A server's refill writes back the frames that came during a service the same in a
     /// run (`Nic::write_due_run`, here whether or not frames wait in the ring) as one by
     /// one: the ring, the frames taken from it, the wake-ups and the statistics, step by
-    /// step. The frames come in clumps (up to six in
-    /// a picosecond) on a ring of 8 descriptors (runs of 0 to `RUN` frames, runs longer
-    /// than `RUN`, runs with too few free descriptors), the window opens and closes among
-    /// them, and the ring is sometimes armed.
+    /// step. The frames come in clumps (up to six in a picosecond) on a ring of 8
+    /// descriptors (runs of 0 to `RUN` frames, runs longer than `RUN`, too few free
+    /// descriptors for a run), the window opens and closes among them, and the ring is
+    /// sometimes armed.
     #[test]
     fn a_refill_writes_back_the_same_frames_in_a_run_as_one_by_one() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -1180,7 +1180,7 @@ mod tests {
                 }
                 t += Span::from_ps(d);
                 nic.rx[0].set_armed(arm);
-                // (`Nic::refill_after_service`, the way fixed.)
+                // (What `Nic::refill_after_service` does, the way chosen here.)
                 if nic.rx[0].unrefilled() > 0 {
                     if !(by_run && nic.write_due_run(0, t, &mut stats)) {
                         nic.advance_ring_before_inline(0, t, &mut stats);
