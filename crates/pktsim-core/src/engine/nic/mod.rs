@@ -1136,10 +1136,10 @@ mod tests {
     /// A server's refill writes back the frames that came during a service the same in a
     /// run (`Nic::write_due_run`, here whether or not frames wait in the ring) as one by
     /// one: the ring, the frames taken from it, the wake-ups and the statistics, step by
-    /// step. The frames come in clumps (up to six in a picosecond) on a ring of 8
-    /// descriptors (runs of 0 to `RUN` frames, runs longer than `RUN`, too few free
-    /// descriptors for a run), the window opens and closes among them, and the ring is
-    /// sometimes armed.
+    /// step. The frames come in clumps (up to six in a picosecond), some at the very
+    /// picosecond a service ends (due after it), on the ring of 8 descriptors of [`nic`]
+    /// (runs of 0 to `RUN` frames, runs longer than `RUN`, too few free descriptors for a
+    /// run); the window opens and closes among them, and the ring is sometimes armed.
     #[test]
     fn a_refill_writes_back_the_same_frames_in_a_run_as_one_by_one() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
@@ -1149,25 +1149,15 @@ mod tests {
             state ^= state << 17;
             state % n
         };
-        let (mut t_ns, mut frames) = (0u64, Vec::new());
-        while frames.len() < 3_000 {
+        let (mut t_ns, mut frames_us) = (0u64, Vec::new());
+        while frames_us.len() < 3_000 {
             t_ns += [0, 0, 0, 100, 300, 900, 2_000, 4_000][draw(8) as usize];
-            frames.push((t_ns, 64));
+            frames_us.push(t_ns as f64 / 1e3);
         }
         let services_ps: Vec<u64> = (0..3_000).map(|_| [200_000, 700_000, 1_500_000, 3_000_000][draw(4) as usize]).collect();
         let armed: Vec<bool> = (0..3_000).map(|_| draw(10) == 0).collect();
         let run = |by_run: bool| {
-            let mut nic = Nic::new(NicParts {
-                rx: vec![RxRing::new(8, 0, RxRingKind::Descriptors)],
-                tx: vec![TxRing::new(8, 8, 0, 1)],
-                vectors: vec![Vector::new(Topology::new(1, 1, 1, true).vector(0), Box::new(Fixed::from_usecs(10)))],
-                classifier: Classifier::new(Topology::new(1, 1, 1, true), &["q".to_string()], 0, &[], &[ResolvedSource::simple("s", 1.0, Pattern::Cbr, PacketSize::default(), 1)]),
-                ingress: Box::new(Scripted::new(&frames)),
-                dma: Span::from_ps(1),
-                egress_bps: 1e10,
-                overhead_bytes: 20,
-            });
-            let (_, _, mut stats) = self::nic(&[]);
+            let (mut nic, _, mut stats) = nic(&frames_us);
             stats.warm = Instant::from_ps(300_000_000);
             stats.stop = Instant::from_ps(900_000_000);
             let (mut t, mut steps) = (Instant::ZERO, Vec::new());
