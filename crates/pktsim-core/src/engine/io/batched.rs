@@ -138,7 +138,7 @@ impl Units for Batched {
 
     /// With one ring served in order, a free core and a tx queue no one else waits on
     /// ([`crate::engine::nic::Nic::runs_alone`]: nothing a call does can raise an event, so
-    /// the horizon stays), the core polls in a run ([`Batched::poll_lone`]).
+    /// the horizon stays), the core polls in a run (`Batched::poll_lone`).
     #[inline]
     fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let tx = self.topo.tx_of_core(c);

@@ -572,7 +572,7 @@ impl Nic {
 
     /// [`Nic::refill_inline`] at the end of a frame's service, for a server that takes its
     /// ring's head next: where frames wait in the ring, those that came during the service
-    /// are written back behind them in one go ([`Nic::write_due_run`]). The server's next
+    /// are written back behind them in one go (`Nic::write_due_run`). The server's next
     /// frame is then the ring's head whatever came, so no later branch depends on how many
     /// did. (Where the ring is empty, whether one came decides what the server does next:
     /// a branch on it here lets the CPU predict that later one from it.)
