@@ -358,14 +358,14 @@ def test_quick_tune_check_applies_measures_and_restores_every_knob(tmp_path):
     """About 15 s: deferral off vs napi_defer_hard_irqs 2 with a 1 ms timeout at a light
     load (the timer's polls take many frames each), and a global sysctl changed between
     them that must have its old value afterwards."""
-    budget = _sysctl("net.core.netdev_budget")
+    batch = _sysctl("net.core.gro_normal_batch")
     d = make_tune(tmp_path / "tuned", load_pps=20e3,
-                  current={**CURRENT, "host.budget": str(budget)},
-                  tuned={**TUNED, "nic.napi.gro_flush_timeout": "1ms", "host.budget": str(budget + 100)})
+                  current={**CURRENT, "host.gro_normal_batch": str(batch)},
+                  tuned={**TUNED, "nic.napi.gro_flush_timeout": "1ms", "host.gro_normal_batch": str(batch + 8)})
     res = json.loads(run_cli("testbed", "tune-check", d, "--quick", "--json").stdout)
-    assert _sysctl("net.core.netdev_budget") == budget
+    assert _sysctl("net.core.gro_normal_batch") == batch
     assert left_behind() == [] and topology.marked_processes() == []
-    assert {c["key"] for c in res["changes"]} == {"nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "host.budget"}
+    assert {c["key"] for c in res["changes"]} == {"nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "host.gro_normal_batch"}
     ms = res["measurements"]
     assert len(ms["current"]) == len(ms["tuned"]) == 2
     assert all(p["offered_pps"] == pytest.approx(20e3, rel=0.05) for p in ms["current"] + ms["tuned"])
@@ -406,19 +406,19 @@ def test_ctrl_c_during_a_check_restores_the_sysctls_and_tears_down(tmp_path):
 
     from conftest import ROOT
 
-    budget = _sysctl("net.core.netdev_budget")
-    d = make_tune(tmp_path / "tuned", load_pps=20e3, current={**CURRENT, "host.budget": str(budget + 50)}, tuned={**TUNED, "host.budget": str(budget + 100)})
+    batch = _sysctl("net.core.gro_normal_batch")
+    d = make_tune(tmp_path / "tuned", load_pps=20e3, current={**CURRENT, "host.gro_normal_batch": str(batch + 4)}, tuned={**TUNED, "host.gro_normal_batch": str(batch + 8)})
     proc = subprocess.Popen([sys.executable, "-m", "pktsim", "testbed", "tune-check", str(d), "--duration", "5s", "--repetitions", "1"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while _sysctl("net.core.netdev_budget") == budget:  # the current side is in place
+    while _sysctl("net.core.gro_normal_batch") == batch:  # the current side is in place
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
         time.sleep(0.05)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
-    assert _sysctl("net.core.netdev_budget") == budget
+    assert _sysctl("net.core.gro_normal_batch") == batch
     assert left_behind() == [] and topology.marked_processes() == []
 
 

@@ -6,6 +6,12 @@ use common::{close, simulate};
 use pktsim_core::engine::SimResult;
 
 fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
+    // How each mode waits for frames: empty calls of 50 ns (busy-poll); an interrupt of
+    // 500 ns and a 3 us wake-up (batched-syscall).
+    let (irq, wait) = match io {
+        "busy-poll" => ("", "t_empty = \"50ns\""),
+        _ => ("t_irq = \"500ns\"", "t_wakeup = \"3us\""),
+    };
     let text = format!(
         r#"
         [cpu]
@@ -20,14 +26,13 @@ fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
         tx_ring = 2048
         [host]
         io = "{io}"
-        t_irq = "500ns"
+        {irq}
         t_proc = "200ns"
         [host.batch]
         size = 32
         t_call = "1500ns"
         t_packet = "100ns"
-        t_empty = "50ns"
-        t_wakeup = "3us"
+        {wait}
         [measure]
         warmup = "2ms"
         duration = "20ms"

@@ -194,3 +194,55 @@ fn linux_names_are_aliases_of_the_canonical_keys() {
     assert_names(&message(&[("host.budget", "300"), ("host.netdev_budget", "600")]), &["host.budget", "given twice", "netdev_budget"]);
     assert_names(&message(&[("host.netdev_budgte", "600")]), &["host.netdev_budgte", "did you mean `netdev_budget`"]);
 }
+
+/// A key only some I/O modes read, given with another, is refused: the message names the
+/// key, the mode and the modes that read it. With a mode that reads it, it is taken.
+#[test]
+fn keys_a_mode_does_not_read_are_refused() {
+    // A mode, with what it needs (a busy poller's empty calls cost something).
+    let with = |m: &'static str, key: &'static str, value: &'static str| {
+        let mut sets = vec![("host.io", m), (key, value)];
+        if m == "busy-poll" && key != "host.batch.t_empty" {
+            sets.push(("host.batch.t_empty", "50ns"));
+        }
+        sets
+    };
+    // (key, value, a mode that does not read it, one that does, the path the message names)
+    let cases: [(&str, &str, &str, &str, &str); 14] = [
+        ("host.t_irq", "5us", "server", "napi", "host.t_irq = \"5us\""),
+        ("host.t_irq", "5us", "busy-poll", "batched-syscall", "host.t_irq"),
+        ("host.t_irq", "5us", "threaded-napi", "xdp", "host.t_irq"),
+        ("host.t_poll", "1us", "server", "threaded-napi", "host.t_poll = \"1us\""),
+        ("host.weight", "16", "busy-poll", "napi", "host.weight = 16"),
+        ("host.budget", "100", "threaded-napi", "napi", "host.budget = 100"),
+        ("host.budget_time", "1ms", "server", "xdp", "host.budget_time"),
+        ("host.net_rx_action", "legacy", "batched-syscall", "napi", "host.net_rx_action = \"legacy\""),
+        ("host.gro_normal_batch", "4", "napi", "threaded-napi", "host.gro_normal_batch = 4"),
+        ("host.strategy.kind", "quota", "napi", "server", "host.strategy"),
+        ("host.batch.size", "8", "napi", "busy-poll", "host.batch"),
+        ("host.batch.t_empty", "50ns", "batched-syscall", "busy-poll", "host.batch.t_empty"),
+        ("host.batch.t_wakeup", "2us", "busy-poll", "batched-syscall", "host.batch.t_wakeup"),
+        ("nic.itr.mode", "off", "server", "napi", "nic.itr"),
+    ];
+    for (key, value, wrong, right, path) in cases {
+        let refused = message(&with(wrong, key, value));
+        assert_names(&refused, &[path, &format!("host.io = \"{wrong}\""), &format!("\"{right}\""), "read it"]);
+        let taken = load_with(&with(right, key, value));
+        assert!(taken.is_ok(), "{key} with {right}: {:?}", taken.err().map(|e| e.to_string()));
+    }
+    // One strategy per core is a strategy too.
+    let per_core = [("host.io", "napi"), ("cpu.cores", "2"), ("host.core_strategies", "[{ kind = \"sq\" }, { kind = \"sq\" }]")];
+    assert_names(&message(&per_core), &["host.core_strategies", "poll-list order"]);
+}
+
+/// `host.t_proc` is a frame's whole time: per-group cycles beside it (other than
+/// routing's, the FIB model's base) are refused, and so is a per-byte part without it.
+#[test]
+fn explicit_times_and_group_cycles_are_one_or_the_other() {
+    let explicit = ("host.t_proc", "1us");
+    assert_names(&message(&[explicit, ("cost.cycles.TX", "500cycles")]), &["cost.cycles.TX = \"500cycles\"", "host.t_proc"]);
+    assert_names(&message(&[explicit, ("cost.per_byte.RX", "1cycles/B")]), &["cost.per_byte.RX", "host.t_proc"]);
+    assert!(load_with(&[explicit, ("cost.cycles.routing", "200cycles")]).is_ok());
+    assert!(load_with(&[explicit, ("host.t_proc_per_byte", "2ns/B")]).is_ok());
+    assert_names(&message(&[("host.t_proc_per_byte", "2ns/B")]), &["host.t_proc_per_byte = \"2000ps/B\"", "only with host.t_proc"]);
+}

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::host::{HostSpec, IoModeKind};
-use crate::cost::{load_profile, CostProfile, CostProfileFile, Group, Groups};
+use crate::cost::{load_profile, CostProfile, CostProfileFile, Group, Groups, GROUP_NAMES};
 use crate::error::{ConfigError, Result};
 use crate::units::{Cycles, CyclesPerByte, Frequency};
 
@@ -87,6 +87,23 @@ impl CostSpec {
     /// batched I/O costs), `total_flows` over all traffic sources and `fib_routes`
     /// (`fib.routes`), the FIB that host times were measured with.
     pub(super) fn resolve(&self, origin: &str, base_dir: &Path, frequency: Frequency, host: &HostSpec, total_flows: u64, fib_routes: Option<u64>) -> Result<CostProfile> {
+        // `host.t_proc` is a frame's whole time (with `t_proc_per_byte` its per-byte part):
+        // cycles of the groups it stands for would be read by nothing. Only routing's
+        // cycles still count with it: the FIB model's base for the extra a bigger FIB adds.
+        if let (Some(a), None) = (host.t_proc_per_byte, host.t_proc) {
+            let expected = "only with host.t_proc, whose per-byte part it is (x = a S + b + c); without host.t_proc, per-byte costs come from the cost profile or [cost.per_byte]";
+            return Err(ConfigError::new(origin, "host.t_proc_per_byte", Some(format!("\"{a}\"")), expected).into());
+        }
+        if host.t_proc.is_some() {
+            let cycles = self.cycles.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
+            let per_byte = self.per_byte.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
+            let given = GROUP_NAMES.iter().zip(cycles).filter(|(g, _)| **g != "routing").map(|(g, c)| (format!("cost.cycles.{g}"), c));
+            let given = given.chain(GROUP_NAMES.iter().zip(per_byte).map(|(g, c)| (format!("cost.per_byte.{g}"), c)));
+            if let Some((key, Some(v))) = given.into_iter().find(|(_, c)| c.is_some()) {
+                let expected = "no per-group cycles with host.t_proc, a frame's whole time (only cost.cycles.routing, the FIB model's base): give the time or the groups";
+                return Err(ConfigError::new(origin, key, Some(format!("\"{v}\"")), expected).into());
+            }
+        }
         // Cost profile: bundled or file, then overrides.
         let profile = match &self.profile {
             Some(p) => load_profile(p, base_dir, origin, "cost.profile")?,

@@ -437,15 +437,6 @@ impl HostSpec {
             )
             .into());
         }
-        if self.tx_lock.ps > 0 && !matches!(self.io, IoModeKind::Napi | IoModeKind::Server | IoModeKind::Xdp) {
-            return Err(ConfigError::new(
-                origin,
-                "host.tx_lock",
-                Some(format!("\"{}\"", self.tx_lock)),
-                "0 with this host.io: only io = \"napi\", \"xdp\" and \"server\" take a shared tx queue's lock",
-            )
-            .into());
-        }
         let specs = std::iter::once(("host.strategy".to_string(), &self.strategy))
             .chain(self.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
         for (base, st) in specs {
@@ -501,6 +492,62 @@ impl HostSpec {
         range("host.hz", self.hz as u64, 100, 10_000, "a tick rate in Hz")?;
         if self.budget_time.ps == 0 {
             return Err(ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into());
+        }
+        Ok(())
+    }
+}
+
+impl IoModeKind {
+    /// The `host.io` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            IoModeKind::Napi => "napi",
+            IoModeKind::Server => "server",
+            IoModeKind::BusyPoll => "busy-poll",
+            IoModeKind::BatchedSyscall => "batched-syscall",
+            IoModeKind::ThreadedNapi => "threaded-napi",
+            IoModeKind::Xdp => "xdp",
+            IoModeKind::AfXdp => "af-xdp",
+        }
+    }
+}
+
+impl HostSpec {
+    /// Keys that only some I/O modes read, given (not at their defaults) with another
+    /// mode: refused, each naming the modes that read it and why the others do not (a value
+    /// nothing reads would change nothing, silently). `itr` is `[nic.itr]`.
+    pub(super) fn check_mode_keys(&self, origin: &str, itr: &super::nic::ItrSpec) -> Result<()> {
+        use IoModeKind::*;
+        const NAPI: &[IoModeKind] = &[Napi, Xdp, AfXdp];
+        const NAPI_OR_THREAD: &[IoModeKind] = &[Napi, Xdp, AfXdp, ThreadedNapi];
+        const PICKERS: &[IoModeKind] = &[Server, BusyPoll, BatchedSyscall];
+        let (d, b) = (HostSpec::default(), BatchSpec::default());
+        let calls = BatchSpec { t_empty: b.t_empty, t_wakeup: b.t_wakeup, ..self.batch.clone() } != b;
+        // Each key: its value where it is given (a table: "" ), the modes that read it, why.
+        let given = |changed: bool, v: String| changed.then_some(v);
+        let time = |x: Duration, y: Duration| given(x != y, format!("\"{x}\""));
+        let keys: [(&str, Option<String>, &[IoModeKind], &str); 14] = [
+            ("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)"),
+            ("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled"),
+            ("host.weight", given(self.weight != d.weight, self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)"),
+            ("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)"),
+            ("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit"),
+            ("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action"),
+            ("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here"),
+            ("host.strategy", given(self.strategy != d.strategy, String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order"),
+            ("host.core_strategies", given(!self.core_strategies.is_empty(), String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order"),
+            ("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)"),
+            ("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up"),
+            ("host.batch", given(calls, String::new()), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls"),
+            ("nic.itr", given(*itr != super::nic::ItrSpec::default(), String::new()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)"),
+            ("host.tx_lock", time(self.tx_lock, d.tx_lock), &[Napi, Server, Xdp], "only these take a shared tx queue's lock"),
+        ];
+        for (key, value, modes, why) in keys {
+            if let Some(value) = value.filter(|_| !modes.contains(&self.io)) {
+                let names: Vec<String> = modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
+                let expected = format!("no {key} with host.io = \"{}\": only {} read it; {why}", self.io.name(), names.join(", "));
+                return Err(ConfigError::new(origin, key, (!value.is_empty()).then_some(value), expected).into());
+            }
         }
         Ok(())
     }

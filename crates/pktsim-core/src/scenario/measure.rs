@@ -114,6 +114,16 @@ impl MeasureSpec {
         }
         Ok(())
     }
+
+    /// `latency_to` where every frame ends in the host (`ends`: how), with no egress for
+    /// "wire-out" to measure to: refused (the latency runs to where the frame ends).
+    pub(super) fn check_latency_end(&self, origin: &str, ends: Option<&str>) -> Result<()> {
+        if let (LatencyTo::WireOut, Some(how)) = (self.latency_to, ends) {
+            let expected = format!("\"tx-ring\" (the default): {how}, so no frame reaches the wire, and latency runs to that end");
+            return Err(ConfigError::new(origin, "measure.latency_to", Some("\"wire-out\"".into()), expected).into());
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -124,6 +134,10 @@ mod tests {
     #[test]
     fn batches_range_from_2_to_1000() {
         assert!(MeasureSpec::default().validate("t").is_ok());
+        let wire = MeasureSpec { latency_to: LatencyTo::WireOut, ..MeasureSpec::default() };
+        assert_eq!(config_error(wire.check_latency_end("t", Some("an [app] reads every frame"))).path, "measure.latency_to");
+        assert!(wire.check_latency_end("t", None).is_ok());
+        assert!(MeasureSpec::default().check_latency_end("t", Some("an [app] reads every frame")).is_ok());
         let m = MeasureSpec { batches: 1, ..MeasureSpec::default() };
         assert_eq!(config_error(m.validate("t")).to_string(), "t: measure.batches = 1: expected a number of batches from 2 to 1000");
         let m = MeasureSpec { batches: 1001, ..MeasureSpec::default() };

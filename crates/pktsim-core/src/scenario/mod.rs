@@ -234,8 +234,16 @@ impl Scenario {
         fib::validate(&self.fib, origin)?;
         self.nic.validate(origin)?;
         self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
+        self.host.check_mode_keys(origin, &self.nic.itr)?;
         app::validate(origin, self.app.as_ref(), &self.socket, &self.host, &self.nic.napi)?;
         self.measure.validate(origin)?;
+        let ends = match (&self.app, self.host.io) {
+            (Some(_), _) => Some("an [app] reads every frame"),
+            (None, IoModeKind::AfXdp) => Some("an AF_XDP socket takes every frame"),
+            (None, IoModeKind::Xdp) if self.host.xdp.action == XdpAction::Drop => Some("XDP_DROP ends every frame"),
+            _ => None,
+        };
+        self.measure.check_latency_end(origin, ends)?;
         let trace = self.traffic.resolve_trace(origin, base_dir, &self.link)?;
         let (trace, sources) = match trace {
             Some((t, source)) => (Some(t), vec![source]),

@@ -301,8 +301,8 @@ impl Traffic {
             Ok(())
         };
         let check_flows = |path: String, flows: u64| -> Result<()> {
-            if flows == 0 {
-                return Err(ConfigError::new(origin, path, Some("0".into()), "at least 1 flow").into());
+            if flows == 0 || flows > u32::MAX as u64 {
+                return Err(ConfigError::new(origin, path, Some(flows.to_string()), format!("a number of flows from 1 to {}", u32::MAX)).into());
             }
             Ok(())
         };
@@ -326,12 +326,23 @@ impl Traffic {
             if s.burst == 0 {
                 return Err(ConfigError::new(origin, join_path(&p, "burst"), Some("0".into()), "at least 1 frame per burst").into());
             }
+            // The spread and the burst size of the patterns that have them, nowhere else.
+            let pattern = s.pattern.unwrap_or(self.pattern);
+            if s.cv != default_cv() && !matches!(pattern, Pattern::Normal | Pattern::Burst) {
+                return Err(ConfigError::new(origin, join_path(&p, "cv"), Some(s.cv.to_string()), "no cv unless pattern = \"normal\" or \"burst\" (the spread of their gaps)").into());
+            }
+            if s.burst != default_burst() && pattern != Pattern::Burst {
+                return Err(ConfigError::new(origin, join_path(&p, "burst"), Some(s.burst.to_string()), "no burst unless pattern = \"burst\"").into());
+            }
+            if let Some(pcp) = s.vlan_pcp.filter(|&d| d > 7) {
+                return Err(ConfigError::new(origin, join_path(&p, "vlan_pcp"), Some(pcp.to_string()), "a priority code point from 0 to 7").into());
+            }
             let name = s.name.clone().unwrap_or_else(|| format!("source{i}"));
             out.push(ResolvedSource {
                 class: s.class.clone().unwrap_or_else(|| name.clone()),
                 name,
                 share: s.share.fraction,
-                pattern: s.pattern.unwrap_or(self.pattern),
+                pattern,
                 size,
                 flows,
                 tos: s.tos,
@@ -521,6 +532,28 @@ mod tests {
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].cv");
         let t = Traffic { flows: 0, ..traffic(vec![]) };
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.flows");
+        // Flows are 32-bit in the generator: more are refused, not cut down.
+        let t = Traffic { flows: u32::MAX as u64 + 1, ..traffic(vec![]) };
+        assert_eq!(config_error(t.resolve_sources("t")).to_string(), "t: traffic.flows = 4294967296: expected a number of flows from 1 to 4294967295");
+        assert!(Traffic { flows: u32::MAX as u64, ..traffic(vec![]) }.resolve_sources("t").is_ok());
+        let t = traffic(vec![Source { vlan_pcp: Some(8), ..source("100%") }]);
+        assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].vlan_pcp");
+    }
+
+    /// A spread or a burst size is refused where the source's pattern has none (they
+    /// would change nothing), and taken where it has.
+    #[test]
+    fn cv_and_burst_only_with_the_patterns_that_read_them() {
+        let with = |pattern, s: Source| traffic(vec![Source { pattern: Some(pattern), ..s }]).resolve_sources("t");
+        assert_eq!(config_error(with(Pattern::Poisson, Source { cv: 3.0, ..source("100%") })).path, "traffic.sources[0].cv");
+        assert_eq!(config_error(with(Pattern::Cbr, Source { cv: 0.5, ..source("100%") })).path, "traffic.sources[0].cv");
+        assert_eq!(config_error(with(Pattern::Normal, Source { burst: 8, ..source("100%") })).path, "traffic.sources[0].burst");
+        assert!(with(Pattern::Normal, Source { cv: 0.5, ..source("100%") }).is_ok());
+        assert!(with(Pattern::Burst, Source { cv: 0.5, burst: 8, ..source("100%") }).is_ok());
+        // The source's pattern may be the traffic's.
+        let mut t = traffic(vec![Source { burst: 8, ..source("100%") }]);
+        t.pattern = Pattern::Burst;
+        assert!(t.resolve_sources("t").is_ok());
     }
 
     #[test]

@@ -469,14 +469,17 @@ pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
 mod tests {
     use crate::engine::testing::{node_toml, trace};
 
-    const BATCH: &str = "[host.batch]\nsize = 2\nt_call = \"1us\"\nt_empty = \"500ns\"\nt_wakeup = \"2us\"";
+    /// Calls of up to 2 frames, 1 us each, and the wait each mode has: empty calls of
+    /// 0.5 us (busy-poll), a 2 us wake-up (batched-syscall).
+    const SPIN: &str = "[host.batch]\nsize = 2\nt_call = \"1us\"\nt_empty = \"500ns\"";
+    const SLEEP: &str = "[host.batch]\nsize = 2\nt_call = \"1us\"\nt_wakeup = \"2us\"";
     const FRAMES: [(u64, u16); 3] = [(10_200, 64), (10_400, 64), (10_600, 64)];
 
     /// Spinning since 0 with 0.5 us empty calls, the core sees the frame of 10.2 us at the
     /// call boundary of 10.5 us (21 empty calls); a call takes 2 frames: 1 us + 2 x 1 us.
     #[test]
     fn a_busy_poller_notices_frames_at_its_next_empty_call_and_moves_them_in_batches() {
-        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", SPIN);
         let (r, dep) = trace(&toml, &FRAMES);
         assert_eq!(dep, [(13_500.0, 13_567.2), (13_500.0, 13_634.4), (15_500.0, 15_567.2)]);
         // 21 empty calls before the first frame, then from 15.5 us to the end of the 1 ms
@@ -492,7 +495,7 @@ mod tests {
     /// boundary (1,997 empty calls of 0.5 us), its call (1 us + 1 us) runs past 1 ms.
     #[test]
     fn a_call_running_at_the_end_is_charged_once() {
-        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", SPIN);
         let (r, dep) = trace(&toml, &[(998_500, 64)]);
         assert!(dep.is_empty(), "{dep:?}");
         assert_eq!(r.empty_polls, 1997);
@@ -507,7 +510,7 @@ mod tests {
     #[test]
     fn a_tick_stretches_the_empty_call_under_way() {
         let frames: Vec<(u64, u16)> = (0..99).map(|i| (5_100 + i * 10_000, 64)).collect();
-        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", BATCH);
+        let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", SPIN);
         let (c, dep0) = trace(&toml, &frames);
         let (r, dep) = trace(&format!("{toml}\n[cpu.interference]\ntick_period = \"97us\"\nt_tick = [\"3us\"]"), &frames);
         assert_eq!(c.cpu_utilization, 1.0);
@@ -525,7 +528,7 @@ mod tests {
     /// Asleep, the core pays the interrupt (1 us) and the wake-up (2 us) first.
     #[test]
     fn a_sleeping_thread_wakes_on_an_interrupt_then_calls() {
-        let toml = node_toml("io = \"batched-syscall\"\nt_irq = \"1us\"\nt_proc = \"1us\"", BATCH);
+        let toml = node_toml("io = \"batched-syscall\"\nt_irq = \"1us\"\nt_proc = \"1us\"", SLEEP);
         let (r, dep) = trace(&toml, &FRAMES);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [16_200.0, 16_200.0, 18_200.0]);
