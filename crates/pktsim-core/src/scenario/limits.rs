@@ -79,6 +79,28 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
         ("nic.dma_delay".into(), s.nic.dma_delay),
         ("measure.t_off".into(), m.t_off),
     ];
+    let (x, a) = (&h.xdp, &h.af_xdp);
+    times.extend([
+        ("host.xdp.t_prog".into(), x.t_prog),
+        ("host.xdp.t_driver".into(), x.t_driver),
+        ("host.xdp.t_xmit".into(), x.t_xmit),
+        ("host.xdp.t_flush".into(), x.t_flush),
+        ("host.af_xdp.t_xsk".into(), a.t_xsk),
+        ("host.af_xdp.t_copy".into(), a.t_copy),
+        ("host.af_xdp.t_syscall".into(), a.t_syscall),
+        ("socket.busy_read".into(), s.socket.busy_read),
+        ("socket.busy_poll".into(), s.socket.busy_poll),
+        ("nic.napi.irq_suspend_timeout".into(), s.nic.napi.irq_suspend_timeout),
+    ]);
+    times.extend(x.t_skb.map(|d| ("host.xdp.t_skb".to_string(), d)));
+    if let Some(app) = &s.app {
+        times.extend([
+            ("app.t_packet".into(), app.t_packet),
+            ("app.t_call".into(), app.t_call),
+            ("app.wake_latency".into(), app.wake_latency),
+            ("app.t_wakeup".into(), app.t_wakeup),
+        ]);
+    }
     times.extend(h.t_proc.map(|d| ("host.t_proc".to_string(), d)));
     times.extend(h.t_clean.map(|d| ("host.t_clean".to_string(), d)));
     times.extend(m.t_plus.as_ref().map(|tp| ("measure.t_plus.t_dma".to_string(), tp.t_dma)));
@@ -175,6 +197,9 @@ mod tests {
         refused(&[("measure.t_plus.t_dma", "1us"), ("measure.t_plus.nic_batch", "100000")], "measure.t_plus.nic_batch");
         refused(&[("measure.duration", "2000000s")], "measure.duration");
         refused(&[("host.t_irq", "11s")], "host.t_irq");
+        refused(&[("host.io", "xdp"), ("host.xdp.t_driver", "11s")], "host.xdp.t_driver");
+        refused(&[("app.wake_latency", "11s")], "app.wake_latency");
+        refused(&[("socket.busy_poll", "11s"), ("app.t_call", "1us"), ("host.t_poll", "1us")], "socket.busy_poll");
         refused(&[("cpu.cores", "4096"), ("nic.queues", "[\"a\", \"b\", \"c\", \"d\"]")], "nic.queues");
         refused(&[("cpu.cores", "2000")], "cpu.cores");
         refused(&[("host.strategy.slice", "1h")], "host.strategy.slice");
