@@ -136,9 +136,10 @@ pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<
 }
 
 /// Set one dotted key, walking tables by name and arrays by index
-/// (`traffic.sources.0.share`).
+/// (`traffic.sources.0.share`, or as error messages write it, `traffic.sources[0].share`).
 fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
-    let parts: Vec<&str> = key.split('.').collect();
+    let dotted = key.replace('[', ".").replace(']', "");
+    let parts: Vec<&str> = dotted.split('.').collect();
     if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
         return Err(ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into());
     }
@@ -216,6 +217,10 @@ mod tests {
         // The last part may index the list itself.
         apply_sets(&mut t, &sets(&[("nic.queues.1", "bulk")])).unwrap();
         assert_eq!(t["nic"]["queues"], toml::Value::Array(vec!["hi".into(), "bulk".into()]));
+        // An index may be written as error messages write it.
+        apply_sets(&mut t, &sets(&[("traffic.sources[1].flows", "9"), ("nic.queues[0]", "rt")])).unwrap();
+        assert_eq!(t["traffic"]["sources"][1]["flows"].as_integer(), Some(9));
+        assert_eq!(t["nic"]["queues"][0].as_str(), Some("rt"));
     }
 
     #[test]
