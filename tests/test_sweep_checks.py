@@ -183,6 +183,9 @@ def test_an_invalid_point_is_an_error_row_and_the_sweep_exits_1():
         (["--param", "traffic.rate", "--values", "1Mpps", "--plots", "/proc/none"], ["--plots", "/proc/none", "writable directory"]),
         (["--param", "traffic.rate"], ["--values"]),
         (["--param", "seed", "--values", "1", "--dask", "garbage"], ["--dask garbage", "tcp://host:8786"]),
+        # Every point would fail: refused before any runs.
+        (["--param", "traffic.nosuch", "--values", "1,2"], ["first point", "traffic.nosuch=1", "no such key"]),
+        (["--param", "cpu.cores", "--values", "1.5,2"], ["first point", "cpu.cores"]),
     ],
 )
 def test_bad_sweep_options_exit_2_naming_them(argv, must_name):

@@ -183,6 +183,7 @@ def _model_from_measurement(args) -> int:
 
 
 def cmd_sweep(args) -> int:
+    from .errors import ScenarioError
     from .experiments import SweepInterrupted, check_output, parse_variants, results, run_grid, summarize, sweep_plan
     from .model import predict
     from .scenario import Scenario
@@ -216,6 +217,16 @@ def cmd_sweep(args) -> int:
             if v in seen:
                 raise UsageError(f"--values for {key}: {v!r} is given twice; expected each value once (--replications repeats a point)")
             seen.add(v)
+    # The first point is resolved here: a misspelt key or a value of the wrong kind would
+    # fail every point, so the sweep is refused at once (later points the scenario refuses
+    # are reported as they fail, and the rest of the grid runs).
+    first = [(k, vals[0]) for k, vals in params.items()]
+    first_variant = list(next(iter(variants.values()))) if variants else []
+    try:
+        sc.with_sets([*first_variant, *first])
+    except ScenarioError as e:
+        point = ", ".join(f"{k}={v}" for k, v in first)
+        raise UsageError(f"sweep: its first point ({point}) is refused: {e}") from None
     if args.output:
         try:
             check_output(args.output)
