@@ -16,8 +16,8 @@ EXPECT = {
               'mode = "dynamic"': "rx-usecs 1 is ixgbe's dynamic ITR", "budget = 300": "netdev_budget", 'budget_time = "8000us"': "netdev_budget_usecs",
               'l3 = "8MiB"': "lscpu"},
     "i40e": {"cores = 16": "ethtool -l", 'frequency = "2.10GHz"': "lscpu", 'mode = "static"': "rx-usecs 50", 'interval = "50us"': "rx-usecs 50",
-             "budget = 600": "netdev_budget", 'l2 = "1024KiB"': "16 instances", 'rate = "40Gbit/s"': "guessed from the driver"},
-    "mlx5": {"cores = 8": "ethtool -l", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dim"': "mlx5_core runs net_dim", 'profile = "mlx5-cqe"': "rx_cqe_moder on", "rx_ring = 1024": "ethtool -g"},
+             "budget = 600": "netdev_budget", 'l2 = "1MiB"': "16 instances", 'rate = "40Gbit/s"': "guessed from the driver"},
+    "mlx5": {"cores = 8": "ethtool -l", 'l3 = "16MiB"': "8 instances", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dim"': "mlx5_core runs net_dim", 'profile = "mlx5-cqe"': "rx_cqe_moder on", "rx_ring = 1024": "ethtool -g"},
     "virtio_net": {"cores = 2": "ethtool -l", "rx_ring = 256": "ethtool -g", 'frequency = "3GHz"': "guessed"},
     "veth": {'io = "threaded-napi"': "threaded NAPI", "cores = 1": "ethtool -l", 'dma_delay = "0ns"': "veth has no DMA"},
 }
@@ -68,3 +68,21 @@ def test_the_live_machine_gives_a_scenario_too():
     text = run_cli("import-host").stdout
     assert "[host]" in text
     assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="live"))["predicted_pps"] > 0
+
+
+def test_values_the_scenario_cannot_take_are_noted_not_written(tmp_path):
+    """An igb-sized rx-usecs beyond the ixgbe EITR range nic.itr models, and a netdev
+    budget a NAPI thread (veth) never reads: each left out, with a note, and the scenario
+    still loads."""
+    i40e, veth = tmp_path / "i40e", tmp_path / "veth"
+    shutil.copytree(HOSTS / "i40e", i40e)
+    shutil.copytree(HOSTS / "veth", veth)
+    coalesce = i40e / "ethtool-c.txt"
+    coalesce.write_text(coalesce.read_text().replace("rx-usecs: 50", "rx-usecs: 2000"))
+    sysctl = veth / "sysctl.txt"
+    sysctl.write_text(sysctl.read_text().replace("net.core.netdev_budget = 300", "net.core.netdev_budget = 600"))
+    for d, note, absent in ((i40e, "rx-usecs 2000 is beyond the 1022 us", "interval ="), (veth, "netdev_budget = 600: a NAPI thread does not read it", "budget =")):
+        text = run_cli("import-host", "--from", d).stdout
+        assert note in text, text
+        assert not any(l.startswith(absent) for l in text.splitlines()), text
+        assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="imported"))["predicted_pps"] > 0

@@ -137,6 +137,9 @@ def parse_ethtool_c(text: str, host: Host, name: str) -> None:
         host.set("nic.itr", "mode", '"off"', f"ethtool -c: rx-usecs 0, no throttling ({name}:{n})")
     elif us == 1 and host.driver == "ixgbe":
         host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: rx-usecs 1 is ixgbe's dynamic ITR ({name}:{n})")
+    elif us > MAX_RX_USECS:
+        host.notes.append(f"ethtool -c: rx-usecs {us} is beyond the {MAX_RX_USECS} us of the ixgbe EITR that nic.itr models: "
+                          f"not imported, set nic.itr yourself ({name}:{n})")
     else:
         host.set("nic.itr", "mode", '"static"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
         host.set("nic.itr", "interval", f'"{us}us"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
@@ -157,10 +160,18 @@ SYSCTLS = {
 }
 
 
+# The longest static interval nic.itr takes (ixgbe's rx-usecs range).
+MAX_RX_USECS = 1022
+
+
 def parse_sysctl(text: str, host: Host, name: str) -> None:
     for k, v, n in _kv(text, "="):
         if k in SYSCTLS and _int(v) is not None:
             section, key, fmt, what = SYSCTLS[k]
+            if host.driver == "veth":
+                # (The driver is read first.) veth's NAPI thread polls by its weight alone.
+                host.notes.append(f"sysctl {k} = {v}: a NAPI thread does not read it (io = threaded-napi), not imported ({name}:{n})")
+                continue
             host.set(section, key, fmt(v), f"sysctl {k} = {v}: {what} ({name}:{n})")
         if k == "net.core.dev_weight" and _int(v) is not None:
             host.notes.append(f"net.core.dev_weight = {v} is the backlog's (RPS) weight, not the driver's NAPI weight ({name}:{n})")
@@ -174,7 +185,10 @@ def _size(v: str) -> str | None:
     if not m:
         return None
     num, unit = float(m.group(1)), m.group(2).upper()
-    kib = num * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit]
+    return _kib_text(num * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit])
+
+
+def _kib_text(kib: float) -> str:
     return f'"{int(round(kib))}KiB"' if kib < 1024 or kib % 1024 else f'"{int(kib // 1024)}MiB"'
 
 
@@ -206,12 +220,12 @@ def parse_lscpu(text: str, host: Host, name: str) -> None:
             s = _size(v)
             if s:
                 instances = re.search(r"\((\d+) instances?\)", v)
-                if instances and ours != "l3" and int(instances.group(1)) > 1:
-                    # lscpu >= 2.34 prints the total over all cores: one core's share.
+                if instances and int(instances.group(1)) > 1:
+                    # lscpu >= 2.34 prints the total over all instances: the one a core has
+                    # (its own L1d and L2; the L3 of its socket or core complex).
                     m = _SIZE.match(v.strip())
                     unit = m.group(2).upper()
-                    kib = float(m.group(1)) * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] / int(instances.group(1))
-                    s = f'"{int(round(kib))}KiB"'
+                    s = _kib_text(float(m.group(1)) * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] / int(instances.group(1)))
                 host.set("cpu.caches", ours, s, f"lscpu: {key} {v} ({name}:{n})")
 
 
