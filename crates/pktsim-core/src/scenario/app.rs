@@ -87,9 +87,11 @@ impl Default for AppSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SocketSpec {
-    /// `SO_RCVBUF` / `net.core.rmem_default` (212992 B): the queue holds frames while the
-    /// sum of their `truesize` stays within it; a frame that would exceed it is dropped
-    /// and counted as the kernel counts it (`RcvbufErrors`, `rcvbuf_errors` here).
+    /// The socket's receive buffer as the kernel holds it (`sk_rcvbuf`): `net.core.rmem_default`
+    /// (212992 B), or twice what `setsockopt(SO_RCVBUF)` was given (the kernel doubles it
+    /// for its overhead). The queue holds frames while the sum of their `truesize` stays
+    /// within it; a frame that would exceed it is dropped and counted as the kernel counts
+    /// it (`RcvbufErrors`, `rcvbuf_errors` here).
     #[serde(default = "default_rcvbuf")]
     pub rcvbuf: Bytes,
     /// `skb->truesize` of one queued frame: its buffer and skb, not its length.
