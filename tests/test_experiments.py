@@ -134,8 +134,9 @@ def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch
     argv = ["sweep", NAPI, "--set", "measure.duration=10ms", "--param", "traffic.rate", "--values", "0.5Mpps:1.5Mpps:0.5Mpps", "--replications", "2", "--jobs", "1"]
     assert cli.main(list(map(str, argv))) == 0
     capsys.readouterr()
-    # The scenario file parsed once and resolved once when loaded, then each of the 6 runs.
-    assert counts == {"parse": 1, "resolve": 1 + 3 * 2, "run": 3 * 2}
+    # The scenario file parsed once and resolved once when loaded, once more for the first
+    # point (checked before any run), then each of the 6 runs.
+    assert counts == {"parse": 1, "resolve": 1 + 1 + 3 * 2, "run": 3 * 2}
 
 
 def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):

@@ -217,16 +217,21 @@ def cmd_sweep(args) -> int:
             if v in seen:
                 raise UsageError(f"--values for {key}: {v!r} is given twice; expected each value once (--replications repeats a point)")
             seen.add(v)
-    # The first point is resolved here: a misspelt key or a value of the wrong kind would
-    # fail every point, so the sweep is refused at once (later points the scenario refuses
-    # are reported as they fail, and the rest of the grid runs).
+    # The first point is resolved here, under each variant: where the scenario refuses it
+    # under all of them (a misspelt key, a value of the wrong kind: every point would
+    # fail), the sweep is refused at once. Other points the scenario refuses are reported as
+    # they fail, and the rest of the grid runs.
     first = [(k, vals[0]) for k, vals in params.items()]
-    first_variant = list(next(iter(variants.values()))) if variants else []
-    try:
-        sc.with_sets([*first_variant, *first])
-    except ScenarioError as e:
+    refusals = []
+    for vsets in [list(v) for v in variants.values()] or [[]]:
+        try:
+            sc.with_sets([*vsets, *first])
+            break
+        except ScenarioError as e:
+            refusals.append(e)
+    else:
         point = ", ".join(f"{k}={v}" for k, v in first)
-        raise UsageError(f"sweep: its first point ({point}) is refused: {e}") from None
+        raise UsageError(f"sweep: its first point ({point}) is refused: {refusals[0]}")
     if args.output:
         try:
             check_output(args.output)
