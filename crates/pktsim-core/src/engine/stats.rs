@@ -768,30 +768,28 @@ impl Stats {
         }
     }
 
-    pub fn drop_qdisc(&mut self, p: &Packet, t: Instant) {
-        if self.in_window(t) {
-            self.each_group(p, |g| g.drop_qdisc += 1);
-            if let Some(b) = self.bucket(t) {
-                b.dropped += 1;
-            }
-        }
+    /// A full qdisc refused a frame. Like every drop, it counts with the frame's arrival
+    /// (in the window and in the time series' interval where the frame was offered), so
+    /// that the frames lost are a part of the frames offered, whenever they are lost.
+    pub fn drop_qdisc(&mut self, p: &Packet) {
+        self.dropped(p, |g| g.drop_qdisc += 1);
     }
 
-    /// The application's socket refused a frame at `t` (its receive buffer was full).
-    pub fn drop_rcvbuf(&mut self, p: &Packet, t: Instant) {
-        if self.in_window(t) {
-            self.each_group(p, |g| g.drop_rcvbuf += 1);
-            if let Some(b) = self.bucket(t) {
-                b.dropped += 1;
-            }
-        }
+    /// The application's socket refused a frame (its receive buffer was full).
+    pub fn drop_rcvbuf(&mut self, p: &Packet) {
+        self.dropped(p, |g| g.drop_rcvbuf += 1);
     }
 
-    /// An AF_XDP socket's full rx ring refused a frame at `t`.
-    pub fn drop_xsk(&mut self, p: &Packet, t: Instant) {
-        if self.in_window(t) {
-            self.each_group(p, |g| g.drop_xsk += 1);
-            if let Some(b) = self.bucket(t) {
+    /// An AF_XDP socket's full rx ring refused a frame.
+    pub fn drop_xsk(&mut self, p: &Packet) {
+        self.dropped(p, |g| g.drop_xsk += 1);
+    }
+
+    /// A frame lost after its ring took it: `count` in its groups, by its arrival.
+    fn dropped(&mut self, p: &Packet, count: impl FnMut(&mut Group)) {
+        if self.in_window(p.t_ring) {
+            self.each_group(p, count);
+            if let Some(b) = self.bucket(p.t_ring) {
                 b.dropped += 1;
             }
         }

@@ -643,7 +643,7 @@ impl Nic {
                 }
             }
             Xmit::Queued => {}
-            Xmit::Dropped => stats.drop_qdisc(p, now),
+            Xmit::Dropped => stats.drop_qdisc(p),
         }
         None
     }
