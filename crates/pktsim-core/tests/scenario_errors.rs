@@ -74,7 +74,7 @@ fn zero_and_negative_sizes_are_rejected() {
     assert_names(&message(&[("traffic.size", "-64B")]), &["traffic.size", "negative"]);
     assert_names(&message(&[("cpu.cores", "0")]), &["cpu.cores = 0", "from 1"]);
     assert_names(&message(&[("cpu.cores", "-2")]), &["cpu.cores", "-2"]);
-    assert_names(&message(&[("traffic.flows", "0")]), &["traffic.flows = 0", "at least 1"]);
+    assert_names(&message(&[("traffic.flows", "0")]), &["traffic.flows = 0", "from 1"]);
     assert_names(&message(&[("cpu.frequency", "0GHz")]), &["cpu.frequency", "above 0"]);
     assert_names(&message(&[("link.rate", "0Gbit/s")]), &["link.rate", "above 0"]);
     assert_names(&message(&[("fib.routes", "0")]), &["fib.routes = 0", "at least 1"]);
