@@ -44,4 +44,21 @@ mod tests {
         let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];
         assert_eq!(s.pick(&emptied, Instant::from_ps(1)), Some(super::super::Turn::whole(1)));
     }
+
+    /// Quota 3 with two always-busy rings: a turn lasts exactly three frames, so the pick
+    /// order is 0,0,0,1,1,1,0,0,0,1,1,1 (a quota of 1 would alternate 0,1,0,1,...).
+    #[test]
+    fn a_quota_of_3_serves_three_frames_per_turn_on_two_busy_rings() {
+        let mut s = build(&spec(StrategyKind::Quota), 2);
+        let busy = RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) };
+        let rings = [busy, busy];
+        let mut order = Vec::new();
+        for k in 0..12u64 {
+            let turn = s.pick(&rings, Instant::from_ps(5 * k)).unwrap();
+            assert_eq!(turn.budget, None, "quota turns are whole frames");
+            s.served(turn.ring, 64);
+            order.push(turn.ring);
+        }
+        assert_eq!(order, [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1]);
+    }
 }
