@@ -430,6 +430,30 @@ mod tests {
         assert_eq!(rates(&Sample { time: Instant::from_ps(0), ..Sample::default() }, &Sample { time: Instant::from_ps(999_999), ..Sample::default() }), None);
     }
 
+    /// A tx-only vector (`Dim::new(.., false)`) samples tx packets and bytes and walks the
+    /// tx table. 65 episodes of 10 tx packets / 600 tx bytes (no rx), 10 us apart: the first
+    /// opens the window, the 65th closes it with 64 interrupts over 640 us: 1000 ppms,
+    /// 60000 bpms, 100 epms. Against the empty reference (bpms 0) that is BETTER: parked on
+    /// top at index 1 it exits leftwards to index 0, which in `MLX5_TX_EQE` is (1 us, 128
+    /// frames) (the rx table's index 0 has 256 frames; sampling the rx counters would
+    /// see bpms 0: SAME, and stay at index 1, 8 us).
+    #[test]
+    fn a_tx_only_vector_samples_tx_counters_and_walks_the_tx_table() {
+        let mut d = Dim::new(DimProfile::Mlx5Eqe, false);
+        let ep = Episode { tx_packets: 10, tx_bytes: 600, irqs: 1, ..Episode::default() };
+        d.episode_done(Instant::from_ps(0), &ep);
+        for i in 1..64u64 {
+            d.episode_done(Instant::from_ps(i * 10 * PS_PER_US), &ep);
+        }
+        assert_eq!(d.windows, 0, "63 interrupts since the window opened");
+        d.episode_done(Instant::from_ps(640 * PS_PER_US), &ep);
+        assert_eq!(d.windows, 1);
+        assert_eq!(d.prev, Rates { ppms: 1000, bpms: 60_000, epms: 100 });
+        assert_eq!((d.profile_ix, d.tune, d.changes), (0, Tune::GoingLeft, 1));
+        assert_eq!(d.interval(), Span::from_us(1));
+        assert_eq!(d.max_frames(), 128);
+    }
+
     #[test]
     fn tables_are_the_kernels() {
         assert_eq!(table(DimProfile::Mlx5Cqe, true)[DEFAULT_IX], (8, 128));

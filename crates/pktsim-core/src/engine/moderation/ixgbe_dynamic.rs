@@ -141,6 +141,32 @@ mod tests {
         }
     }
 
+    /// bulk_rate 12000 targets `IXGBE_12K_ITR` = 336 (not 4 x floor(10^6 / 12000) = 332).
+    /// Two bulk episodes: the first moves Lowest -> Low (target 200 = itr: no change), the
+    /// second Low -> Bulk: r' = 10 * 336 * 200 / (9 * 336 + 200) = 672000 / 3224 = 208
+    /// (integer), 26 * 2.048 = 53.248 us. Then 216 and 224 (332 would give 223), stalling at
+    /// 326 where 326 * 10 / (9 * 336 + 326) < 1, which the NIC runs as 320 >> 3 = 40 units:
+    /// 81.92 us.
+    #[test]
+    fn a_bulk_rate_of_12000_approaches_the_12k_itr_of_336() {
+        let mut m = IxgbeDynamic::new(12_000);
+        let bulk = ep((1000, 60_000), (0, 0));
+        m.episode_done(Instant::ZERO, &bulk);
+        assert_eq!((m.rx_state, m.itr), (ItrState::Low, 200));
+        m.episode_done(Instant::ZERO, &bulk);
+        assert_eq!((m.rx_state, m.itr), (ItrState::Bulk, 208));
+        assert_eq!(m.interval(), Span::from_ps(53_248_000));
+        m.episode_done(Instant::ZERO, &bulk);
+        assert_eq!(m.itr, 216);
+        m.episode_done(Instant::ZERO, &bulk);
+        assert_eq!(m.itr, 224);
+        for _ in 0..100 {
+            m.episode_done(Instant::ZERO, &bulk);
+        }
+        assert_eq!(m.itr, 326);
+        assert_eq!(m.interval(), Span::from_ps(81_920_000));
+    }
+
     #[test]
     fn light_traffic_stays_at_lowest_latency() {
         let mut m = IxgbeDynamic::new(8000);
