@@ -397,6 +397,39 @@ mod tests {
         assert!((r.loss_by_node[1].share_of_offered - 0.375).abs() < 0.01);
     }
 
+    /// CBR at 300 kpps through two constant-service nodes (1 us, then 1 us; nothing
+    /// queues): every frame takes the same time end to end. A 10 us delay on the link
+    /// between them adds exactly 10,000 ns to each: the end-to-end minimum and mean both
+    /// rise by 10,000 ns (2 x (1000 + 67.2 ns on the egress wire) = 2134.4 ns, then
+    /// 12,134.4 ns), while each node's own figures (its frames from its own ingress) do not
+    /// change, but for the frames the second node simulated by the end of the run (those
+    /// still on the delayed link then never arrive).
+    #[test]
+    fn a_links_delay_adds_to_every_frames_end_to_end_latency_and_to_nothing_else() {
+        let run_with = |delay: &str| {
+            let first = node("1us").replace("exponential", "constant").replace("[nodes.link]\nrate = \"10Gbit/s\"\n", &format!("[nodes.link]\nrate = \"10Gbit/s\"\ndelay = \"{delay}\"\n"));
+            assert!(first.contains("delay"));
+            let text = format!("seed = 4\n[traffic]\nrate = \"300kpps\"\n[measure]\nwarmup = \"1ms\"\nduration = \"10ms\"\n{first}{}", node("1us").replace("exponential", "constant"));
+            run_text(&text)
+        };
+        let (a, b) = (run_with("0us"), run_with("10us"));
+        let (ea, eb) = (&a.end_to_end.latency_ns, &b.end_to_end.latency_ns);
+        assert_eq!(eb.min - ea.min, 10_000.0, "{ea:?} vs {eb:?}");
+        assert_eq!(eb.mean - ea.mean, 10_000.0, "{ea:?} vs {eb:?}");
+        assert_eq!(ea.min, ea.max, "every frame alike");
+        let strip = |v: &SimResult| {
+            let mut j = serde_json::to_value(v).unwrap();
+            for k in ["wall_s", "name", "sim_packets"] {
+                j.as_object_mut().map(|o| o.remove(k));
+            }
+            j
+        };
+        assert_eq!(ea.mean, 2134.4, "{ea:?}");
+        for (na, nb) in a.nodes.iter().zip(&b.nodes) {
+            assert_eq!(strip(na), strip(nb));
+        }
+    }
+
     /// A node in a chain gives the figures it gives alone.
     #[test]
     fn a_one_node_chain_gives_the_nodes_own_figures() {

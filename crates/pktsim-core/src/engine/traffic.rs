@@ -404,6 +404,47 @@ mod tests {
         }
     }
 
+    /// Sample mean and sd/mean of successive differences of `times` (ps).
+    fn gap_mean_and_cv(times: &[u64]) -> (f64, f64) {
+        let gaps: Vec<f64> = times.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let var = gaps.iter().map(|g| (g - mean) * (g - mean)).sum::<f64>() / (n - 1.0);
+        (mean, var.sqrt() / mean)
+    }
+
+    /// Normal gaps at 1 Mpps with cv 0.25: mean 1 us, sd 250 ns. Over 100k gaps the sample
+    /// cv has a standard error of about 0.25 / sqrt(2 * 100k) = 0.0006, and the link (64 B:
+    /// 67.2 ns) only squeezes gaps more than 3.7 sd short: sd/mean = 0.25 +- 0.01 (a spread
+    /// of 0 gives 0).
+    #[test]
+    fn normal_gaps_spread_with_the_sources_cv() {
+        let mut s = src(Pattern::Normal, 1.0, 64);
+        s.cv = 0.25;
+        let mut t = Traffic::new(&[s], 1e6, 1e10, 20, 11);
+        let times: Vec<u64> = (0..=100_000).map(|_| t.next().t_wire.ps()).collect();
+        let (mean, cv) = gap_mean_and_cv(&times);
+        assert!((mean - 1e6).abs() / 1e6 < 0.01, "{mean}");
+        assert!((cv - 0.25).abs() < 0.01, "{cv}");
+    }
+
+    /// Bursts of 16 at 1 Mpps with cv 0.25: bursts start 16 us apart on average with an sd
+    /// of 4 us. A burst's first frame leaves the link one wire time (67.2 ns) after its
+    /// start, as the previous burst (16 x 67.2 ns = 1.08 us on the wire) is long gone but
+    /// for gaps 3.7 sd short: gaps between every 16th frame have sd/mean = 0.25 +- 0.01.
+    #[test]
+    fn burst_start_gaps_spread_with_the_sources_cv() {
+        let mut s = src(Pattern::Burst, 1.0, 64);
+        s.cv = 0.25;
+        s.burst = 16;
+        let mut t = Traffic::new(&[s], 1e6, 1e10, 20, 12);
+        let times: Vec<u64> = (0..=100_000 * 16).map(|_| t.next().t_wire.ps()).step_by(16).collect();
+        assert_eq!(times.len(), 100_001);
+        let (mean, cv) = gap_mean_and_cv(&times);
+        assert!((mean - 16e6).abs() / 16e6 < 0.01, "{mean}");
+        assert!((cv - 0.25).abs() < 0.01, "{cv}");
+    }
+
     #[test]
     fn sources_share_the_rate() {
         let mut t = Traffic::new(&[src(Pattern::Cbr, 0.25, 1500), src(Pattern::Cbr, 0.75, 64)], 4e5, 1e10, 20, 1);
