@@ -244,3 +244,29 @@ fn one_frame_per_100us_with_one_deferral_is_one_irq_and_two_polls() {
         assert_eq!(json(with(zero)), json(off.clone()), "{zero:?}");
     }
 }
+
+/// The net_rx_action time limit alone: legacy net_rx_action, a budget of 2^24 frames that
+/// never runs out, the core saturated (2.4 Mpps against 1.77 Mpps) so every poll uses its
+/// whole weight. With hz = 1000 and budget_time = 1 ms the limit is one jiffy: a
+/// net_rx_action started in jiffy k stops at its first poll boundary at or after the start
+/// of jiffy k + 1 (`time_after_eq(jiffies, time_limit)`) with a time_squeeze and is
+/// re-raised at once, so squeezes come one per jiffy, just after each 1 ms boundary: in
+/// the window [5 ms, 55 ms), those after 5, 6, ..., 54 ms: exactly 50. With hz = 250 a
+/// jiffy is 4 ms and 1 ms rounds up to one of them: squeezes just after 8, 12, ..., 52 ms:
+/// exactly 12.
+#[test]
+fn a_net_rx_action_time_limit_of_one_jiffy_squeezes_once_per_jiffy() {
+    let run = |hz: &str| {
+        node(&[
+            ("traffic.rate", "2.4Mpps"),
+            ("host.net_rx_action", "legacy"),
+            ("host.budget", "16777216"),
+            ("host.budget_time", "1ms"),
+            ("host.hz", hz),
+        ])
+    };
+    let r = run("1000");
+    assert!(r.cpu_utilization > 0.999, "saturated: {}", r.cpu_utilization);
+    assert_eq!(r.time_squeeze, 50);
+    assert_eq!(run("250").time_squeeze, 12);
+}

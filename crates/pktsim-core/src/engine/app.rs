@@ -341,4 +341,28 @@ mod tests {
         assert_eq!(r.drops["rcvbuf_errors"], 1);
         assert_eq!(r.loss_ratio, 1.0);
     }
+
+    /// A reader blocked in recvmsg with `socket.busy_read` busy polls as an epoll reader
+    /// with `socket.busy_poll` does (`napi_busy_loop` either way): the setup of the NAPI
+    /// test `a_busy_polling_reader_polls_the_napi_itself` (t_irq 1 us, t_poll 200 ns,
+    /// t_proc 1 us, the reader 500 ns a frame, frames at 10 and 15.05 us) with
+    /// wait = "recvmsg" and busy_read = "10us" gives the epoll / busy_poll = "10us" run bit
+    /// for bit: 2 frames read, latencies 2.7 and 2.75 us, 64 busy polls.
+    #[test]
+    fn a_recvmsg_reader_with_busy_read_polls_as_an_epoll_reader_with_busy_poll() {
+        let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\nt_proc = \"1us\"";
+        let busy = |wait: &str, socket: &str| {
+            let extra = format!("[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[app]\nt_packet = \"500ns\"\nbatch = 8\nwait = \"{wait}\"\n[socket]\n{socket}");
+            let (mut r, dep) = trace(&node_toml(host, &extra), &[(10_000, 64), (15_050, 64)]);
+            r.wall_s = 0.0;
+            (serde_json::to_string(&r).unwrap(), dep, r)
+        };
+        let (epoll, epoll_dep, e) = busy("epoll", "busy_poll = \"10us\"");
+        let (recvmsg, recvmsg_dep, r) = busy("recvmsg", "busy_read = \"10us\"");
+        assert_eq!((e.consumed_packets, e.latency_ns.min, e.latency_ns.max), (2, 2_700.0, 2_750.0));
+        assert_eq!(e.io["busy_polls"], 64);
+        assert_eq!(r.io["busy_polls"], 64);
+        assert_eq!(recvmsg, epoll);
+        assert_eq!(recvmsg_dep, epoll_dep);
+    }
 }
