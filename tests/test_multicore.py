@@ -25,6 +25,19 @@ def test_run_json_has_per_class_and_per_ring():
     assert r["latency_ns"]["min"] >= 74_880 + 4_040 - 10
 
 
+def test_at_low_load_the_fastest_frame_takes_t_plus_and_one_service_time():
+    """001's adder T+ = 4 T_DMA + 2 nic_batch x, on top of the frame's own x from rx ring to
+    tx ring. With x = t_proc + 1518 B * t_proc_per_byte = 497 + 3543.012 = 4040.012 ns,
+    T_DMA = 2.56 us and nic_batch = 8, a frame that finds its core idle takes
+    4 * 2560 + 17 * 4040.012 = 78,920.204 ns (at 10 kpps many do, in both classes)."""
+    r = pktsim.run(RT, sets={"traffic.rate": "10kpps", "measure.duration": "100ms"})
+    assert r["t_proc_ns"] == pytest.approx(4040.012, abs=1e-6)
+    want = 4 * 2560 + 17 * 4040.012
+    assert r["latency_ns"]["min"] == pytest.approx(want, abs=0.01)
+    for c in ("rt", "nrt"):
+        assert r["per_class"][c]["latency_ns"]["min"] == pytest.approx(want, abs=0.01), c
+
+
 @pytest.mark.parametrize("kind", ["sq", "quota", "rr", "prio", "priowfq", "drr"])
 def test_every_strategy_runs_and_loses_nothing_at_80_percent(kind):
     sets = {"host.strategy.kind": kind, "measure.duration": "100ms", "host.strategy.weights": [3, 1]}
