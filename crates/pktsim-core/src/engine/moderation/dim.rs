@@ -410,11 +410,10 @@ mod tests {
         assert_eq!((d.profile_ix, d.tune), (1, Tune::GoingRight));
     }
 
-    /// 64 interrupts close a window; rates are per ms over whole µs, rounded up.
-    #[test]
-    fn a_window_closes_after_64_interrupts() {
-        let mut d = Dim::new(DimProfile::Mlx5Eqe, true);
-        let ep = Episode { rx_packets: 10, rx_bytes: 600, irqs: 1, ..Episode::default() };
+    /// An mlx5 EQE policy for an rx (`rx`) or a tx vector after 65 episodes of `ep`, 10 us
+    /// apart: the first opens a window, the 65th closes it (64 interrupts since).
+    fn one_window(rx: bool, ep: Episode) -> Dim {
+        let mut d = Dim::new(DimProfile::Mlx5Eqe, rx);
         d.episode_done(Instant::from_ps(0), &ep);
         for i in 1..64u64 {
             d.episode_done(Instant::from_ps(i * 10 * PS_PER_US), &ep);
@@ -422,6 +421,13 @@ mod tests {
         assert_eq!(d.windows, 0, "63 interrupts since the window opened");
         d.episode_done(Instant::from_ps(640 * PS_PER_US), &ep);
         assert_eq!(d.windows, 1);
+        d
+    }
+
+    /// 64 interrupts close a window; rates are per ms over whole µs, rounded up.
+    #[test]
+    fn a_window_closes_after_64_interrupts() {
+        let d = one_window(true, Episode { rx_packets: 10, rx_bytes: 600, irqs: 1, ..Episode::default() });
         // 640 packets in 640 us: 1000 ppms; 38400 bytes: 60000 bpms; 64 events: 100 epms.
         assert_eq!(d.prev, Rates { ppms: 1000, bpms: 60_000, epms: 100 });
         assert_eq!((d.profile_ix, d.changes), (0, 1), "better than nothing: left to index 0");
@@ -439,15 +445,7 @@ mod tests {
     /// see bpms 0: SAME, and stay at index 1, 8 us).
     #[test]
     fn a_tx_only_vector_samples_tx_counters_and_walks_the_tx_table() {
-        let mut d = Dim::new(DimProfile::Mlx5Eqe, false);
-        let ep = Episode { tx_packets: 10, tx_bytes: 600, irqs: 1, ..Episode::default() };
-        d.episode_done(Instant::from_ps(0), &ep);
-        for i in 1..64u64 {
-            d.episode_done(Instant::from_ps(i * 10 * PS_PER_US), &ep);
-        }
-        assert_eq!(d.windows, 0, "63 interrupts since the window opened");
-        d.episode_done(Instant::from_ps(640 * PS_PER_US), &ep);
-        assert_eq!(d.windows, 1);
+        let d = one_window(false, Episode { tx_packets: 10, tx_bytes: 600, irqs: 1, ..Episode::default() });
         assert_eq!(d.prev, Rates { ppms: 1000, bpms: 60_000, epms: 100 });
         assert_eq!((d.profile_ix, d.tune, d.changes), (0, Tune::GoingLeft, 1));
         assert_eq!(d.interval(), Span::from_us(1));
