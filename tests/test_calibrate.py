@@ -178,6 +178,18 @@ def test_plot_groups_side_by_side(tmp_path):
     assert png.stat().st_size > 10_000
 
 
+def test_plot_groups_draws_each_profile_as_measured():
+    """Each profile at the FIB it was measured with: 000 Table IV's totals and routing
+    cycles as the profiles write them (at the default FIB of one route the model would
+    move routing from 720 to about 390 cycles at 1,048,576 flows)."""
+    from pktsim.commands import profile_groups
+
+    for name, total, routing in (("raumer2015-flows-1", 1978, 200), ("raumer2015-flows-256", 2045, 350),
+                                 ("raumer2015-flows-16384", 2091, 406), ("raumer2015-flows-1048576", 2418, 720)):
+        label, groups = profile_groups(name)
+        assert label == name and sum(groups.values()) == pytest.approx(total) and groups["routing"] == pytest.approx(routing)
+
+
 # ------------------------------------------------------------------ rules that follow the packet
 
 PKT = ["run_ksoftirqd", "__do_softirq", "net_rx_action", "__napi_poll", "ixgbe_poll"]

@@ -439,22 +439,33 @@ def cmd_calibrate(args) -> int:
 
 def cmd_plot_groups(args) -> int:
     from . import calibrate as cal
-    from .model import predict
-    from .scenario import Scenario
 
-    items = []
-    for name in args.profiles:
-        sc = {"cpu": {"frequency": "1GHz"}, "link": {"rate": "100Gbit/s"}, "traffic": {"rate": "1kpps"}, "cost": {"profile": name}}
-        from pathlib import Path as _P
-
-        base = str(_P(name).parent) if _P(name).is_file() else "."
-        if _P(name).is_file():
-            sc["cost"]["profile"] = _P(name).name
-        p = predict(Scenario.from_dict(sc, origin=f"<profile {name}>", base_dir=base))
-        items.append((_P(name).stem if _P(name).is_file() else name, p["cycles_by_group"]))
+    items = [profile_groups(name) for name in args.profiles]
     cal.bar_chart(items, args.output, args.title)
     print(f"wrote {args.output}")
     return 0
+
+
+def profile_groups(name: str) -> tuple[str, dict]:
+    """A cost profile's label and cycles per group, as measured: at the FIB it was
+    measured with, so that its routing cycles are as written (at another FIB size the
+    model would move them)."""
+    import tomllib
+
+    from .model import predict
+    from .scenario import Scenario
+
+    file = Path(name).is_file()
+    sc = {"cpu": {"frequency": "1GHz"}, "link": {"rate": "100Gbit/s"}, "traffic": {"rate": "1kpps"}, "cost": {"profile": Path(name).name if file else name}}
+    try:
+        text = Path(name).read_text() if file else _core.bundled_profile_text(name)
+        measured = tomllib.loads(text).get("profile", {})
+        sc["traffic"]["flows"] = int(measured.get("reference_flows", 1))
+        sc["fib"] = {"routes": int(measured.get("reference_routes", 1))}
+    except (OSError, UnicodeDecodeError, ValueError, TypeError):
+        pass  # the core names what is wrong with the profile
+    p = predict(Scenario.from_dict(sc, origin=f"<profile {name}>", base_dir=str(Path(name).parent) if file else "."))
+    return (Path(name).stem if file else name, p["cycles_by_group"])
 
 
 # ---------------------------------------------------------------------------------------- compare
