@@ -105,7 +105,7 @@ def summary_text(s: Mapping, label: str = "summary") -> str:
     else:
         errs = "no error to summarise"
     lines = [
-        f"{label}: {s['predicted']} predicted rows: {errs}",
+        f"{label}: {s['predicted']} predicted row{'' if s['predicted'] == 1 else 's'}: {errs}",
         f"{' ' * len(label)}  relations held: {s['relations_held']} of {s['relations']}; "
         f"left out of the errors: {s['fitted']} fitted, {s['derived']} derived",
     ]
