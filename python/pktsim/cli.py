@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
         "relation: a claim that holds or not). The output ends with a summary: predicted rows with their median and "
         "worst |error| (fitted and derived rows left out), relations held; rows with |error| > 10% are flagged.",
     )
-    r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, or all")
+    r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, xdp2018, or all")
     r.add_argument(
         "--json",
         action="store_true",

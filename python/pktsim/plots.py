@@ -76,7 +76,7 @@ def latency_vs_load(df, path, x: str = "offered_pps", percentiles: Sequence[str]
     _paper(ax, paper, 1e-6, 1e-3)
     ax.set_yscale("log")
     ax.set_xlabel("offered load [Mpps]")
-    ax.set_ylabel("latency [us]")
+    ax.set_ylabel("latency [µs]")
     if title:
         ax.set_title(title)
     ax.legend()
@@ -118,9 +118,9 @@ def per_class_latency(df, path, x: str, classes: Sequence[str], strategies: Sequ
     for s, g in groups:
         for c in classes:
             col = f"{c}_mean_ns" if f"{c}_mean_ns" in g else f"per_class_{c}_latency_ns_mean"
-            ax.plot(g[x], g[col] / 1e3, styles.get(c, "-"), marker="o", markersize=3, label=f"{s} {c}".strip())
+            ax.plot(g[x], g[col] / 1e3, styles.get(c, "-"), marker="o", markersize=3, label=f"{s}, class {c}" if s else f"class {c}")
     ax.set_xlabel(xlabel or x)
-    ax.set_ylabel("mean latency [us]")
+    ax.set_ylabel("mean latency [µs]")
     if title:
         ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
@@ -129,21 +129,33 @@ def per_class_latency(df, path, x: str, classes: Sequence[str], strategies: Sequ
 
 
 def reported_vs_predicted(points, path, xlabel: str, ylabel: str, title: str = "", logx: bool = False) -> None:
-    """`points`: {series: [(x, reported, predicted), ...]} - markers for the paper, lines for pktsim."""
+    """`points`: {series: [(x, reported, predicted[, fitted]), ...]} - markers for the
+    paper (hollow where pktsim was fitted to that point), lines for pktsim; the legend
+    beside the plot, where it hides no point."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    from matplotlib.lines import Line2D
+
+    fig, ax = plt.subplots(figsize=(7.5, 4))
+    any_fitted = False
     for i, (name, pts) in enumerate(points.items()):
         color = f"C{i}"
         xs = [p[0] for p in pts]
         ax.plot(xs, [p[2] for p in pts], "-", color=color, label=f"{name} (pktsim)")
-        ax.plot(xs, [p[1] for p in pts], "o", color=color, label=f"{name} (paper)")
+        fitted = [len(p) > 3 and p[3] for p in pts]
+        any_fitted |= any(fitted)
+        ax.plot([p[0] for p, f in zip(pts, fitted) if not f], [p[1] for p, f in zip(pts, fitted) if not f], "o", color=color, label=f"{name} (paper)")
+        ax.plot([p[0] for p, f in zip(pts, fitted) if f], [p[1] for p, f in zip(pts, fitted) if f], "o", color=color, markerfacecolor="none")
     if logx:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8)
+        ax.set_title(title, fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    if any_fitted:
+        handles.append(Line2D([], [], marker="o", color="gray", markerfacecolor="none", linestyle="none"))
+        labels.append("paper, pktsim fitted to it")
+    ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.grid(alpha=0.3)
     _save(fig, path)
 
@@ -166,7 +178,7 @@ UNITS = {"pps": (1e6, "Mpps"), "bit/s": (1e9, "Gbit/s"), "B": (1, "B"), "s": (1e
 PANELS = {
     "throughput": [("throughput_pps", "throughput [Mpps]", 1e-6)],
     "loss": [("loss_ratio", "loss [%]", 100.0)],
-    "latency": [("latency_ns_p50", "p50 latency [us]", 1e-3), ("latency_ns_p99", "p99 latency [us]", 1e-3)],
+    "latency": [("latency_ns_p50", "p50 latency [µs]", 1e-3), ("latency_ns_p99", "p99 latency [µs]", 1e-3)],
     "irq_polls": [("irq_per_s", "interrupts [k/s]", 1e-3), ("polls_per_packet", "polls per frame", 1.0)],
     "cpu": [("cpu_utilization", "CPU load [%]", 100.0)],
 }
@@ -268,7 +280,7 @@ def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "p
     panels = dict(PANELS)
     classes = sorted({m.group(1) for c in ok.columns if (m := re.match(r"per_class_(.+)_latency_ns_mean$", c))})
     if len(classes) > 1:
-        panels["per_class_latency"] = [(f"per_class_{c}_latency_ns_mean", f"mean latency, {c} [us]", 1e-3) for c in classes]
+        panels["per_class_latency"] = [(f"per_class_{c}_latency_ns_mean", f"mean latency, {c} [µs]", 1e-3) for c in classes]
     written = {}
     for name, series in panels.items():
         # Interrupts and polls that are zero throughout (server, busy-poll) get no panel.
@@ -363,7 +375,7 @@ def testbed_validation(res: dict, path: str | Path) -> None:
     ax = axes[0][0]
     measured(ax, "dut_ns_per_packet", 1e-3)
     ax.plot(xp, [p["dut_ns_per_packet"] / 1e3 for p in preds], "-", color="C1", label="pktsim")
-    ax.set_ylabel("dut CPU per forwarded frame [us]")
+    ax.set_ylabel("dut CPU per forwarded frame [µs]")
     ax = axes[0][1]
     measured(ax, "forwarded_pps", 1e-3)
     ax.plot(xp, [p["forwarded_pps"] / 1e3 for p in preds], "-", color="C1", label="pktsim")
@@ -379,7 +391,7 @@ def testbed_validation(res: dict, path: str | Path) -> None:
     ax.plot(x, [p["latency_ns"]["p99"] / 1e3 if p["latency_ns"]["p99"] else None for p in pts], "v", color="C2", label="measured p99")
     ax.plot(xp, [p["latency_ns"]["p99"] / 1e3 for p in preds], "--", color="C2", label="pktsim p99")
     ax.set_yscale("log")
-    ax.set_ylabel("latency at dut egress [us]")
+    ax.set_ylabel("latency at dut egress [µs]")
     for a in axes.flat:
         a.set_xlabel("offered [kpps]")
         a.grid(alpha=0.3)
@@ -409,7 +421,7 @@ def _testbed_afxdp(res: dict, path: str | Path) -> None:
     ax = axes[0]
     measured(ax, "dut_ns_per_packet", 1e-3)
     ax.plot(b, [preds[x]["dut_ns_per_packet"] / 1e3 for x in b], "-", color="C1", label=f"t_frame + t_call / b ({cal['t_frame_ns'] / 1e3:.2f} + {cal['t_call_ns'] / 1e3:.2f} us / b)")
-    ax.set_ylabel("dut CPU per forwarded frame [us]")
+    ax.set_ylabel("dut CPU per forwarded frame [µs]")
     ax = axes[1]
     measured(ax, "forwarded_pps", 1e-3)
     ax.plot(b, [preds[x]["forwarded_pps"] / 1e3 for x in b], "-", color="C1", label="pktsim (law)")
@@ -438,10 +450,10 @@ def _testbed_defer(res: dict, path: str | Path) -> None:
     loads = sorted({p["load"] for p, _ in pairs})
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     panels = [
-        (axes[0][0], "dut CPU per forwarded frame [us]", lambda p: p["dut_ns_per_packet"] / 1e3 if p["dut_ns_per_packet"] else None, "dut_ns_per_packet", 1e-3),
+        (axes[0][0], "dut CPU per forwarded frame [µs]", lambda p: p["dut_ns_per_packet"] / 1e3 if p["dut_ns_per_packet"] else None, "dut_ns_per_packet", 1e-3),
         (axes[0][1], "frames per poll", lambda p: p["packets_per_poll"], "packets_per_poll", 1.0),
         (axes[1][0], "NAPI thread wake-ups per frame", lambda p: 1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None, None, 1.0),
-        (axes[1][1], "latency p50 at dut egress [us]", lambda p: p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, "latency_ns.p50", 1e-3),
+        (axes[1][1], "latency p50 at dut egress [µs]", lambda p: p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, "latency_ns.p50", 1e-3),
     ]
     for ax, label, f, spread_key, scale in panels:
         for i, load in enumerate(loads):
@@ -457,7 +469,7 @@ def _testbed_defer(res: dict, path: str | Path) -> None:
             ax.errorbar(x, ys, yerr=[lo, hi], fmt="o", color=f"C{i}", capsize=3, label=f"measured, {100 * load:.0f}% load ({kpps:.0f} kpps)")
             ax.plot(x, [f(q) for _, q in sel], "-", color=f"C{i}", label=f"pktsim, {100 * load:.0f}% load")
         ax.set_ylabel(label)
-        ax.set_xlabel("gro_flush_timeout [us] (napi_defer_hard_irqs 2; 0: deferral off)")
+        ax.set_xlabel("gro_flush_timeout [µs] (napi_defer_hard_irqs 2; 0: deferral off)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     axes[1][1].set_yscale("log")
@@ -479,7 +491,7 @@ def testbed_probe(res: dict, path: str | Path) -> None:
     if t and len(g):
         period = t["period_ns"]
         ax.hist((g[:, 0] % period) / 1e3, bins=100, color="C0")
-        ax.set_xlabel(f"gap start within the tick period [us] ({t['hz']} Hz)")
+        ax.set_xlabel(f"gap start within the tick period [µs] ({t['hz']} Hz)")
     ax.set_ylabel("gaps")
     ax.set_yscale("log")
     ax.grid(alpha=0.3)
@@ -501,7 +513,7 @@ def testbed_probe(res: dict, path: str | Path) -> None:
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.legend(fontsize=8)
-    ax.set_xlabel("gap length [us]")
+    ax.set_xlabel("gap length [µs]")
     ax.set_ylabel("share of gaps longer")
     ax.grid(alpha=0.3, which="both")
     raw = res["raw"]

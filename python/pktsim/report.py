@@ -58,8 +58,8 @@ def _figures_001(d: Path, res: dict) -> list[tuple[str, str]]:
     rs["rt_share_pct"] = 100 * rs["rt_share"]
     ut["utilisation_pct"] = 100 * ut["utilisation"]
     strategies = ["sq", "rr", "prio", "priowfq"]
-    plots.per_class_latency(rs, d / "001-fig5.png", "rt_share_pct", ["rt", "nrt"], strategies, "RT share [%]")
-    plots.per_class_latency(ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]")
+    plots.per_class_latency(rs, d / "001-fig5.png", "rt_share_pct", ["rt", "nrt"], strategies, "RT share [%]", "001 Fig. 5: mean latency vs RT share, 80% load")
+    plots.per_class_latency(ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]", "001 Fig. 6: mean latency vs utilisation, 30% RT")
     return [
         ("001-fig5.png", "001 Fig. 5: mean latency vs RT share at 80% load (001's figures are lost: its claims are the relations above)"),
         ("001-fig6.png", "001 Fig. 6: mean latency vs utilisation, 30% RT"),
@@ -69,13 +69,13 @@ def _figures_001(d: Path, res: dict) -> list[tuple[str, str]]:
 def _figures_002(d: Path, res: dict) -> list[tuple[str, str]]:
     c = pd.DataFrame(res["curve"])
     top = float(c["offered_pps"].max())
-    # 002's own numbers where it gives the load they belong to (VI-A, VI-B; 003 Fig. 7).
-    plots.latency_vs_load(c, d / "002-fig5.png", paper=[(44.6e3, 8000.0)])
-    plots.irq_and_polls_vs_load(c, d / "002-fig6.png", paper_irq=[(0.5e6, 27e3), (1.0e6, 27e3)], paper_polls=[(float(c["offered_pps"].min()), 2.0), (0.9 * 1.87e6, 0.22)])
-    plots.throughput_vs_load(c, d / "002-throughput.png", paper=[(top, 1.87e6)])
+    # 002's own numbers where it gives the load they belong to (VI-A, VI-B).
+    plots.latency_vs_load(c, d / "002-fig5.png", title="002 Fig. 5: latency vs offered load, one core", paper=[(44.6e3, 8000.0)])
+    plots.irq_and_polls_vs_load(c, d / "002-fig6.png", title="002 Fig. 6: interrupts and polls vs offered load", paper_irq=[(0.5e6, 27e3), (1.0e6, 27e3)])
+    plots.throughput_vs_load(c, d / "002-throughput.png", title="002: forwarding rate vs offered load", paper=[(top, 1.87e6)])
     return [
         ("002-fig5.png", "002 Fig. 5: latency percentiles vs offered load (x: 002's p50 of 8 us at 44.6 kpps)"),
-        ("002-fig6.png", "002 Fig. 6 / 003 Fig. 7: IRQs and polls vs load (crosses: up to 27k IRQ/s at 0.5-1.0 Mpps; 2 and 0.22 polls per packet)"),
+        ("002-fig6.png", "002 Fig. 6: IRQs and polls vs load (crosses: up to 27k IRQ/s at 0.5-1.0 Mpps)"),
         ("002-throughput.png", "002: forwarding rate vs offered load (x: the measured 1.87 Mpps maximum)"),
     ]
 
@@ -84,8 +84,8 @@ def _figures_003(d: Path, res: dict) -> list[tuple[str, str]]:
     c = pd.DataFrame(res["curve"])
     c["latency_p25_ns"] = c["latency_p50_ns"]
     sat = next((r["reported"] * 1e3 for r in res["rows"] if r["quantity"].startswith("skb recycling")), 1.39e6)
-    plots.latency_vs_load(c, d / "003-fig3.png", percentiles=("p50",))
-    plots.irq_and_polls_vs_load(c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]), d / "003-fig7.png", paper_polls=[(0.01 * sat, 2.0), (0.9 * sat, 0.22)])
+    plots.latency_vs_load(c, d / "003-fig3.png", percentiles=("p50",), title="003 Fig. 3: median latency vs offered load, skb recycling")
+    plots.irq_and_polls_vs_load(c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]), d / "003-fig7.png", title="003 Fig. 7: interrupts and rx polls vs offered load", paper_polls=[(0.01 * sat, 2.0), (0.9 * sat, 0.22)])
     return [
         ("003-fig3.png", "003 Fig. 3: latency step at saturation (skb recycling; 003 gives no load for its values)"),
         ("003-fig7.png", "003 Fig. 7: IRQs and rx polls vs load (crosses: 2 polls per packet at 1% load, 0.22 at 90%)"),
@@ -99,8 +99,8 @@ def _figures_004(d: Path, res: dict) -> list[tuple[str, str]]:
             continue
         lib = r["quantity"].split(" over ")[1].split(",")[0]
         b = int(r["quantity"].rsplit(" ", 1)[1])
-        series.setdefault(lib, []).append((b, r["reported"], r["predicted"]))
-    plots.reported_vs_predicted(series, d / "004-fig6.png", "batch size", "throughput [kpps]", "", logx=True)
+        series.setdefault(lib, []).append((b, r["reported"], r["predicted"], r["kind"] == "fitted"))
+    plots.reported_vs_predicted(series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: OpenvSwitch throughput vs batch size, 64 B, one core", logx=True)
     return [("004-fig6.png", "004 Fig. 6: throughput vs batch size (markers: 004; fitted at 2 and 50)")]
 
 
@@ -109,12 +109,12 @@ def _figures_xdp(d: Path, res: dict) -> list[tuple[str, str]]:
     for r in res["rows"]:
         if r["unit"] == "Mpps":
             label, n = r["quantity"].rsplit(", ", 1)
-            cores.setdefault(label, []).append((int(n.split()[0]), r["reported"], r["predicted"]))
-    plots.reported_vs_predicted(cores, d / "xdp2018-cores.png", "cores", "rate [Mpps]")
+            cores.setdefault(label, []).append((int(n.split()[0]), r["reported"], r["predicted"], r["kind"] == "fitted"))
+    plots.reported_vs_predicted(cores, d / "xdp2018-cores.png", "cores", "rate [Mpps]", "xdp2018 Figs. 3, 5: drop and forwarding rate vs cores, 64 B")
     cpu: dict[str, list] = {}
     for c in res["curve"]:
-        cpu.setdefault(f"{c['path']} drop", []).append((c["offered_pps"] / 1e6, c["reported_pct"], c["cpu_pct"]))
-    plots.reported_vs_predicted(cpu, d / "xdp2018-cpu.png", "offered load [Mpps]", "CPU load of the core [%]", logx=True)
+        cpu.setdefault(f"{c['path']} drop", []).append((c["offered_pps"] / 1e6, c["reported_pct"], c["cpu_pct"], c.get("kind") == "fitted"))
+    plots.reported_vs_predicted(cpu, d / "xdp2018-cpu.png", "offered load [Mpps]", "CPU load of the core [%]", "xdp2018 Fig. 4: CPU load of one core vs offered load, drop test", logx=True)
     return [
         ("xdp2018-cores.png", "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)"),
         ("xdp2018-cpu.png", "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 5 Mpps)"),

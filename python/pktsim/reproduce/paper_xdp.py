@@ -117,8 +117,8 @@ def reproduce() -> dict:
             r = rate(p[name], 1, f"{mpps}Mpps", t_irq)
             cpu = 100 * r["cpu_utilization"]
             state = r["io"].get("moderation_state", [{}])[0]
-            curve.append({"path": label, "offered_pps": mpps * 1e6, "cpu_pct": cpu, "reported_pct": pct, "irq_per_s": r["irq_per_s"], "dim_usec": state.get("usec")})
             kind = "fitted" if (label == "XDP" and mpps == CPU_FIT_AT) else "predicted"
+            curve.append({"path": label, "offered_pps": mpps * 1e6, "cpu_pct": cpu, "reported_pct": pct, "irq_per_s": r["irq_per_s"], "dim_usec": state.get("usec"), "kind": kind})
             rows.append(row(f"{label} drop CPU at {mpps} Mpps", pct, cpu, "%", f"{SOURCE} Fig. 4", kind=kind))
     per_core = rows[0]["predicted"] / next(r["predicted"] for r in rows if r["quantity"].startswith("Linux drop (raw table), 1"))
     rows.append(
