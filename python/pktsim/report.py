@@ -33,7 +33,7 @@ def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
         others = {g: v for g, v in zip(GROUPS, TABLE_IV[n][0]) if g != "routing"}
         return predict(node(64, "raumer2015-flows-1", n, cycles=others))["cycles_by_group"]
 
-    bar_chart([(f"{n} flows", table_iv(n)) for n in TABLE_IV], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows", reported=[TABLE_IV[n][1] for n in TABLE_IV])
+    bar_chart([(f"{n:,} flow{'s' * (n != 1)}", table_iv(n)) for n in TABLE_IV], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows", reported=[TABLE_IV[n][1] for n in TABLE_IV])
     flows = [2**e for e in range(0, 25)]
     routing = [predict(node(64, "raumer2015-flows-1", f))["cycles_by_group"]["routing"] for f in flows]
     reported = {1: 200, 256: 350, 16384: 406, 1048576: 720}

@@ -638,10 +638,12 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
     top = max(bottoms + list(reported or []) + [1.0])
     for i, total in enumerate(bottoms):
         above = max(total, reported[i] if reported else 0.0)
-        ax.text(i, above + 0.025 * top, f"{total:.0f}", ha="center", va="bottom", fontsize=9)
+        # The bar's total, and the paper's beside it where there is one.
+        text = f"{total:.0f}" if not reported else f"{total:.0f}\npaper {reported[i]:.0f}"
+        ax.text(i, above + 0.025 * top, text, ha="center", va="bottom", fontsize=8 if reported else 9)
     if reported:
         ax.plot(list(x), reported, "kx", markersize=9, markeredgewidth=2, label="paper: C_total", zorder=5)
-    ax.set_ylim(0, 1.12 * top)  # room for the totals under the title
+    ax.set_ylim(0, (1.2 if reported else 1.12) * top)  # room for the totals under the title
     ax.set_xticks(list(x), [label for label, _ in items], rotation=20, ha="right")
     ax.set_ylabel("CPU cycles per packet")
     import textwrap
