@@ -144,14 +144,14 @@ def text_table(rows: Iterable[Mapping]) -> str:
     for r in rows:
         err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
         out.append([r["quantity"], number(r["reported"]), number(r["predicted"]), r["unit"], err, r.get("kind", ""), ", ".join(notes(r)), r["source"]])
-    return table(out, ["quantity", "reported", "predicted", "unit", "error", "kind", "", "source"], "lrrlrlll")
+    return table(out, ["quantity", "reported", "predicted", "unit", "error", "kind", "check", "source"], "lrrlrlll")
 
 
 def html_table(rows: Iterable[Mapping]) -> str:
     """The same rows as an HTML ``<table>`` (the report's), with each row's kind (also its
     ``class``); a relation that does not hold and a row whose |error| > 10% are also
     marked ``bad``."""
-    head = "<tr><th>quantity</th><th>reported</th><th>predicted</th><th>unit</th><th>error</th><th>kind</th><th></th><th>source</th></tr>"
+    head = "<tr><th>quantity</th><th>reported</th><th>predicted</th><th>unit</th><th>error</th><th>kind</th><th>check</th><th>source</th></tr>"
     body = []
     for r in rows:
         err = "" if r.get("rel_error") is None else f"{100 * r['rel_error']:+.2f}%"
