@@ -72,6 +72,8 @@ SET_KEYS = [
     "host.t_proc", "host.weight", "host.budget", "host.strategy.kind", "host.strategy.slices", "host.batch.size",
     "host.thread.wake_latency", "nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "measure.latency_from", "measure.interval", "measure.batches",
     "cpu.interference.tick_period", "cpu.interference.t_tick", "cpu.interference.rate", "cpu.interference.t_preempt",
+    "host.t_proc_per_byte", "host.batch.t_wakeup", "host.batch.t_empty", "host.gro_normal_batch", "measure.latency_to",
+    "traffic.sources.0.cv", "traffic.sources[0].burst", "traffic.sources[9].cv", "socket.busy_poll", "host.xdp.t_driver",
     "traffic.colour", "cpu", "", ".", "traffic..rate", "traffic.rate.x", "sweep",
 ]
 SWEEP_KEYS = ["traffic.rate", "seed", "cpu.cores", "traffic.pattern", "host.strategy.kind", "nic.rx_ring", "host.t_proc", "bogus.key", "cpu"]
