@@ -98,8 +98,8 @@ impl CostSpec {
             let cycles = self.cycles.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
             let per_byte = self.per_byte.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
             let given = GROUP_NAMES.iter().zip(cycles).filter(|(g, _)| **g != "routing").map(|(g, c)| (format!("cost.cycles.{g}"), c));
-            let given = given.chain(GROUP_NAMES.iter().zip(per_byte).map(|(g, c)| (format!("cost.per_byte.{g}"), c)));
-            if let Some((key, Some(v))) = given.into_iter().find(|(_, c)| c.is_some()) {
+            let mut given = given.chain(GROUP_NAMES.iter().zip(per_byte).map(|(g, c)| (format!("cost.per_byte.{g}"), c)));
+            if let Some((key, Some(v))) = given.find(|(_, c)| c.is_some()) {
                 let expected = "no per-group cycles with host.t_proc, a frame's whole time (only cost.cycles.routing, the FIB model's base): give the time or the groups";
                 return Err(ConfigError::new(origin, key, Some(format!("\"{v}\"")), expected).into());
             }

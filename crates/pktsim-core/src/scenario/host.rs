@@ -498,17 +498,9 @@ impl HostSpec {
 }
 
 impl IoModeKind {
-    /// The `host.io` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoModeKind::Napi => "napi",
-            IoModeKind::Server => "server",
-            IoModeKind::BusyPoll => "busy-poll",
-            IoModeKind::BatchedSyscall => "batched-syscall",
-            IoModeKind::ThreadedNapi => "threaded-napi",
-            IoModeKind::Xdp => "xdp",
-            IoModeKind::AfXdp => "af-xdp",
-        }
+    /// The `host.io` value, as the scenario format writes it.
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
     }
 }
 
