@@ -180,12 +180,10 @@ def parse_sysctl(text: str, host: Host, name: str) -> None:
 _SIZE = re.compile(r"^([\d.]+)\s*([KMG])(i?B)?\b", re.I)
 
 
-def _size(v: str) -> str | None:
+def _kib(v: str) -> float | None:
+    """A size as lscpu prints it ("32K", "1.5 MiB"), in KiB."""
     m = _SIZE.match(v.strip())
-    if not m:
-        return None
-    num, unit = float(m.group(1)), m.group(2).upper()
-    return _kib_text(num * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit])
+    return float(m.group(1)) * {"K": 1, "M": 1024, "G": 1024 * 1024}[m.group(2).upper()] if m else None
 
 
 def _kib_text(kib: float) -> str:
@@ -217,16 +215,13 @@ def parse_lscpu(text: str, host: Host, name: str) -> None:
     for key, ours in (("L1d cache", "l1d"), ("L2 cache", "l2"), ("L3 cache", "l3")):
         if key in fields:
             v, n = fields[key]
-            s = _size(v)
-            if s:
+            kib = _kib(v)
+            if kib:
+                # lscpu >= 2.34 prints the total over all instances: the one a core has
+                # (its own L1d and L2; the L3 of its socket or core complex).
                 instances = re.search(r"\((\d+) instances?\)", v)
-                if instances and int(instances.group(1)) > 1:
-                    # lscpu >= 2.34 prints the total over all instances: the one a core has
-                    # (its own L1d and L2; the L3 of its socket or core complex).
-                    m = _SIZE.match(v.strip())
-                    unit = m.group(2).upper()
-                    s = _kib_text(float(m.group(1)) * {"K": 1, "M": 1024, "G": 1024 * 1024}[unit] / int(instances.group(1)))
-                host.set("cpu.caches", ours, s, f"lscpu: {key} {v} ({name}:{n})")
+                kib /= max(1, int(instances.group(1))) if instances else 1
+                host.set("cpu.caches", ours, _kib_text(kib), f"lscpu: {key} {v} ({name}:{n})")
 
 
 def parse_interrupts(text: str, host: Host, name: str) -> None:
