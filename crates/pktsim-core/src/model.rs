@@ -211,7 +211,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let k = s.cpu.cores;
     let terms = CostTerms::of(sc);
     let mode = mode_costs(sc, &Costs::of(sc));
-    let mut notes = mode.notes.clone();
+    let mut notes: Vec<String> = sc.notes.iter().chain(&mode.notes).cloned().collect();
     let mean = sc.mean_frame_bytes();
 
     // Per-frame time at saturation for frames of `bytes`, and with every event paid alone.

@@ -235,6 +235,39 @@ fn keys_a_mode_does_not_read_are_refused() {
     assert_names(&message(&per_core), &["host.core_strategies", "poll-list order"]);
 }
 
+/// An override that switches `host.io` (modes compared on one file) puts the file's keys
+/// the new mode does not read back to their defaults, Linux names included, and names them
+/// in a note: the scenario is the one of a file without them. A key an override gives
+/// itself is still refused, an override to the file's own mode changes nothing, and a file
+/// is held to its own mode's keys.
+#[test]
+fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
+    let napi = format!("{BASE}[host]\nio = \"napi\"\nt_irq = \"1us\"\nnetdev_budget = 600\nnet_rx_action = \"legacy\"\nt_proc = \"300ns\"\n[nic.itr]\nmode = \"off\"\n");
+    let load = |text: &str, sets: &[(&str, &str)]| {
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Scenario::load_toml(text, "sc.toml", Path::new("."), &sets)
+    };
+    let switched = load(&napi, &[("host.io", "server")]).unwrap();
+    let plain = load(&format!("{BASE}[host]\nio = \"server\"\nt_proc = \"300ns\"\n"), &[]).unwrap();
+    assert_eq!(switched.scenario, plain.scenario);
+    assert!(plain.notes.is_empty());
+    assert_eq!(switched.notes.len(), 1, "{:?}", switched.notes);
+    assert_names(&format!("sc.toml: {}", switched.notes[0]), &["host.io = \"server\"", "\"napi\"", "host.t_irq, host.budget, host.net_rx_action, nic.itr"]);
+    // The note reaches the run's report.
+    let report = pktsim_core::engine::run(&load(&napi, &[("host.io", "server"), ("measure.duration", "1ms")]).unwrap(), Default::default()).unwrap();
+    assert!(report.notes.iter().any(|n| n.contains("host.t_irq")), "{:?}", report.notes);
+    // Given by the override itself: refused.
+    assert_names(&load(&napi, &[("host.io", "server"), ("host.t_irq", "2us")]).err().unwrap().to_string(), &["host.t_irq = \"2us\"", "host.io = \"server\""]);
+    assert_names(&load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(), &["nic.itr", "host.io = \"server\""]);
+    // The file's own mode: its keys stay, no note.
+    let same = load(&napi, &[("host.io", "napi")]).unwrap();
+    assert_eq!(same.scenario, load(&napi, &[]).unwrap().scenario);
+    assert!(same.notes.is_empty());
+    // A file is held to its own mode's keys.
+    let server_file = format!("{BASE}[host]\nio = \"server\"\nt_irq = \"1us\"\n");
+    assert_names(&load(&server_file, &[]).err().unwrap().to_string(), &["host.t_irq = \"1us\"", "host.io = \"server\""]);
+}
+
 /// `host.t_proc` is a frame's whole time: per-group cycles beside it (other than
 /// routing's, the FIB model's base) are refused, and so is a per-byte part without it.
 #[test]

@@ -106,9 +106,7 @@ impl Parsed {
             let c = loader::apply_sets(&mut table, &sets).and_then(|()| scenario::chain::resolve(&table, &self.origin, &self.base_dir));
             return Ok(Py::new(py, Chain { c: c.map_err(|e| to_pyerr(py, e))? })?.into_any());
         }
-        let resolved = loader::apply_sets(&mut table, &sets)
-            .and_then(|()| loader::deserialize_value::<Scenario, _>(toml::Value::Table(table), &self.origin))
-            .and_then(|s| s.resolve(&self.origin, &self.base_dir));
+        let resolved = Scenario::load_table(table, &self.origin, &self.base_dir, &sets);
         Ok(Py::new(py, Resolved { sc: resolved.map_err(|e| to_pyerr(py, e))? })?.into_any())
     }
 }

@@ -130,7 +130,7 @@ pub fn classes(sc: &ResolvedScenario) -> (Vec<String>, Vec<usize>) {
 /// What a scenario's figures assume that a reader might not expect.
 fn notes(sc: &ResolvedScenario) -> Vec<String> {
     let h = &sc.scenario.host;
-    let mut out = Vec::new();
+    let mut out = sc.notes.clone();
     if matches!(h.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall) && h.t_irq.ps == 0 {
         out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
     }

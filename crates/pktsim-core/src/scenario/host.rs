@@ -504,44 +504,67 @@ impl IoModeKind {
     }
 }
 
+/// A key that only some I/O modes read, as a scenario gives it (see
+/// [`HostSpec::unread_mode_keys`]).
+pub struct ModeKey {
+    /// Its path (`host.t_irq`, `nic.itr`).
+    pub key: &'static str,
+    /// Its value where it is given, not at its default (a table: ""); None where it is not.
+    value: Option<String>,
+    /// The modes that read it, and why the others do not.
+    modes: &'static [IoModeKind],
+    why: &'static str,
+    /// Put it back to its default.
+    reset: fn(&mut HostSpec, &mut super::nic::ItrSpec),
+}
+
+impl ModeKey {
+    /// Back to its default: as if the scenario had not given it.
+    pub fn reset(&self, host: &mut HostSpec, itr: &mut super::nic::ItrSpec) {
+        (self.reset)(host, itr)
+    }
+}
+
 impl HostSpec {
-    /// Keys that only some I/O modes read, given (not at their defaults) with another
-    /// mode: refused, each naming the modes that read it and why the others do not (a value
-    /// nothing reads would change nothing, silently). `itr` is `[nic.itr]`.
-    pub(super) fn check_mode_keys(&self, origin: &str, itr: &super::nic::ItrSpec) -> Result<()> {
+    /// Keys that only some I/O modes read, given (not at their defaults) with another mode:
+    /// each names the modes that read it and why the others do not (a value nothing reads
+    /// would change nothing, silently). `itr` is `[nic.itr]`.
+    pub fn unread_mode_keys(&self, itr: &super::nic::ItrSpec) -> Vec<ModeKey> {
         use IoModeKind::*;
         const NAPI: &[IoModeKind] = &[Napi, Xdp, AfXdp];
         const NAPI_OR_THREAD: &[IoModeKind] = &[Napi, Xdp, AfXdp, ThreadedNapi];
         const PICKERS: &[IoModeKind] = &[Server, BusyPoll, BatchedSyscall];
         let (d, b) = (HostSpec::default(), BatchSpec::default());
         let calls = BatchSpec { t_empty: b.t_empty, t_wakeup: b.t_wakeup, ..self.batch.clone() } != b;
-        // Each key: its value where it is given (a table: "" ), the modes that read it, why.
         let given = |changed: bool, v: String| changed.then_some(v);
         let time = |x: Duration, y: Duration| given(x != y, format!("\"{x}\""));
-        let keys: [(&str, Option<String>, &[IoModeKind], &str); 14] = [
-            ("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)"),
-            ("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled"),
-            ("host.weight", given(self.weight != d.weight, self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)"),
-            ("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)"),
-            ("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit"),
-            ("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action"),
-            ("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here"),
-            ("host.strategy", given(self.strategy != d.strategy, String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order"),
-            ("host.core_strategies", given(!self.core_strategies.is_empty(), String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order"),
-            ("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)"),
-            ("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up"),
-            ("host.batch", given(calls, String::new()), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls"),
-            ("nic.itr", given(*itr != super::nic::ItrSpec::default(), String::new()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)"),
-            ("host.tx_lock", time(self.tx_lock, d.tx_lock), &[Napi, Server, Xdp], "only these take a shared tx queue's lock"),
+        let key = |key, value, modes, why, reset| ModeKey { key, value, modes, why, reset };
+        let keys = [
+            key("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)", |h, _| h.t_irq = HostSpec::default().t_irq),
+            key("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled", |h, _| h.t_poll = HostSpec::default().t_poll),
+            key("host.weight", given(self.weight != d.weight, self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)", |h, _| h.weight = HostSpec::default().weight),
+            key("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget),
+            key("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit", |h, _| h.budget_time = HostSpec::default().budget_time),
+            key("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action", |h, _| h.net_rx_action = HostSpec::default().net_rx_action),
+            key("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here", |h, _| h.gro_normal_batch = HostSpec::default().gro_normal_batch),
+            key("host.strategy", given(self.strategy != d.strategy, String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.strategy = HostSpec::default().strategy),
+            key("host.core_strategies", given(!self.core_strategies.is_empty(), String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.core_strategies.clear()),
+            key("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)", |h, _| h.batch.t_empty = BatchSpec::default().t_empty),
+            key("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up", |h, _| h.batch.t_wakeup = BatchSpec::default().t_wakeup),
+            key("host.batch", given(calls, String::new()), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls", |h, _| h.batch = BatchSpec { t_empty: h.batch.t_empty, t_wakeup: h.batch.t_wakeup, ..BatchSpec::default() }),
+            key("nic.itr", given(*itr != super::nic::ItrSpec::default(), String::new()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)", |_, itr| *itr = super::nic::ItrSpec::default()),
+            key("host.tx_lock", time(self.tx_lock, d.tx_lock), &[Napi, Server, Xdp], "only these take a shared tx queue's lock", |h, _| h.tx_lock = HostSpec::default().tx_lock),
         ];
-        for (key, value, modes, why) in keys {
-            if let Some(value) = value.filter(|_| !modes.contains(&self.io)) {
-                let names: Vec<String> = modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
-                let expected = format!("no {key} with host.io = \"{}\": only {} read it; {why}", self.io.name(), names.join(", "));
-                return Err(ConfigError::new(origin, key, (!value.is_empty()).then_some(value), expected).into());
-            }
-        }
-        Ok(())
+        keys.into_iter().filter(|k| k.value.is_some() && !k.modes.contains(&self.io)).collect()
+    }
+
+    /// [`HostSpec::unread_mode_keys`], refused: the first one is the error.
+    pub(super) fn check_mode_keys(&self, origin: &str, itr: &super::nic::ItrSpec) -> Result<()> {
+        let Some(k) = self.unread_mode_keys(itr).into_iter().next() else { return Ok(()) };
+        let value = k.value.unwrap_or_default();
+        let names: Vec<String> = k.modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
+        let expected = format!("no {} with host.io = \"{}\": only {} read it; {}", k.key, self.io.name(), names.join(", "), k.why);
+        Err(ConfigError::new(origin, k.key, (!value.is_empty()).then_some(value), expected).into())
     }
 }
 

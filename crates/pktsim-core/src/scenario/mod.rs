@@ -125,6 +125,9 @@ pub struct ResolvedScenario {
     pub sources: Vec<ResolvedSource>,
     /// The trace `traffic.pcap` replays (its window read once), if any.
     pub trace: Option<std::sync::Arc<crate::trace::TraceSummary>>,
+    /// What loading changed that the file did not say (see [`Scenario::load_table`]): a
+    /// note of the run's and the model's report each.
+    pub notes: Vec<String>,
 }
 
 impl ResolvedScenario {
@@ -218,10 +221,48 @@ impl Scenario {
     }
 
     /// Apply the `--set` overrides to a parsed table, deserialize and resolve it.
-    fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+    ///
+    /// Where an override switches `host.io` (comparing I/O modes on one file), the file's
+    /// keys that only its own mode reads (`host.t_irq` of a NAPI file under a server, say)
+    /// are put back to their defaults, each named in a note of the result; an override that
+    /// itself gives a key the mode does not read is still refused.
+    pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+        let switch = sets.iter().any(|(k, _)| k.trim() == "host.io");
+        let file_io = switch.then(|| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
-        let scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        scenario.resolve(origin, base_dir)
+        let mut scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
+        let mut notes = Vec::new();
+        if let Some(file_io) = file_io {
+            // (A file whose own mode is not one is refused without the override anyway.)
+            let from = file_io.map_or(Ok(IoModeKind::default()), |v| v.try_into::<IoModeKind>());
+            if let Some(from) = from.ok().filter(|&f| f != scenario.host.io) {
+                notes.extend(scenario.leave_out_unread_mode_keys(sets, from));
+            }
+        }
+        let mut sc = scenario.resolve(origin, base_dir)?;
+        sc.notes = notes;
+        Ok(sc)
+    }
+
+    /// The keys of the file that `host.io`, switched by an override from `from`, does not
+    /// read, back to their defaults: a note naming them (none where there are none). Keys
+    /// an override gives itself stay, to be refused.
+    fn leave_out_unread_mode_keys(&mut self, sets: &[(String, String)], from: IoModeKind) -> Option<String> {
+        let by_set = |key: &str| {
+            sets.iter().any(|(s, _)| {
+                let s = s.trim().replace('[', ".").replace(']', "");
+                s == key || s.starts_with(&format!("{key}.")) || key.starts_with(&format!("{s}."))
+            })
+        };
+        let left: Vec<_> = self.host.unread_mode_keys(&self.nic.itr).into_iter().filter(|k| !by_set(k.key)).collect();
+        for k in &left {
+            k.reset(&mut self.host, &mut self.nic.itr);
+        }
+        let names: Vec<&str> = left.iter().map(|k| k.key).collect();
+        (!names.is_empty()).then(|| {
+            let io = self.host.io.name();
+            format!("host.io = \"{io}\" (set over the file's \"{}\"): the file's {} left at the defaults, as \"{io}\" does not read them", from.name(), names.join(", "))
+        })
     }
 
     /// Validate and resolve the cost profile.
@@ -252,7 +293,7 @@ impl Scenario {
         self.traffic.validate_rate(origin, &sources, &self.link)?;
         let total_flows = sources.iter().map(|s| s.flows).sum();
         let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
-        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources, trace };
+        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources, trace, notes: Vec::new() };
         limits::check(&sc)?;
         Ok(sc)
     }
