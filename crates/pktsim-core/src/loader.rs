@@ -185,6 +185,30 @@ fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
     Ok(())
 }
 
+/// The keys `sets` give, as a table of their own (which keys an override gives, see
+/// [`gives`]; a set that cannot be applied to an empty table is left out).
+pub fn sets_table(sets: &[(String, String)]) -> toml::Table {
+    let mut t = toml::Table::new();
+    for set in sets {
+        let _ = apply_sets(&mut t, std::slice::from_ref(set));
+    }
+    t
+}
+
+/// Whether `table` gives the dotted `key` (a value, or a table holding some of its keys).
+pub fn gives(table: &toml::Table, key: &str) -> bool {
+    let mut cur = table;
+    let mut parts = key.split('.').peekable();
+    while let Some(part) = parts.next() {
+        match cur.get(part) {
+            None => return false,
+            Some(toml::Value::Table(t)) if parts.peek().is_some() => cur = t,
+            Some(_) => return true,
+        }
+    }
+    true
+}
+
 /// Split `key=value` strings.
 pub fn split_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
     sets.iter()

@@ -101,9 +101,9 @@ impl Parsed {
     /// raises `ScenarioError` as loading the text with those overrides does. A chain file
     /// resolves into a [`Chain`] (`nodes.1.host.t_proc` sets a key of node 1).
     fn resolve(&self, py: Python<'_>, sets: Vec<(String, String)>) -> PyResult<Py<PyAny>> {
-        let mut table = self.table.clone();
+        let table = self.table.clone();
         if scenario::chain::is_chain(&table) {
-            let c = loader::apply_sets(&mut table, &sets).and_then(|()| scenario::chain::resolve(&table, &self.origin, &self.base_dir));
+            let c = scenario::chain::load_table(table, &self.origin, &self.base_dir, &sets);
             return Ok(Py::new(py, Chain { c: c.map_err(|e| to_pyerr(py, e))? })?.into_any());
         }
         let resolved = Scenario::load_table(table, &self.origin, &self.base_dir, &sets);

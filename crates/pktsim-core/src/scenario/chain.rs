@@ -96,9 +96,39 @@ fn merge(base: &mut toml::Table, over: &toml::Table) {
     }
 }
 
+/// A chain file's table with the `--set` overrides applied (`nodes.1.host.t_proc` sets a
+/// node's key, which wins over its file), resolved. An override that switches a node's
+/// `host.io` leaves out the node's keys the new mode does not read, with a note, as on a
+/// single file ([`Scenario::load_table`]).
+pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedChain> {
+    // Each node's own host.io before the overrides (where the chain gives it).
+    let nodes = table.get("nodes").and_then(|n| n.as_array()).map_or(&[][..], Vec::as_slice);
+    let before: Vec<Option<toml::Value>> = nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
+    let nodes = before.len();
+    loader::apply_sets(&mut table, sets)?;
+    // The overrides of each node, as a table of their keys.
+    let mut given = vec![toml::Table::new(); nodes];
+    for (key, value) in sets {
+        let dotted = key.trim().replace('[', ".").replace(']', "");
+        let mut parts = dotted.splitn(3, '.');
+        if let (Some("nodes"), Some(i), Some(rest)) = (parts.next(), parts.next().and_then(|i| i.parse::<usize>().ok()), parts.next()) {
+            if let Some(g) = given.get_mut(i) {
+                g.extend(loader::sets_table(&[(rest.to_string(), value.clone())]));
+            }
+        }
+    }
+    resolve_over(&table, origin, base_dir, Some((before, given)))
+}
+
 /// Resolve a chain file's table (overrides already applied: `nodes.1.host.t_proc` sets a
 /// node's inline key, which wins over its file). Node files are read from `base_dir`.
 pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<ResolvedChain> {
+    resolve_over(table, origin, base_dir, None)
+}
+
+/// [`resolve`]; `overrides`: per node, its host.io before the `--set` overrides and the keys
+/// they give (see [`load_table`]).
+fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: Option<(Vec<Option<toml::Value>>, Vec<toml::Table>)>) -> Result<ResolvedChain> {
     for k in table.keys() {
         if !TOP_KEYS.contains(&k.as_str()) {
             return Err(err(
@@ -141,6 +171,8 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
     let mut origins = Vec::new();
     let mut dirs = Vec::new();
     let mut names = Vec::new();
+    // Per node: its file's own host.io where the chain's keys switch it, and those keys.
+    let mut switched = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let path = format!("nodes.{i}");
         let toml::Value::Table(node) = node else {
@@ -156,6 +188,7 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
             },
             _ => None,
         };
+        let from_file = inline.contains_key("file");
         let (mut t, node_origin, dir, stem) = match inline.remove("file") {
             None => (toml::Table::new(), format!("{origin}: {path}"), base_dir.to_path_buf(), None),
             Some(toml::Value::String(f)) => {
@@ -187,6 +220,17 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
             }
         }
         inline.remove("seed").map(|v| t.insert("seed".into(), v));
+        // The node's file's mode, switched by the node's keys; the node's mode before the
+        // overrides (its keys', else its file's), switched by them.
+        let file_io = t.get("host").and_then(|h| h.get("io")).cloned();
+        let switch = from_file && inline.get("host").and_then(|h| h.get("io")).is_some();
+        let by_keys = switch.then(|| (file_io.clone(), inline.clone()));
+        let by_sets = overrides.as_ref().and_then(|(before, given)| {
+            let g = &given[i];
+            let own = before[i].clone().or(if from_file { file_io.clone() } else { None });
+            loader::gives(g, "host.io").then(|| (own, g.clone()))
+        });
+        switched.push([by_keys, by_sets]);
         merge(&mut t, &inline);
         let node_name = t.get("name").and_then(|v| v.as_str()).map(str::to_string).or(stem).unwrap_or_else(|| format!("node {i}"));
         names.push(node_name);
@@ -216,9 +260,14 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
         }
     }
     let mut resolved = Vec::new();
-    for ((t, o), dir) in tables.into_iter().zip(&origins).zip(&dirs) {
-        let s: Scenario = loader::deserialize_value(toml::Value::Table(t), o)?;
-        resolved.push(s.resolve(o, dir)?);
+    for (((t, o), dir), switched) in tables.into_iter().zip(&origins).zip(&dirs).zip(switched) {
+        let mut s: Scenario = loader::deserialize_value(toml::Value::Table(t), o)?;
+        // A node's keys that switch its file's mode, then overrides that switch the node's:
+        // as an override of a single file does.
+        let notes: Vec<String> = switched.into_iter().flatten().filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key))).collect();
+        let mut r = s.resolve(o, dir)?;
+        r.notes.extend(notes);
+        resolved.push(r);
     }
     let links = links
         .iter()
@@ -274,6 +323,44 @@ mod tests {
         assert_eq!(c.nodes[1].scenario.measure.duration, c.nodes[0].scenario.measure.duration);
         assert_eq!(c.links[0], ResolvedLink { rate_bps: 1e9, delay_ps: 10_000_000 });
         assert_eq!(c.links[1].delay_ps, 0);
+    }
+
+    /// A node's keys that switch its file's `host.io` leave out the file's keys the new mode
+    /// does not read, with a note, as `--set host.io` does on one file; a key the node gives
+    /// itself, or a node without a file, is held to its mode.
+    #[test]
+    fn a_nodes_keys_that_switch_its_files_mode_leave_out_the_keys_it_does_not_read() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let of = |node: &str| {
+            let text = format!("[[nodes]]\nfile = \"beifuss2015-napi.toml\"\n{node}");
+            resolve(&loader::parse_toml_table(&text, "c.toml").unwrap(), "c.toml", &examples)
+        };
+        let c = of("[nodes.host]\nio = \"server\"\n").unwrap();
+        assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
+        assert_eq!(c.nodes[0].notes.len(), 1, "{:?}", c.nodes[0].notes);
+        assert!(c.nodes[0].notes[0].contains("the file's host.t_irq, host.net_rx_action left at the defaults"), "{:?}", c.nodes[0].notes);
+        let file = of("").unwrap();
+        assert!(file.nodes[0].notes.is_empty() && file.nodes[0].scenario.host.t_irq > crate::units::Duration::default());
+        let e = of("[nodes.host]\nio = \"server\"\nt_irq = \"1us\"\n").unwrap_err().to_string();
+        assert!(e.contains("host.t_irq") && e.contains("host.io = \"server\""), "{e}");
+        let e = chain(&TWO.replace("t_proc = \"1us\"", "io = \"server\"\nt_irq = \"1us\"\nt_proc = \"1us\"")).unwrap_err().to_string();
+        assert!(e.contains("host.t_irq"), "{e}");
+        // An override of a node's mode (`--set nodes.0.host.io=server`) leaves out the
+        // chain's own keys for the node that the mode does not read; one the overrides give
+        // is refused.
+        let napi_node = TWO.replace("t_proc = \"1us\"", "t_irq = \"1us\"\nt_proc = \"1us\"");
+        let load = |sets: &[(&str, &str)]| {
+            let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            load_table(loader::parse_toml_table(&napi_node, "c.toml").unwrap(), "c.toml", Path::new("."), &sets)
+        };
+        let c = load(&[("nodes.0.host.io", "server")]).unwrap();
+        assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
+        assert!(c.nodes[0].notes.iter().any(|n| n.contains("the file's host.t_irq left at the defaults")), "{:?}", c.nodes[0].notes);
+        assert!(c.nodes[1].notes.is_empty());
+        let e = load(&[("nodes[0].host.io", "server"), ("nodes[0].host.t_irq", "2us")]).unwrap_err().to_string();
+        assert!(e.contains("host.t_irq = \"2us\""), "{e}");
+        // Not switched: the chain as it is.
+        assert_eq!(load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario, chain(&napi_node).unwrap().nodes[0].scenario);
     }
 
     #[test]

@@ -231,30 +231,26 @@ impl Scenario {
         let file_io = switch.then(|| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
         let mut scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        let mut notes = Vec::new();
-        if let Some(file_io) = file_io {
-            // (A file whose own mode is not one is refused without the override anyway.)
-            let from = file_io.map_or(Ok(IoModeKind::default()), |v| v.try_into::<IoModeKind>());
-            if let Some(from) = from.ok().filter(|&f| f != scenario.host.io) {
-                notes.extend(scenario.leave_out_unread_mode_keys(sets, from));
-            }
-        }
+        let note = file_io.and_then(|f| {
+            let given = crate::loader::sets_table(sets);
+            scenario.leave_out_unread_mode_keys(f, &|key| crate::loader::gives(&given, key))
+        });
         let mut sc = scenario.resolve(origin, base_dir)?;
-        sc.notes = notes;
+        sc.notes.extend(note);
         Ok(sc)
     }
 
-    /// The keys of the file that `host.io`, switched by an override from `from`, does not
-    /// read, back to their defaults: a note naming them (none where there are none). Keys
-    /// an override gives itself stay, to be refused.
-    fn leave_out_unread_mode_keys(&mut self, sets: &[(String, String)], from: IoModeKind) -> Option<String> {
-        let by_set = |key: &str| {
-            sets.iter().any(|(s, _)| {
-                let s = s.trim().replace('[', ".").replace(']', "");
-                s == key || s.starts_with(&format!("{key}.")) || key.starts_with(&format!("{s}."))
-            })
-        };
-        let left: Vec<_> = self.host.unread_mode_keys(&self.nic.itr).into_iter().filter(|k| !by_set(k.key)).collect();
+    /// Where overrides (`--set` keys, a chain's keys for its node) switched `host.io` from
+    /// `file_io`, the file's own (None: the default), the file's keys the new mode does not
+    /// read back to their defaults: a note naming them (none where there are none). Keys
+    /// the overrides give themselves (`given`) stay, to be refused.
+    pub(crate) fn leave_out_unread_mode_keys(&mut self, file_io: Option<toml::Value>, given: &dyn Fn(&str) -> bool) -> Option<String> {
+        // (A file whose own mode is not one is refused without the overrides anyway.)
+        let from = file_io.map_or(Ok(IoModeKind::default()), |v| v.try_into::<IoModeKind>()).ok()?;
+        if from == self.host.io {
+            return None;
+        }
+        let left: Vec<_> = self.host.unread_mode_keys(&self.nic.itr).into_iter().filter(|k| !given(k.key)).collect();
         for k in &left {
             k.reset(&mut self.host, &mut self.nic.itr);
         }
