@@ -43,8 +43,11 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium; the report test will say so"; \
 	  else echo "chromium is missing (apt-get install chromium as root); the report test needs it"; fi; }
 
+# (Then every speed case and bundled file once, briefly: a case the scenarios no longer
+# accept fails here, not in the next `make bench`.)
 test-rust:
 	cargo test -p pktsim-core -p pktsim-testbed --release
+	PKTSIM_BENCH_SMOKE=1 cargo bench -p pktsim-core --bench engine --quiet
 
 test-python: install
 	$(VENV)/bin/pytest -q

@@ -33,6 +33,9 @@
 //! and start-up figures). `PKTSIM_BENCH_ONLY=name` runs one case once (for `perf record`
 //! or `valgrind --tool=callgrind`), the bare loop included (`bare-heap-md1k`);
 //! `PKTSIM_BENCH_ONLY=path/to/file.toml` runs a scenario or example file once.
+//! `PKTSIM_BENCH_SMOKE=1` runs every case once, a few milliseconds of each, and every
+//! bundled file once, timing nothing: `make test` does, so that a case the scenarios no
+//! longer accept fails there rather than in the next speed run.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -96,8 +99,23 @@ fn simulate(file: &str, sets: &[(&str, String)]) -> Timed {
     clock.stop(r.sim_packets, r.events)
 }
 
+/// Whether this is a smoke run (`PKTSIM_BENCH_SMOKE`): every case briefly, nothing timed.
+fn smoke() -> bool {
+    std::env::var_os("PKTSIM_BENCH_SMOKE").is_some()
+}
+
+/// `seconds` of simulated time, or 2 ms in a smoke run.
+fn simulated(seconds: f64) -> f64 {
+    if smoke() {
+        0.002
+    } else {
+        seconds
+    }
+}
+
 /// The 002 node on `cores` cores at 1.5 Mpps each (or `rate`), `seconds` simulated.
 fn node(cores: u32, rate_pps: f64, seconds: f64, extra: &[(&str, &str)]) -> Timed {
+    let seconds = simulated(seconds);
     let mut sets = vec![
         ("traffic.rate", format!("{rate_pps}pps")),
         ("measure.warmup", "1ms".to_string()),
@@ -115,6 +133,7 @@ fn node(cores: u32, rate_pps: f64, seconds: f64, extra: &[(&str, &str)]) -> Time
 /// Server mode as M/D/1/K or M/M/1/K: 1 us service, rho 0.9, K 512, Poisson arrivals (the
 /// scenario of `tests/theory.rs`).
 fn server(service: &str, seconds: f64) -> Timed {
+    let seconds = simulated(seconds);
     let text = format!(
         r#"
         [cpu]
@@ -157,6 +176,7 @@ fn bare_mm1k(packets: u64) -> Timed {
 
 /// A binary-heap M/D/1/K or (`exponential`) M/M/1/K loop.
 fn bare_queue(packets: u64, exponential: bool) -> Timed {
+    let packets = if smoke() { packets.min(10_000) } else { packets };
     const K: usize = 512;
     let service_ps: u64 = 1_000_000; // 1 us
     let mean_gap = service_ps as f64 / 0.9;
@@ -255,7 +275,7 @@ fn write_trace(frames: u64) -> std::path::PathBuf {
 
 /// Read and decode every frame of a 5 M-frame trace (written first, not timed).
 fn trace_read() -> Timed {
-    let path = write_trace(5_000_000);
+    let path = write_trace(if smoke() { 10_000 } else { 5_000_000 });
     let clock = Clock::start();
     let mut r = pktsim_core::trace::TraceReader::open(&path).unwrap_or_else(|e| panic!("{e}"));
     let (mut packets, mut bytes) = (0u64, 0u64);
@@ -361,6 +381,18 @@ fn main() {
             std::process::exit(2)
         });
         out!("{file}: {} packets, {:.1} ns/packet, {:.2} events/packet", t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
+        return;
+    }
+    if smoke() {
+        for (name, f) in CASES {
+            let t = f();
+            out!("{name}: {} packets", t.packets);
+        }
+        for path in bundled_files() {
+            let t = bundled_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            out!("{}: {} packets", path.display(), t.packets);
+        }
+        out!("smoke: {} cases and the bundled files ran", CASES.len());
         return;
     }
     let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n)).collect();
