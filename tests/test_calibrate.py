@@ -94,6 +94,30 @@ def test_readers_on_real_format_samples():
     assert c.cycles_by_group["routing"] == pytest.approx(c.c_total_cycles * 10.11 / 100, rel=1e-3)
 
 
+def test_perf_script_without_call_stacks_takes_the_sampled_symbol_from_the_header():
+    # perf record without -g: the sampled address, symbol and object on the header line.
+    text = (
+        "swapper     0 [000]  10.000001:     1000 cycles:u:  ffffffff81a0 do_idle+0x1c ([kernel.kallsyms])\n"
+        "ksoftirqd/0 9 [000]  10.000002:     3000 cycles:u:  ffffffff81b0 fib_table_lookup+0x60 ([kernel.kallsyms])\n"
+    )
+    p = cal.read_perf_script(text, "p.txt")
+    assert dict(p.stacks) == {("do_idle",): 1000.0, ("fib_table_lookup",): 3000.0}
+    assert p.events == {"cycles:u"}
+
+
+def test_the_flame_graph_counts_what_the_profile_weighs():
+    # A flame graph's tooltips name what the widths count: periods in the sampled event's
+    # unit where perf script gives them (cpu-clock: nanoseconds), else samples or percent.
+    units = {f: cal.read_profile(DATA / f).weight_unit() for f in ("perf-script.txt", "folded.txt", "perf-report.txt")}
+    assert units == {"perf-script.txt": "ns of cpu-clock", "folded.txt": "samples", "perf-report.txt": "% of samples"}
+    cycles = cal.read_perf_script("a 1 1.0: 5000 cycles:ppp:  ffff81 do_idle+0x1 ([k])\n\nb 1 2.0: 7000 cycles:ppp:  ffff82 ip_rcv+0x2 ([k])\n", "c.txt")
+    assert cycles.weight_unit() == "cycles"
+    unweighted = cal.read_perf_script("a 1 1.0: cycles:  ffff81 do_idle+0x1 ([k])\n", "u.txt")
+    assert unweighted.weight_unit() == "samples"
+    svg = cal.flamegraph(cal.read_profile(DATA / "perf-script.txt"), cal.Rules.load(), "t")
+    assert "ns of cpu-clock" in svg and " samples" not in svg
+
+
 @pytest.mark.parametrize(
     "name, text, line",
     [

@@ -77,6 +77,8 @@ class Profile:
     fmt: str = ""
     counts: Counter = field(default_factory=Counter)
     reported_samples: float | None = None
+    # perf script: the sampled events, as perf names them ("cycles", "cpu-clock")
+    events: set = field(default_factory=set)
 
     @property
     def total(self) -> float:
@@ -92,8 +94,24 @@ class Profile:
     def folded(self) -> list[str]:
         return [f"{';'.join(s)} {w:g}" for s, w in sorted(self.stacks.items())]
 
+    def weight_unit(self) -> str:
+        """What a stack's weight counts: "samples", their periods in the sampled event's
+        unit ("cycles", "ns of cpu-clock") where perf script gives periods, or "% of samples"
+        for perf report."""
+        if self.fmt == "perf-report":
+            return "% of samples"
+        if self.fmt != "perf-script" or self.total == self.n_samples:
+            return "samples"
+        if len(self.events) != 1:
+            return "event periods"
+        event = _MODIFIERS.sub("", next(iter(self.events)))
+        # The software clocks count nanoseconds; hardware events count themselves.
+        return f"ns of {event}" if event in ("cpu-clock", "task-clock") else event
+
 
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
+# perf's event modifiers: "cycles:u", "cpu-clock:pppH".
+_MODIFIERS = re.compile(r":[ukhHGIpPSDWe]+$")
 
 
 def _clean(sym: str) -> str:
@@ -125,7 +143,7 @@ def read_folded(text: str, origin: str) -> Profile:
 
 
 # perf script: "comm pid/tid [cpu] time: [period] event:" then indented "addr sym+off (dso)".
-_HEADER = re.compile(r"^\S.*?\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s+(?:(?P<period>\d+)\s+)?(?P<event>[\w\-:./]+?):?\s*(?P<rest>.*)$")
+_HEADER = re.compile(r"^\S.*?\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s+(?:(?P<period>\d+)\s+)?(?P<event>\S+?):?(?=\s|$)\s*(?P<rest>.*)$")
 _FRAME = re.compile(r"^\s+(?:[0-9a-fA-F]+\s+)?(?P<sym>.+?)\s+\((?P<dso>[^()]*)\)\s*$")
 
 
@@ -165,6 +183,7 @@ def read_perf_script(text: str, origin: str) -> Profile:
             raise _error(origin, n, "a perf script sample header 'comm pid [cpu] time: [period] event:'", line[:80])
         in_sample, header_line = True, n
         weight = float(m.group("period")) if m.group("period") else 1.0
+        p.events.add(m.group("event"))
         rest = m.group("rest").strip()
         if rest:  # perf script without -g: the sampled IP on the header line
             fm = _FRAME.match(" " + rest)
@@ -616,7 +635,7 @@ def flamegraph(profile: Profile, rules: Rules, title: str) -> str:
     colors = [(n, GROUP_COLORS[g]) for n, g in groups.items()]
     legend = [(f"C_{g}" if g != "idle" else "idle", GROUP_COLORS[g]) for g in GROUP_COLORS if g in set(groups.values())]
     legend.append(("unmatched (hot)", (0xE6, 0x8C, 0x2A)))
-    return _core.flamegraph_svg(profile.folded(), colors, title, "samples", legend)
+    return _core.flamegraph_svg(profile.folded(), colors, title, profile.weight_unit(), legend)
 
 
 def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: "list[float] | None" = None) -> None:
