@@ -342,3 +342,14 @@ def test_swept_keys_are_labelled_with_their_units():
     assert _axis_label("cpu.frequency", None) == ("cpu.frequency [GHz]", 1e-9)
     assert _axis_label("host.t_proc", None) == ("host.t_proc [us]", 1e6)
     assert _axis_label("host.batch.size", None) == ("host.batch.size", 1.0)
+
+
+def test_a_sweep_says_where_its_throughput_is_above_the_offered_load():
+    # 002's node at 1.7 Mpps: the ring holds frames at the 5 ms window's start that leave
+    # within it (0.7% more than arrive); at 0.5 Mpps it does not.
+    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "1.7Mpps,0.5Mpps",
+                  "--set", "measure.duration=5ms").stdout
+    assert "throughput above the offered load at 1 point: frames queued at the start" in out
+    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "0.5Mpps",
+                  "--set", "measure.duration=5ms").stdout
+    assert "above the offered load" not in out

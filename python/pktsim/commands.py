@@ -293,6 +293,11 @@ def cmd_sweep(args) -> int:
         )
     head = [*keys, "offered", "throughput", "loss", "p50 us", "p99 us", "IRQ/s", "polls/pkt", "CPU"]
     print(table(rows, head, "l" * len(keys) + "rrrrrrrr"))
+    # (As a run's note says: frames queued at the window's start leave within it.)
+    above = int((summ["throughput_pps_mean"] > 1.001 * summ["offered_pps_mean"]).sum())
+    if above:
+        print(f"\nthroughput above the offered load at {above} point{'s' if above > 1 else ''}: frames queued at the start of the "
+              "measurement window leave within it; a longer measure.duration makes this edge smaller")
     if replications > 1:
         print(f"\n{replications} replications per point; +- is the 95% confidence half-width")
     if args.output:
