@@ -266,6 +266,19 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     // A file is held to its own mode's keys.
     let server_file = format!("{BASE}[host]\nio = \"server\"\nt_irq = \"1us\"\n");
     assert_names(&load(&server_file, &[]).err().unwrap().to_string(), &["host.t_irq = \"1us\"", "host.io = \"server\""]);
+    // A key the overrides give by its Linux name is theirs too: refused, not reset.
+    assert_names(&load(&napi, &[("host.io", "server"), ("host.netdev_budget", "600")]).err().unwrap().to_string(), &["host.budget = 600", "host.io = \"server\""]);
+    // The sections of other modes: an XDP program, a NAPI thread (and the device NAPI's
+    // thread it needs, both left out together), deferral.
+    let xdp = format!("{BASE}[host]\nio = \"xdp\"\nt_proc = \"300ns\"\n[host.xdp]\naction = \"drop\"\nt_prog = \"5ns\"\nt_driver = \"35ns\"\n");
+    let to_napi = load(&xdp, &[("host.io", "napi")]).unwrap();
+    assert_eq!(to_napi.scenario.host.xdp, Default::default());
+    assert_names(&format!("sc.toml: {}", to_napi.notes[0]), &["host.xdp left at the defaults"]);
+    let threaded = format!("{BASE}[host]\nio = \"napi\"\nt_proc = \"300ns\"\n[host.thread]\nwake_latency = \"5us\"\n[nic.napi]\nthreaded = true\ndefer_hard_irqs = 2\ngro_flush_timeout = \"20us\"\n");
+    let to_server = load(&threaded, &[("host.io", "server")]).unwrap();
+    assert_eq!((to_server.scenario.host.thread.clone(), to_server.scenario.nic.napi.clone()), (Default::default(), Default::default()));
+    assert_names(&format!("sc.toml: {}", to_server.notes[0]), &["nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "nic.napi.threaded", "host.thread"]);
+    assert_eq!(to_server.scenario, load(&format!("{BASE}[host]\nio = \"server\"\nt_proc = \"300ns\"\n"), &[]).unwrap().scenario);
 }
 
 /// `host.t_proc` is a frame's whole time: per-group cycles beside it (other than

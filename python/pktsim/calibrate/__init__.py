@@ -111,7 +111,7 @@ class Profile:
 
 _OFFSET = re.compile(r"\+0x[0-9a-fA-F]+$")
 # perf's event modifiers: "cycles:u", "cpu-clock:pppH".
-_MODIFIERS = re.compile(r":[ukhHGIpPSDWe]+$")
+_MODIFIERS = re.compile(r":[ukhpPGHSDIWebRX]+$")
 
 
 def _clean(sym: str) -> str:

@@ -225,9 +225,10 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
         let file_io = t.get("host").and_then(|h| h.get("io")).cloned();
         let switch = from_file && inline.get("host").and_then(|h| h.get("io")).is_some();
         let by_keys = switch.then(|| (file_io.clone(), inline.clone()));
+        // (Overrides that replace the list of nodes give no node's key one by one.)
         let by_sets = overrides.as_ref().and_then(|(before, given)| {
-            let g = &given[i];
-            let own = before[i].clone().or(if from_file { file_io.clone() } else { None });
+            let g = given.get(i)?;
+            let own = before.get(i).cloned().flatten().or(if from_file { file_io.clone() } else { None });
             loader::gives(g, "host.io").then(|| (own, g.clone()))
         });
         switched.push([by_keys, by_sets]);
@@ -361,6 +362,10 @@ mod tests {
         assert!(e.contains("host.t_irq = \"2us\""), "{e}");
         // Not switched: the chain as it is.
         assert_eq!(load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario, chain(&napi_node).unwrap().nodes[0].scenario);
+        // Overrides that replace the list with a longer one: its nodes load as given.
+        let node = "{ cpu = { frequency = \"3GHz\" }, host = { t_proc = \"1us\" }, link = { rate = \"10Gbit/s\" } }";
+        let three = load(&[("nodes", &format!("[{node}, {node}, {node}]"))]).unwrap();
+        assert_eq!(three.nodes.len(), 3);
     }
 
     #[test]

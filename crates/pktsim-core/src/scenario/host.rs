@@ -414,19 +414,8 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        if (napi.defer_hard_irqs > 0 || napi.gro_flush_timeout.ps > 0) && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::ThreadedNapi) {
-            let key = if napi.defer_hard_irqs > 0 { "nic.napi.defer_hard_irqs" } else { "nic.napi.gro_flush_timeout" };
-            return Err(ConfigError::new(origin, key, None, "host.io = \"napi\", \"xdp\", \"af-xdp\" or \"threaded-napi\": deferral belongs to a NAPI").into());
-        }
+        // (Keys of other modes' are refused by check_mode_keys, after these checks.)
         self.validate_xdp(origin)?;
-        if napi.threaded && !matches!(self.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp) {
-            let why = if self.io == IoModeKind::ThreadedNapi {
-                "false with host.io = \"threaded-napi\", a software device's NAPI thread already"
-            } else {
-                "false unless host.io = \"napi\" or \"xdp\": a NAPI thread polls a device's NAPI"
-            };
-            return Err(ConfigError::new(origin, "nic.napi.threaded", Some("true".into()), why).into());
-        }
         range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
@@ -477,15 +466,6 @@ impl HostSpec {
             )
             .into());
         }
-        if self.io != IoModeKind::ThreadedNapi && !napi.threaded && self.thread != ThreadSpec::default() {
-            return Err(ConfigError::new(
-                origin,
-                "host.thread",
-                None,
-                "no [host.thread] unless host.io = \"threaded-napi\" or nic.napi.threaded = true (only a NAPI thread has a wake-up)",
-            )
-            .into());
-        }
         range("host.weight", self.weight as u64, 1, 1 << 16, "a number of packets")?;
         range("host.gro_normal_batch", self.gro_normal_batch as u64, 1, 1 << 16, "a number of frames")?;
         range("host.budget", self.budget as u64, 1, 1 << 24, "a number of packets")?;
@@ -509,58 +489,75 @@ impl IoModeKind {
 pub struct ModeKey {
     /// Its path (`host.t_irq`, `nic.itr`).
     pub key: &'static str,
+    /// Its Linux names, also accepted (`host.netdev_budget`).
+    aliases: &'static [&'static str],
     /// Its value where it is given, not at its default (a table: ""); None where it is not.
     value: Option<String>,
     /// The modes that read it, and why the others do not.
     modes: &'static [IoModeKind],
     why: &'static str,
     /// Put it back to its default.
-    reset: fn(&mut HostSpec, &mut super::nic::ItrSpec),
+    reset: fn(&mut HostSpec, &mut super::nic::NicSpec),
 }
 
 impl ModeKey {
+    /// Its path and its Linux names.
+    pub fn paths(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.key).chain(self.aliases.iter().copied())
+    }
+
     /// Back to its default: as if the scenario had not given it.
-    pub fn reset(&self, host: &mut HostSpec, itr: &mut super::nic::ItrSpec) {
-        (self.reset)(host, itr)
+    pub fn reset(&self, host: &mut HostSpec, nic: &mut super::nic::NicSpec) {
+        (self.reset)(host, nic)
     }
 }
 
 impl HostSpec {
     /// Keys that only some I/O modes read, given (not at their defaults) with another mode:
     /// each names the modes that read it and why the others do not (a value nothing reads
-    /// would change nothing, silently). `itr` is `[nic.itr]`.
-    pub fn unread_mode_keys(&self, itr: &super::nic::ItrSpec) -> Vec<ModeKey> {
+    /// would change nothing, silently). `nic` is `[nic]` (its `itr` and `napi`).
+    pub fn unread_mode_keys(&self, nic: &super::nic::NicSpec) -> Vec<ModeKey> {
         use IoModeKind::*;
         const NAPI: &[IoModeKind] = &[Napi, Xdp, AfXdp];
         const NAPI_OR_THREAD: &[IoModeKind] = &[Napi, Xdp, AfXdp, ThreadedNapi];
         const PICKERS: &[IoModeKind] = &[Server, BusyPoll, BatchedSyscall];
         let (d, b) = (HostSpec::default(), BatchSpec::default());
+        let napi = &nic.napi;
         let calls = BatchSpec { t_empty: b.t_empty, t_wakeup: b.t_wakeup, ..self.batch.clone() } != b;
         let given = |changed: bool, v: String| changed.then_some(v);
         let time = |x: Duration, y: Duration| given(x != y, format!("\"{x}\""));
-        let key = |key, value, modes, why, reset| ModeKey { key, value, modes, why, reset };
+        let table = |changed: bool| given(changed, String::new());
+        let key = |key, value, modes, why, reset| ModeKey { key, aliases: &[], value, modes, why, reset };
         let keys = [
             key("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)", |h, _| h.t_irq = HostSpec::default().t_irq),
             key("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled", |h, _| h.t_poll = HostSpec::default().t_poll),
             key("host.weight", given(self.weight != d.weight, self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)", |h, _| h.weight = HostSpec::default().weight),
-            key("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget),
-            key("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit", |h, _| h.budget_time = HostSpec::default().budget_time),
+            ModeKey { aliases: &["host.netdev_budget"], ..key("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget) },
+            ModeKey { aliases: &["host.netdev_budget_usecs"], ..key("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit", |h, _| h.budget_time = HostSpec::default().budget_time) },
             key("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action", |h, _| h.net_rx_action = HostSpec::default().net_rx_action),
             key("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here", |h, _| h.gro_normal_batch = HostSpec::default().gro_normal_batch),
-            key("host.strategy", given(self.strategy != d.strategy, String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.strategy = HostSpec::default().strategy),
-            key("host.core_strategies", given(!self.core_strategies.is_empty(), String::new()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.core_strategies.clear()),
+            key("host.strategy", table(self.strategy != d.strategy), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.strategy = HostSpec::default().strategy),
+            key("host.core_strategies", table(!self.core_strategies.is_empty()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.core_strategies.clear()),
             key("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)", |h, _| h.batch.t_empty = BatchSpec::default().t_empty),
             key("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up", |h, _| h.batch.t_wakeup = BatchSpec::default().t_wakeup),
-            key("host.batch", given(calls, String::new()), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls", |h, _| h.batch = BatchSpec { t_empty: h.batch.t_empty, t_wakeup: h.batch.t_wakeup, ..BatchSpec::default() }),
-            key("nic.itr", given(*itr != super::nic::ItrSpec::default(), String::new()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)", |_, itr| *itr = super::nic::ItrSpec::default()),
+            key("host.batch", table(calls), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls", |h, _| h.batch = BatchSpec { t_empty: h.batch.t_empty, t_wakeup: h.batch.t_wakeup, ..BatchSpec::default() }),
+            key("nic.itr", table(nic.itr != super::nic::ItrSpec::default()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)", |_, n| n.itr = super::nic::ItrSpec::default()),
+            ModeKey { aliases: &["nic.napi.napi_defer_hard_irqs"], ..key("nic.napi.defer_hard_irqs", given(napi.defer_hard_irqs > 0, napi.defer_hard_irqs.to_string()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.defer_hard_irqs = 0) },
+            key("nic.napi.gro_flush_timeout", time(napi.gro_flush_timeout, Duration::default()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.gro_flush_timeout = Duration::default()),
+            key("nic.napi.threaded", given(napi.threaded, "true".into()), NAPI, "a NAPI thread polls a device's NAPI (threaded-napi's is one already)", |_, n| n.napi.threaded = false),
+            // (Read by a threaded device NAPI too: nic.napi.threaded, itself refused where
+            // no device NAPI is.)
+            key("host.thread", table(self.thread != ThreadSpec::default() && !napi.threaded), &[ThreadedNapi], "only a NAPI thread has a wake-up (with a device's NAPI: nic.napi.threaded = true)", |h, _| h.thread = ThreadSpec::default()),
+            key("host.xdp", table(self.xdp != XdpSpec::default()), &[Xdp, AfXdp], "only these run an XDP program", |h, _| h.xdp = XdpSpec::default()),
+            key("host.af_xdp", table(self.af_xdp != AfXdpSpec::default()), &[AfXdp], "only an AF_XDP socket has these rings and costs", |h, _| h.af_xdp = AfXdpSpec::default()),
             key("host.tx_lock", time(self.tx_lock, d.tx_lock), &[Napi, Server, Xdp], "only these take a shared tx queue's lock", |h, _| h.tx_lock = HostSpec::default().tx_lock),
         ];
         keys.into_iter().filter(|k| k.value.is_some() && !k.modes.contains(&self.io)).collect()
     }
 
     /// [`HostSpec::unread_mode_keys`], refused: the first one is the error.
-    pub(super) fn check_mode_keys(&self, origin: &str, itr: &super::nic::ItrSpec) -> Result<()> {
-        let Some(k) = self.unread_mode_keys(itr).into_iter().next() else { return Ok(()) };
+    pub(super) fn check_mode_keys(&self, origin: &str, nic: &super::nic::NicSpec) -> Result<()> {
+        let Some(k) = self.unread_mode_keys(nic).into_iter().next() else { return Ok(()) };
         let value = k.value.unwrap_or_default();
         let names: Vec<String> = k.modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
         let expected = format!("no {} with host.io = \"{}\": only {} read it; {}", k.key, self.io.name(), names.join(", "), k.why);
@@ -573,9 +570,6 @@ impl HostSpec {
     /// action read it.
     fn validate_xdp(&self, origin: &str) -> Result<()> {
         let x = &self.xdp;
-        if self.io != IoModeKind::AfXdp && self.af_xdp != AfXdpSpec::default() {
-            return Err(ConfigError::new(origin, "host.af_xdp", None, "no [host.af_xdp] unless host.io = \"af-xdp\"").into());
-        }
         if self.io == IoModeKind::AfXdp {
             let a = &self.af_xdp;
             check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
@@ -601,9 +595,7 @@ impl HostSpec {
             return Ok(());
         }
         if self.io != IoModeKind::Xdp {
-            if *x != XdpSpec::default() {
-                return Err(ConfigError::new(origin, "host.xdp", None, "no [host.xdp] unless host.io = \"xdp\" or \"af-xdp\"").into());
-            }
+            // ([host.xdp] elsewhere: check_mode_keys.)
             return Ok(());
         }
         let native = x.mode == XdpMode::Native;
@@ -690,12 +682,13 @@ mod tests {
     fn only_threaded_napi_has_a_thread() {
         let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
         let host = HostSpec { thread, ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.thread");
-        let threaded = super::super::nic::NapiSpec { threaded: true, ..Default::default() };
-        assert!(host.validate("t", 1, 1, &threaded).is_ok(), "a device's NAPI threads");
-        assert_eq!(config_error(HostSpec { io: IoModeKind::Server, ..host.clone() }.validate("t", 1, 1, &threaded)).path, "nic.napi.threaded");
-        assert_eq!(config_error(HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }.validate("t", 1, 1, &threaded)).path, "nic.napi.threaded");
-        assert!(HostSpec { io: IoModeKind::ThreadedNapi, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
+        let nic = |threaded: bool| super::super::nic::NicSpec { napi: super::super::nic::NapiSpec { threaded, ..Default::default() }, ..Default::default() };
+        let check = |h: &HostSpec, threaded: bool| h.validate("t", 1, 1, &nic(threaded).napi).and_then(|()| h.check_mode_keys("t", &nic(threaded)));
+        assert_eq!(config_error(check(&host, false)).path, "host.thread");
+        assert!(check(&host, true).is_ok(), "a device's NAPI threads");
+        assert_eq!(config_error(check(&HostSpec { io: IoModeKind::Server, ..host.clone() }, true)).path, "nic.napi.threaded");
+        assert_eq!(config_error(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }, true)).path, "nic.napi.threaded");
+        assert!(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host }, false).is_ok());
     }
 
     #[test]
@@ -714,8 +707,8 @@ mod tests {
         assert!(v(HostSpec { xdp: XdpSpec { t_skb: Some(ns(150)), ..generic.clone() }, ..explicit }).is_ok());
         assert_eq!(config_error(v(xdp(XdpSpec { t_flush: ns(10), ..generic }))).path, "host.xdp.t_flush");
         assert_eq!(config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path, "host.xdp.t_driver", "pass");
-        let e = config_error(v(HostSpec { xdp: drop, ..HostSpec::default() }));
-        assert_eq!(e.to_string(), "t: host.xdp: no [host.xdp] unless host.io = \"xdp\" or \"af-xdp\"");
+        let e = config_error(HostSpec { xdp: drop, ..HostSpec::default() }.check_mode_keys("t", &Default::default()));
+        assert_eq!(e.to_string(), "t: host.xdp: no host.xdp with host.io = \"napi\": only \"xdp\", \"af-xdp\" read it; only these run an XDP program");
     }
 
     #[test]
