@@ -103,6 +103,9 @@ def test_perf_script_without_call_stacks_takes_the_sampled_symbol_from_the_heade
     p = cal.read_perf_script(text, "p.txt")
     assert dict(p.stacks) == {("do_idle",): 1000.0, ("fib_table_lookup",): 3000.0}
     assert p.events == {"cycles:u"}
+    # A tracepoint's arguments on the header line are no frame, even in parentheses.
+    tp = cal.read_perf_script("a 1 [000] 1.0: raw_syscalls:sys_enter: NR 0 (3, 7f00, 40)\n\tffff81 do_syscall_64+0x5 ([k])\n", "t.txt")
+    assert dict(tp.stacks) == {("do_syscall_64",): 1.0}
 
 
 def test_the_flame_graph_counts_what_the_profile_weighs():

@@ -144,6 +144,7 @@ def read_folded(text: str, origin: str) -> Profile:
 
 # perf script: "comm pid/tid [cpu] time: [period] event:" then indented "addr sym+off (dso)".
 _HEADER = re.compile(r"^\S.*?\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s+(?:(?P<period>\d+)\s+)?(?P<event>\S+?):?(?=\s|$)\s*(?P<rest>.*)$")
+_HEX = re.compile(r"[0-9a-fA-F]+\s")
 _FRAME = re.compile(r"^\s+(?:[0-9a-fA-F]+\s+)?(?P<sym>.+?)\s+\((?P<dso>[^()]*)\)\s*$")
 
 
@@ -185,7 +186,9 @@ def read_perf_script(text: str, origin: str) -> Profile:
         weight = float(m.group("period")) if m.group("period") else 1.0
         p.events.add(m.group("event"))
         rest = m.group("rest").strip()
-        if rest:  # perf script without -g: the sampled IP on the header line
+        # perf script without -g: the sampled address, symbol and object on the header line
+        # (a tracepoint's arguments there are no frame, even where they end in parentheses).
+        if _HEX.match(rest):
             fm = _FRAME.match(" " + rest)
             if fm:
                 frames.append(_clean(fm.group("sym")))
