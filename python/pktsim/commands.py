@@ -296,7 +296,8 @@ def cmd_sweep(args) -> int:
     # Points where a run's note says more frames left the window than arrived in it (those
     # queued at its start): by over a frame and 0.1%, as the note's rule.
     ended = ok["forwarded_packets"] + ok.get("consumed_packets", 0)
-    edge = (ended > ok["offered_packets"] + 1) & (ended > 1.001 * ok["offered_packets"])
+    offered = ok["offered_packets"]
+    edge = (offered > 0) & (ended > offered + 1) & (ended > 1.001 * offered)
     above = int(edge.groupby([ok[k] for k in keys], sort=False).any().sum()) if keys else int(edge.any())
     if above:
         print(f"\nthroughput above the offered load at {above} point{'s' if above > 1 else ''}: frames queued at the start of the "
