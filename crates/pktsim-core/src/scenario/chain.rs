@@ -112,8 +112,9 @@ pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &
         let dotted = key.trim().replace('[', ".").replace(']', "");
         let mut parts = dotted.splitn(3, '.');
         if let (Some("nodes"), Some(i), Some(rest)) = (parts.next(), parts.next().and_then(|i| i.parse::<usize>().ok()), parts.next()) {
+            // (Only which keys they give counts here: each was applied to the whole table.)
             if let Some(g) = given.get_mut(i) {
-                g.extend(loader::sets_table(&[(rest.to_string(), value.clone())]));
+                let _ = loader::apply_sets(g, &[(rest.to_string(), value.clone())]);
             }
         }
     }
@@ -360,6 +361,9 @@ mod tests {
         assert!(c.nodes[1].notes.is_empty());
         let e = load(&[("nodes[0].host.io", "server"), ("nodes[0].host.t_irq", "2us")]).unwrap_err().to_string();
         assert!(e.contains("host.t_irq = \"2us\""), "{e}");
+        // Two overrides in one table of a node: the mode's switch is still seen.
+        let two = load(&[("nodes.0.host.io", "server"), ("nodes.0.host.t_proc", "2us")]).unwrap();
+        assert!(two.nodes[0].notes.iter().any(|n| n.contains("host.t_irq left at the defaults")), "{:?}", two.nodes[0].notes);
         // Not switched: the chain as it is.
         assert_eq!(load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario, chain(&napi_node).unwrap().nodes[0].scenario);
         // Overrides that replace the list with a longer one: its nodes load as given.
