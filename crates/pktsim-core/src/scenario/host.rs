@@ -414,7 +414,7 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        // (Keys of other modes' are refused by check_mode_keys, after these checks.)
+        // (Other modes' keys are refused by check_mode_keys, after these checks.)
         self.validate_xdp(origin)?;
         range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
