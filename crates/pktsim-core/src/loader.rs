@@ -138,7 +138,7 @@ pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<
 /// Set one dotted key, walking tables by name and arrays by index
 /// (`traffic.sources.0.share`, or as error messages write it, `traffic.sources[0].share`).
 fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
-    let dotted = key.replace('[', ".").replace(']', "");
+    let dotted = dotted(key);
     let parts: Vec<&str> = dotted.split('.').collect();
     if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
         return Err(ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into());
@@ -183,6 +183,12 @@ fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
         };
     }
     Ok(())
+}
+
+/// A key path with its list indices written as dots (`traffic.sources[0].cv` ->
+/// `traffic.sources.0.cv`).
+pub fn dotted(key: &str) -> String {
+    key.replace('[', ".").replace(']', "")
 }
 
 /// The keys `sets` give, as a table of their own (which keys an override gives, see

@@ -109,7 +109,7 @@ pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &
     // The overrides of each node, as a table of their keys.
     let mut given = vec![toml::Table::new(); nodes];
     for (key, value) in sets {
-        let dotted = key.trim().replace('[', ".").replace(']', "");
+        let dotted = loader::dotted(key.trim());
         let mut parts = dotted.splitn(3, '.');
         if let (Some("nodes"), Some(i), Some(rest)) = (parts.next(), parts.next().and_then(|i| i.parse::<usize>().ok()), parts.next()) {
             // (Only which keys they give counts here: each was applied to the whole table.)

@@ -524,27 +524,30 @@ impl HostSpec {
         let (d, b) = (HostSpec::default(), BatchSpec::default());
         let napi = &nic.napi;
         let calls = BatchSpec { t_empty: b.t_empty, t_wakeup: b.t_wakeup, ..self.batch.clone() } != b;
-        let given = |changed: bool, v: String| changed.then_some(v);
-        let time = |x: Duration, y: Duration| given(x != y, format!("\"{x}\""));
-        let table = |changed: bool| given(changed, String::new());
+        // (A value is written out only where it is given.)
+        fn given(changed: bool, v: impl FnOnce() -> String) -> Option<String> {
+            changed.then(v)
+        }
+        let time = |x: Duration, y: Duration| given(x != y, || format!("\"{x}\""));
+        let table = |changed: bool| given(changed, String::new);
         let key = |key, value, modes, why, reset| ModeKey { key, aliases: &[], value, modes, why, reset };
         let keys = [
             key("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)", |h, _| h.t_irq = HostSpec::default().t_irq),
             key("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled", |h, _| h.t_poll = HostSpec::default().t_poll),
-            key("host.weight", given(self.weight != d.weight, self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)", |h, _| h.weight = HostSpec::default().weight),
-            ModeKey { aliases: &["host.netdev_budget"], ..key("host.budget", given(self.budget != d.budget, self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget) },
+            key("host.weight", given(self.weight != d.weight, || self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)", |h, _| h.weight = HostSpec::default().weight),
+            ModeKey { aliases: &["host.netdev_budget"], ..key("host.budget", given(self.budget != d.budget, || self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget) },
             ModeKey { aliases: &["host.netdev_budget_usecs"], ..key("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit", |h, _| h.budget_time = HostSpec::default().budget_time) },
-            key("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action", |h, _| h.net_rx_action = HostSpec::default().net_rx_action),
-            key("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here", |h, _| h.gro_normal_batch = HostSpec::default().gro_normal_batch),
+            key("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, || format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action", |h, _| h.net_rx_action = HostSpec::default().net_rx_action),
+            key("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, || self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here", |h, _| h.gro_normal_batch = HostSpec::default().gro_normal_batch),
             key("host.strategy", table(self.strategy != d.strategy), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.strategy = HostSpec::default().strategy),
             key("host.core_strategies", table(!self.core_strategies.is_empty()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.core_strategies.clear()),
             key("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)", |h, _| h.batch.t_empty = BatchSpec::default().t_empty),
             key("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up", |h, _| h.batch.t_wakeup = BatchSpec::default().t_wakeup),
             key("host.batch", table(calls), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls", |h, _| h.batch = BatchSpec { t_empty: h.batch.t_empty, t_wakeup: h.batch.t_wakeup, ..BatchSpec::default() }),
             key("nic.itr", table(nic.itr != super::nic::ItrSpec::default()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)", |_, n| n.itr = super::nic::ItrSpec::default()),
-            ModeKey { aliases: &["nic.napi.napi_defer_hard_irqs"], ..key("nic.napi.defer_hard_irqs", given(napi.defer_hard_irqs > 0, napi.defer_hard_irqs.to_string()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.defer_hard_irqs = 0) },
+            ModeKey { aliases: &["nic.napi.napi_defer_hard_irqs"], ..key("nic.napi.defer_hard_irqs", given(napi.defer_hard_irqs > 0, || napi.defer_hard_irqs.to_string()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.defer_hard_irqs = 0) },
             key("nic.napi.gro_flush_timeout", time(napi.gro_flush_timeout, Duration::default()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.gro_flush_timeout = Duration::default()),
-            key("nic.napi.threaded", given(napi.threaded, "true".into()), NAPI, "a NAPI thread polls a device's NAPI (threaded-napi's is one already)", |_, n| n.napi.threaded = false),
+            key("nic.napi.threaded", given(napi.threaded, || "true".into()), NAPI, "a NAPI thread polls a device's NAPI (threaded-napi's is one already)", |_, n| n.napi.threaded = false),
             // (Read by a threaded device NAPI too: nic.napi.threaded, itself refused where
             // no device NAPI is.)
             key("host.thread", table(self.thread != ThreadSpec::default() && !napi.threaded), &[ThreadedNapi], "only a NAPI thread has a wake-up (with a device's NAPI: nic.napi.threaded = true)", |h, _| h.thread = ThreadSpec::default()),
