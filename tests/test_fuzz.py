@@ -56,7 +56,8 @@ VALUES = [
     "0", "-1", "-0.5", "1.5", "7", "nan", "-nan", "inf", "-inf", "true", "false", "[]", "{}", "[1, 2]", '["64B", 7]',
     '[["64B", -1]]', '[["64B", 0]]', '""', '"abc"', '"0"', '"-1"', '"64"', '"0ns"', '"-1ns"', '"nan"', '"NaNpps"',
     '"infGHz"', '"inf%"', '"-5Mpps"', '"0pps"', '"0B"', '"-64B"', '"0cycles"', '"-3cycles"', '"150%"', '"-10%"',
-    '"1e400"', '"imix"', '"poisson"', '"burst"', '"prio"', '"rr"', '"napi"', '"server"', '"1.5Mpps"', '"10Gbit/s"',
+    '"1e400"', '"imix"', '"poisson"', '"burst"', '"prio"', '"rr"', '"napi"', '"server"', '"busy-poll"', '"xdp"', '"af-xdp"',
+    '"threaded-napi"', '"batched-syscall"', '"1.5Mpps"', '"10Gbit/s"',
     '"3.3GHz"', '"64B"', '"1us"', '"2ms"', '"1500B"', '"0.5"', '"1 Mpps"', '"1Mpps "', '"Mpps"', '"5GHz/s"', '"1,5Mpps"',
     "1e400", "0x10", "0o17", "1_000", "2026-01-01", '"\\u00e9"',
 ]
@@ -74,6 +75,7 @@ SET_KEYS = [
     "cpu.interference.tick_period", "cpu.interference.t_tick", "cpu.interference.rate", "cpu.interference.t_preempt",
     "host.t_proc_per_byte", "host.batch.t_wakeup", "host.batch.t_empty", "host.gro_normal_batch", "measure.latency_to",
     "traffic.sources.0.cv", "traffic.sources[0].burst", "traffic.sources[9].cv", "socket.busy_poll", "host.xdp.t_driver",
+    "host.netdev_budget", "nic.napi.threaded", "host.af_xdp.batch", "nodes.0.host.io", "nodes[1].host.t_irq", "nodes",
     "traffic.colour", "cpu", "", ".", "traffic..rate", "traffic.rate.x", "sweep",
 ]
 SWEEP_KEYS = ["traffic.rate", "seed", "cpu.cores", "traffic.pattern", "host.strategy.kind", "nic.rx_ring", "host.t_proc", "bogus.key", "cpu"]
