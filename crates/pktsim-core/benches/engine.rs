@@ -212,7 +212,8 @@ fn bare_queue(packets: u64, exponential: bool) -> Timed {
                     queue.push_back(t);
                     if queue.len() == 1 {
                         seq += 1;
-                        let d = if exponential { (-(1.0 - uniform()).ln() * service_ps as f64) as u64 } else { service_ps };
+                        let d =
+                            if exponential { (-(1.0 - uniform()).ln() * service_ps as f64) as u64 } else { service_ps };
                         heap.push(Reverse((t + d, seq, Ev::Departure)));
                     }
                 }
@@ -297,7 +298,8 @@ fn bundled_file(path: &Path) -> Result<Timed, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{origin}: {e}"))?;
     let table = pktsim_core::loader::parse_toml_table(&text, &origin).map_err(|e| e.to_string())?;
     if pktsim_core::scenario::chain::is_chain(&table) {
-        let chain = pktsim_core::scenario::chain::resolve(&table, &origin, path.parent().unwrap_or(Path::new("."))).map_err(|e| e.to_string())?;
+        let chain = pktsim_core::scenario::chain::resolve(&table, &origin, path.parent().unwrap_or(Path::new(".")))
+            .map_err(|e| e.to_string())?;
         let clock = Clock::start();
         let r = pktsim_core::engine::chain::run(&chain, Default::default()).map_err(|e| e.to_string())?;
         // The nodes run on threads of their own: their time is the wall time.
@@ -315,7 +317,13 @@ fn bundled_files() -> Vec<std::path::PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut files = Vec::new();
     for dir in ["python/pktsim/scenarios", "examples"] {
-        let mut v: Vec<_> = std::fs::read_dir(root.join(dir)).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect()).unwrap_or_default();
+        let mut v: Vec<_> = std::fs::read_dir(root.join(dir))
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+                    .collect()
+            })
+            .unwrap_or_default();
         v.sort();
         files.extend(v);
     }
@@ -333,7 +341,9 @@ const CASES: &[Case] = &[
     ("napi-4cores-0.4Mpps", || node(4, 0.4e6, 5.0, &[])),
     ("napi-16cores", || node(16, 24.0e6, 0.25, &[])),
     ("napi-64cores", || node(64, 96.0e6, 0.07, &[])),
-    ("busy-poll-1core", || node(1, 1.5e6, 5.0, &[("host.io", "busy-poll"), ("host.batch.size", "32"), ("host.batch.t_empty", "50ns")])),
+    ("busy-poll-1core", || {
+        node(1, 1.5e6, 5.0, &[("host.io", "busy-poll"), ("host.batch.size", "32"), ("host.batch.t_empty", "50ns")])
+    }),
     ("server-1core", || node(1, 1.5e6, 5.0, &[("host.io", "server")])),
     ("server-md1k", || server("constant", 10.0)),
     ("server-mm1k", || server("exponential", 10.0)),
@@ -364,15 +374,22 @@ const BARE_PACKETS: u64 = 4_000_000;
 /// The process's peak resident memory (VmHWM), MB.
 fn peak_rss_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok());
     kb.map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
 /// Peak memory of one case run alone in a process of its own, MB.
 fn case_rss_mb(case: &str) -> f64 {
-    let out = std::env::current_exe().and_then(|exe| std::process::Command::new(exe).env("PKTSIM_BENCH_ONLY", case).output());
+    let out =
+        std::env::current_exe().and_then(|exe| std::process::Command::new(exe).env("PKTSIM_BENCH_ONLY", case).output());
     let text = out.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
-    text.lines().find_map(|l| l.strip_prefix("peak RSS ")).and_then(|v| v.trim_end_matches(" MB").parse().ok()).unwrap_or(f64::NAN)
+    text.lines()
+        .find_map(|l| l.strip_prefix("peak RSS "))
+        .and_then(|v| v.trim_end_matches(" MB").parse().ok())
+        .unwrap_or(f64::NAN)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -388,7 +405,12 @@ fn main() {
             eprintln!("PKTSIM_BENCH_ONLY: {e}");
             std::process::exit(2)
         });
-        out!("{file}: {} packets, {:.1} ns/packet, {:.2} events/packet", t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64);
+        out!(
+            "{file}: {} packets, {:.1} ns/packet, {:.2} events/packet",
+            t.packets,
+            t.ns_per_packet(),
+            t.events as f64 / t.packets as f64
+        );
         return;
     }
     if smoke() {
@@ -405,13 +427,24 @@ fn main() {
     }
     let cases: Vec<&Case> = CASES.iter().filter(|(n, _)| only.as_deref().is_none_or(|o| o == *n)).collect();
     if cases.is_empty() {
-        eprintln!("PKTSIM_BENCH_ONLY={}: expected one of {}", only.unwrap_or_default(), CASES.iter().map(|c| c.0).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "PKTSIM_BENCH_ONLY={}: expected one of {}",
+            only.unwrap_or_default(),
+            CASES.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+        );
         std::process::exit(2);
     }
     if only.is_some() {
         // One case alone, nothing else in the profile (and in the peak memory).
         let t = (cases[0].1)();
-        out!("{}: {} packets, {:.1} ns/packet, {:.2} events/packet ({:.1} ns/packet of wall time)", cases[0].0, t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, t.wall_s * 1e9 / t.packets as f64);
+        out!(
+            "{}: {} packets, {:.1} ns/packet, {:.2} events/packet ({:.1} ns/packet of wall time)",
+            cases[0].0,
+            t.packets,
+            t.ns_per_packet(),
+            t.events as f64 / t.packets as f64,
+            t.wall_s * 1e9 / t.packets as f64
+        );
         out!("peak RSS {:.1} MB", peak_rss_mb());
         return;
     }
@@ -451,10 +484,28 @@ fn main() {
             Some(Row { name, best, median_ns, ratio })
         })
         .collect();
-    out!("{:<22} {:>10} {:>8} {:>11} {:>9} {:>9} {:>11}", "case", "packets", "wall s", "ns/packet", "median", "events/p", "bare/case");
+    out!(
+        "{:<22} {:>10} {:>8} {:>11} {:>9} {:>9} {:>11}",
+        "case",
+        "packets",
+        "wall s",
+        "ns/packet",
+        "median",
+        "events/p",
+        "bare/case"
+    );
     for r in &rows {
         let t = &r.best;
-        out!("{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}", r.name, t.packets, t.wall_s, t.ns_per_packet(), r.median_ns, t.events as f64 / t.packets as f64, r.ratio);
+        out!(
+            "{:<22} {:>10} {:>8.3} {:>11.1} {:>9.1} {:>9.2} {:>11.2}",
+            r.name,
+            t.packets,
+            t.wall_s,
+            t.ns_per_packet(),
+            r.median_ns,
+            t.events as f64 / t.packets as f64,
+            r.ratio
+        );
     }
     out!(
         "{:<22} {:>10} {:>8} {:>11.1} {:>9.1} {:>9.2} {:>11.2}   ({} runs)",
@@ -479,21 +530,45 @@ fn main() {
     out!();
     goal("002 node, 1 core, 1.5 Mpps: x the bare loop", ratio("napi-1core-1.5Mpps"), 2.0);
     let low = ratio("napi-1core-1.5Mpps") / ratio("napi-1core-0.1Mpps");
-    out!("goal: {:<52} {low:>6.2} (<= 2): {}", "0.1 Mpps cost per packet / 1.5 Mpps cost", if low <= 2.0 { "met" } else { "NOT met" });
-    out!("      {:<52} {:>6.2}   (not a goal)", "0.1 Mpps, tx vector of its own: cost / tx on rx vector", ratio("napi-1core-0.1Mpps") / ratio("napi-1core-0.1Mpps-txv"));
+    out!(
+        "goal: {:<52} {low:>6.2} (<= 2): {}",
+        "0.1 Mpps cost per packet / 1.5 Mpps cost",
+        if low <= 2.0 { "met" } else { "NOT met" }
+    );
+    out!(
+        "      {:<52} {:>6.2}   (not a goal)",
+        "0.1 Mpps, tx vector of its own: cost / tx on rx vector",
+        ratio("napi-1core-0.1Mpps") / ratio("napi-1core-0.1Mpps-txv")
+    );
     goal("4 cores: x the bare loop", ratio("napi-4cores"), 1.0);
-    out!("      {:<52} {:>6.2}   (not a goal)", "4 cores at 0.1 Mpps a core: cost / at 1.5 Mpps a core", ratio("napi-4cores") / ratio("napi-4cores-0.4Mpps"));
+    out!(
+        "      {:<52} {:>6.2}   (not a goal)",
+        "4 cores at 0.1 Mpps a core: cost / at 1.5 Mpps a core",
+        ratio("napi-4cores") / ratio("napi-4cores-0.4Mpps")
+    );
     goal("64 cores: x the bare loop", ratio("napi-64cores"), 0.5);
     let napi = ratio("napi-1core-1.5Mpps");
     goal("busy-poll: NAPI's ns/packet / busy-poll's", ratio("busy-poll-1core") / napi, 1.0);
     goal("server M/D/1/K: x the bare loop", ratio("server-md1k"), 1.5);
     goal("server M/M/1/K: x the bare loop", ratio("server-mm1k"), 1.5);
-    out!("      {:<52} {:>6.2}   (the same work: not the goal's yardstick)", "server M/M/1/K: x a bare M/M/1/K loop", ratio("server-mm1k") / ratio("bare-heap-mm1k"));
+    out!(
+        "      {:<52} {:>6.2}   (the same work: not the goal's yardstick)",
+        "server M/M/1/K: x a bare M/M/1/K loop",
+        ratio("server-mm1k") / ratio("bare-heap-mm1k")
+    );
     goal("server: NAPI's ns/packet / server's (same node)", ratio("server-1core") / napi, 1.0);
-    out!("      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)", "server M/D/1/K: NAPI's ns/packet / server's", ratio("server-md1k") / napi);
+    out!(
+        "      {:<52} {:>6.2}   (Poisson arrivals, another node: not the goal's comparison)",
+        "server M/D/1/K: NAPI's ns/packet / server's",
+        ratio("server-md1k") / napi
+    );
     goal("trace read and decode: M frames/s on one core (on CPU)", 1e3 / ns_of("trace-read").unwrap_or(f64::NAN), 20.0);
     let (one, many) = (case_rss_mb("napi-1core-1.5Mpps"), case_rss_mb("napi-64cores"));
-    out!("goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)", "64 cores: peak memory of the process, MB", if many <= 25.0 { "met" } else { "NOT met" });
+    out!(
+        "goal: {:<52} {many:>6.1} (<= 25): {}   (1 core: {one:.1} MB)",
+        "64 cores: peak memory of the process, MB",
+        if many <= 25.0 { "met" } else { "NOT met" }
+    );
 
     // Every bundled scenario and example as it is (its own load and duration; build and
     // report included, as in the cases): where a user's first runs stand.
@@ -501,13 +576,24 @@ fn main() {
     out!("{:<36} {:>10} {:>11} {:>9} {:>11}", "bundled file", "packets", "ns/packet", "events/p", "bare/file");
     for path in bundled_files() {
         let mut ts: Vec<Timed> = Vec::new();
-        while ts.len() < FILE_ROUNDS || (ts.iter().map(|t| t.cpu_s).sum::<f64>() < FILE_CPU_S && ts.len() < FILE_ROUNDS_MAX) {
+        while ts.len() < FILE_ROUNDS
+            || (ts.iter().map(|t| t.cpu_s).sum::<f64>() < FILE_CPU_S && ts.len() < FILE_ROUNDS_MAX)
+        {
             ts.push(bundled_file(&path).unwrap_or_else(|e| panic!("{e}")));
         }
-        let Some(t) = ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied() else { continue };
+        let Some(t) = ts.iter().min_by(|a, b| a.ns_per_packet().total_cmp(&b.ns_per_packet())).copied() else {
+            continue;
+        };
         let name = path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
         let dir = if path.parent().is_some_and(|p| p.ends_with("examples")) { "examples/" } else { "scenarios/" };
-        out!("{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}", format!("{dir}{name}"), t.packets, t.ns_per_packet(), t.events as f64 / t.packets as f64, bare_ns / t.ns_per_packet());
+        out!(
+            "{:<36} {:>10} {:>11.1} {:>9.2} {:>11.2}",
+            format!("{dir}{name}"),
+            t.packets,
+            t.ns_per_packet(),
+            t.events as f64 / t.packets as f64,
+            bare_ns / t.ns_per_packet()
+        );
     }
     out!("(the fastest of {FILE_ROUNDS} runs each, or of more up to {FILE_ROUNDS_MAX} until they add up to {FILE_CPU_S} s of CPU, against the fastest bare loop)");
 }

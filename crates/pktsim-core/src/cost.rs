@@ -86,7 +86,16 @@ impl<T: Copy> Groups<T> {
         [self.rx, self.alloc, self.prerouting, self.routing, self.postrouting, self.free, self.tx, self.other]
     }
     pub fn from_array(a: [Option<T>; 8]) -> Self {
-        Groups { rx: a[0], alloc: a[1], prerouting: a[2], routing: a[3], postrouting: a[4], free: a[5], tx: a[6], other: a[7] }
+        Groups {
+            rx: a[0],
+            alloc: a[1],
+            prerouting: a[2],
+            routing: a[3],
+            postrouting: a[4],
+            free: a[5],
+            tx: a[6],
+            other: a[7],
+        }
     }
 }
 
@@ -237,7 +246,13 @@ pub fn parse_profile(text: &str, origin: &str, default_name: &str) -> Result<Cos
     let file: CostProfileFile = crate::loader::deserialize_toml(text, origin)?;
     let profile = CostProfile::from_file(file, default_name);
     if !(profile.fixed.total() > 0.0) {
-        return Err(ConfigError::new(origin, "cycles", None, "a profile whose groups add up to more than 0 cycles per packet").into());
+        return Err(ConfigError::new(
+            origin,
+            "cycles",
+            None,
+            "a profile whose groups add up to more than 0 cycles per packet",
+        )
+        .into());
     }
     Ok(profile)
 }
@@ -249,7 +264,8 @@ pub fn load_profile(name_or_path: &str, base_dir: &Path, origin: &str, key: &str
     }
     let path = base_dir.join(name_or_path);
     if path.is_file() {
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
         return parse_profile(&text, &path.display().to_string(), &stem);
     }

@@ -23,7 +23,12 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    pub fn new(origin: impl Into<String>, path: impl Into<String>, value: Option<String>, expected: impl Into<String>) -> Self {
+    pub fn new(
+        origin: impl Into<String>,
+        path: impl Into<String>,
+        value: Option<String>,
+        expected: impl Into<String>,
+    ) -> Self {
         ConfigError { origin: origin.into(), path: path.into(), value, expected: expected.into(), position: None }
     }
 
@@ -38,14 +43,22 @@ impl ConfigError {
             if let Some((field, tail)) = rest.split_once('`') {
                 let known = tail.trim_start_matches(", ").replace("expected one of ", "").replace("expected ", "");
                 // serde_path_to_error may or may not have pushed the unknown key already.
-                let full = if path == field || path.ends_with(&format!(".{field}")) { path.clone() } else { join_path(&path, field) };
+                let full = if path == field || path.ends_with(&format!(".{field}")) {
+                    path.clone()
+                } else {
+                    join_path(&path, field)
+                };
                 let hint = did_you_mean(field, &known).map_or(String::new(), |k| format!(": did you mean `{k}`?"));
                 return ConfigError::new(origin, full, None, format!("no such key here{hint} (known keys: {known})"));
             }
         }
         if let Some(rest) = message.strip_prefix("duplicate field `") {
             if let Some((field, _)) = rest.split_once('`') {
-                let full = if path == field || path.ends_with(&format!(".{field}")) { path.clone() } else { join_path(&path, field) };
+                let full = if path == field || path.ends_with(&format!(".{field}")) {
+                    path.clone()
+                } else {
+                    join_path(&path, field)
+                };
                 return ConfigError::new(origin, full, None, "one value: this key is given twice, under its own name and its Linux name (e.g. budget and netdev_budget); keep one");
             }
         }
@@ -164,9 +177,17 @@ mod tests {
         assert_eq!(did_you_mean("Flow", known).as_deref(), Some("flows"));
         assert_eq!(did_you_mean("colour", known), None);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
-        let e = ConfigError::from_serde("s.toml", "traffic".into(), "unknown field `ratee`, expected one of `rate`, `pattern`");
+        let e = ConfigError::from_serde(
+            "s.toml",
+            "traffic".into(),
+            "unknown field `ratee`, expected one of `rate`, `pattern`",
+        );
         assert!(e.to_string().contains("traffic.ratee: no such key here: did you mean `rate`?"), "{e}");
-        let v = ConfigError::from_serde("s.toml", "nic.itr.mode".into(), "unknown variant `statc`, expected one of `off`, `static`, `dynamic`");
+        let v = ConfigError::from_serde(
+            "s.toml",
+            "nic.itr.mode".into(),
+            "unknown variant `statc`, expected one of `off`, `static`, `dynamic`",
+        );
         assert!(v.to_string().contains("(did you mean `static`?)"), "{v}");
     }
 }

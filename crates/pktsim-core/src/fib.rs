@@ -235,11 +235,19 @@ impl FibModel {
 
     /// Cycles a lookup costs beyond a one-route FIB.
     pub fn extra_cycles(&self, routes: u64, flows: u64) -> f64 {
-        self.node_cycles * depth(routes) + self.misses_per_lookup * self.stall_cycles(self.working_set_bytes(routes, flows))
+        self.node_cycles * depth(routes)
+            + self.misses_per_lookup * self.stall_cycles(self.working_set_bytes(routes, flows))
     }
 
     /// Move a routing cost measured at `(ref_routes, ref_flows)` to `(routes, flows)`.
-    pub fn routing_cycles(&self, profile_routing: f64, ref_routes: u64, ref_flows: u64, routes: u64, flows: u64) -> f64 {
+    pub fn routing_cycles(
+        &self,
+        profile_routing: f64,
+        ref_routes: u64,
+        ref_flows: u64,
+        routes: u64,
+        flows: u64,
+    ) -> f64 {
         (profile_routing + self.extra_cycles(routes, flows) - self.extra_cycles(ref_routes, ref_flows)).max(0.0)
     }
 
@@ -275,8 +283,17 @@ pub struct FibFit {
 /// shaped like 000 Table IV (flows = routes): one route (the reference), a FIB inside L1
 /// (only the trie depth grows), and one beyond L3. The cache hierarchy, its latencies and
 /// `entry_size` are inputs.
-pub fn fit_000_table_iv(points: [(u64, f64); 3], entry_size: Bytes, caches: &Caches, frequency_hz: f64) -> Result<FibFit, String> {
-    let probe = FibModel::new(&FibParams { routes: None, node_cycles: Cycles::new(0.0), entry_size, misses_per_lookup: 0.0 }, caches, frequency_hz);
+pub fn fit_000_table_iv(
+    points: [(u64, f64); 3],
+    entry_size: Bytes,
+    caches: &Caches,
+    frequency_hz: f64,
+) -> Result<FibFit, String> {
+    let probe = FibModel::new(
+        &FibParams { routes: None, node_cycles: Cycles::new(0.0), entry_size, misses_per_lookup: 0.0 },
+        caches,
+        frequency_hz,
+    );
     let [(r0, c0), (r1, c1), (r3, c3)] = points;
     let w = |r: u64| probe.working_set_bytes(r, r);
     if r0 != 1 {
@@ -309,7 +326,10 @@ pub const TABLE_IV_FIT: [(u64, f64); 3] = [(1, 200.0), (256, 350.0), (1_048_576,
 /// knee of 000 V-D), searched over powers of two up to 2^26.
 pub fn knee(model: &FibModel, profile_routing: f64) -> (u64, u64) {
     let c = |n: u64| model.routing_cycles(profile_routing, 1, 1, n, n);
-    (0..26).map(|e| (1u64 << e, 1u64 << (e + 1))).max_by(|a, b| (c(a.1) - c(a.0)).total_cmp(&(c(b.1) - c(b.0)))).unwrap_or((1, 2))
+    (0..26)
+        .map(|e| (1u64 << e, 1u64 << (e + 1)))
+        .max_by(|a, b| (c(a.1) - c(a.0)).total_cmp(&(c(b.1) - c(b.0))))
+        .unwrap_or((1, 2))
 }
 
 #[cfg(test)]

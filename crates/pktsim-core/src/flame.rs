@@ -6,7 +6,13 @@ use inferno::flamegraph::{self, color::PaletteMap, Options, Palette};
 /// Render folded stack lines (`frame;frame;frame count`) as an SVG flame graph. `colors`
 /// maps function names to RGB; other frames get inferno's "hot" palette. `legend` (label,
 /// RGB) is drawn in a row below the graph, which grows to hold it.
-pub fn svg_with_legend(folded: &[String], colors: &[(String, [u8; 3])], title: &str, count_name: &str, legend: &[(String, [u8; 3])]) -> Result<String, String> {
+pub fn svg_with_legend(
+    folded: &[String],
+    colors: &[(String, [u8; 3])],
+    title: &str,
+    count_name: &str,
+    legend: &[(String, [u8; 3])],
+) -> Result<String, String> {
     let svg = svg(folded, colors, title, count_name)?;
     if legend.is_empty() {
         return Ok(svg);
@@ -17,7 +23,10 @@ pub fn svg_with_legend(folded: &[String], colors: &[(String, [u8; 3])], title: &
     };
     let (Some(width), Some(height)) = (grab("width=\""), grab("height=\"")) else { return Ok(svg) };
     let row = 24;
-    let mut g = format!("<g id=\"legend\" font-family=\"Verdana\" font-size=\"12\"><text x=\"10\" y=\"{}\">groups:</text>", height + 16);
+    let mut g = format!(
+        "<g id=\"legend\" font-family=\"Verdana\" font-size=\"12\"><text x=\"10\" y=\"{}\">groups:</text>",
+        height + 16
+    );
     let mut x = 70;
     for (label, [r, gr, b]) in legend {
         let esc = label.replace('&', "&amp;").replace('<', "&lt;");
@@ -26,9 +35,11 @@ pub fn svg_with_legend(folded: &[String], colors: &[(String, [u8; 3])], title: &
     }
     g += "</g>";
     let grown = height + row;
-    let svg = svg
-        .replacen(&format!("height=\"{height}\""), &format!("height=\"{grown}\""), 1)
-        .replacen(&format!("viewBox=\"0 0 {width} {height}\""), &format!("viewBox=\"0 0 {width} {grown}\""), 1);
+    let svg = svg.replacen(&format!("height=\"{height}\""), &format!("height=\"{grown}\""), 1).replacen(
+        &format!("viewBox=\"0 0 {width} {height}\""),
+        &format!("viewBox=\"0 0 {width} {grown}\""),
+        1,
+    );
     match svg.rfind("</svg>") {
         Some(i) => Ok(format!("{}{}{}", &svg[..i], g, &svg[i..])),
         None => Ok(svg),
@@ -48,7 +59,8 @@ pub fn svg(folded: &[String], colors: &[(String, [u8; 3])], title: &str, count_n
     opts.palette_map = Some(&mut palette);
     opts.deterministic = true;
     let mut out = Vec::new();
-    flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), &mut out).map_err(|e| format!("flame graph: {e}"))?;
+    flamegraph::from_lines(&mut opts, folded.iter().map(String::as_str), &mut out)
+        .map_err(|e| format!("flame graph: {e}"))?;
     String::from_utf8(out).map_err(|e| format!("flame graph: {e}"))
 }
 
@@ -56,7 +68,8 @@ pub fn svg(folded: &[String], colors: &[(String, [u8; 3])], title: &str, count_n
 mod tests {
     #[test]
     fn frames_take_the_given_colours() {
-        let lines = vec!["net_rx_action;ixgbe_poll;ixgbe_clean_rx_irq 30".to_string(), "net_rx_action;ip_rcv 10".to_string()];
+        let lines =
+            vec!["net_rx_action;ixgbe_poll;ixgbe_clean_rx_irq 30".to_string(), "net_rx_action;ip_rcv 10".to_string()];
         let svg = super::svg(&lines, &[("ip_rcv".into(), [1, 2, 3])], "t", "samples").unwrap();
         assert!(svg.contains("<svg"));
         assert!(svg.contains("rgb(1,2,3)"), "ip_rcv drawn in its colour");
@@ -67,8 +80,19 @@ mod tests {
     fn the_legend_names_each_group_in_its_colour_below_the_graph() {
         let lines = vec!["net_rx_action;ip_rcv 10".to_string()];
         let plain = super::svg(&lines, &[], "t", "samples").unwrap();
-        let svg = super::svg_with_legend(&lines, &[("ip_rcv".into(), [1, 2, 3])], "t", "samples", &[("C_prerouting".into(), [1, 2, 3])]).unwrap();
-        assert!(svg.contains("id=\"legend\"") && svg.contains(">C_prerouting</text>") && svg.contains("fill=\"rgb(1,2,3)\""));
+        let svg = super::svg_with_legend(
+            &lines,
+            &[("ip_rcv".into(), [1, 2, 3])],
+            "t",
+            "samples",
+            &[("C_prerouting".into(), [1, 2, 3])],
+        )
+        .unwrap();
+        assert!(
+            svg.contains("id=\"legend\"")
+                && svg.contains(">C_prerouting</text>")
+                && svg.contains("fill=\"rgb(1,2,3)\"")
+        );
         let h = |s: &str| s.split("height=\"").nth(1).unwrap().split('"').next().unwrap().parse::<u32>().unwrap();
         assert_eq!(h(&svg), h(&plain) + 24, "the picture grows to hold the legend");
     }

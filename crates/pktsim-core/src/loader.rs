@@ -84,7 +84,15 @@ pub fn parse_json_table(text: &str, origin: &str) -> Result<toml::Table> {
 fn json_to_toml(v: &serde_json::Value, origin: &str, path: &str) -> Result<toml::Value> {
     use serde_json::Value as J;
     Ok(match v {
-        J::Null => return Err(ConfigError::new(origin, path, Some("null".into()), "a value (leave the key out instead of null)").into()),
+        J::Null => {
+            return Err(ConfigError::new(
+                origin,
+                path,
+                Some("null".into()),
+                "a value (leave the key out instead of null)",
+            )
+            .into())
+        }
         J::Bool(b) => toml::Value::Boolean(*b),
         J::Number(n) => {
             if let Some(i) = n.as_i64() {
@@ -98,7 +106,10 @@ fn json_to_toml(v: &serde_json::Value, origin: &str, path: &str) -> Result<toml:
         }
         J::String(s) => toml::Value::String(s.clone()),
         J::Array(a) => toml::Value::Array(
-            a.iter().enumerate().map(|(i, x)| json_to_toml(x, origin, &format!("{path}[{i}]"))).collect::<Result<_>>()?,
+            a.iter()
+                .enumerate()
+                .map(|(i, x)| json_to_toml(x, origin, &format!("{path}[{i}]")))
+                .collect::<Result<_>>()?,
         ),
         J::Object(m) => {
             let mut t = toml::Table::new();
@@ -141,7 +152,9 @@ fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
     let dotted = dotted(key);
     let parts: Vec<&str> = dotted.split('.').collect();
     if key.is_empty() || parts.iter().any(|p| p.is_empty()) {
-        return Err(ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into());
+        return Err(
+            ConfigError::new("--set", key, Some(value.to_string()), "a dotted key path such as traffic.rate").into()
+        );
     }
     let mut cur = root;
     for (i, part) in parts.iter().enumerate() {
@@ -265,7 +278,10 @@ mod tests {
     fn set_into_a_plain_value_names_the_key() {
         let mut t = parse_toml_table(TEXT, "t.toml").unwrap();
         let e = config_error(apply_sets(&mut t, &sets(&[("traffic.rate.x", "1")])));
-        assert_eq!(e.to_string(), "--set: traffic.rate = 1: expected a table to hold traffic.rate.x, but it is a plain value");
+        assert_eq!(
+            e.to_string(),
+            "--set: traffic.rate = 1: expected a table to hold traffic.rate.x, but it is a plain value"
+        );
         // The table is left as it was.
         assert_eq!(t["traffic"]["rate"].as_str(), Some("1Mpps"));
     }

@@ -183,7 +183,8 @@ where
         }
     }
     let (sent, carried) = flows(&x);
-    let queue_limited = sent.iter().zip(&carried).any(|(s, c)| c < &(s * (1.0 - 1e-9))) || sent.iter().zip(lock_pps).any(|(s, l)| *s > 0.5 * l);
+    let queue_limited = sent.iter().zip(&carried).any(|(s, c)| c < &(s * (1.0 - 1e-9)))
+        || sent.iter().zip(lock_pps).any(|(s, l)| *s > 0.5 * l);
     // Each core's load; on a lock-bound queue the cores spin for what they cannot send.
     let mut busy = vec![0.0; n];
     let mut out = vec![0.0; n];
@@ -237,7 +238,10 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         let mut g = GroupCycles::default();
         g.set(Group::Routing, to_cycles(terms.routing_extra_ps));
         g.set(Group::Free, to_cycles(terms.clean_ps));
-        g.set(Group::Rx, to_cycles(terms.frame_ps(mean) - terms.contention_ps - terms.clean_ps - terms.routing_extra_ps));
+        g.set(
+            Group::Rx,
+            to_cycles(terms.frame_ps(mean) - terms.contention_ps - terms.clean_ps - terms.routing_extra_ps),
+        );
         notes.push("host.t_proc is given: its time is not split into 000's groups (shown as RX, with the FIB model's extra routing time as routing)".into());
         g
     } else {
@@ -262,8 +266,13 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let line = sc.line_rate_pps();
     let queues = topo.tx_queues();
     let on_queue = |q: usize| (0..topo.cores()).filter(move |&c| topo.tx_of_core(c) == q);
-    let lock_pps: Vec<f64> =
-        (0..queues).map(|q| on_queue(q).next().map_or(f64::INFINITY, |c| if hold_ps(c) > 0.0 { 1e12 / hold_ps(c) } else { f64::INFINITY })).collect();
+    let lock_pps: Vec<f64> = (0..queues)
+        .map(|q| {
+            on_queue(q)
+                .next()
+                .map_or(f64::INFINITY, |c| if hold_ps(c) > 0.0 { 1e12 / hold_ps(c) } else { f64::INFINITY })
+        })
+        .collect();
     // Interference takes its share of every core: the rest does the work, so each frame
     // takes 1 / (1 - share) as long in wall-clock time (and the core's load counts it).
     let stolen = interference_share(&sc.scenario.cpu.interference);
@@ -276,9 +285,11 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     }
     let clean_s = mode.tx_clean_ps / 1e12 * stretch;
     // Seconds of one core's own work per frame it forwards, and the tx queues it cleans.
-    let own_s: Vec<f64> = loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12 * stretch).collect();
+    let own_s: Vec<f64> =
+        loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12 * stretch).collect();
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
-    let solve = |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
+    let solve =
+        |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
     let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
     // A preferred busy poller's NAPI, polled only every poll_gap after a poll ends while
     // its reader is busy, takes at most a weight per (gap + that poll's time); a reader
@@ -321,7 +332,8 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
                 fwd[c] = read;
                 continue;
             }
-            let read = if a.same_core { ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]) } else { fwd[c].min(1.0 / app_s) };
+            let read =
+                if a.same_core { ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]) } else { fwd[c].min(1.0 / app_s) };
             if a.same_core {
                 busy[c] += read * app_s;
             } else {
@@ -338,7 +350,9 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         let cleaned: f64 = cleans(c).map(|q| on_queue(q).map(|d| loads[d].0).sum::<f64>()).sum();
         let same_core_app = mode.app.as_ref().is_some_and(|a| a.same_core);
         let drives_ps = mode.app.as_ref().and_then(|a| a.drives).unwrap_or(0.0);
-        let per_rate = loads[c].0 * (own_s[c] + drives_ps / 1e12 + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 }) + clean_s * cleaned;
+        let per_rate = loads[c].0
+            * (own_s[c] + drives_ps / 1e12 + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 })
+            + clean_s * cleaned;
         if mode.poll_gap_ps > 0.0 && loads[c].0 > 0.0 {
             let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
             first_sat = first_sat.min(weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]) / loads[c].0);
@@ -376,7 +390,11 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         .collect();
     let capacity = first_sat.min(line);
     // An application with cores of its own adds one per core to the CPU figures.
-    let k_all = if app_busy.iter().any(|&b| b > 0.0) || mode.app.as_ref().is_some_and(|a| !a.same_core) { 2 * k as usize } else { k as usize };
+    let k_all = if app_busy.iter().any(|&b| b > 0.0) || mode.app.as_ref().is_some_and(|a| !a.same_core) {
+        2 * k as usize
+    } else {
+        k as usize
+    };
     let cpu_load = (busy.iter().sum::<f64>() + app_busy.iter().sum::<f64>()) / k_all as f64;
     let cpu_load_max = (0..topo.cores())
         .map(|c| {
@@ -403,8 +421,14 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     }
 
     let mut frame_cost_ns = BTreeMap::new();
-    frame_cost_ns.insert("processing".to_string(), mode.proc_share * (terms.proc_ps + terms.proc_fs_per_byte * mean / 1e3) / 1e3);
-    frame_cost_ns.insert("tx clean".to_string(), if terms.clean_in_proc { mode.proc_share * terms.clean_ps } else { mode.tx_clean_ps } / 1e3);
+    frame_cost_ns.insert(
+        "processing".to_string(),
+        mode.proc_share * (terms.proc_ps + terms.proc_fs_per_byte * mean / 1e3) / 1e3,
+    );
+    frame_cost_ns.insert(
+        "tx clean".to_string(),
+        if terms.clean_in_proc { mode.proc_share * terms.clean_ps } else { mode.tx_clean_ps } / 1e3,
+    );
     frame_cost_ns.insert("contention".to_string(), terms.contention_ps / 1e3);
     for t in &mode.terms {
         if t.name != "tx clean" {
@@ -459,7 +483,12 @@ pub struct FromMeasurement {
 }
 
 /// `C_total = f * load / R` (or `C_active / R` when `active_cycles_per_s` is given).
-pub fn from_measurement(rate_pps: f64, frequency_hz: f64, cpu_load: Option<f64>, active_cycles_per_s: Option<f64>) -> Result<FromMeasurement, String> {
+pub fn from_measurement(
+    rate_pps: f64,
+    frequency_hz: f64,
+    cpu_load: Option<f64>,
+    active_cycles_per_s: Option<f64>,
+) -> Result<FromMeasurement, String> {
     if !(rate_pps.is_finite() && rate_pps > 0.0) {
         return Err(format!("rate = {rate_pps} pps: expected a measured packet rate above 0"));
     }
@@ -468,7 +497,9 @@ pub fn from_measurement(rate_pps: f64, frequency_hz: f64, cpu_load: Option<f64>,
     }
     let active = match (cpu_load, active_cycles_per_s) {
         (Some(_), Some(_)) => return Err("give either the CPU load or the active cycles, not both".into()),
-        (None, None) => return Err("give the CPU load (--cpu-load 100%) or the active cycles per second (--active-cycles)".into()),
+        (None, None) => {
+            return Err("give the CPU load (--cpu-load 100%) or the active cycles per second (--active-cycles)".into())
+        }
         (Some(load), None) => {
             if !(load > 0.0 && load <= 1.0) {
                 return Err(format!("cpu-load = {}%: expected a load above 0% and at most 100%", load * 100.0));
@@ -477,7 +508,9 @@ pub fn from_measurement(rate_pps: f64, frequency_hz: f64, cpu_load: Option<f64>,
         }
         (None, Some(a)) => {
             if !(a > 0.0 && a <= frequency_hz * (1.0 + 1e-9)) {
-                return Err(format!("active-cycles = {a}/s: expected above 0 and at most the frequency ({frequency_hz} cycles/s)"));
+                return Err(format!(
+                    "active-cycles = {a}/s: expected above 0 and at most the frequency ({frequency_hz} cycles/s)"
+                ));
             }
             a
         }
@@ -566,7 +599,11 @@ mod tests {
         assert!((four.r_cpu_pps / one.r_cpu_pps - 4.0).abs() < 1e-9, "{} vs {}", four.r_cpu_pps, one.r_cpu_pps);
         n.scenario.cpu.contention = crate::units::Cycles::new(100.0);
         let four_c = predict(&n);
-        assert!((four_c.r_cpu_pps / (4.0 * 3.3e9 / (one.c_total_cycles + 300.0)) - 1.0).abs() < 1e-9, "{}", four_c.r_cpu_pps);
+        assert!(
+            (four_c.r_cpu_pps / (4.0 * 3.3e9 / (one.c_total_cycles + 300.0)) - 1.0).abs() < 1e-9,
+            "{}",
+            four_c.r_cpu_pps
+        );
     }
 
     /// RSS places a flow on one core: one flow on four cores forwards what one core does,
@@ -619,13 +656,21 @@ mod tests {
     fn page_pool_replaces_alloc_and_free_by_its_fast_path_or_its_ring() {
         let pp = "[cost.buffers.page_pool]\nfast = \"20cycles\"\nring = \"70cycles\"\nalloc = \"400cycles\"\nalloc_share = 0.01";
         let p = predict(&node(pp));
-        assert!((p.cycles_by_group["alloc"] - (20.0 + 4.0)).abs() < 1e-9, "forwarded frames recycle in the NAPI: {}", p.cycles_by_group["alloc"]);
+        assert!(
+            (p.cycles_by_group["alloc"] - (20.0 + 4.0)).abs() < 1e-9,
+            "forwarded frames recycle in the NAPI: {}",
+            p.cycles_by_group["alloc"]
+        );
         assert_eq!(p.cycles_by_group["free"], 0.0);
         // Four cores sharing one tx queue: three of four cores' frames are cleaned by core 0.
         let mut n = node(&format!("{pp}\n[nic]\ntx_queues = 1"));
         n.scenario.cpu.cores = 4;
         let shared = predict(&n);
-        assert!((shared.cycles_by_group["alloc"] - (0.25 * 20.0 + 0.75 * 70.0 + 4.0)).abs() < 1e-9, "{}", shared.cycles_by_group["alloc"]);
+        assert!(
+            (shared.cycles_by_group["alloc"] - (0.25 * 20.0 + 0.75 * 70.0 + 4.0)).abs() < 1e-9,
+            "{}",
+            shared.cycles_by_group["alloc"]
+        );
     }
 
     #[test]
@@ -654,7 +699,13 @@ mod tests {
 /// The share of a core `[cpu.interference]` takes: the tick's mean time per period plus
 /// the preemptions' rate times their mean length.
 pub fn interference_share(i: &crate::scenario::Interference) -> f64 {
-    let mean = |v: &[crate::units::Duration]| if v.is_empty() { 0.0 } else { v.iter().map(|d| d.ps as f64).sum::<f64>() / v.len() as f64 };
+    let mean = |v: &[crate::units::Duration]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().map(|d| d.ps as f64).sum::<f64>() / v.len() as f64
+        }
+    };
     let tick = if i.tick_period.ps > 0 { mean(&i.t_tick) / i.tick_period.ps as f64 } else { 0.0 };
     tick + i.rate.hz * mean(&i.t_preempt) * 1e-12
 }
@@ -690,7 +741,9 @@ pub fn predict_chain(chain: &crate::scenario::chain::ResolvedChain) -> ChainPred
         .links
         .iter()
         .zip(&chain.nodes)
-        .map(|(l, n)| crate::scenario::line_rate_pps(l.rate_bps, n.mean_frame_bytes(), n.scenario.link.overhead.bytes as f64))
+        .map(|(l, n)| {
+            crate::scenario::line_rate_pps(l.rate_bps, n.mean_frame_bytes(), n.scenario.link.overhead.bytes as f64)
+        })
         .collect();
     let mut best = (0usize, f64::INFINITY, String::new());
     for (i, p) in nodes.iter().enumerate() {

@@ -35,7 +35,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use byteorder_slice::{BigEndian, ByteOrder, LittleEndian};
-use etherparse::{Ethernet2Header, Ethernet2HeaderSlice, Ipv4HeaderSlice, Ipv6Header, Ipv6HeaderSlice, LaxIpv6Slice, SingleVlanHeader, SingleVlanHeaderSlice};
+use etherparse::{
+    Ethernet2Header, Ethernet2HeaderSlice, Ipv4HeaderSlice, Ipv6Header, Ipv6HeaderSlice, LaxIpv6Slice,
+    SingleVlanHeader, SingleVlanHeaderSlice,
+};
 use pcap_file::pcap::PcapHeader;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, RawBlock};
@@ -99,7 +102,12 @@ impl FlowKey {
     }
     /// IPv4 addresses as numbers (for prefix filters), if IPv4.
     pub fn ipv4(&self) -> Option<(u32, u32)> {
-        (self.family == 4).then(|| (u32::from_be_bytes([self.src[0], self.src[1], self.src[2], self.src[3]]), u32::from_be_bytes([self.dst[0], self.dst[1], self.dst[2], self.dst[3]])))
+        (self.family == 4).then(|| {
+            (
+                u32::from_be_bytes([self.src[0], self.src[1], self.src[2], self.src[3]]),
+                u32::from_be_bytes([self.dst[0], self.dst[1], self.dst[2], self.dst[3]]),
+            )
+        })
     }
 }
 
@@ -282,13 +290,27 @@ impl TraceReader {
         }
         let header = match PcapHeader::from_slice(head) {
             Ok((_, h)) => h,
-            Err(PcapError::IncompleteBuffer) => return Err(invalid(&r.path, format!("byte 0: truncated pcap file header ({} of 24 bytes)", head.len()))),
+            Err(PcapError::IncompleteBuffer) => {
+                return Err(invalid(
+                    &r.path,
+                    format!("byte 0: truncated pcap file header ({} of 24 bytes)", head.len()),
+                ))
+            }
             Err(e) => return Err(invalid(&r.path, format!("byte 0: bad pcap file header ({e})"))),
         };
         r.format = Format::Pcap;
-        let clock = if header.ts_resolution == TsResolution::NanoSecond { Clock { mul: 1_000, div: 1 } } else { Clock { mul: 1_000_000, div: 1 } };
+        let clock = if header.ts_resolution == TsResolution::NanoSecond {
+            Clock { mul: 1_000, div: 1 }
+        } else {
+            Clock { mul: 1_000_000, div: 1 }
+        };
         r.check_link(header.datalink, 0)?;
-        r.state = State::Pcap { big: header.endianness == Endianness::Big, link: header.datalink, clock, snaplen: header.snaplen };
+        r.state = State::Pcap {
+            big: header.endianness == Endianness::Big,
+            link: header.datalink,
+            clock,
+            snaplen: header.snaplen,
+        };
         r.pos = 24;
         Ok(r)
     }
@@ -307,7 +329,13 @@ impl TraceReader {
 
     /// Where the next record starts, to come back to with [`TraceReader::rewind`].
     pub fn mark(&self) -> Mark {
-        Mark { offset: self.base + self.pos as u64, packets: self.packets, state: self.state.clone(), first_ps: self.first_ps, last_ps: self.last_ps }
+        Mark {
+            offset: self.base + self.pos as u64,
+            packets: self.packets,
+            state: self.state.clone(),
+            first_ps: self.first_ps,
+            last_ps: self.last_ps,
+        }
     }
 
     /// Read again from `mark` (of this file).
@@ -398,7 +426,9 @@ impl TraceReader {
                     let (ts_sec, ts_frac, orig_len) = (rd(&h[0..4]), rd(&h[4..8]), rd(&h[12..16]));
                     let used = 16 + incl as usize;
                     if incl > orig_len {
-                        return Err(self.error(format!("captured length {incl} B is larger than the original length {orig_len} B")));
+                        return Err(self.error(format!(
+                            "captured length {incl} B is larger than the original length {orig_len} B"
+                        )));
                     }
                     let frac_limit = if clock.mul == 1_000 { 1_000_000_000 } else { 1_000_000 };
                     if ts_frac >= frac_limit {
@@ -423,7 +453,9 @@ impl TraceReader {
                         match BigEndian::read_u32(&h[8..12]) {
                             0x1A2B_3C4D => true,
                             0x4D3C_2B1A => false,
-                            m => return Err(self.error(format!("bad pcapng section header: byte-order magic {m:#010x}"))),
+                            m => {
+                                return Err(self.error(format!("bad pcapng section header: byte-order magic {m:#010x}")))
+                            }
                         }
                     } else {
                         big
@@ -438,7 +470,11 @@ impl TraceReader {
                         return Ok(None);
                     }
                     let slice = &self.buf[self.pos..self.pos + len as usize];
-                    let parsed = if big { RawBlock::from_slice::<BigEndian>(slice) } else { RawBlock::from_slice::<LittleEndian>(slice) };
+                    let parsed = if big {
+                        RawBlock::from_slice::<BigEndian>(slice)
+                    } else {
+                        RawBlock::from_slice::<LittleEndian>(slice)
+                    };
                     let raw = match parsed {
                         Ok((_, raw)) => raw,
                         Err(e) => return Err(self.error(format!("bad pcapng block of type {kind:#x} ({e})"))),
@@ -448,7 +484,11 @@ impl TraceReader {
                             self.state = State::PcapNg { big, ifaces: Vec::new() };
                         }
                         PCAPNG_IDB => {
-                            let block = if big { raw.try_into_block::<BigEndian>() } else { raw.try_into_block::<LittleEndian>() };
+                            let block = if big {
+                                raw.try_into_block::<BigEndian>()
+                            } else {
+                                raw.try_into_block::<LittleEndian>()
+                            };
                             let idb = match block {
                                 Ok(Block::InterfaceDescription(idb)) => idb,
                                 Ok(_) => unreachable!("an interface description block"),
@@ -459,7 +499,11 @@ impl TraceReader {
                                 if let InterfaceDescriptionOption::IfTsResol(r) = o {
                                     clock = match Clock::of_tsresol(*r) {
                                         Some(c) => c,
-                                        None => return Err(self.error(format!("unsupported pcapng timestamp resolution if_tsresol = {r:#x}"))),
+                                        None => {
+                                            return Err(self.error(format!(
+                                                "unsupported pcapng timestamp resolution if_tsresol = {r:#x}"
+                                            )))
+                                        }
                                     };
                                 }
                             }
@@ -471,9 +515,12 @@ impl TraceReader {
                         PCAPNG_EPB => {
                             let b = &raw.body;
                             if b.len() < 20 {
-                                return Err(self.error(format!("bad pcapng enhanced packet block: {} bytes of body", b.len())));
+                                return Err(
+                                    self.error(format!("bad pcapng enhanced packet block: {} bytes of body", b.len()))
+                                );
                             }
-                            let (iface, ts_hi, ts_lo, cap, orig) = (rd(&b[0..4]), rd(&b[4..8]), rd(&b[8..12]), rd(&b[12..16]), rd(&b[16..20]));
+                            let (iface, ts_hi, ts_lo, cap, orig) =
+                                (rd(&b[0..4]), rd(&b[4..8]), rd(&b[8..12]), rd(&b[12..16]), rd(&b[16..20]));
                             if 20 + cap as usize > b.len() {
                                 return Err(self.error(format!("bad pcapng enhanced packet block: captured length {cap} B does not fit its {len}-byte block")));
                             }
@@ -485,7 +532,8 @@ impl TraceReader {
                                 State::Pcap { .. } => unreachable!("a pcapng reader"),
                             };
                             let ticks = (ts_hi as u64) << 32 | ts_lo as u64;
-                            let mut frame = decode(link, orig.max(cap), &b[20..20 + cap as usize]).map_err(|e| self.error(e))?;
+                            let mut frame =
+                                decode(link, orig.max(cap), &b[20..20 + cap as usize]).map_err(|e| self.error(e))?;
                             self.stamp(&mut frame, clock.ps(ticks));
                             self.pos += len as usize;
                             self.packets += 1;
@@ -747,7 +795,8 @@ impl TraceSummary {
         type Key = (PathBuf, u64, Option<std::time::SystemTime>, Window);
         static CACHE: Mutex<Vec<(Key, Arc<TraceSummary>)>> = Mutex::new(Vec::new());
         let meta = std::fs::metadata(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
-        let key: Key = (path.canonicalize().unwrap_or_else(|_| path.to_path_buf()), meta.len(), meta.modified().ok(), window);
+        let key: Key =
+            (path.canonicalize().unwrap_or_else(|_| path.to_path_buf()), meta.len(), meta.modified().ok(), window);
         if let Some((_, s)) = CACHE.lock().ok().and_then(|c| c.iter().find(|(k, _)| *k == key).cloned()) {
             return Ok(s);
         }
@@ -789,7 +838,11 @@ impl TraceSummary {
 
     /// The name of the trace's traffic class: its file name without the extension.
     pub fn class_name(&self) -> String {
-        self.path.file_stem().map(|s| s.to_string_lossy().to_string()).filter(|s| !s.is_empty()).unwrap_or_else(|| "trace".into())
+        self.path
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "trace".into())
     }
 
     /// What `pktsim trace-info` prints.
@@ -802,7 +855,11 @@ impl TraceSummary {
             let edges = [(64u64, 127u64), (128, 255), (256, 511), (512, 1023), (1024, 1518), (1519, MAX_WIRE_BYTES)];
             edges
                 .iter()
-                .map(|&(a, b)| SizeBin { from_bytes: a, to_bytes: b, packets: self.sizes.range(a as u16..=b as u16).map(|(_, n)| n).sum() })
+                .map(|&(a, b)| SizeBin {
+                    from_bytes: a,
+                    to_bytes: b,
+                    packets: self.sizes.range(a as u16..=b as u16).map(|(_, n)| n).sum(),
+                })
                 .filter(|b| b.packets > 0)
                 .collect()
         };
@@ -912,13 +969,23 @@ pub(crate) mod tests {
         use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionBlock;
         use pcap_file::pcapng::PcapNgWriter;
         let mut w = PcapNgWriter::new(Vec::new()).unwrap();
-        let idb = InterfaceDescriptionBlock { linktype: DataLink::ETHERNET, snaplen: 0, options: vec![InterfaceDescriptionOption::IfTsResol(tsresol)] };
+        let idb = InterfaceDescriptionBlock {
+            linktype: DataLink::ETHERNET,
+            snaplen: 0,
+            options: vec![InterfaceDescriptionOption::IfTsResol(tsresol)],
+        };
         w.write_pcapng_block(idb).unwrap();
         let per_tick = Clock::of_tsresol(tsresol).unwrap();
         for (t_ns, f) in frames {
             // pcap-file writes the timestamp's nanoseconds as the raw tick count.
             let ticks = (*t_ns as u128 * 1_000 * per_tick.div / per_tick.mul) as u64;
-            let epb = EnhancedPacketBlock { interface_id: 0, timestamp: std::time::Duration::from_nanos(ticks), original_len: f.len() as u32, data: f.as_slice().into(), options: vec![] };
+            let epb = EnhancedPacketBlock {
+                interface_id: 0,
+                timestamp: std::time::Duration::from_nanos(ticks),
+                original_len: f.len() as u32,
+                data: f.as_slice().into(),
+                options: vec![],
+            };
             w.write_pcapng_block(epb).unwrap();
         }
         w.into_inner()
@@ -933,7 +1000,14 @@ pub(crate) mod tests {
     }
 
     fn frames() -> Vec<(u64, Vec<u8>)> {
-        (0..10u64).map(|i| (i * 1_500, udp4([198, 18, 0, 1], [198, 19, 0, (i % 3) as u8], 1024, 5001, 0, 60 + 100 * i as usize, false))).collect()
+        (0..10u64)
+            .map(|i| {
+                (
+                    i * 1_500,
+                    udp4([198, 18, 0, 1], [198, 19, 0, (i % 3) as u8], 1024, 5001, 0, 60 + 100 * i as usize, false),
+                )
+            })
+            .collect()
     }
 
     #[test]
@@ -946,10 +1020,17 @@ pub(crate) mod tests {
         let us = TraceSummary::scan(&write_temp("us.pcap", &pcap(&frames(), false)), Window::default()).unwrap();
         assert_eq!((us.span_ps, us.resolution.as_str()), (13_000_000, "1us"));
         for (resol, res_name) in [(9u8, "1ns"), (6, "1us")] {
-            let ng = TraceSummary::scan(&write_temp(&format!("r{resol}.pcapng"), &pcapng(&frames(), resol)), Window::default()).unwrap();
+            let ng = TraceSummary::scan(
+                &write_temp(&format!("r{resol}.pcapng"), &pcapng(&frames(), resol)),
+                Window::default(),
+            )
+            .unwrap();
             assert_eq!((ng.format, ng.resolution.as_str()), (Format::Pcapng, res_name));
             let expect = if resol == 9 { &want } else { &us };
-            assert_eq!((ng.packets, ng.span_ps, &ng.sizes, &ng.flows), (expect.packets, expect.span_ps, &expect.sizes, &expect.flows));
+            assert_eq!(
+                (ng.packets, ng.span_ps, &ng.sizes, &ng.flows),
+                (expect.packets, expect.span_ps, &expect.sizes, &expect.flows)
+            );
         }
     }
 
@@ -986,7 +1067,10 @@ pub(crate) mod tests {
         let s = TraceSummary::scan(&p, Window::default()).unwrap();
         assert_eq!((s.flows.len(), s.non_ip), (2, 2));
         let f = &s.flows[0];
-        assert_eq!((f.key.family, f.key.proto, f.key.ports, f.key.src_port, f.key.dst_port, f.tos, f.vlan_pcp), (6, 17, true, 1234, 53, Some(0xb8), Some(5)));
+        assert_eq!(
+            (f.key.family, f.key.proto, f.key.ports, f.key.src_port, f.key.dst_port, f.tos, f.vlan_pcp),
+            (6, 17, true, 1234, 53, Some(0xb8), Some(5))
+        );
         assert_eq!(f.key.dst[15], 1);
         assert_eq!((s.flows[1].key.family, s.flows[1].packets), (0, 2));
         // The unpadded 42-byte ARP frames are 64 B on the wire.
@@ -1002,14 +1086,18 @@ pub(crate) mod tests {
         let offset = 24 + (0..9).map(|i| 16 + 60 + 100 * i).sum::<usize>();
         assert!(e.contains(&format!("packet 10 at byte {offset}: truncated pcap record")), "{e}");
         assert!(e.starts_with(&p.display().to_string()), "{e}");
-        let e = TraceSummary::scan(&write_temp("junk.pcap", b"hello, this is not a trace at all"), Window::default()).unwrap_err().to_string();
+        let e = TraceSummary::scan(&write_temp("junk.pcap", b"hello, this is not a trace at all"), Window::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a pcap or pcapng file: it starts with bytes 68 65 6c 6c"), "{e}");
         let mut bad = good.clone();
         bad[24 + 16 + 60 + 8..24 + 16 + 60 + 12].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
         let e = TraceSummary::scan(&write_temp("len.pcap", &bad), Window::default()).unwrap_err().to_string();
         assert!(e.contains("packet 2 at byte 100: captured length 2147483647 B"), "{e}");
         let ng = pcapng(&frames(), 9);
-        let e = TraceSummary::scan(&write_temp("cut.pcapng", &ng[..ng.len() - 3]), Window::default()).unwrap_err().to_string();
+        let e = TraceSummary::scan(&write_temp("cut.pcapng", &ng[..ng.len() - 3]), Window::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("packet 10 at byte") && e.contains("truncated pcapng block"), "{e}");
     }
 }

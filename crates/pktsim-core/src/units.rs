@@ -86,10 +86,7 @@ fn parse_with(text: &str, units: &[Unit], expected: &str) -> Result<f64, Quantit
         return Err(err());
     }
     if value < 0.0 {
-        return Err(QuantityError {
-            value: text.to_string(),
-            expected: format!("{expected} (must not be negative)"),
-        });
+        return Err(QuantityError { value: text.to_string(), expected: format!("{expected} (must not be negative)") });
     }
     Ok(value)
 }
@@ -236,7 +233,12 @@ impl fmt::Display for Duration {
     }
 }
 
-quantity_serde!(Duration, Duration::EXPECTED, "479ns", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps|ns|us|µs|μs|ms|s)\\s*$");
+quantity_serde!(
+    Duration,
+    Duration::EXPECTED,
+    "479ns",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps|ns|us|µs|μs|ms|s)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // Frequency
@@ -270,7 +272,12 @@ impl fmt::Display for Frequency {
     }
 }
 
-quantity_serde!(Frequency, Frequency::EXPECTED, "3.3GHz", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(Hz|kHz|MHz|GHz)\\s*$");
+quantity_serde!(
+    Frequency,
+    Frequency::EXPECTED,
+    "3.3GHz",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(Hz|kHz|MHz|GHz)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // Bit rate
@@ -342,7 +349,12 @@ impl fmt::Display for PacketRate {
     }
 }
 
-quantity_serde!(PacketRate, PacketRate::EXPECTED, "1.5Mpps", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(pps|kpps|Mpps|Gpps)\\s*$");
+quantity_serde!(
+    PacketRate,
+    PacketRate::EXPECTED,
+    "1.5Mpps",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(pps|kpps|Mpps|Gpps)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // Size in bytes
@@ -392,7 +404,12 @@ impl fmt::Display for Bytes {
     }
 }
 
-quantity_serde!(Bytes, Bytes::EXPECTED, "64B", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(B|KiB|MiB|GiB|kB|MB|GB)\\s*$");
+quantity_serde!(
+    Bytes,
+    Bytes::EXPECTED,
+    "64B",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(B|KiB|MiB|GiB|kB|MB|GB)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // CPU cycles
@@ -403,10 +420,8 @@ pub struct Cycles {
     pub cycles: f64,
 }
 
-const CYCLES_UNITS: &[Unit] = &[
-    Unit { names: &["cycles", "cycle", "cyc"], factor: 1.0 },
-    Unit { names: &["kcycles"], factor: 1e3 },
-];
+const CYCLES_UNITS: &[Unit] =
+    &[Unit { names: &["cycles", "cycle", "cyc"], factor: 1.0 }, Unit { names: &["kcycles"], factor: 1e3 }];
 
 impl Cycles {
     pub const EXPECTED: &'static str = "a number of CPU cycles, e.g. \"1979cycles\"";
@@ -424,7 +439,12 @@ impl fmt::Display for Cycles {
     }
 }
 
-quantity_serde!(Cycles, "a number of CPU cycles", "1979cycles", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(cycles|cycle|cyc|kcycles)\\s*$");
+quantity_serde!(
+    Cycles,
+    "a number of CPU cycles",
+    "1979cycles",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(cycles|cycle|cyc|kcycles)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // CPU cycles per byte
@@ -450,7 +470,12 @@ impl fmt::Display for CyclesPerByte {
     }
 }
 
-quantity_serde!(CyclesPerByte, "a per-byte cost in cycles/B", "0.025cycles/B", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(cycles/B|cycle/B|cyc/B)\\s*$");
+quantity_serde!(
+    CyclesPerByte,
+    "a per-byte cost in cycles/B",
+    "0.025cycles/B",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(cycles/B|cycle/B|cyc/B)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // Time per byte
@@ -480,7 +505,12 @@ impl fmt::Display for TimePerByte {
     }
 }
 
-quantity_serde!(TimePerByte, "a time per byte", "2ns/B", "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps/B|ns/B|us/B|µs/B)\\s*$");
+quantity_serde!(
+    TimePerByte,
+    "a time per byte",
+    "2ns/B",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps/B|ns/B|us/B|µs/B)\\s*$"
+);
 
 // ---------------------------------------------------------------------------------------
 // Fractions written as percentages
@@ -536,9 +566,15 @@ impl OfferedRate {
             return Ok(OfferedRate::LineShare(p));
         }
         // A negative value is reported as such rather than as an unknown unit.
-        for e in [PacketRate::parse(text).err(), BitRate::parse(text).err(), Percent::parse(text).err()].into_iter().flatten() {
+        for e in [PacketRate::parse(text).err(), BitRate::parse(text).err(), Percent::parse(text).err()]
+            .into_iter()
+            .flatten()
+        {
             if e.expected.contains("negative") {
-                return Err(QuantityError { value: text.into(), expected: format!("{} (must not be negative)", Self::EXPECTED) });
+                return Err(QuantityError {
+                    value: text.into(),
+                    expected: format!("{} (must not be negative)", Self::EXPECTED),
+                });
             }
         }
         Err(QuantityError { value: text.into(), expected: Self::EXPECTED.into() })

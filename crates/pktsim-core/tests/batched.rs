@@ -41,7 +41,6 @@ fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
     simulate(&text, "batched.toml", sets)
 }
 
-
 #[test]
 fn saturated_throughput_is_one_over_per_packet_plus_per_call_over_batch() {
     for io in ["busy-poll", "batched-syscall"] {

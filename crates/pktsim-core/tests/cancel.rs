@@ -62,8 +62,18 @@ fn a_flag_stops_runs_of_every_mode_within_100ms() {
     let hosts = [
         ("server, saturated", "io = \"server\"\nt_proc = \"10ns\"", "1Tbit/s", "150Mpps"),
         ("server, mostly idle", "io = \"server\"\nt_proc = \"10ns\"", "1Tbit/s", "20Mpps"),
-        ("busy-poll", "io = \"busy-poll\"\nt_proc = \"10ns\"\n[host.batch]\nsize = 32\nt_empty = \"5ns\"", "1Tbit/s", "50Mpps"),
-        ("batched-syscall", "io = \"batched-syscall\"\nt_proc = \"10ns\"\n[host.batch]\nsize = 8\nt_call = \"50ns\"", "1Tbit/s", "50Mpps"),
+        (
+            "busy-poll",
+            "io = \"busy-poll\"\nt_proc = \"10ns\"\n[host.batch]\nsize = 32\nt_empty = \"5ns\"",
+            "1Tbit/s",
+            "50Mpps",
+        ),
+        (
+            "batched-syscall",
+            "io = \"batched-syscall\"\nt_proc = \"10ns\"\n[host.batch]\nsize = 8\nt_call = \"50ns\"",
+            "1Tbit/s",
+            "50Mpps",
+        ),
         ("napi, low load", "io = \"napi\"\nt_irq = \"100ns\"\nt_proc = \"100ns\"", "1Tbit/s", "2Mpps"),
     ];
     for (name, host, link, rate) in hosts {

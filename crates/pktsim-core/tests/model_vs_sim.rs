@@ -40,7 +40,12 @@ fn check_within(sets: &[(&str, &str)], rel: f64) {
     let sc = load(ROUTER, "router.toml", &all);
     let (p, r) = (predict(&sc), sim(&sc));
     assert!(p.saturated, "{sets:?}: offered {} is above capacity {}", p.offered_pps, p.capacity_pps);
-    assert!(close(r.throughput_pps, p.predicted_pps, rel), "{sets:?}: simulator {} vs model {} pps", r.throughput_pps, p.predicted_pps);
+    assert!(
+        close(r.throughput_pps, p.predicted_pps, rel),
+        "{sets:?}: simulator {} vs model {} pps",
+        r.throughput_pps,
+        p.predicted_pps
+    );
 }
 
 #[test]
@@ -83,8 +88,19 @@ fn shared_tx_queues_lock_and_clean_on_one_core() {
 #[test]
 fn server_busy_poll_batched_syscall_and_threaded_napi() {
     check(&[("cpu.cores", "3"), ("host.io", "server")]);
-    check(&[("host.io", "busy-poll"), ("host.batch.t_call", "200ns"), ("host.batch.t_packet", "20ns"), ("host.batch.t_byte", "0.5ns/B")]);
-    check(&[("host.io", "batched-syscall"), ("host.batch.size", "8"), ("host.batch.t_call", "1us"), ("host.t_irq", "1us"), ("host.batch.t_wakeup", "2us")]);
+    check(&[
+        ("host.io", "busy-poll"),
+        ("host.batch.t_call", "200ns"),
+        ("host.batch.t_packet", "20ns"),
+        ("host.batch.t_byte", "0.5ns/B"),
+    ]);
+    check(&[
+        ("host.io", "batched-syscall"),
+        ("host.batch.size", "8"),
+        ("host.batch.t_call", "1us"),
+        ("host.t_irq", "1us"),
+        ("host.batch.t_wakeup", "2us"),
+    ]);
     check(&[
         ("host.io", "threaded-napi"),
         ("host.t_proc", "2us"),
@@ -109,7 +125,12 @@ fn server_busy_poll_batched_syscall_and_threaded_napi() {
 /// frames of cores whose tx queue another core cleans.
 #[test]
 fn page_pool_buffers() {
-    let pp = [("cost.buffers.page_pool.fast", "20cycles"), ("cost.buffers.page_pool.ring", "70cycles"), ("cost.buffers.page_pool.alloc", "400cycles"), ("cost.buffers.page_pool.alloc_share", "0.02")];
+    let pp = [
+        ("cost.buffers.page_pool.fast", "20cycles"),
+        ("cost.buffers.page_pool.ring", "70cycles"),
+        ("cost.buffers.page_pool.alloc", "400cycles"),
+        ("cost.buffers.page_pool.alloc_share", "0.02"),
+    ];
     check(&pp);
     check(&[&pp[..], &[("cpu.cores", "4"), ("nic.tx_queues", "2"), ("host.tx_lock", "20ns")]].concat());
 }
@@ -118,7 +139,13 @@ fn page_pool_buffers() {
 /// completions on their own vector two NAPI threads share each core and yield to each other.
 #[test]
 fn threaded_napi_on_a_device() {
-    let threaded = [("nic.napi.threaded", "true"), ("host.thread.wake_latency", "5us"), ("host.thread.t_wakeup", "2us"), ("host.t_irq", "1us"), ("host.t_poll", "300ns")];
+    let threaded = [
+        ("nic.napi.threaded", "true"),
+        ("host.thread.wake_latency", "5us"),
+        ("host.thread.t_wakeup", "2us"),
+        ("host.t_irq", "1us"),
+        ("host.t_poll", "300ns"),
+    ];
     check(&[&threaded[..], &[("nic.tx_vector", "shared")]].concat());
     check(&[&threaded[..], &[("nic.tx_vector", "shared"), ("cpu.cores", "4")]].concat());
 }
@@ -128,7 +155,11 @@ fn threaded_napi_on_a_device() {
 /// 256 / (64 t_0 + 256 t_clean) frames per second, where t_0 is core 0's own per-frame time.
 #[test]
 fn the_cleaning_core_bounds_a_shared_tx_queue_in_closed_form() {
-    let sc = load(ROUTER, "router.toml", &[("cpu.cores", "4"), ("nic.tx_queues", "1"), ("host.tx_lock", "200ns"), ("traffic.rate", "8Mpps")]);
+    let sc = load(
+        ROUTER,
+        "router.toml",
+        &[("cpu.cores", "4"), ("nic.tx_queues", "1"), ("host.tx_lock", "200ns"), ("traffic.rate", "8Mpps")],
+    );
     let p = predict(&sc);
     let t0_s = p.per_core[0].ns_per_packet * 1e-9;
     let clean_s = p.frame_cost_ns["tx clean"] * 1e-9;
@@ -143,17 +174,49 @@ fn the_cleaning_core_bounds_a_shared_tx_queue_in_closed_form() {
 #[test]
 fn xdp_actions_native_and_generic() {
     let xdp = |extra: &[(&'static str, &'static str)]| {
-        let mut sets = vec![("host.io", "xdp"), ("link.rate", "100Gbit/s"), ("host.t_irq", "1us"), ("host.t_poll", "200ns"), ("nic.tx_vector", "shared")];
+        let mut sets = vec![
+            ("host.io", "xdp"),
+            ("link.rate", "100Gbit/s"),
+            ("host.t_irq", "1us"),
+            ("host.t_poll", "200ns"),
+            ("nic.tx_vector", "shared"),
+        ];
         sets.extend_from_slice(extra);
         check(&sets);
     };
     xdp(&[("host.xdp.action", "drop"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns")]);
-    xdp(&[("host.xdp.action", "drop"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("cpu.cores", "4"), ("cpu.contention", "20cycles")]);
-    xdp(&[("host.xdp.action", "tx"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "10ns"), ("host.xdp.t_flush", "60ns"), ("host.t_clean", "15ns")]);
-    xdp(&[("host.xdp.action", "redirect"), ("host.xdp.t_driver", "35ns"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "30ns"), ("host.xdp.t_flush", "150ns"), ("host.t_clean", "15ns")]);
+    xdp(&[
+        ("host.xdp.action", "drop"),
+        ("host.xdp.t_driver", "35ns"),
+        ("host.xdp.t_prog", "7ns"),
+        ("cpu.cores", "4"),
+        ("cpu.contention", "20cycles"),
+    ]);
+    xdp(&[
+        ("host.xdp.action", "tx"),
+        ("host.xdp.t_driver", "35ns"),
+        ("host.xdp.t_prog", "7ns"),
+        ("host.xdp.t_xmit", "10ns"),
+        ("host.xdp.t_flush", "60ns"),
+        ("host.t_clean", "15ns"),
+    ]);
+    xdp(&[
+        ("host.xdp.action", "redirect"),
+        ("host.xdp.t_driver", "35ns"),
+        ("host.xdp.t_prog", "7ns"),
+        ("host.xdp.t_xmit", "30ns"),
+        ("host.xdp.t_flush", "150ns"),
+        ("host.t_clean", "15ns"),
+    ]);
     xdp(&[("host.xdp.action", "pass"), ("host.xdp.t_prog", "13ns")]);
     xdp(&[("host.xdp.mode", "generic"), ("host.xdp.action", "drop"), ("host.xdp.t_prog", "7ns")]);
-    xdp(&[("host.xdp.mode", "generic"), ("host.xdp.action", "redirect"), ("host.xdp.t_prog", "7ns"), ("host.xdp.t_xmit", "30ns"), ("cpu.cores", "2")]);
+    xdp(&[
+        ("host.xdp.mode", "generic"),
+        ("host.xdp.action", "redirect"),
+        ("host.xdp.t_prog", "7ns"),
+        ("host.xdp.t_xmit", "30ns"),
+        ("cpu.cores", "2"),
+    ]);
 }
 
 /// An application reading what the stack delivers: on its own core it caps the node at
@@ -256,7 +319,12 @@ fn irq_suspension_lets_the_reader_drive_its_napi() {
     let (p, r) = (predict(&sc), sim(&sc));
     let t_ns = p.frame_cost_ns["processing"] + 300.0 / 8.0 + 725.0;
     assert!(close(p.predicted_pps, 1e9 / t_ns, 1e-6), "{} vs {}", p.predicted_pps, 1e9 / t_ns);
-    assert!(close(r.throughput_pps, p.predicted_pps, 0.01), "simulator {} vs model {}", r.throughput_pps, p.predicted_pps);
+    assert!(
+        close(r.throughput_pps, p.predicted_pps, 0.01),
+        "simulator {} vs model {}",
+        r.throughput_pps,
+        p.predicted_pps
+    );
 }
 
 /// AF_XDP: the kernel's path (driver, program, socket ring, a flush per poll) and the user
@@ -283,15 +351,42 @@ fn af_xdp_sockets() {
         sets.extend_from_slice(extra);
         let sc = load(ROUTER, "router.toml", &sets);
         let (p, r) = (predict(&sc), sim(&sc));
-        assert!(close(r.throughput_pps, p.predicted_pps, rel), "{extra:?}: simulator {} vs model {}", r.throughput_pps, p.predicted_pps);
+        assert!(
+            close(r.throughput_pps, p.predicted_pps, rel),
+            "{extra:?}: simulator {} vs model {}",
+            r.throughput_pps,
+            p.predicted_pps
+        );
     };
     // Own core: the kernel at 35 + 7 + 15 + 3.1 + 0.8 ns caps before the thread (40 + 60 / 64).
     run(&[("app.core", "other")], "30Mpps", 0.01);
-    run(&[("app.core", "other"), ("host.af_xdp.zero_copy", "false"), ("host.af_xdp.t_copy", "20ns"), ("host.af_xdp.t_copy_per_byte", "0.2ns/B")], "30Mpps", 0.01);
+    run(
+        &[
+            ("app.core", "other"),
+            ("host.af_xdp.zero_copy", "false"),
+            ("host.af_xdp.t_copy", "20ns"),
+            ("host.af_xdp.t_copy_per_byte", "0.2ns/B"),
+        ],
+        "30Mpps",
+        0.01,
+    );
     // Own core, a slower thread without need_wakeup: the thread caps.
-    run(&[("app.core", "other"), ("app.t_packet", "80ns"), ("host.af_xdp.need_wakeup", "false"), ("host.af_xdp.t_syscall", "1us")], "30Mpps", 0.01);
+    run(
+        &[
+            ("app.core", "other"),
+            ("app.t_packet", "80ns"),
+            ("host.af_xdp.need_wakeup", "false"),
+            ("host.af_xdp.t_syscall", "1us"),
+        ],
+        "30Mpps",
+        0.01,
+    );
     // Busy polling on the NAPI's core with deferral: the timer polls while the thread reads.
-    run(&[("host.af_xdp.busy_poll", "true"), ("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "20us")], "30Mpps", 0.02);
+    run(
+        &[("host.af_xdp.busy_poll", "true"), ("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "20us")],
+        "30Mpps",
+        0.02,
+    );
 }
 
 /// Interference (a 4 ms tick of 40 us and preemptions at 2 kHz of 5 or 15 us: 3% of a

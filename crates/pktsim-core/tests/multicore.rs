@@ -32,7 +32,6 @@ fn server(cores: u32, sets: &[(&str, &str)]) -> SimResult {
     simulate(&text, "mc.toml", sets)
 }
 
-
 /// Each core is an M/D/1 queue at the Poisson rate RSS gives its ring: mean sojourn
 /// S + rho S / (2 (1 - rho)) (Pollaczek-Khinchine), weighted by each ring's rate, within
 /// three 95% half-widths of the simulated mean.
@@ -41,11 +40,21 @@ fn each_core_is_an_md1_queue_at_its_share_of_the_load() {
     let s = 4e-6;
     for cores in [2, 4] {
         let r = server(cores, &[]);
-        assert!(r.latency_ns.min >= 4000.0, "{cores} cores: no frame leaves before its 4 us of service: {}", r.latency_ns.min);
+        assert!(
+            r.latency_ns.min >= 4000.0,
+            "{cores} cores: no frame leaves before its 4 us of service: {}",
+            r.latency_ns.min
+        );
         let lam: Vec<f64> = r.per_ring.iter().map(|g| g.summary.offered_pps).collect();
-        let w: f64 = lam.iter().map(|l| l * (s + l * s * s / (2.0 * (1.0 - l * s)))).sum::<f64>() / lam.iter().sum::<f64>();
+        let w: f64 =
+            lam.iter().map(|l| l * (s + l * s * s / (2.0 * (1.0 - l * s)))).sum::<f64>() / lam.iter().sum::<f64>();
         let ci = r.latency_mean_ci95_ns.expect("batch means");
-        assert!((r.latency_ns.mean - w * 1e9).abs() <= 3.0 * ci, "{cores} cores: {} ns vs M/D/1 {} ns (+- {ci})", r.latency_ns.mean, w * 1e9);
+        assert!(
+            (r.latency_ns.mean - w * 1e9).abs() <= 3.0 * ci,
+            "{cores} cores: {} ns vs M/D/1 {} ns (+- {ci})",
+            r.latency_ns.mean,
+            w * 1e9
+        );
     }
 }
 
@@ -166,6 +175,11 @@ fn each_core_can_run_its_own_strategy() {
     let rt0 = r.per_ring[0].summary.latency_ns.mean; // core 0, rt ring
     let rt1 = r.per_ring[2].summary.latency_ns.mean; // core 1, rt ring
     assert!(rt0 < 0.7 * rt1, "prio core {rt0} vs fcfs core {rt1}");
-    let bad = Scenario::load_toml(&text.replace("[[host.core_strategies]]\n        kind = \"sq\"", ""), "x.toml", Path::new("."), &[]);
+    let bad = Scenario::load_toml(
+        &text.replace("[[host.core_strategies]]\n        kind = \"sq\"", ""),
+        "x.toml",
+        Path::new("."),
+        &[],
+    );
     assert!(bad.unwrap_err().to_string().contains("host.core_strategies"));
 }

@@ -32,7 +32,6 @@ fn node(sets: &[(&str, &str)]) -> SimResult {
     simulate(text, "napi.toml", sets)
 }
 
-
 #[test]
 fn an_isolated_packet_costs_irq_plus_proc_and_a_second_irq_cleans_its_descriptor() {
     // 1000 pps: every packet finds an idle core and an expired throttle counter.
@@ -179,7 +178,12 @@ fn simulator_and_analytical_model_agree_on_saturation_including_the_fib() {
         let sc = load(&text(flows), "fib.toml", &[]);
         let analytic = pktsim_core::model::predict(&sc);
         let sim = sim(&sc);
-        assert!(close(sim.throughput_pps, analytic.r_max_pps, 0.003), "{flows} flows: sim {} vs model {}", sim.throughput_pps, analytic.r_max_pps);
+        assert!(
+            close(sim.throughput_pps, analytic.r_max_pps, 0.003),
+            "{flows} flows: sim {} vs model {}",
+            sim.throughput_pps,
+            analytic.r_max_pps
+        );
     }
     let big = load(&text(1_048_576), "fib.toml", &[]);
     let r = sim(&big);
@@ -208,7 +212,12 @@ fn deferral_polls_once_per_timeout_in_closed_form() {
     ]);
     let (rate, t_frame, t_poll, timeout) = (300e3, 564e-9, 0.5e-6, 50e-6);
     let period = (timeout + t_poll) / (1.0 - rate * t_frame);
-    assert!(close(r.polls_per_packet, 1.0 / (rate * period), 0.002), "{} vs {}", r.polls_per_packet, 1.0 / (rate * period));
+    assert!(
+        close(r.polls_per_packet, 1.0 / (rate * period), 0.002),
+        "{} vs {}",
+        r.polls_per_packet,
+        1.0 / (rate * period)
+    );
     assert!(r.irq_per_s < 100.0, "the interrupt stays masked: {}", r.irq_per_s);
     assert!(close(r.cpu_utilization, rate * t_frame + t_poll / period, 0.002), "{}", r.cpu_utilization);
     // Each frame waits for the next timer poll: the mean latency is about half a period.
@@ -224,7 +233,8 @@ fn deferral_polls_once_per_timeout_in_closed_form() {
 /// for bit.
 #[test]
 fn one_frame_per_100us_with_one_deferral_is_one_irq_and_two_polls() {
-    let base = [("traffic.rate", "10kpps"), ("traffic.pattern", "cbr"), ("nic.itr.mode", "off"), ("host.t_poll", "500ns")];
+    let base =
+        [("traffic.rate", "10kpps"), ("traffic.pattern", "cbr"), ("nic.itr.mode", "off"), ("host.t_poll", "500ns")];
     let with = |extra: &[(&'static str, &'static str)]| {
         let mut sets = base.to_vec();
         sets.extend_from_slice(extra);
@@ -235,8 +245,16 @@ fn one_frame_per_100us_with_one_deferral_is_one_irq_and_two_polls() {
     assert!(close(r.polls_per_packet, 3.0, 1e-3), "{}", r.polls_per_packet);
     assert!(close(r.io["deferral_timer_polls"].as_f64().unwrap() / r.forwarded_packets as f64, 1.0, 1e-2), "{}", r.io);
     let off = with(&[]);
-    assert!(close(off.irqs_per_packet, 2.0, 1e-3) && close(off.polls_per_packet, 2.0, 1e-3), "{} {}", off.irqs_per_packet, off.polls_per_packet);
-    for zero in [&[("nic.napi.defer_hard_irqs", "0"), ("nic.napi.gro_flush_timeout", "50us")][..], &[("nic.napi.defer_hard_irqs", "1")][..]] {
+    assert!(
+        close(off.irqs_per_packet, 2.0, 1e-3) && close(off.polls_per_packet, 2.0, 1e-3),
+        "{} {}",
+        off.irqs_per_packet,
+        off.polls_per_packet
+    );
+    for zero in [
+        &[("nic.napi.defer_hard_irqs", "0"), ("nic.napi.gro_flush_timeout", "50us")][..],
+        &[("nic.napi.defer_hard_irqs", "1")][..],
+    ] {
         let json = |mut r: SimResult| {
             r.wall_s = 0.0;
             serde_json::to_string(&r).unwrap()

@@ -105,7 +105,10 @@ fn offered_rate_above_line_rate_is_impossible() {
 fn inconsistent_values_are_rejected() {
     assert_names(&message(&[("cpu.caches.l2", "64MiB")]), &["cpu.caches", "l1d <= l2 <= l3"]);
     assert_names(&message(&[("traffic.pattern", "bursty")]), &["traffic.pattern = \"bursty\"", "cbr", "poisson"]);
-    assert_names(&message(&[("cost.profile", "no-such-profile")]), &["cost.profile = \"no-such-profile\"", "raumer2015-64B"]);
+    assert_names(
+        &message(&[("cost.profile", "no-such-profile")]),
+        &["cost.profile = \"no-such-profile\"", "raumer2015-64B"],
+    );
 }
 
 #[test]
@@ -121,9 +124,8 @@ fn sources_must_share_the_whole_rate() {
 #[test]
 fn the_total_rate_is_split_by_share_and_sizes_mix() {
     // traffic.rate is the total; with 30% at 1500 B and 70% at 64 B the mean frame is 494.8 B.
-    let text = format!(
-        "{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\n"
-    );
+    let text =
+        format!("{BASE}\n[[traffic.sources]]\nshare = \"30%\"\nsize=\"1500B\"\n[[traffic.sources]]\nshare = \"70%\"\n");
     let sc = Scenario::load_toml(&text, "sc.toml", Path::new("."), &[]).unwrap();
     assert!((sc.mean_frame_bytes() - (0.3 * 1500.0 + 0.7 * 64.0)).abs() < 1e-9);
     assert_eq!(sc.offered_pps(), 1e6);
@@ -161,7 +163,8 @@ fn set_overrides_reach_nested_keys_and_refuse_to_clobber_values() {
 
 #[test]
 fn missing_required_tables_are_named() {
-    let e = Scenario::load_toml("[cpu]\nfrequency = \"3GHz\"\n", "x.toml", Path::new("."), &[]).unwrap_err().to_string();
+    let e =
+        Scenario::load_toml("[cpu]\nfrequency = \"3GHz\"\n", "x.toml", Path::new("."), &[]).unwrap_err().to_string();
     assert!(e.contains("x.toml: link") && e.contains("required"), "{e}");
 }
 
@@ -176,8 +179,14 @@ fn thread_timing_needs_the_threaded_napi_mode() {
 
 #[test]
 fn deferral_belongs_to_napi_and_its_timeout_to_the_engines_range() {
-    assert_names(&message(&[("host.io", "server"), ("nic.napi.defer_hard_irqs", "2")]), &["nic.napi.defer_hard_irqs", "napi"]);
-    assert_names(&message(&[("host.io", "busy-poll"), ("host.batch.t_empty", "10ns"), ("nic.napi.gro_flush_timeout", "50us")]), &["nic.napi.gro_flush_timeout", "napi"]);
+    assert_names(
+        &message(&[("host.io", "server"), ("nic.napi.defer_hard_irqs", "2")]),
+        &["nic.napi.defer_hard_irqs", "napi"],
+    );
+    assert_names(
+        &message(&[("host.io", "busy-poll"), ("host.batch.t_empty", "10ns"), ("nic.napi.gro_flush_timeout", "50us")]),
+        &["nic.napi.gro_flush_timeout", "napi"],
+    );
     assert_names(&message(&[("nic.napi.gro_flush_timeout", "20s")]), &["nic.napi.gro_flush_timeout"]);
     assert_names(&message(&[("nic.napi.defer_hard_irqs", "3000000000")]), &["nic.napi.defer_hard_irqs"]);
     // The sysfs name is accepted too.
@@ -188,10 +197,27 @@ fn deferral_belongs_to_napi_and_its_timeout_to_the_engines_range() {
 /// error naming the key; a near miss of a Linux name is told the name.
 #[test]
 fn linux_names_are_aliases_of_the_canonical_keys() {
-    let canon = load_with(&[("host.budget", "600"), ("host.budget_time", "4ms"), ("nic.qdisc_len", "10"), ("nic.itr.mode", "static"), ("nic.itr.interval", "50us")]).unwrap();
-    let linux = load_with(&[("host.netdev_budget", "600"), ("host.netdev_budget_usecs", "4000us"), ("nic.txqueuelen", "10"), ("nic.itr.mode", "static"), ("nic.itr.rx_usecs", "50us")]).unwrap();
+    let canon = load_with(&[
+        ("host.budget", "600"),
+        ("host.budget_time", "4ms"),
+        ("nic.qdisc_len", "10"),
+        ("nic.itr.mode", "static"),
+        ("nic.itr.interval", "50us"),
+    ])
+    .unwrap();
+    let linux = load_with(&[
+        ("host.netdev_budget", "600"),
+        ("host.netdev_budget_usecs", "4000us"),
+        ("nic.txqueuelen", "10"),
+        ("nic.itr.mode", "static"),
+        ("nic.itr.rx_usecs", "50us"),
+    ])
+    .unwrap();
     assert_eq!(canon.scenario, linux.scenario);
-    assert_names(&message(&[("host.budget", "300"), ("host.netdev_budget", "600")]), &["host.budget", "given twice", "netdev_budget"]);
+    assert_names(
+        &message(&[("host.budget", "300"), ("host.netdev_budget", "600")]),
+        &["host.budget", "given twice", "netdev_budget"],
+    );
     assert_names(&message(&[("host.netdev_budgte", "600")]), &["host.netdev_budgte", "did you mean `netdev_budget`"]);
 }
 
@@ -231,7 +257,8 @@ fn keys_a_mode_does_not_read_are_refused() {
         assert!(taken.is_ok(), "{key} with {right}: {:?}", taken.err().map(|e| e.to_string()));
     }
     // One strategy per core is a strategy too.
-    let per_core = [("host.io", "napi"), ("cpu.cores", "2"), ("host.core_strategies", "[{ kind = \"sq\" }, { kind = \"sq\" }]")];
+    let per_core =
+        [("host.io", "napi"), ("cpu.cores", "2"), ("host.core_strategies", "[{ kind = \"sq\" }, { kind = \"sq\" }]")];
     assert_names(&message(&per_core), &["host.core_strategies", "poll-list order"]);
 }
 
@@ -252,22 +279,41 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     assert_eq!(switched.scenario, plain.scenario);
     assert!(plain.notes.is_empty());
     assert_eq!(switched.notes.len(), 1, "{:?}", switched.notes);
-    assert_names(&format!("sc.toml: {}", switched.notes[0]), &["host.io = \"server\"", "\"napi\"", "host.t_irq, host.budget, host.net_rx_action, nic.itr"]);
+    assert_names(
+        &format!("sc.toml: {}", switched.notes[0]),
+        &["host.io = \"server\"", "\"napi\"", "host.t_irq, host.budget, host.net_rx_action, nic.itr"],
+    );
     // The note reaches the run's report.
-    let report = pktsim_core::engine::run(&load(&napi, &[("host.io", "server"), ("measure.duration", "1ms")]).unwrap(), Default::default()).unwrap();
+    let report = pktsim_core::engine::run(
+        &load(&napi, &[("host.io", "server"), ("measure.duration", "1ms")]).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
     assert!(report.notes.iter().any(|n| n.contains("host.t_irq")), "{:?}", report.notes);
     // Given by the override itself: refused.
-    assert_names(&load(&napi, &[("host.io", "server"), ("host.t_irq", "2us")]).err().unwrap().to_string(), &["host.t_irq = \"2us\"", "host.io = \"server\""]);
-    assert_names(&load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(), &["nic.itr", "host.io = \"server\""]);
+    assert_names(
+        &load(&napi, &[("host.io", "server"), ("host.t_irq", "2us")]).err().unwrap().to_string(),
+        &["host.t_irq = \"2us\"", "host.io = \"server\""],
+    );
+    assert_names(
+        &load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(),
+        &["nic.itr", "host.io = \"server\""],
+    );
     // The file's own mode: its keys stay, no note.
     let same = load(&napi, &[("host.io", "napi")]).unwrap();
     assert_eq!(same.scenario, load(&napi, &[]).unwrap().scenario);
     assert!(same.notes.is_empty());
     // A file is held to its own mode's keys.
     let server_file = format!("{BASE}[host]\nio = \"server\"\nt_irq = \"1us\"\n");
-    assert_names(&load(&server_file, &[]).err().unwrap().to_string(), &["host.t_irq = \"1us\"", "host.io = \"server\""]);
+    assert_names(
+        &load(&server_file, &[]).err().unwrap().to_string(),
+        &["host.t_irq = \"1us\"", "host.io = \"server\""],
+    );
     // A key the overrides give by its Linux name is theirs too: refused, not reset.
-    assert_names(&load(&napi, &[("host.io", "server"), ("host.netdev_budget", "600")]).err().unwrap().to_string(), &["host.budget = 600", "host.io = \"server\""]);
+    assert_names(
+        &load(&napi, &[("host.io", "server"), ("host.netdev_budget", "600")]).err().unwrap().to_string(),
+        &["host.budget = 600", "host.io = \"server\""],
+    );
     // The sections of other modes: an XDP program, a NAPI thread (and the device NAPI's
     // thread it needs, both left out together), deferral.
     let xdp = format!("{BASE}[host]\nio = \"xdp\"\nt_proc = \"300ns\"\n[host.xdp]\naction = \"drop\"\nt_prog = \"5ns\"\nt_driver = \"35ns\"\n");
@@ -276,9 +322,18 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     assert_names(&format!("sc.toml: {}", to_napi.notes[0]), &["host.xdp left at the defaults"]);
     let threaded = format!("{BASE}[host]\nio = \"napi\"\nt_proc = \"300ns\"\n[host.thread]\nwake_latency = \"5us\"\n[nic.napi]\nthreaded = true\ndefer_hard_irqs = 2\ngro_flush_timeout = \"20us\"\n");
     let to_server = load(&threaded, &[("host.io", "server")]).unwrap();
-    assert_eq!((to_server.scenario.host.thread.clone(), to_server.scenario.nic.napi.clone()), (Default::default(), Default::default()));
-    assert_names(&format!("sc.toml: {}", to_server.notes[0]), &["nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "nic.napi.threaded", "host.thread"]);
-    assert_eq!(to_server.scenario, load(&format!("{BASE}[host]\nio = \"server\"\nt_proc = \"300ns\"\n"), &[]).unwrap().scenario);
+    assert_eq!(
+        (to_server.scenario.host.thread.clone(), to_server.scenario.nic.napi.clone()),
+        (Default::default(), Default::default())
+    );
+    assert_names(
+        &format!("sc.toml: {}", to_server.notes[0]),
+        &["nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "nic.napi.threaded", "host.thread"],
+    );
+    assert_eq!(
+        to_server.scenario,
+        load(&format!("{BASE}[host]\nio = \"server\"\nt_proc = \"300ns\"\n"), &[]).unwrap().scenario
+    );
 }
 
 /// `host.t_proc` is a frame's whole time: per-group cycles beside it (other than
@@ -286,9 +341,15 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
 #[test]
 fn explicit_times_and_group_cycles_are_one_or_the_other() {
     let explicit = ("host.t_proc", "1us");
-    assert_names(&message(&[explicit, ("cost.cycles.TX", "500cycles")]), &["cost.cycles.TX = \"500cycles\"", "host.t_proc"]);
+    assert_names(
+        &message(&[explicit, ("cost.cycles.TX", "500cycles")]),
+        &["cost.cycles.TX = \"500cycles\"", "host.t_proc"],
+    );
     assert_names(&message(&[explicit, ("cost.per_byte.RX", "1cycles/B")]), &["cost.per_byte.RX", "host.t_proc"]);
     assert!(load_with(&[explicit, ("cost.cycles.routing", "200cycles")]).is_ok());
     assert!(load_with(&[explicit, ("host.t_proc_per_byte", "2ns/B")]).is_ok());
-    assert_names(&message(&[("host.t_proc_per_byte", "2ns/B")]), &["host.t_proc_per_byte = \"2000ps/B\"", "only with host.t_proc"]);
+    assert_names(
+        &message(&[("host.t_proc_per_byte", "2ns/B")]),
+        &["host.t_proc_per_byte = \"2000ps/B\"", "only with host.t_proc"],
+    );
 }

@@ -49,7 +49,15 @@ fn mm1k_loss_probability_and_mean_sojourn() {
     assert!(r.offered_packets > 1_000_000, "{}", r.offered_packets);
     let loss_err = (r.loss_ratio - p_k).abs() / p_k;
     let w_err = (r.latency_ns.mean - w_ns).abs() / w_ns;
-    eprintln!("M/M/1/K: loss {:.5} vs {:.5} ({:.2}%), W {:.1} ns vs {:.1} ns ({:.2}%)", r.loss_ratio, p_k, 100.0 * loss_err, r.latency_ns.mean, w_ns, 100.0 * w_err);
+    eprintln!(
+        "M/M/1/K: loss {:.5} vs {:.5} ({:.2}%), W {:.1} ns vs {:.1} ns ({:.2}%)",
+        r.loss_ratio,
+        p_k,
+        100.0 * loss_err,
+        r.latency_ns.mean,
+        w_ns,
+        100.0 * w_err
+    );
     assert!(loss_err < 0.04, "loss {} vs {}", r.loss_ratio, p_k);
     assert!(w_err < 0.02, "sojourn {} vs {}", r.latency_ns.mean, w_ns);
 }
@@ -78,4 +86,3 @@ fn mm1_utilisation_is_rho() {
     // M/M/1 mean sojourn 1 / (mu - lambda) = 2 us.
     assert!((r.latency_ns.mean - 2000.0).abs() / 2000.0 < 0.02, "{}", r.latency_ns.mean);
 }
-

@@ -43,7 +43,6 @@ fn wakeups(r: &SimResult) -> f64 {
     r.io["wakeups"].as_u64().unwrap() as f64
 }
 
-
 #[test]
 fn sparse_arrivals_wake_the_thread_for_every_frame() {
     // 100 kpps = one frame every 10 us, far apart: each frame wakes the thread, which then
@@ -105,7 +104,12 @@ fn a_poll_takes_what_the_ring_holds_when_it_starts() {
     // (1.5 + 0.6 n) / 1.25 frames come, which the next poll takes: the steady state is
     // n = 1.5 / (1.25 - 0.6) = 2.31 frames per poll, and a poll always finds frames, so
     // the thread is busy all the time: 0.8 Mpps x (0.6 + 1.5 / n) us = 1.0.
-    let r = sim(&[("traffic.rate", "800kpps"), ("host.t_poll", "1500ns"), ("host.thread.wake_latency", "0ns"), ("host.thread.t_wakeup", "0ns")]);
+    let r = sim(&[
+        ("traffic.rate", "800kpps"),
+        ("host.t_poll", "1500ns"),
+        ("host.thread.wake_latency", "0ns"),
+        ("host.thread.t_wakeup", "0ns"),
+    ]);
     assert!(close(r.packets_per_poll.mean, 1.5 / (1.25 - 0.6), 0.01), "{}", r.packets_per_poll.mean);
     assert!(close(r.cpu_utilization, 0.8 * (0.6 + 1.5 / (1.5 / 0.65)), 0.01), "{}", r.cpu_utilization);
     assert!(wakeups(&r) <= 1.0, "{}", wakeups(&r));

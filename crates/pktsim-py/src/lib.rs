@@ -31,7 +31,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 fn to_pyerr(py: Python<'_>, e: Error) -> PyErr {
     let (origin, path, value, expected) = match &e {
-        Error::Config(ConfigError { origin, path, value, expected, .. }) => (origin.clone(), path.clone(), value.clone(), expected.clone()),
+        Error::Config(ConfigError { origin, path, value, expected, .. }) => {
+            (origin.clone(), path.clone(), value.clone(), expected.clone())
+        }
         Error::Io { path, source } => (path.clone(), String::new(), None, source.to_string()),
         Error::Invalid(m) => (String::new(), String::new(), None, m.clone()),
     };
@@ -234,9 +236,14 @@ fn interruptible(py: Python<'_>) -> bool {
 /// a thread of its own while this one looks at the interpreter's signals every 10 ms; else
 /// on this thread (handing a run to another thread and back costs 50 – 70 us on a virtual
 /// machine, a third of what a short sweep point spends outside its simulation).
-fn on_engine_thread<T: Send>(py: Python<'_>, work: impl FnOnce(Arc<AtomicBool>) -> pktsim_core::Result<T> + Send) -> PyResult<T> {
+fn on_engine_thread<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce(Arc<AtomicBool>) -> pktsim_core::Result<T> + Send,
+) -> PyResult<T> {
     if !interruptible(py) {
-        let run = py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(Arc::new(AtomicBool::new(false))))));
+        let run = py.detach(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(Arc::new(AtomicBool::new(false)))))
+        });
         return run.map_err(|_| engine_bug())?.map_err(|e| to_pyerr(py, e));
     }
     let cancel = Arc::new(AtomicBool::new(false));
@@ -285,13 +292,22 @@ fn flatten<'py>(py: Python<'py>, d: &Bound<'py, PyAny>, prefix: &str) -> PyResul
     Ok(out)
 }
 
-fn flatten_into<'py>(out: &Bound<'py, PyDict>, d: &Bound<'py, PyAny>, prefix: &str, mapping: &Bound<'py, PyAny>) -> PyResult<()> {
+fn flatten_into<'py>(
+    out: &Bound<'py, PyDict>,
+    d: &Bound<'py, PyAny>,
+    prefix: &str,
+    mapping: &Bound<'py, PyAny>,
+) -> PyResult<()> {
     let one = |k: Bound<'py, PyAny>, v: Bound<'py, PyAny>| -> PyResult<()> {
         let key = || -> PyResult<String> { Ok(format!("{prefix}{}", k.str()?.to_str()?)) };
         if v.is_exact_instance_of::<PyDict>() {
             return flatten_into(out, &v, &(key()? + "_"), mapping);
         }
-        let scalar = v.is_exact_instance_of::<PyFloat>() || v.is_exact_instance_of::<PyInt>() || v.is_exact_instance_of::<PyString>() || v.is_exact_instance_of::<PyBool>() || v.is_none();
+        let scalar = v.is_exact_instance_of::<PyFloat>()
+            || v.is_exact_instance_of::<PyInt>()
+            || v.is_exact_instance_of::<PyString>()
+            || v.is_exact_instance_of::<PyBool>()
+            || v.is_none();
         if scalar {
             return out.set_item(key()?, v);
         }
@@ -322,8 +338,14 @@ fn flatten_into<'py>(out: &Bound<'py, PyDict>, d: &Bound<'py, PyAny>, prefix: &s
 /// 000 Eq. 3: cycles per packet from a measured rate and CPU load (or active cycles).
 #[pyfunction]
 #[pyo3(signature = (rate_pps, frequency_hz, cpu_load=None, active_cycles_per_s=None))]
-fn from_measurement(rate_pps: f64, frequency_hz: f64, cpu_load: Option<f64>, active_cycles_per_s: Option<f64>) -> PyResult<String> {
-    let m = model::from_measurement(rate_pps, frequency_hz, cpu_load, active_cycles_per_s).map_err(PyValueError::new_err)?;
+fn from_measurement(
+    rate_pps: f64,
+    frequency_hz: f64,
+    cpu_load: Option<f64>,
+    active_cycles_per_s: Option<f64>,
+) -> PyResult<String> {
+    let m = model::from_measurement(rate_pps, frequency_hz, cpu_load, active_cycles_per_s)
+        .map_err(PyValueError::new_err)?;
     json(&m)
 }
 
@@ -361,7 +383,8 @@ fn schema(which: &str) -> PyResult<String> {
 /// `pktsim trace-info`: a pcap or pcapng file at a glance, as JSON text.
 #[pyfunction]
 fn trace_info(py: Python<'_>, path: &str) -> PyResult<String> {
-    let s = pktsim_core::trace::TraceSummary::scan(std::path::Path::new(path), Default::default()).map_err(|e| to_pyerr(py, e))?;
+    let s = pktsim_core::trace::TraceSummary::scan(std::path::Path::new(path), Default::default())
+        .map_err(|e| to_pyerr(py, e))?;
     json(&s.info())
 }
 
@@ -393,9 +416,18 @@ fn fib_table_iv_fit() -> PyResult<String> {
 /// SVG flame graph of folded stacks, frames coloured by `colors` (name -> (r, g, b)).
 #[pyfunction]
 #[pyo3(signature = (folded, colors, title, count_name, legend = Vec::new()))]
-fn flamegraph_svg(folded: Vec<String>, colors: Vec<(String, (u8, u8, u8))>, title: &str, count_name: &str, legend: Vec<(String, (u8, u8, u8))>) -> PyResult<String> {
-    let rgb = |v: Vec<(String, (u8, u8, u8))>| -> Vec<(String, [u8; 3])> { v.into_iter().map(|(n, (r, g, b))| (n, [r, g, b])).collect() };
-    pktsim_core::flame::svg_with_legend(&folded, &rgb(colors), title, count_name, &rgb(legend)).map_err(PyValueError::new_err)
+fn flamegraph_svg(
+    folded: Vec<String>,
+    colors: Vec<(String, (u8, u8, u8))>,
+    title: &str,
+    count_name: &str,
+    legend: Vec<(String, (u8, u8, u8))>,
+) -> PyResult<String> {
+    let rgb = |v: Vec<(String, (u8, u8, u8))>| -> Vec<(String, [u8; 3])> {
+        v.into_iter().map(|(n, (r, g, b))| (n, [r, g, b])).collect()
+    };
+    pktsim_core::flame::svg_with_legend(&folded, &rgb(colors), title, count_name, &rgb(legend))
+        .map_err(PyValueError::new_err)
 }
 
 /// Two-sided 95% quantile of Student's t with `df` degrees of freedom.

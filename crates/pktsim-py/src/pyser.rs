@@ -16,8 +16,8 @@
 use std::fmt::Display;
 
 use pyo3::prelude::*;
-use pyo3::IntoPyObjectExt;
 use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::IntoPyObjectExt;
 use serde::ser::{self, Serialize};
 
 /// A serialization error: a Python exception, or a message from the value's `Serialize`.
@@ -172,7 +172,13 @@ impl<'py> ser::Serializer for Ser<'py> {
     fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _name: &'static str, value: &T) -> Result<Self::Ok> {
         value.serialize(self)
     }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(self, _name: &'static str, _index: u32, variant: &'static str, value: &T) -> Result<Self::Ok> {
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<Self::Ok> {
         let v = value.serialize(self)?;
         self.tagged(variant, v)
     }
@@ -185,7 +191,13 @@ impl<'py> ser::Serializer for Ser<'py> {
     fn serialize_tuple_struct(self, _name: &'static str, len: usize) -> Result<Self::SerializeTupleStruct> {
         self.serialize_seq(Some(len))
     }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, variant: &'static str, len: usize) -> Result<Self::SerializeTupleVariant> {
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
         Ok(Tagged { variant, inner: self.serialize_seq(Some(len))? })
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
@@ -194,7 +206,13 @@ impl<'py> ser::Serializer for Ser<'py> {
     fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Self::SerializeStruct> {
         self.serialize_map(Some(len))
     }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, variant: &'static str, len: usize) -> Result<Self::SerializeStructVariant> {
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStructVariant> {
         Ok(Tagged { variant, inner: self.serialize_map(Some(len))? })
     }
     fn collect_str<T: ?Sized + Display>(self, value: &T) -> Result<Self::Ok> {
@@ -376,7 +394,13 @@ impl<'py> ser::Serializer for KeySer<'py> {
     fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _name: &'static str, value: &T) -> Result<Self::Ok> {
         value.serialize(self)
     }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(self, _name: &'static str, _index: u32, _variant: &'static str, _value: &T) -> Result<Self::Ok> {
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<Self::Ok> {
         Err(key_must_be_a_string())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq> {
@@ -388,7 +412,13 @@ impl<'py> ser::Serializer for KeySer<'py> {
     fn serialize_tuple_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeTupleStruct> {
         Err(key_must_be_a_string())
     }
-    fn serialize_tuple_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeTupleVariant> {
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
         Err(key_must_be_a_string())
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap> {
@@ -397,7 +427,13 @@ impl<'py> ser::Serializer for KeySer<'py> {
     fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Self::SerializeStruct> {
         Err(key_must_be_a_string())
     }
-    fn serialize_struct_variant(self, _name: &'static str, _index: u32, _variant: &'static str, _len: usize) -> Result<Self::SerializeStructVariant> {
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant> {
         Err(key_must_be_a_string())
     }
     fn collect_str<T: ?Sized + Display>(self, value: &T) -> Result<Self::Ok> {

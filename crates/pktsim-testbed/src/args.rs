@@ -307,17 +307,10 @@ pub fn parent_pid(value: Option<&std::ffi::OsStr>) -> Result<Option<u32>, UsageE
     if v.is_empty() {
         return Ok(None);
     }
-    v.to_str()
-        .and_then(parse_int::<u32>)
-        .filter(|&p| p > 1)
-        .map(Some)
-        .ok_or_else(|| UsageError {
-            subcommand: None,
-            message: format!(
-                "{PARENT_ENV}={}: expected a process id above 1",
-                v.to_string_lossy()
-            ),
-        })
+    v.to_str().and_then(parse_int::<u32>).filter(|&p| p > 1).map(Some).ok_or_else(|| UsageError {
+        subcommand: None,
+        message: format!("{PARENT_ENV}={}: expected a process id above 1", v.to_string_lossy()),
+    })
 }
 
 /// Parses the arguments after the program name.
@@ -355,58 +348,27 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
 // Flag tables: the flag and what its value must be (used in every error message).
 
 const IFACE: (&str, &str) = ("--iface", "an interface name of 1 to 15 characters");
-const DURATION_MS: (&str, &str) = (
-    "--duration-ms",
-    "a duration in milliseconds from 1 to 600000",
-);
+const DURATION_MS: (&str, &str) = ("--duration-ms", "a duration in milliseconds from 1 to 600000");
 const CPU: (&str, &str) = ("--cpu", "a CPU number from 0 to 1023");
 const RUN_ID: (&str, &str) = ("--run-id", "a run id from 0 to 4294967295");
 
 const DST_MAC: (&str, &str) = ("--dst-mac", "a MAC address like aa:bb:cc:dd:ee:ff");
 const SRC_IP: (&str, &str) = ("--src-ip", "an IPv4 address like 198.18.0.1");
 const DST_IP: (&str, &str) = ("--dst-ip", "an IPv4 address like 198.18.0.2");
-const DST_COUNT: (&str, &str) = (
-    "--dst-count",
-    "a number of destination addresses, 1 or more",
-);
-const RATE: (&str, &str) = (
-    "--rate",
-    "a packet rate in packets per second (a number > 0, at most 1e9) or \"max\"",
-);
+const DST_COUNT: (&str, &str) = ("--dst-count", "a number of destination addresses, 1 or more");
+const RATE: (&str, &str) = ("--rate", "a packet rate in packets per second (a number > 0, at most 1e9) or \"max\"");
 const COUNT: (&str, &str) = ("--count", "a packet count from 1 to 100000000");
-const SIZE: (&str, &str) = (
-    "--size",
-    "a frame size in bytes from 74 to 1514 (without FCS; 74 is the smallest frame that holds the probe)",
-);
+const SIZE: (&str, &str) =
+    ("--size", "a frame size in bytes from 74 to 1514 (without FCS; 74 is the smallest frame that holds the probe)");
 const GEN_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 256");
 
 const IDLE_MS: (&str, &str) = ("--idle-ms", "an idle time in milliseconds from 1 to 600000");
 const SINK_BATCH: (&str, &str) = ("--batch", "a batch size from 1 to 1024");
 const READY_FILE: (&str, &str) = ("--ready-file", "a file path");
 
-const GEN_FLAGS: &[(&str, &str)] = &[
-    IFACE,
-    DST_MAC,
-    SRC_IP,
-    DST_IP,
-    DST_COUNT,
-    RATE,
-    COUNT,
-    DURATION_MS,
-    SIZE,
-    GEN_BATCH,
-    CPU,
-    RUN_ID,
-];
-const SINK_FLAGS: &[(&str, &str)] = &[
-    IFACE,
-    DURATION_MS,
-    IDLE_MS,
-    CPU,
-    RUN_ID,
-    SINK_BATCH,
-    READY_FILE,
-];
+const GEN_FLAGS: &[(&str, &str)] =
+    &[IFACE, DST_MAC, SRC_IP, DST_IP, DST_COUNT, RATE, COUNT, DURATION_MS, SIZE, GEN_BATCH, CPU, RUN_ID];
+const SINK_FLAGS: &[(&str, &str)] = &[IFACE, DURATION_MS, IDLE_MS, CPU, RUN_ID, SINK_BATCH, READY_FILE];
 
 fn parse_gen(argv: &[String]) -> Result<Command, UsageError> {
     let Some(flags) = Flags::collect("gen", GEN_FLAGS, argv)? else {
@@ -417,31 +379,21 @@ fn parse_gen(argv: &[String]) -> Result<Command, UsageError> {
     let dst_mac = flags.required(DST_MAC, parse_mac)?;
     let src_ip = flags.required(SRC_IP, parse_ipv4)?;
     let dst_ip = flags.required(DST_IP, parse_ipv4)?;
-    let dst_count = flags
-        .optional(DST_COUNT, |s| parse_int::<u32>(s).filter(|&n| n >= 1))?
-        .unwrap_or(1);
+    let dst_count = flags.optional(DST_COUNT, |s| parse_int::<u32>(s).filter(|&n| n >= 1))?.unwrap_or(1);
     if u64::from(u32::from(dst_ip)) + u64::from(dst_count) - 1 > u64::from(u32::MAX) {
-        return Err(flags.error(format!(
-            "--dst-count: {dst_count} addresses starting at {dst_ip} run past 255.255.255.255"
-        )));
+        return Err(
+            flags.error(format!("--dst-count: {dst_count} addresses starting at {dst_ip} run past 255.255.255.255"))
+        );
     }
     let rate = flags.required(RATE, parse_rate)?;
-    let count = flags.required(COUNT, |s| {
-        parse_int::<u64>(s).filter(|n| (1..=MAX_COUNT).contains(n))
-    })?;
-    let duration_ms = flags.required(DURATION_MS, |s| {
-        parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
-    })?;
+    let count = flags.required(COUNT, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_COUNT).contains(n)))?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
     let frame_len = flags
-        .optional(SIZE, |s| {
-            parse_int::<usize>(s).filter(|n| (MIN_FRAME_LEN..=MAX_FRAME_LEN).contains(n))
-        })?
+        .optional(SIZE, |s| parse_int::<usize>(s).filter(|n| (MIN_FRAME_LEN..=MAX_FRAME_LEN).contains(n)))?
         .unwrap_or(MIN_FRAME_LEN);
-    let batch = flags
-        .optional(GEN_BATCH, |s| {
-            parse_int::<usize>(s).filter(|n| (1..=MAX_GEN_BATCH).contains(n))
-        })?
-        .unwrap_or(32);
+    let batch =
+        flags.optional(GEN_BATCH, |s| parse_int::<usize>(s).filter(|n| (1..=MAX_GEN_BATCH).contains(n)))?.unwrap_or(32);
     Ok(Command::Gen(GenArgs {
         iface,
         dst_mac,
@@ -481,9 +433,7 @@ fn parse_xdp(argv: &[String]) -> Result<Command, UsageError> {
         (_, Some(_)) => return Err(flags.error("--to: only --prog redirect has an egress interface".into())),
         _ => XdpProg::Pass,
     };
-    let duration_ms = flags.required(HOLD_MS, |s| {
-        parse_int::<u64>(s).filter(|n| (1..=MAX_HOLD_MS).contains(n))
-    })?;
+    let duration_ms = flags.required(HOLD_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_HOLD_MS).contains(n)))?;
     Ok(Command::Xdp(XdpArgs {
         iface,
         prog,
@@ -514,14 +464,17 @@ fn parse_xskfwd(argv: &[String]) -> Result<Command, UsageError> {
         "sleep" => Some(XskMode::Sleep),
         _ => None,
     })?;
-    let duration_ms = flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
     Ok(Command::XskFwd(XskFwdArgs {
         iface_in,
         iface_out,
         batch,
         mode,
         duration_ns: duration_ms * 1_000_000,
-        busy_poll_us: flags.optional(BUSY_POLL_US, |s| parse_int::<u32>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(20),
+        busy_poll_us: flags
+            .optional(BUSY_POLL_US, |s| parse_int::<u32>(s).filter(|n| (1..=1000).contains(n)))?
+            .unwrap_or(20),
         loops: flags.optional(LOOPS, |s| parse_int::<u32>(s).filter(|&n| n <= 100_000))?.unwrap_or(0),
         cpu: flags.optional(CPU, parse_cpu)?,
         ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
@@ -539,13 +492,17 @@ fn parse_probe(argv: &[String]) -> Result<Command, UsageError> {
         return Ok(Command::Help(PROBE_USAGE));
     };
     let cpu = flags.required(CPU, parse_cpu)?;
-    let duration_ms = flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
     Ok(Command::Probe(ProbeArgs {
         cpu: Some(cpu),
         duration_ns: duration_ms * 1_000_000,
         priority: flags.optional(PRIORITY, |s| parse_int::<u32>(s).filter(|n| (1..=99).contains(n)))?,
-        threshold_ns: flags.optional(THRESHOLD_NS, |s| parse_int::<u64>(s).filter(|n| (100..=1_000_000).contains(n)))?.unwrap_or(1000),
-        spin_ns: flags.optional(SPIN_MS, |s| parse_int::<u64>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(10) * 1_000_000,
+        threshold_ns: flags
+            .optional(THRESHOLD_NS, |s| parse_int::<u64>(s).filter(|n| (100..=1_000_000).contains(n)))?
+            .unwrap_or(1000),
+        spin_ns: flags.optional(SPIN_MS, |s| parse_int::<u64>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(10)
+            * 1_000_000,
         rest_ns: flags.optional(REST_MS, |s| parse_int::<u64>(s).filter(|n| *n <= 1000))?.unwrap_or(1) * 1_000_000,
     }))
 }
@@ -555,14 +512,10 @@ fn parse_sink(argv: &[String]) -> Result<Command, UsageError> {
         return Ok(Command::Help(SINK_USAGE));
     };
     let iface = flags.required(IFACE, parse_iface)?;
-    let duration_ms = flags.required(DURATION_MS, |s| {
-        parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
-    })?;
-    let idle_ms = flags
-        .optional(IDLE_MS, |s| {
-            parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n))
-        })?
-        .unwrap_or(500);
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    let idle_ms =
+        flags.optional(IDLE_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?.unwrap_or(500);
     Ok(Command::Sink(SinkArgs {
         iface,
         duration_ns: duration_ms * 1_000_000,
@@ -570,9 +523,7 @@ fn parse_sink(argv: &[String]) -> Result<Command, UsageError> {
         cpu: flags.optional(CPU, parse_cpu)?,
         run_id: flags.optional(RUN_ID, parse_int::<u32>)?.unwrap_or(0),
         batch: flags
-            .optional(SINK_BATCH, |s| {
-                parse_int::<usize>(s).filter(|n| (1..=MAX_SINK_BATCH).contains(n))
-            })?
+            .optional(SINK_BATCH, |s| parse_int::<usize>(s).filter(|n| (1..=MAX_SINK_BATCH).contains(n)))?
             .unwrap_or(64),
         ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
     }))
@@ -595,18 +546,13 @@ impl Flags {
         if argv.iter().any(|a| a == "--help" || a == "-h") {
             return Ok(None);
         }
-        let mut flags = Flags {
-            subcommand,
-            values: BTreeMap::new(),
-        };
+        let mut flags = Flags { subcommand, values: BTreeMap::new() };
         let mut i = 0;
         while i < argv.len() {
             let arg = &argv[i];
             i += 1;
             if !arg.starts_with("--") {
-                return Err(flags.error(format!(
-                    "unexpected argument \"{arg}\" (flags are written --name value)"
-                )));
+                return Err(flags.error(format!("unexpected argument \"{arg}\" (flags are written --name value)")));
             }
             let (name, inline_value) = match arg.split_once('=') {
                 Some((n, v)) => (n, Some(v.to_string())),
@@ -622,11 +568,7 @@ impl Flags {
                         i += 1;
                         v.clone()
                     }
-                    _ => {
-                        return Err(
-                            flags.error(format!("{flag}: missing value (expected {expected})"))
-                        )
-                    }
+                    _ => return Err(flags.error(format!("{flag}: missing value (expected {expected})"))),
                 },
             };
             if flags.values.insert(flag, value).is_some() {
@@ -637,10 +579,7 @@ impl Flags {
     }
 
     fn error(&self, message: String) -> UsageError {
-        UsageError {
-            subcommand: Some(self.subcommand),
-            message,
-        }
+        UsageError { subcommand: Some(self.subcommand), message }
     }
 
     fn optional<T>(
@@ -662,12 +601,8 @@ impl Flags {
         spec: (&'static str, &'static str),
         parse: impl FnOnce(&str) -> Option<T>,
     ) -> Result<T, UsageError> {
-        self.optional(spec, parse)?.ok_or_else(|| {
-            self.error(format!(
-                "missing required flag {} (expected {})",
-                spec.0, spec.1
-            ))
-        })
+        self.optional(spec, parse)?
+            .ok_or_else(|| self.error(format!("missing required flag {} (expected {})", spec.0, spec.1)))
     }
 }
 
@@ -684,8 +619,7 @@ fn parse_iface(s: &str) -> Option<String> {
         && s.len() < 16
         && s != "."
         && s != ".."
-        && s.bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
+        && s.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':');
     ok.then(|| s.to_string())
 }
 
@@ -746,18 +680,11 @@ mod tests {
 
     #[test]
     fn gen_defaults() {
-        let Ok(Command::Gen(g)) = parse(&argv(GEN_OK)) else {
-            panic!()
-        };
+        let Ok(Command::Gen(g)) = parse(&argv(GEN_OK)) else { panic!() };
         assert_eq!(g.iface, "tbx-a");
         assert_eq!(g.dst_mac, [2, 0, 0, 0, 0, 2]);
         assert_eq!(g.dst_count, 1);
-        assert_eq!(
-            g.rate,
-            Rate::Fixed {
-                rate_micro_pps: 10_000_000_000
-            }
-        );
+        assert_eq!(g.rate, Rate::Fixed { rate_micro_pps: 10_000_000_000 });
         assert_eq!(g.count, 1000);
         assert_eq!(g.duration_ns, 1_000_000_000);
         assert_eq!(g.frame_len, 74);
@@ -768,39 +695,19 @@ mod tests {
 
     #[test]
     fn gen_all_flags_and_equals_form() {
-        let a =
-            format!("{GEN_OK} --dst-count 4 --size=1514 --batch 256 --cpu 1 --run-id 4294967295");
+        let a = format!("{GEN_OK} --dst-count 4 --size=1514 --batch 256 --cpu 1 --run-id 4294967295");
         let a = a.replace("--rate 10000", "--rate=max");
-        let Ok(Command::Gen(g)) = parse(&argv(&a)) else {
-            panic!()
-        };
+        let Ok(Command::Gen(g)) = parse(&argv(&a)) else { panic!() };
         assert_eq!(g.rate, Rate::Max);
-        assert_eq!(
-            (g.dst_count, g.frame_len, g.batch, g.cpu, g.run_id),
-            (4, 1514, 256, Some(1), u32::MAX)
-        );
+        assert_eq!((g.dst_count, g.frame_len, g.batch, g.cpu, g.run_id), (4, 1514, 256, Some(1), u32::MAX));
     }
 
     #[test]
     fn fractional_rates() {
-        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "1.5e6"))) else {
-            panic!()
-        };
-        assert_eq!(
-            g.rate,
-            Rate::Fixed {
-                rate_micro_pps: 1_500_000_000_000
-            }
-        );
-        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "0.25"))) else {
-            panic!()
-        };
-        assert_eq!(
-            g.rate,
-            Rate::Fixed {
-                rate_micro_pps: 250_000
-            }
-        );
+        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "1.5e6"))) else { panic!() };
+        assert_eq!(g.rate, Rate::Fixed { rate_micro_pps: 1_500_000_000_000 });
+        let Ok(Command::Gen(g)) = parse(&argv(&GEN_OK.replace("10000", "0.25"))) else { panic!() };
+        assert_eq!(g.rate, Rate::Fixed { rate_micro_pps: 250_000 });
     }
 
     #[test]
@@ -819,27 +726,18 @@ mod tests {
             "--rate: expected a packet rate in packets per second (a number > 0, at most 1e9) or \"max\", got \"abc\""
         );
         for bad in ["0", "-5", "nan", "inf", "2e9", "1e-9"] {
-            assert!(
-                only(&format!("--rate {bad}")).starts_with("--rate: expected"),
-                "{bad}"
-            );
+            assert!(only(&format!("--rate {bad}")).starts_with("--rate: expected"), "{bad}");
         }
         assert!(only("").starts_with("missing required flag --rate"));
         assert_eq!(only("--rate"), "--rate: missing value (expected a packet rate in packets per second (a number > 0, at most 1e9) or \"max\")");
         let size = gen_err("--size 60");
-        assert!(
-            size.starts_with("--size: expected a frame size in bytes from 74 to 1514"),
-            "{size}"
-        );
+        assert!(size.starts_with("--size: expected a frame size in bytes from 74 to 1514"), "{size}");
         assert!(size.ends_with("got \"60\""), "{size}");
         assert!(gen_err("--size 1515").starts_with("--size: expected"));
         assert!(gen_err("--batch 0").starts_with("--batch: expected a batch size from 1 to 256"));
         assert!(gen_err("--batch 257").starts_with("--batch: expected"));
         assert!(gen_err("--dst-count 0").starts_with("--dst-count: expected"));
-        assert_eq!(
-            gen_err("--cpu -1"),
-            "--cpu: expected a CPU number from 0 to 1023, got \"-1\""
-        );
+        assert_eq!(gen_err("--cpu -1"), "--cpu: expected a CPU number from 0 to 1023, got \"-1\"");
         assert!(gen_err("--cpu x").starts_with("--cpu: expected a CPU number"));
         assert!(gen_err("--run-id 4294967296").starts_with("--run-id: expected"));
         assert!(gen_err("--bogus 1").starts_with("unknown flag --bogus"));
@@ -856,51 +754,36 @@ mod tests {
             with("02:00:00:00:00:02", "02:00:00:00:00"),
             "--dst-mac: expected a MAC address like aa:bb:cc:dd:ee:ff, got \"02:00:00:00:00\""
         );
-        assert!(
-            with("02:00:00:00:00:02", "02:00:00:00:00:02:03").starts_with("--dst-mac: expected")
-        );
+        assert!(with("02:00:00:00:00:02", "02:00:00:00:00:02:03").starts_with("--dst-mac: expected"));
         assert!(with("02:00:00:00:00:02", "0g:00:00:00:00:02").starts_with("--dst-mac: expected"));
         assert!(with("198.18.9.1", "198.18.9").starts_with("--src-ip: expected an IPv4 address"));
         assert!(with("--count 1000", "--count 100000001")
             .starts_with("--count: expected a packet count from 1 to 100000000"));
         assert!(with("--count 1000", "--count 0").starts_with("--count: expected"));
-        assert!(with("--duration-ms 1000", "--duration-ms 600001")
-            .starts_with("--duration-ms: expected"));
+        assert!(with("--duration-ms 1000", "--duration-ms 600001").starts_with("--duration-ms: expected"));
         assert!(with("tbx-a", "an-interface-name-too-long").starts_with("--iface: expected"));
-        assert!(with("198.18.9.2", "255.255.255.254 --dst-count 3")
-            .contains("run past 255.255.255.255"));
+        assert!(with("198.18.9.2", "255.255.255.254 --dst-count 3").contains("run past 255.255.255.255"));
         assert!(with("--iface tbx-a", "").starts_with("missing required flag --iface"));
     }
 
     #[test]
     fn sink_parsing() {
-        let Ok(Command::Sink(s)) = parse(&argv("sink --iface tbx-b --duration-ms 2000")) else {
-            panic!()
-        };
+        let Ok(Command::Sink(s)) = parse(&argv("sink --iface tbx-b --duration-ms 2000")) else { panic!() };
         assert_eq!(s.duration_ns, 2_000_000_000);
-        assert_eq!(
-            (s.idle_ns, s.batch, s.run_id, s.cpu, s.ready_file),
-            (500_000_000, 64, 0, None, None)
-        );
+        assert_eq!((s.idle_ns, s.batch, s.run_id, s.cpu, s.ready_file), (500_000_000, 64, 0, None, None));
         let Ok(Command::Sink(s)) = parse(&argv(
             "sink --iface tbx-b --duration-ms 5 --idle-ms 7 --run-id 3 --batch 1024 --cpu 0 --ready-file /tmp/r",
         )) else {
             panic!()
         };
-        assert_eq!(
-            (s.idle_ns, s.batch, s.run_id, s.cpu),
-            (7_000_000, 1024, 3, Some(0))
-        );
+        assert_eq!((s.idle_ns, s.batch, s.run_id, s.cpu), (7_000_000, 1024, 3, Some(0)));
         assert_eq!(s.ready_file, Some(PathBuf::from("/tmp/r")));
         let err = |a: &str| parse(&argv(a)).unwrap_err().message;
         assert!(err("sink --iface tbx-b").starts_with("missing required flag --duration-ms"));
         assert!(err("sink --iface tbx-b --duration-ms 5 --batch 1025")
             .starts_with("--batch: expected a batch size from 1 to 1024"));
-        assert!(
-            err("sink --iface tbx-b --duration-ms 5 --rate 5").starts_with("unknown flag --rate")
-        );
-        assert!(err("sink --iface tbx-b --duration-ms 5 --idle-ms 0")
-            .starts_with("--idle-ms: expected"));
+        assert!(err("sink --iface tbx-b --duration-ms 5 --rate 5").starts_with("unknown flag --rate"));
+        assert!(err("sink --iface tbx-b --duration-ms 5 --idle-ms 0").starts_with("--idle-ms: expected"));
     }
 
     #[test]
@@ -918,20 +801,38 @@ mod tests {
         let c = parse(&argv("xdp --iface tb-sink0 --prog pass --duration-ms 1")).unwrap();
         assert!(matches!(c, Command::Xdp(XdpArgs { prog: XdpProg::Pass, .. })));
         let err = |s: &str| parse(&argv(s)).unwrap_err().message;
-        assert_eq!(err("xdp --iface a --prog redirect --duration-ms 1"), "--prog redirect: missing --to (the egress interface)");
-        assert_eq!(err("xdp --iface a --prog pass --to b --duration-ms 1"), "--to: only --prog redirect has an egress interface");
-        assert_eq!(err("xdp --iface a --prog pass --loops 3 --duration-ms 1"), "--loops: only --prog redirect has a cost loop");
-        assert_eq!(err("xdp --iface a --prog redirect --to b --loops 100001 --duration-ms 1"), "--loops: expected a number of loop turns from 0 to 100000, got \"100001\"");
-        assert!(matches!(parse(&argv("xdp --iface a --prog redirect --to b --loops 7 --duration-ms 1")).unwrap(),
-            Command::Xdp(XdpArgs { prog: XdpProg::Redirect { loops: 7, .. }, .. })));
+        assert_eq!(
+            err("xdp --iface a --prog redirect --duration-ms 1"),
+            "--prog redirect: missing --to (the egress interface)"
+        );
+        assert_eq!(
+            err("xdp --iface a --prog pass --to b --duration-ms 1"),
+            "--to: only --prog redirect has an egress interface"
+        );
+        assert_eq!(
+            err("xdp --iface a --prog pass --loops 3 --duration-ms 1"),
+            "--loops: only --prog redirect has a cost loop"
+        );
+        assert_eq!(
+            err("xdp --iface a --prog redirect --to b --loops 100001 --duration-ms 1"),
+            "--loops: expected a number of loop turns from 0 to 100000, got \"100001\""
+        );
+        assert!(matches!(
+            parse(&argv("xdp --iface a --prog redirect --to b --loops 7 --duration-ms 1")).unwrap(),
+            Command::Xdp(XdpArgs { prog: XdpProg::Redirect { loops: 7, .. }, .. })
+        ));
         assert_eq!(err("xdp --iface a --prog drop --duration-ms 1"), "--prog: expected pass or redirect, got \"drop\"");
-        assert_eq!(err("xdp --iface a --prog pass"), "missing required flag --duration-ms (expected a duration in milliseconds from 1 to 86400000)");
+        assert_eq!(
+            err("xdp --iface a --prog pass"),
+            "missing required flag --duration-ms (expected a duration in milliseconds from 1 to 86400000)"
+        );
         assert_eq!(parse(&argv("xdp --help")).unwrap(), Command::Help(XDP_USAGE));
     }
 
     #[test]
     fn xskfwd_parsing() {
-        let c = parse(&argv("xskfwd --in tb-dut0 --out tb-dut1 --batch 32 --mode busy --duration-ms 100 --cpu 1")).unwrap();
+        let c =
+            parse(&argv("xskfwd --in tb-dut0 --out tb-dut1 --batch 32 --mode busy --duration-ms 100 --cpu 1")).unwrap();
         assert_eq!(
             c,
             Command::XskFwd(XskFwdArgs {
@@ -947,11 +848,26 @@ mod tests {
             })
         );
         let err = |s: &str| parse(&argv(s)).unwrap_err().message;
-        assert_eq!(err("xskfwd --in a --out b --batch 0 --mode busy --duration-ms 1"), "--batch: expected a batch size from 1 to 256, got \"0\"");
-        assert_eq!(err("xskfwd --in a --out b --batch 257 --mode busy --duration-ms 1"), "--batch: expected a batch size from 1 to 256, got \"257\"");
-        assert_eq!(err("xskfwd --in a --out b --batch 8 --mode spin --duration-ms 1"), "--mode: expected busy or sleep, got \"spin\"");
-        assert_eq!(err("xskfwd --in a --out a --batch 8 --mode busy --duration-ms 1"), "--out a: expected another interface than --in");
-        assert_eq!(err("xskfwd --in a --out b --batch 8 --mode sleep --duration-ms 1 --busy-poll-us 0"), "--busy-poll-us: expected a busy-poll time in microseconds from 1 to 1000, got \"0\"");
+        assert_eq!(
+            err("xskfwd --in a --out b --batch 0 --mode busy --duration-ms 1"),
+            "--batch: expected a batch size from 1 to 256, got \"0\""
+        );
+        assert_eq!(
+            err("xskfwd --in a --out b --batch 257 --mode busy --duration-ms 1"),
+            "--batch: expected a batch size from 1 to 256, got \"257\""
+        );
+        assert_eq!(
+            err("xskfwd --in a --out b --batch 8 --mode spin --duration-ms 1"),
+            "--mode: expected busy or sleep, got \"spin\""
+        );
+        assert_eq!(
+            err("xskfwd --in a --out a --batch 8 --mode busy --duration-ms 1"),
+            "--out a: expected another interface than --in"
+        );
+        assert_eq!(
+            err("xskfwd --in a --out b --batch 8 --mode sleep --duration-ms 1 --busy-poll-us 0"),
+            "--busy-poll-us: expected a busy-poll time in microseconds from 1 to 1000, got \"0\""
+        );
         assert_eq!(parse(&argv("xskfwd -h")).unwrap(), Command::Help(XSKFWD_USAGE));
     }
 
@@ -960,13 +876,29 @@ mod tests {
         let c = parse(&argv("probe --cpu 1 --duration-ms 2000 --priority 50")).unwrap();
         assert_eq!(
             c,
-            Command::Probe(ProbeArgs { cpu: Some(1), duration_ns: 2_000_000_000, priority: Some(50), threshold_ns: 1000, spin_ns: 10_000_000, rest_ns: 1_000_000 })
+            Command::Probe(ProbeArgs {
+                cpu: Some(1),
+                duration_ns: 2_000_000_000,
+                priority: Some(50),
+                threshold_ns: 1000,
+                spin_ns: 10_000_000,
+                rest_ns: 1_000_000
+            })
         );
         let err = |s: &str| parse(&argv(s)).unwrap_err().message;
         assert_eq!(err("probe --duration-ms 5"), "missing required flag --cpu (expected a CPU number from 0 to 1023)");
-        assert_eq!(err("probe --cpu 1 --duration-ms 5 --priority 100"), "--priority: expected a SCHED_FIFO priority from 1 to 99, got \"100\"");
-        assert_eq!(err("probe --cpu 1 --duration-ms 5 --threshold-ns 10"), "--threshold-ns: expected a gap threshold in nanoseconds from 100 to 1000000, got \"10\"");
-        assert_eq!(err("probe --cpu 1 --duration-ms 5 --spin-ms 0"), "--spin-ms: expected a spinning phase in milliseconds from 1 to 1000, got \"0\"");
+        assert_eq!(
+            err("probe --cpu 1 --duration-ms 5 --priority 100"),
+            "--priority: expected a SCHED_FIFO priority from 1 to 99, got \"100\""
+        );
+        assert_eq!(
+            err("probe --cpu 1 --duration-ms 5 --threshold-ns 10"),
+            "--threshold-ns: expected a gap threshold in nanoseconds from 100 to 1000000, got \"10\""
+        );
+        assert_eq!(
+            err("probe --cpu 1 --duration-ms 5 --spin-ms 0"),
+            "--spin-ms: expected a spinning phase in milliseconds from 1 to 1000, got \"0\""
+        );
     }
 
     #[test]
@@ -977,10 +909,7 @@ mod tests {
         assert_eq!(parent_pid(Some(OsStr::new("4242"))), Ok(Some(4242)));
         for bad in ["1", "0", "-3", "x", "99999999999"] {
             let e = parent_pid(Some(OsStr::new(bad))).unwrap_err();
-            assert_eq!(
-                e.message,
-                format!("PKTSIM_TB_PARENT={bad}: expected a process id above 1")
-            );
+            assert_eq!(e.message, format!("PKTSIM_TB_PARENT={bad}: expected a process id above 1"));
         }
     }
 
@@ -988,18 +917,12 @@ mod tests {
     fn top_level() {
         assert_eq!(parse(&argv("--help")), Ok(Command::Help(USAGE)));
         assert_eq!(parse(&argv("gen --help")), Ok(Command::Help(GEN_USAGE)));
-        assert_eq!(
-            parse(&argv("sink --iface x -h")),
-            Ok(Command::Help(SINK_USAGE))
-        );
+        assert_eq!(parse(&argv("sink --iface x -h")), Ok(Command::Help(SINK_USAGE)));
         assert_eq!(parse(&argv("version")), Ok(Command::Version));
         let e = parse(&argv("bench")).unwrap_err();
         assert_eq!(
             (e.subcommand, e.message.as_str()),
-            (
-                None,
-                "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe or version)"
-            )
+            (None, "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe or version)")
         );
         assert!(parse(&[]).is_err());
     }

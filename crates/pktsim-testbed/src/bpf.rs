@@ -123,7 +123,12 @@ impl Program {
             Program::Redirect { devmap_fd, loops } => {
                 let mut v = cost_loop(loops);
                 v.extend(Insn::ld_map_fd(1, devmap_fd));
-                v.extend([Insn::mov64_imm(2, 0), Insn::mov64_imm(3, 0), Insn::call(BPF_FUNC_REDIRECT_MAP), Insn::exit()]);
+                v.extend([
+                    Insn::mov64_imm(2, 0),
+                    Insn::mov64_imm(3, 0),
+                    Insn::call(BPF_FUNC_REDIRECT_MAP),
+                    Insn::exit(),
+                ]);
                 v
             }
             Program::Xsk { xskmap_fd, loops } => {
@@ -322,12 +327,21 @@ mod tests {
         assert_eq!(2 + 1 + v[2].off as isize, 1);
         assert_eq!(Program::Redirect { devmap_fd: 3, loops: 0 }.insns().len(), 6);
         let x = Program::Xsk { xskmap_fd: 4, loops: 7 }.insns();
-        assert_eq!(x[..4], [Insn::mov64_imm(4, 7), Insn::sub64_imm(4, 1), Insn::jne_imm(4, 0, -2), Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX)]);
+        assert_eq!(
+            x[..4],
+            [
+                Insn::mov64_imm(4, 7),
+                Insn::sub64_imm(4, 1),
+                Insn::jne_imm(4, 0, -2),
+                Insn::ldx_w(2, 1, XDP_MD_RX_QUEUE_INDEX)
+            ]
+        );
     }
 
     #[test]
     fn programs_end_in_exit_with_r0_set() {
-        for p in [Program::Pass, Program::Redirect { devmap_fd: 3, loops: 9 }, Program::Xsk { xskmap_fd: 4, loops: 0 }] {
+        for p in [Program::Pass, Program::Redirect { devmap_fd: 3, loops: 9 }, Program::Xsk { xskmap_fd: 4, loops: 0 }]
+        {
             let v = p.insns();
             assert_eq!(*v.last().unwrap(), Insn::exit());
             // r0 comes from the helper call or a move right before the exit.

@@ -177,9 +177,7 @@ pub enum Classified {
 
 /// Classifies a received Ethernet frame against the run id the sink expects.
 pub fn classify(frame: &[u8], run_id: u32) -> Classified {
-    if frame.len() < ETH_HEADER_LEN + IPV4_HEADER_LEN
-        || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4
-    {
+    if frame.len() < ETH_HEADER_LEN + IPV4_HEADER_LEN || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
         return Classified::Other;
     }
     let ip = &frame[IP_OFFSET..];
@@ -208,12 +206,7 @@ pub fn classify(frame: &[u8], run_id: u32) -> Classified {
         b.copy_from_slice(&p[o..o + 8]);
         u64::from_le_bytes(b)
     };
-    let probe = Probe {
-        run_id: u32_at(4),
-        seq: u64_at(8),
-        tx_mono_ns: u64_at(16),
-        tx_real_ns: u64_at(24),
-    };
+    let probe = Probe { run_id: u32_at(4), seq: u64_at(8), tx_mono_ns: u64_at(16), tx_real_ns: u64_at(24) };
     if u32_at(0) != MAGIC || probe.run_id != run_id {
         return Classified::Foreign;
     }
@@ -260,26 +253,16 @@ mod tests {
         assert_eq!(u16::from_be_bytes([udp[4], udp[5]]), 66);
         assert_eq!(&udp[6..8], &[0, 0]);
         assert_eq!(&f[42..46], &MAGIC.to_le_bytes());
-        assert!(
-            f[MIN_FRAME_LEN..].iter().all(|&b| b == 0),
-            "padding is zero"
-        );
+        assert!(f[MIN_FRAME_LEN..].iter().all(|&b| b == 0), "padding is zero");
     }
 
     #[test]
     fn checksum_of_built_header_is_valid() {
         for len in [MIN_FRAME_LEN, 100, 1000, MAX_FRAME_LEN] {
             let mut f = build(&spec(len));
-            assert_eq!(
-                ones_complement_sum(ip_header(&f)),
-                0xffff,
-                "frame_len {len}"
-            );
+            assert_eq!(ones_complement_sum(ip_header(&f)), 0xffff, "frame_len {len}");
             for i in 0..1000u32 {
-                set_dst_ip(
-                    &mut f,
-                    Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 0)) + i * 7919),
-                );
+                set_dst_ip(&mut f, Ipv4Addr::from(u32::from(Ipv4Addr::new(198, 18, 0, 0)) + i * 7919));
                 assert_eq!(ones_complement_sum(ip_header(&f)), 0xffff, "dst #{i}");
             }
         }
@@ -289,8 +272,8 @@ mod tests {
     fn checksum_matches_rfc1071_example() {
         // The classic example header from RFC 1071 / Wikipedia: checksum 0xb861.
         let hdr: [u8; 20] = [
-            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8,
-            0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7,
+            0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8,
+            0x00, 0xc7,
         ];
         assert_eq!(ipv4_checksum(&hdr), 0xb861);
     }
@@ -336,16 +319,8 @@ mod tests {
         ipv6[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
         assert_eq!(classify(&ipv6, 7), Classified::Other);
 
-        assert_eq!(
-            classify(&f[..50], 7),
-            Classified::Foreign,
-            "truncated probe"
-        );
-        assert_eq!(
-            classify(&f[..20], 7),
-            Classified::Other,
-            "truncated IP header"
-        );
+        assert_eq!(classify(&f[..50], 7), Classified::Foreign, "truncated probe");
+        assert_eq!(classify(&f[..20], 7), Classified::Other, "truncated IP header");
         assert_eq!(classify(&[], 7), Classified::Other);
     }
 }

@@ -36,9 +36,7 @@ const NS_MICRO: u128 = 1_000_000_000 * 1_000_000;
 impl Schedule {
     /// A schedule at `rate_micro_pps` millionths of a packet per second (> 0).
     pub fn new(rate_micro_pps: u64) -> Self {
-        Schedule {
-            rate_micro_pps: rate_micro_pps.max(1),
-        }
+        Schedule { rate_micro_pps: rate_micro_pps.max(1) }
     }
 
     /// When packet `i` is due, in ns after t0: `floor(i * 1e9 / rate_pps)`.
@@ -127,8 +125,7 @@ impl GenReport {
 fn open_socket(iface: &str) -> Result<(std::os::fd::OwnedFd, [u8; 6]), SysError> {
     let fd = sys::packet_socket().map_err(failed("socket(AF_PACKET)"))?;
     let ifindex = sys::if_index(iface).map_err(failed(format!("if_nametoindex(\"{iface}\")")))?;
-    let src_mac =
-        sys::if_hwaddr(&fd, iface).map_err(failed(format!("ioctl(SIOCGIFHWADDR, \"{iface}\")")))?;
+    let src_mac = sys::if_hwaddr(&fd, iface).map_err(failed(format!("ioctl(SIOCGIFHWADDR, \"{iface}\")")))?;
     sys::bind_packet(&fd, ifindex, 0).map_err(failed(format!("bind(AF_PACKET, \"{iface}\")")))?;
     // Both are optimisations; the generator works without them.
     let _ = sys::set_sockopt_int(&fd, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, 1);
@@ -208,10 +205,7 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
                     }
                     continue;
                 }
-                (
-                    (due_total - next_seq).min(args.batch as u64),
-                    Some(next_due_mono_ns),
-                )
+                ((due_total - next_seq).min(args.batch as u64), Some(next_due_mono_ns))
             }
         };
         let n = n as usize;
@@ -285,9 +279,7 @@ mod tests {
 
     /// Brute-force count of due packets, for checking `due_count`.
     fn count_due(s: &Schedule, elapsed_ns: u64, limit: u64) -> u64 {
-        (0..limit)
-            .take_while(|&i| s.due_offset_ns(i) <= elapsed_ns)
-            .count() as u64
+        (0..limit).take_while(|&i| s.due_offset_ns(i) <= elapsed_ns).count() as u64
     }
 
     #[test]
@@ -333,14 +325,7 @@ mod tests {
 
     #[test]
     fn due_count_matches_due_offsets() {
-        for rate_micro_pps in [
-            1,
-            250_000,
-            3_000_000,
-            7_000_000_000,
-            1_500_000_000_000,
-            1_000_000_000_000_000,
-        ] {
+        for rate_micro_pps in [1, 250_000, 3_000_000, 7_000_000_000, 1_500_000_000_000, 1_000_000_000_000_000] {
             let s = Schedule::new(rate_micro_pps);
             for i in 0..200u64 {
                 let t = s.due_offset_ns(i);
@@ -380,12 +365,7 @@ mod tests {
         assert_eq!(j["elapsed_ns"], 500_000_000);
         assert_eq!(j["offered_pps"], 2000.0);
         assert_eq!(j["sent_pps"], 1800.0);
-        let empty = GenReport {
-            sent: 0,
-            refused: 0,
-            t_end_mono_ns: 5_000,
-            ..r
-        };
+        let empty = GenReport { sent: 0, refused: 0, t_end_mono_ns: 5_000, ..r };
         assert_eq!(empty.to_json()["sent_pps"], 0.0);
     }
 }

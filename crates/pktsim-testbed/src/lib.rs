@@ -30,20 +30,20 @@ mod frame;
 #[cfg(target_os = "linux")]
 mod gen;
 #[cfg(target_os = "linux")]
+mod probe;
+#[cfg(target_os = "linux")]
 mod sink;
 #[cfg(target_os = "linux")]
 mod sys;
 #[cfg(target_os = "linux")]
 mod xdp;
 #[cfg(target_os = "linux")]
-mod probe;
-#[cfg(target_os = "linux")]
 mod xsk;
 #[cfg(target_os = "linux")]
 mod xskfwd;
 
-use std::io::Write;
 use std::ffi::OsString;
+use std::io::Write;
 
 use args::{Command, UsageError};
 
@@ -71,7 +71,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) => return usage_error(&e),
         Ok(c) => c,
     };
-    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_) | Command::Probe(_)) {
+    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_) | Command::Probe(_))
+    {
         let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
             Ok(p) => p,
             Err(e) => return usage_error(&e),
@@ -101,11 +102,7 @@ fn die_with_parent(pid: u32) -> Result<(), ExitCode> {
         let what = if sys::is_errno(&e, &[libc::ESRCH]) {
             format!("the parent process {pid} ({}) has exited", args::PARENT_ENV)
         } else {
-            sys::SysError {
-                call: "prctl(PR_SET_PDEATHSIG)".into(),
-                err: e,
-            }
-            .to_string()
+            sys::SysError { call: "prctl(PR_SET_PDEATHSIG)".into(), err: e }.to_string()
         };
         failure("startup", &what)
     })
@@ -123,7 +120,9 @@ fn usage_error(e: &UsageError) -> ExitCode {
         None => "pktsim-tb".to_string(),
     };
     let help = match e.subcommand {
-        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" => format!("pktsim-tb {sub} --help"),
+        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" => {
+            format!("pktsim-tb {sub} --help")
+        }
         _ => "pktsim-tb --help".to_string(),
     };
     let _ = writeln!(std::io::stderr(), "{prefix}: {e}\n(run '{help}' for usage)");

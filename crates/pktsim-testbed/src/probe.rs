@@ -24,7 +24,8 @@ pub fn run(a: &ProbeArgs) -> Result<serde_json::Value, SysError> {
     if let Some(prio) = a.priority {
         sys::set_fifo(prio).map_err(failed(format!("sched_setscheduler(SCHED_FIFO {prio})")))?;
     }
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("static histogram bounds");
+    let mut hist =
+        hdrhistogram::Histogram::<u64>::new_with_bounds(1, 10_000_000_000, 3).expect("static histogram bounds");
     let mut gaps: Vec<[u64; 2]> = Vec::new();
     let (mut count, mut stolen_ns, mut spin_ns, mut reads) = (0u64, 0u64, 0u64, 0u64);
     let t0 = sys::mono_ns();

@@ -37,14 +37,8 @@ pub struct LatencyStats {
 impl LatencyStats {
     /// An empty distribution.
     pub fn new() -> Result<Self, String> {
-        let hist =
-            Histogram::new(3).map_err(|e| format!("cannot create a latency histogram: {e:?}"))?;
-        Ok(LatencyStats {
-            hist,
-            min_ns: u64::MAX,
-            max_ns: 0,
-            sum_ns: 0,
-        })
+        let hist = Histogram::new(3).map_err(|e| format!("cannot create a latency histogram: {e:?}"))?;
+        Ok(LatencyStats { hist, min_ns: u64::MAX, max_ns: 0, sum_ns: 0 })
     }
 
     /// Records one latency; a negative one (clock skew) counts as 0.
@@ -74,11 +68,7 @@ impl LatencyStats {
                 "p999": null, "max": null, "mean": null,
             });
         }
-        let q = |quantile: f64| {
-            self.hist
-                .value_at_quantile(quantile)
-                .clamp(self.min_ns, self.max_ns)
-        };
+        let q = |quantile: f64| self.hist.value_at_quantile(quantile).clamp(self.min_ns, self.max_ns);
         json!({
             "count": count,
             "min": self.min_ns,
@@ -132,13 +122,7 @@ impl SinkStats {
     }
 
     /// Accounts one probe of the expected run.
-    pub fn record_probe(
-        &mut self,
-        probe: &Probe,
-        frame_len: usize,
-        kernel_real_ns: Option<u64>,
-        app_mono_ns: u64,
-    ) {
+    pub fn record_probe(&mut self, probe: &Probe, frame_len: usize, kernel_real_ns: Option<u64>, app_mono_ns: u64) {
         self.received += 1;
         self.bytes += frame_len as u64;
         if self.last_seq.is_some_and(|last| probe.seq <= last) {
@@ -150,11 +134,9 @@ impl SinkStats {
         self.first_rx_mono_ns.get_or_insert(app_mono_ns);
         self.last_rx_mono_ns = Some(app_mono_ns);
         if let Some(k) = kernel_real_ns {
-            self.latency_kernel
-                .record(i128::from(k) - i128::from(probe.tx_real_ns));
+            self.latency_kernel.record(i128::from(k) - i128::from(probe.tx_real_ns));
         }
-        self.latency_app
-            .record(i128::from(app_mono_ns) - i128::from(probe.tx_mono_ns));
+        self.latency_app.record(i128::from(app_mono_ns) - i128::from(probe.tx_mono_ns));
     }
 
     /// `(max_seq - min_seq + 1) - received`, at least 0 (duplicates can hide losses).
@@ -195,8 +177,7 @@ fn open_socket(iface: &str) -> Result<OwnedFd, SysError> {
     sys::set_sockopt_int(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
         .map_err(failed("setsockopt(SO_TIMESTAMPNS)"))?;
     sys::set_recv_timeout_ns(&fd, RECV_TIMEOUT_NS).map_err(failed("setsockopt(SO_RCVTIMEO)"))?;
-    sys::bind_packet(&fd, ifindex, libc::ETH_P_IP as u16)
-        .map_err(failed(format!("bind(AF_PACKET, \"{iface}\")")))?;
+    sys::bind_packet(&fd, ifindex, libc::ETH_P_IP as u16).map_err(failed(format!("bind(AF_PACKET, \"{iface}\")")))?;
     Ok(fd)
 }
 
@@ -207,10 +188,7 @@ pub fn run(args: &SinkArgs) -> Result<SinkStats, SysError> {
         sys::pin_to_cpu(cpu).map_err(failed(format!("sched_setaffinity(cpu {cpu})")))?;
     }
     sys::install_stop_handlers().map_err(failed("sigaction(SIGINT/SIGTERM)"))?;
-    let mut stats = SinkStats::new().map_err(|e| SysError {
-        call: "hdrhistogram".into(),
-        err: io::Error::other(e),
-    })?;
+    let mut stats = SinkStats::new().map_err(|e| SysError { call: "hdrhistogram".into(), err: io::Error::other(e) })?;
     let fd = open_socket(&args.iface)?;
     let mut rx = RxBatch::new(args.batch);
 
@@ -229,10 +207,7 @@ pub fn run(args: &SinkArgs) -> Result<SinkStats, SysError> {
         if now >= deadline_mono_ns {
             break;
         }
-        if stats
-            .last_rx_mono_ns
-            .is_some_and(|last| now.saturating_sub(last) >= args.idle_ns)
-        {
+        if stats.last_rx_mono_ns.is_some_and(|last| now.saturating_sub(last) >= args.idle_ns) {
             break;
         }
         let n = match rx.recv(&fd) {
@@ -249,9 +224,7 @@ pub fn run(args: &SinkArgs) -> Result<SinkStats, SysError> {
             match frame::classify(p.data, args.run_id) {
                 Classified::Other => {}
                 Classified::Foreign => stats.foreign += 1,
-                Classified::Probe(probe) => {
-                    stats.record_probe(&probe, p.len, p.kernel_real_ns, app_mono_ns)
-                }
+                Classified::Probe(probe) => stats.record_probe(&probe, p.len, p.kernel_real_ns, app_mono_ns),
             }
         }
     }
@@ -263,12 +236,7 @@ mod tests {
     use super::*;
 
     fn probe(seq: u64) -> Probe {
-        Probe {
-            run_id: 0,
-            seq,
-            tx_mono_ns: 1_000,
-            tx_real_ns: 10_000,
-        }
+        Probe { run_id: 0, seq, tx_mono_ns: 1_000, tx_real_ns: 10_000 }
     }
 
     #[test]
@@ -281,11 +249,7 @@ mod tests {
         assert_eq!(s.bytes, 7 * 74);
         assert_eq!((s.min_seq, s.max_seq), (Some(5), Some(12)));
         assert_eq!(s.reordered, 2, "7 after 8, and the duplicate 9");
-        assert_eq!(
-            s.lost_estimate(),
-            1,
-            "8 seqs in 5..=12, 7 received (10, 11 lost, one duplicate)"
-        );
+        assert_eq!(s.lost_estimate(), 1, "8 seqs in 5..=12, 7 received (10, 11 lost, one duplicate)");
         let j = s.to_json();
         assert_eq!(j["latency_kernel_ns"]["p50"], 2_000);
         assert_eq!(j["latency_app_ns"]["min"], 3_000);

@@ -50,9 +50,7 @@ fn strerror(code: i32) -> String {
         return format!("error {code}");
     }
     // SAFETY: strerror_r succeeded, so `buf` holds a NUL-terminated string.
-    unsafe { CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()
 }
 
 /// True if `err` is one of the given errno values.
@@ -73,15 +71,10 @@ fn cvt(rc: libc::c_int) -> io::Result<libc::c_int> {
 // ---------------------------------------------------------------------------------------
 
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid out-pointer. clock_gettime cannot fail for these clocks.
     unsafe { libc::clock_gettime(clock, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000).wrapping_add(ts.tv_nsec as u64)
 }
 
 /// CLOCK_MONOTONIC in nanoseconds (shared by all network namespaces of the machine).
@@ -98,10 +91,7 @@ pub fn real_ns() -> u64 {
 
 /// Converts nanoseconds to a `timespec`.
 fn timespec_from_ns(ns: u64) -> libc::timespec {
-    libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    }
+    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
 }
 
 /// Sleeps until CLOCK_MONOTONIC reaches `t_mono_ns`. Returns early with an
@@ -109,14 +99,7 @@ fn timespec_from_ns(ns: u64) -> libc::timespec {
 pub fn sleep_until_mono_ns(t_mono_ns: u64) -> io::Result<()> {
     let ts = timespec_from_ns(t_mono_ns);
     // SAFETY: `ts` is a valid timespec; no remaining-time output is requested.
-    let rc = unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            ptr::null_mut(),
-        )
-    };
+    let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, ptr::null_mut()) };
     // clock_nanosleep returns the error number instead of setting errno.
     if rc == 0 {
         Ok(())
@@ -141,11 +124,7 @@ pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     unsafe {
         let mut set: libc::cpu_set_t = mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        cvt(libc::sched_setaffinity(
-            0,
-            mem::size_of::<libc::cpu_set_t>(),
-            &set,
-        ))?;
+        cvt(libc::sched_setaffinity(0, mem::size_of::<libc::cpu_set_t>(), &set))?;
     }
     Ok(())
 }
@@ -167,15 +146,7 @@ pub fn set_fifo(priority: u32) -> io::Result<()> {
 /// request was made would otherwise leave this process running to its end.
 pub fn die_with_parent(parent: u32) -> io::Result<()> {
     // SAFETY: PR_SET_PDEATHSIG takes a plain signal number.
-    cvt(unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGKILL as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    })?;
+    cvt(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) })?;
     // SAFETY: getppid cannot fail.
     let ppid = unsafe { libc::getppid() };
     if u32::try_from(ppid).ok() != Some(parent) {
@@ -462,10 +433,7 @@ impl RxBatch {
             // SAFETY: j < n, so every pointer stays inside its own buffer.
             let (iov, name, control) = unsafe {
                 let iov = iov_base.add(j);
-                *iov = libc::iovec {
-                    iov_base: base.add(j * RX_FRAME_CAP) as *mut libc::c_void,
-                    iov_len: RX_FRAME_CAP,
-                };
+                *iov = libc::iovec { iov_base: base.add(j * RX_FRAME_CAP) as *mut libc::c_void, iov_len: RX_FRAME_CAP };
                 (iov, name_base.add(j), control_base.add(j))
             };
             let h = &mut self.hdrs[j];
@@ -500,12 +468,7 @@ impl RxBatch {
         let len = h.msg_len as usize;
         let start = j * RX_FRAME_CAP;
         let data = &self.buf[start..start + len.min(RX_FRAME_CAP)];
-        RxPacket {
-            data,
-            len,
-            pkttype: self.names[j].sll_pkttype,
-            kernel_real_ns: self.timestamp(j),
-        }
+        RxPacket { data, len, pkttype: self.names[j].sll_pkttype, kernel_real_ns: self.timestamp(j) }
     }
 
     fn timestamp(&self, j: usize) -> Option<u64> {
@@ -517,11 +480,9 @@ impl RxBatch {
             while !c.is_null() {
                 if (*c).cmsg_level == libc::SOL_SOCKET
                     && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                    && (*c).cmsg_len
-                        >= libc::CMSG_LEN(mem::size_of::<libc::timespec>() as u32) as usize
+                    && (*c).cmsg_len >= libc::CMSG_LEN(mem::size_of::<libc::timespec>() as u32) as usize
                 {
-                    let ts: libc::timespec =
-                        ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                    let ts: libc::timespec = ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
                     if ts.tv_sec == 0 && ts.tv_nsec == 0 {
                         return None;
                     }

@@ -206,7 +206,15 @@ pub struct Xsk {
 
 fn setsockopt<T>(fd: i32, level: i32, name: i32, v: &T) -> io::Result<()> {
     // SAFETY: `v` is a live value of the size passed.
-    let rc = unsafe { libc::setsockopt(fd, level, name, v as *const T as *const libc::c_void, std::mem::size_of::<T>() as libc::socklen_t) };
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            v as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -246,7 +254,14 @@ impl Xsk {
             flags: u32,
             tx_metadata_len: u32,
         }
-        let reg = UmemReg { addr: umem.addr as u64, len: umem.len as u64, chunk_size: FRAME_SIZE, headroom: 0, flags: 0, tx_metadata_len: 0 };
+        let reg = UmemReg {
+            addr: umem.addr as u64,
+            len: umem.len as u64,
+            chunk_size: FRAME_SIZE,
+            headroom: 0,
+            flags: 0,
+            tx_metadata_len: 0,
+        };
         setsockopt(raw, SOL_XDP, XDP_UMEM_REG, &reg)?;
         setsockopt(raw, SOL_XDP, XDP_UMEM_FILL_RING, &c.fill)?;
         setsockopt(raw, SOL_XDP, XDP_UMEM_COMPLETION_RING, &c.ring)?;
@@ -259,7 +274,10 @@ impl Xsk {
         let mut off = MmapOffsets::default();
         let mut len = std::mem::size_of::<MmapOffsets>() as libc::socklen_t;
         // SAFETY: `off` is writable for `len` bytes.
-        if unsafe { libc::getsockopt(raw, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as *mut libc::c_void, &mut len) } < 0 {
+        if unsafe {
+            libc::getsockopt(raw, SOL_XDP, XDP_MMAP_OFFSETS, &mut off as *mut _ as *mut libc::c_void, &mut len)
+        } < 0
+        {
             return Err(io::Error::last_os_error());
         }
         let fill = Ring::map(raw, &off.fr, c.fill, XDP_UMEM_PGOFF_FILL_RING)?;
@@ -275,9 +293,22 @@ impl Xsk {
             queue_id: u32,
             shared_umem_fd: u32,
         }
-        let sa = SockaddrXdp { family: AF_XDP as u16, flags: XDP_COPY | XDP_USE_NEED_WAKEUP, ifindex, queue_id: queue, shared_umem_fd: 0 };
+        let sa = SockaddrXdp {
+            family: AF_XDP as u16,
+            flags: XDP_COPY | XDP_USE_NEED_WAKEUP,
+            ifindex,
+            queue_id: queue,
+            shared_umem_fd: 0,
+        };
         // SAFETY: `sa` is a complete sockaddr_xdp of the size passed.
-        if unsafe { libc::bind(raw, &sa as *const _ as *const libc::sockaddr, std::mem::size_of::<SockaddrXdp>() as libc::socklen_t) } < 0 {
+        if unsafe {
+            libc::bind(
+                raw,
+                &sa as *const _ as *const libc::sockaddr,
+                std::mem::size_of::<SockaddrXdp>() as libc::socklen_t,
+            )
+        } < 0
+        {
             return Err(io::Error::last_os_error());
         }
         Ok(Xsk { fd, umem, fill, comp, rx, tx, frames: c.frames })
@@ -314,7 +345,15 @@ impl Xsk {
         let mut id = 0u32;
         let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
         // SAFETY: `id` is writable for `len` bytes.
-        let rc = unsafe { libc::getsockopt(self.fd.as_raw_fd(), libc::SOL_SOCKET, 56, &mut id as *mut u32 as *mut libc::c_void, &mut len) };
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                56,
+                &mut id as *mut u32 as *mut libc::c_void,
+                &mut len,
+            )
+        };
         if rc < 0 {
             0
         } else {
@@ -326,7 +365,16 @@ impl Xsk {
         let mut st = XdpStatistics::default();
         let mut len = std::mem::size_of::<XdpStatistics>() as libc::socklen_t;
         // SAFETY: `st` is writable for `len` bytes.
-        if unsafe { libc::getsockopt(self.fd.as_raw_fd(), SOL_XDP, XDP_STATISTICS, &mut st as *mut _ as *mut libc::c_void, &mut len) } < 0 {
+        if unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                SOL_XDP,
+                XDP_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        } < 0
+        {
             return Err(io::Error::last_os_error());
         }
         Ok(st)
@@ -335,7 +383,16 @@ impl Xsk {
     /// recvfrom(MSG_DONTWAIT) of nothing: with busy polling it runs the queue's NAPI.
     pub fn kick_rx(&self) {
         // SAFETY: a zero-length receive into no buffer.
-        unsafe { libc::recvfrom(self.fd.as_raw_fd(), ptr::null_mut(), 0, libc::MSG_DONTWAIT, ptr::null_mut(), ptr::null_mut()) };
+        unsafe {
+            libc::recvfrom(
+                self.fd.as_raw_fd(),
+                ptr::null_mut(),
+                0,
+                libc::MSG_DONTWAIT,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        };
     }
 
     /// sendto(MSG_DONTWAIT) of nothing: copy mode transmits the tx ring's frames (at most

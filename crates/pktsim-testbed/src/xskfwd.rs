@@ -39,10 +39,13 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
     }
     let in_idx = sys::if_index(&a.iface_in).map_err(failed(format!("if_nametoindex({})", a.iface_in)))?;
     let out_idx = sys::if_index(&a.iface_out).map_err(failed(format!("if_nametoindex({})", a.iface_out)))?;
-    let rx = retry_busy(|| Xsk::new(in_idx, 0, &XskConfig { frames: 2 * RING, ring: RING, fill: 2 * RING, rx: true, tx: false }))
-        .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_in)))?;
-    let mut tx = retry_busy(|| Xsk::new(out_idx, 0, &XskConfig { frames: RING, ring: RING, fill: RING, rx: false, tx: true }))
-        .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_out)))?;
+    let rx = retry_busy(|| {
+        Xsk::new(in_idx, 0, &XskConfig { frames: 2 * RING, ring: RING, fill: 2 * RING, rx: true, tx: false })
+    })
+    .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_in)))?;
+    let mut tx =
+        retry_busy(|| Xsk::new(out_idx, 0, &XskConfig { frames: RING, ring: RING, fill: RING, rx: false, tx: true }))
+            .map_err(failed(format!("AF_XDP socket on {} queue 0 (copy mode)", a.iface_out)))?;
     // The whole ingress umem onto the fill ring: frames for the kernel to copy into.
     let (fi, n) = rx.fill.reserve(2 * RING);
     for j in 0..n {
@@ -50,11 +53,14 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
     }
     rx.fill.submit(n);
     let mut free: Vec<u64> = (0..tx.frames).map(|j| u64::from(j) * u64::from(FRAME_SIZE)).collect();
-    let (xskmap, _attached) = bpf::attach_xsk(in_idx, 1, a.loops).map_err(failed(format!("attach the XSKMAP redirect to {} (native mode)", a.iface_in)))?;
-    bpf::map_update(&xskmap, 0, std::os::fd::AsRawFd::as_raw_fd(&rx.fd) as u32).map_err(failed("put the socket into the XSKMAP"))?;
+    let (xskmap, _attached) = bpf::attach_xsk(in_idx, 1, a.loops)
+        .map_err(failed(format!("attach the XSKMAP redirect to {} (native mode)", a.iface_in)))?;
+    bpf::map_update(&xskmap, 0, std::os::fd::AsRawFd::as_raw_fd(&rx.fd) as u32)
+        .map_err(failed("put the socket into the XSKMAP"))?;
     let busy = a.mode == XskMode::Busy;
     if busy {
-        rx.busy_poll(a.busy_poll_us as i32, a.batch as i32).map_err(failed("setsockopt(SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET)"))?;
+        rx.busy_poll(a.busy_poll_us as i32, a.batch as i32)
+            .map_err(failed("setsockopt(SO_PREFER_BUSY_POLL, SO_BUSY_POLL, SO_BUSY_POLL_BUDGET)"))?;
     }
     if let Some(path) = &a.ready_file {
         File::create(path).map_err(failed(format!("create ready file {}", path.display())))?;
@@ -62,7 +68,8 @@ pub fn run(a: &XskFwdArgs) -> Result<serde_json::Value, SysError> {
     let rxr = rx.rx.as_ref().expect("the ingress socket has an rx ring");
     let t0 = sys::mono_ns();
     let end = t0.saturating_add(a.duration_ns);
-    let (mut forwarded, mut no_frame, mut batches, mut empty, mut rx_calls, mut tx_calls, mut waits) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut forwarded, mut no_frame, mut batches, mut empty, mut rx_calls, mut tx_calls, mut waits) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut hist = [0u64; 9]; // batch sizes by power of two: 1, 2-3, 4-7, ..., 256
     let mut loops = 0u64;
     while !sys::stop_requested() {

@@ -102,7 +102,9 @@ enum State {
     Asleep,
     Waking,
     /// Runnable; `fresh`: its wake-up cost is still to pay.
-    Runnable { fresh: bool },
+    Runnable {
+        fresh: bool,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -321,7 +323,8 @@ mod tests {
     /// runs is dropped and counted as RcvbufErrors.
     #[test]
     fn a_full_receive_buffer_drops() {
-        let (r, _) = trace(&toml("", "rcvbuf = \"1536B\"\ntruesize = \"768B\""), &[(10_000, 64), (10_100, 64), (10_200, 64)]);
+        let (r, _) =
+            trace(&toml("", "rcvbuf = \"1536B\"\ntruesize = \"768B\""), &[(10_000, 64), (10_100, 64), (10_200, 64)]);
         assert_eq!(r.drops["rcvbuf_errors"], 1);
         assert_eq!(r.consumed_packets, 2);
         assert!((r.loss_ratio - 1.0 / 3.0).abs() < 1e-12);

@@ -26,8 +26,17 @@ use super::{ReportInfo, SimNode};
 pub fn layout(sc: &ResolvedScenario) -> (Topology, Classifier) {
     let (s, nic) = (&sc.scenario, &sc.scenario.nic);
     let cores = s.cpu.cores as usize;
-    let topo = Topology::new(cores, nic.queues.len(), nic.tx_queues.map_or(cores, |q| q as usize), nic.tx_vector == TxVector::Shared);
-    let default_queue = nic.default_queue.as_ref().and_then(|d| nic.queues.iter().position(|q| q == d)).unwrap_or(topo.queues_per_core() - 1);
+    let topo = Topology::new(
+        cores,
+        nic.queues.len(),
+        nic.tx_queues.map_or(cores, |q| q as usize),
+        nic.tx_vector == TxVector::Shared,
+    );
+    let default_queue = nic
+        .default_queue
+        .as_ref()
+        .and_then(|d| nic.queues.iter().position(|q| q == d))
+        .unwrap_or(topo.queues_per_core() - 1);
     let mut classifier = Classifier::new(topo, &nic.queues, default_queue, &nic.filters, &sc.sources);
     if let Some(t) = &sc.trace {
         classifier.use_trace_flows(&t.flows);
@@ -41,7 +50,8 @@ impl SimNode {
     pub fn build(sc: &ResolvedScenario) -> SimNode {
         let s = &sc.scenario;
         if let Some(t) = &sc.trace {
-            let replay = TraceReplay::new(t.clone(), sc.offered_pps(), s.traffic.looped, s.link.rate.bps, s.link.overhead.bytes);
+            let replay =
+                TraceReplay::new(t.clone(), sc.offered_pps(), s.traffic.looped, s.link.rate.bps, s.link.overhead.bytes);
             return Self::with_ingress(sc, Box::new(replay));
         }
         let traffic = Traffic::new(&sc.sources, sc.offered_pps(), s.link.rate.bps, s.link.overhead.bytes, s.seed);
@@ -60,8 +70,12 @@ impl SimNode {
         let kind = mode.rx_ring_kind();
         let nic = Nic::new(NicParts {
             rx: (0..topo.rings()).map(|r| RxRing::new(nic_spec.rx_ring, topo.vector_of_ring(r), kind)).collect(),
-            tx: (0..topo.tx_queues()).map(|q| TxRing::new(nic_spec.tx_ring, nic_spec.qdisc_len, topo.vector_of_tx(q), topo.sharers(q))).collect(),
-            vectors: (0..topo.vectors()).map(|v| Vector::new(topo.vector(v), moderation::build(&nic_spec.itr, topo.vector(v).rx.is_some()))).collect(),
+            tx: (0..topo.tx_queues())
+                .map(|q| TxRing::new(nic_spec.tx_ring, nic_spec.qdisc_len, topo.vector_of_tx(q), topo.sharers(q)))
+                .collect(),
+            vectors: (0..topo.vectors())
+                .map(|v| Vector::new(topo.vector(v), moderation::build(&nic_spec.itr, topo.vector(v).rx.is_some())))
+                .collect(),
             classifier,
             ingress,
             dma: nic_spec.dma_delay.into(),
@@ -91,7 +105,8 @@ impl SimNode {
             class_of_source,
             rings: topo.rings(),
             // An application with cores of its own adds one per NAPI core.
-            cores: cores * if s.app.as_ref().is_some_and(|a| a.core == crate::scenario::AppCore::Other) { 2 } else { 1 },
+            cores: cores
+                * if s.app.as_ref().is_some_and(|a| a.core == crate::scenario::AppCore::Other) { 2 } else { 1 },
         });
         let info = ReportInfo {
             name: s.name.clone().unwrap_or_else(|| sc.origin.clone()),
@@ -103,10 +118,24 @@ impl SimNode {
             mean_frame_bytes: sc.mean_frame_bytes(),
             notes: notes(sc),
         };
-        let interference = super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
+        let interference =
+            super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
         // Cores with their own rings, tx queue and vectors run ahead of each other.
-        let run_ahead = (cores > 1 && topo.tx_queues() >= cores && mode.independent_cores()).then_some(super::RUN_AHEAD);
-        SimNode { queue: EventQueue::new(), nic, mode, stats, costs, topo, stop: warm + m.duration.into(), cancel: Default::default(), info, interference, run_ahead }
+        let run_ahead =
+            (cores > 1 && topo.tx_queues() >= cores && mode.independent_cores()).then_some(super::RUN_AHEAD);
+        SimNode {
+            queue: EventQueue::new(),
+            nic,
+            mode,
+            stats,
+            costs,
+            topo,
+            stop: warm + m.duration.into(),
+            cancel: Default::default(),
+            info,
+            interference,
+            run_ahead,
+        }
     }
 }
 
@@ -131,7 +160,9 @@ pub fn classes(sc: &ResolvedScenario) -> (Vec<String>, Vec<usize>) {
 fn notes(sc: &ResolvedScenario) -> Vec<String> {
     let h = &sc.scenario.host;
     let mut out = sc.notes.clone();
-    if matches!(h.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall) && h.t_irq.ps == 0 {
+    if matches!(h.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall)
+        && h.t_irq.ps == 0
+    {
         out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
     }
     out

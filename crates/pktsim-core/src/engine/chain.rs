@@ -200,11 +200,17 @@ pub fn run(chain: &ResolvedChain, cancel: Arc<AtomicBool>) -> Result<ChainResult
                     let t0 = std::time::Instant::now();
                     let mut node = match input {
                         None => SimNode::build(sc),
-                        Some(rx) => SimNode::with_ingress(sc, Box::new(LinkIn { rx, buf: Vec::new(), next: 0, delivered: 0 })),
+                        Some(rx) => {
+                            SimNode::with_ingress(sc, Box::new(LinkIn { rx, buf: Vec::new(), next: 0, delivered: 0 }))
+                        }
                     };
                     node.set_egress_rate(link.rate_bps, sc.scenario.link.overhead.bytes);
                     match (output, collector) {
-                        (Some(tx), _) => node.connect_egress(Box::new(LinkOut { tx, buf: Vec::with_capacity(BATCH), delay: Span::from_ps(link.delay_ps) })),
+                        (Some(tx), _) => node.connect_egress(Box::new(LinkOut {
+                            tx,
+                            buf: Vec::with_capacity(BATCH),
+                            delay: Span::from_ps(link.delay_ps),
+                        })),
                         (None, Some(c)) => node.connect_egress(Box::new(c)),
                         (None, None) => {}
                     }
@@ -219,29 +225,57 @@ pub fn run(chain: &ResolvedChain, cancel: Arc<AtomicBool>) -> Result<ChainResult
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Invalid("a node of the chain stopped unexpectedly".into())))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| Err(Error::Invalid("a node of the chain stopped unexpectedly".into())))
+            })
+            .collect()
     });
     let mut reports = Vec::with_capacity(n);
     for r in results {
         reports.push(r?);
     }
-    let e2e = collected.lock().ok().and_then(|mut g| g.take()).ok_or_else(|| Error::Invalid("the chain's collector saw no end".into()))?;
-    let end_to_end = end_to_end(chain, &reports, &e2e, &class_names, duration.as_secs_f64(), wall.elapsed().as_secs_f64());
+    let e2e = collected
+        .lock()
+        .ok()
+        .and_then(|mut g| g.take())
+        .ok_or_else(|| Error::Invalid("the chain's collector saw no end".into()))?;
+    let end_to_end =
+        end_to_end(chain, &reports, &e2e, &class_names, duration.as_secs_f64(), wall.elapsed().as_secs_f64());
     let offered = end_to_end.offered_packets.max(1) as f64;
     let loss_by_node = reports
         .iter()
         .enumerate()
         .map(|(i, r)| {
             let dropped: u64 = r.drops.values().sum();
-            NodeLoss { node: i, name: chain.node_names[i].clone(), dropped_packets: dropped, share_of_offered: dropped as f64 / offered }
+            NodeLoss {
+                node: i,
+                name: chain.node_names[i].clone(),
+                dropped_packets: dropped,
+                share_of_offered: dropped as f64 / offered,
+            }
         })
         .collect();
-    Ok(ChainResult { top: end_to_end.clone(), end_to_end, loss_by_node, node_names: chain.node_names.clone(), nodes: reports })
+    Ok(ChainResult {
+        top: end_to_end.clone(),
+        end_to_end,
+        loss_by_node,
+        node_names: chain.node_names.clone(),
+        nodes: reports,
+    })
 }
 
 /// The chain's figures in the shape of a node's: traffic and latency end to end, CPU and
 /// events over every node's cores.
-fn end_to_end(chain: &ResolvedChain, nodes: &[SimResult], e: &EndToEnd, class_names: &[String], duration_s: f64, wall_s: f64) -> SimResult {
+fn end_to_end(
+    chain: &ResolvedChain,
+    nodes: &[SimResult],
+    e: &EndToEnd,
+    class_names: &[String],
+    duration_s: f64,
+    wall_s: f64,
+) -> SimResult {
     let first = &nodes[0];
     let mut all = e.all.summary(duration_s);
     let offered = first.offered_packets;
@@ -259,7 +293,8 @@ fn end_to_end(chain: &ResolvedChain, nodes: &[SimResult], e: &EndToEnd, class_na
     all.loss_ratio = if offered == 0 { 0.0 } else { (dropped as f64 / offered as f64).min(1.0) };
     let cores: Vec<f64> = nodes.iter().map(|r| r.cpu_per_core.len().max(1) as f64).collect();
     let total_cores: f64 = cores.iter().sum();
-    let weighted = |f: &dyn Fn(&SimResult) -> f64| nodes.iter().zip(&cores).map(|(r, k)| f(r) * k).sum::<f64>() / total_cores;
+    let weighted =
+        |f: &dyn Fn(&SimResult) -> f64| nodes.iter().zip(&cores).map(|(r, k)| f(r) * k).sum::<f64>() / total_cores;
     let mut cpu_by_activity: BTreeMap<String, f64> = BTreeMap::new();
     for (r, k) in nodes.iter().zip(&cores) {
         for (a, v) in &r.cpu_by_activity {
@@ -380,7 +415,12 @@ mod tests {
             assert!((n.latency_ns.mean - 2000.0).abs() < 0.03 * 2000.0, "station mean {}", n.latency_ns.mean);
         }
         let want = 2.0 * (want_station + wire_ns);
-        assert!((e.latency_ns.mean - want).abs() < 0.03 * want, "end to end {} vs {want} (ci {:?})", e.latency_ns.mean, e.latency_mean_ci95_ns);
+        assert!(
+            (e.latency_ns.mean - want).abs() < 0.03 * want,
+            "end to end {} vs {want} (ci {:?})",
+            e.latency_ns.mean,
+            e.latency_mean_ci95_ns
+        );
         assert_eq!(r.top.latency_ns.mean, e.latency_ns.mean);
     }
 
@@ -388,12 +428,20 @@ mod tests {
     fn a_slower_second_node_saturates_the_chain_at_its_capacity() {
         // 1 us then 2 us per frame: the chain carries 0.5 Mpps of the 0.8 offered (after a
         // warm-up that fills the second node's 4096-frame ring: 14 ms).
-        let text = format!("[traffic]\nrate = \"800kpps\"\n[measure]\nwarmup = \"30ms\"\nduration = \"50ms\"\n{}{}", node("1us").replace("exponential", "constant"), node("2us").replace("exponential", "constant"));
+        let text = format!(
+            "[traffic]\nrate = \"800kpps\"\n[measure]\nwarmup = \"30ms\"\nduration = \"50ms\"\n{}{}",
+            node("1us").replace("exponential", "constant"),
+            node("2us").replace("exponential", "constant")
+        );
         let r = run_text(&text);
         let e = &r.end_to_end;
         assert!((e.throughput_pps - 500_000.0).abs() < 0.01 * 500_000.0, "{}", e.throughput_pps);
         assert!((e.loss_ratio - 0.375).abs() < 0.01, "{}", e.loss_ratio);
-        assert!(r.loss_by_node[0].dropped_packets == 0 && r.loss_by_node[1].dropped_packets > 0, "{:?}", r.loss_by_node);
+        assert!(
+            r.loss_by_node[0].dropped_packets == 0 && r.loss_by_node[1].dropped_packets > 0,
+            "{:?}",
+            r.loss_by_node
+        );
         assert!((r.loss_by_node[1].share_of_offered - 0.375).abs() < 0.01);
     }
 
@@ -407,9 +455,15 @@ mod tests {
     #[test]
     fn a_links_delay_adds_to_every_frames_end_to_end_latency_and_to_nothing_else() {
         let run_with = |delay: &str| {
-            let first = node("1us").replace("exponential", "constant").replace("[nodes.link]\nrate = \"10Gbit/s\"\n", &format!("[nodes.link]\nrate = \"10Gbit/s\"\ndelay = \"{delay}\"\n"));
+            let first = node("1us").replace("exponential", "constant").replace(
+                "[nodes.link]\nrate = \"10Gbit/s\"\n",
+                &format!("[nodes.link]\nrate = \"10Gbit/s\"\ndelay = \"{delay}\"\n"),
+            );
             assert!(first.contains("delay"));
-            let text = format!("seed = 4\n[traffic]\nrate = \"300kpps\"\n[measure]\nwarmup = \"1ms\"\nduration = \"10ms\"\n{first}{}", node("1us").replace("exponential", "constant"));
+            let text = format!(
+                "seed = 4\n[traffic]\nrate = \"300kpps\"\n[measure]\nwarmup = \"1ms\"\nduration = \"10ms\"\n{first}{}",
+                node("1us").replace("exponential", "constant")
+            );
             run_text(&text)
         };
         let (a, b) = (run_with("0us"), run_with("10us"));

@@ -162,7 +162,10 @@ impl CostTerms {
 
     /// Mean time of a frame of `bytes` bytes, everything per frame included, ps.
     pub fn frame_ps(&self, bytes: f64) -> f64 {
-        self.proc_ps + self.contention_ps + if self.clean_in_proc { self.clean_ps } else { 0.0 } + self.proc_fs_per_byte * bytes / 1e3
+        self.proc_ps
+            + self.contention_ps
+            + if self.clean_in_proc { self.clean_ps } else { 0.0 }
+            + self.proc_fs_per_byte * bytes / 1e3
     }
 }
 
@@ -173,7 +176,11 @@ impl Costs {
         let k = CostTerms::of(sc);
         let span = |ps: f64| Span::from_ps(ps.round() as u64);
         // Explicit times are whole picoseconds; only the FIB's extra is rounded.
-        let proc = if k.explicit { Span::from(s.host.t_proc.unwrap_or_default()) + span(k.routing_extra_ps) } else { span(k.proc_ps) };
+        let proc = if k.explicit {
+            Span::from(s.host.t_proc.unwrap_or_default()) + span(k.routing_extra_ps)
+        } else {
+            span(k.proc_ps)
+        };
         let clean = match s.host.t_clean {
             Some(d) => d.into(),
             None => span(k.clean_ps),

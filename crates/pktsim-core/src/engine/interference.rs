@@ -49,8 +49,13 @@ impl Interference {
         let mean_gap_ps = if spec.rate.hz > 0.0 { 1e12 / spec.rate.hz } else { 0.0 };
         let cores = (0..cores)
             .map(|_| {
-                let next_tick = if tick.is_zero() { NEVER } else { Instant::ZERO + Span::from_ps(rng.below(tick.ps())) };
-                let next_preempt = if mean_gap_ps > 0.0 { Instant::ZERO + Span::from_ps_f64(rng.exponential(mean_gap_ps)) } else { NEVER };
+                let next_tick =
+                    if tick.is_zero() { NEVER } else { Instant::ZERO + Span::from_ps(rng.below(tick.ps())) };
+                let next_preempt = if mean_gap_ps > 0.0 {
+                    Instant::ZERO + Span::from_ps_f64(rng.exponential(mean_gap_ps))
+                } else {
+                    NEVER
+                };
                 Core { next_tick, next_preempt, timer: Timer::default() }
             })
             .collect();

@@ -125,13 +125,25 @@ impl SimNode {
         if self.run_ahead.is_some() {
             // Each core's own events apart: a core runs ahead of the others' events.
             let (wake, defer) = self.mode.timer_cores();
-            self.queue.track_cores(self.topo.cores(), queue::TimerCores { vector: self.topo.core_of_each_vector(), wake, defer });
+            self.queue.track_cores(
+                self.topo.cores(),
+                queue::TimerCores { vector: self.topo.core_of_each_vector(), wake, defer },
+            );
         }
         self.queue.schedule(self.stop, EventKind::End);
         let mode = &mut *self.mode;
         let cancel = &*self.cancel;
         let interference = &mut self.interference;
-        let mut ctx = Ctx { now: Instant::ZERO, queue: &mut self.queue, nic: &mut self.nic, stats: &mut self.stats, costs: &mut self.costs, cancel, run_ahead: self.run_ahead, topo: self.topo };
+        let mut ctx = Ctx {
+            now: Instant::ZERO,
+            queue: &mut self.queue,
+            nic: &mut self.nic,
+            stats: &mut self.stats,
+            costs: &mut self.costs,
+            cancel,
+            run_ahead: self.run_ahead,
+            topo: self.topo,
+        };
         mode.start(&mut ctx);
         if let Some(i) = interference.as_mut() {
             i.start(ctx.queue);
@@ -287,7 +299,11 @@ mod tests {
             let (ahead, ahead_events) = result(&toml, false);
             let (step, step_events) = result(&toml, true);
             assert_eq!(ahead, step, "{rate}, {nic}: {host}");
-            assert!(ahead["forwarded_packets"].as_u64().unwrap_or(0) > 10_000, "{host}: {}", ahead["forwarded_packets"]);
+            assert!(
+                ahead["forwarded_packets"].as_u64().unwrap_or(0) > 10_000,
+                "{host}: {}",
+                ahead["forwarded_packets"]
+            );
             eprintln!("{rate}, {nic:?}, {host:?}: events {ahead_events} ahead, {step_events} in step");
             assert!(ahead_events < step_events, "{rate}, {nic}: {host}: {ahead_events} vs {step_events}");
         }

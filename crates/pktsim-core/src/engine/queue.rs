@@ -260,8 +260,13 @@ impl EventQueue {
             return;
         }
         match kind {
-            EventKind::Arrival | EventKind::Timer(Key::Step(_) | Key::Wake(_) | Key::Irq(_) | Key::TxCause(_) | Key::Defer(_), _) => self.local.push(e.time, e.seq, e.arg),
-            EventKind::End | EventKind::Timer(Key::App(_) | Key::Interfere(_), _) => self.other.push(e.time, e.seq, e.arg),
+            EventKind::Arrival
+            | EventKind::Timer(Key::Step(_) | Key::Wake(_) | Key::Irq(_) | Key::TxCause(_) | Key::Defer(_), _) => {
+                self.local.push(e.time, e.seq, e.arg)
+            }
+            EventKind::End | EventKind::Timer(Key::App(_) | Key::Interfere(_), _) => {
+                self.other.push(e.time, e.seq, e.arg)
+            }
         }
     }
 
@@ -279,7 +284,10 @@ impl EventQueue {
             if let Some(c) = self.owner(kind) {
                 // The earliest event of all is the earliest of its core's.
                 let mine = self.own[c].pop();
-                debug_assert!(mine.is_some_and(|m| (m.time, m.seq) == (e.time, e.seq)), "a core's heap holds its events in the same order");
+                debug_assert!(
+                    mine.is_some_and(|m| (m.time, m.seq) == (e.time, e.seq)),
+                    "a core's heap holds its events in the same order"
+                );
             }
         }
         Some((self.now, kind))
@@ -336,7 +344,15 @@ pub struct Timer {
 
 impl Default for Timer {
     fn default() -> Self {
-        Timer { gen: 0, pending: false, at: Instant::ZERO, key: Key::Step(0), seq: 0, queued: false, queued_at: Instant::ZERO }
+        Timer {
+            gen: 0,
+            pending: false,
+            at: Instant::ZERO,
+            key: Key::Step(0),
+            seq: 0,
+            queued: false,
+            queued_at: Instant::ZERO,
+        }
     }
 }
 
@@ -425,7 +441,15 @@ mod tests {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             state >> 33
         };
-        let keys = [Key::Irq(7), Key::TxCause(u32::MAX), Key::Step(3), Key::Wake(0), Key::Defer(9), Key::App(1), Key::Interfere(2)];
+        let keys = [
+            Key::Irq(7),
+            Key::TxCause(u32::MAX),
+            Key::Step(3),
+            Key::Wake(0),
+            Key::Defer(9),
+            Key::App(1),
+            Key::Interfere(2),
+        ];
         let mut seq = 0u64;
         let mut popped = Vec::new();
         for round in 0..2000u64 {

@@ -203,13 +203,20 @@ mod tests {
     /// more than arrived, which the report says (a single one, above, it does not).
     #[test]
     fn a_window_that_more_frames_leave_than_arrive_in_says_so() {
-        let (r, dep) = trace(&toml("io = \"server\"\nt_proc = \"2us\""), &[(3_000, 64), (3_100, 64), (3_200, 64), (3_300, 64), (100_000, 64)]);
+        let (r, dep) = trace(
+            &toml("io = \"server\"\nt_proc = \"2us\""),
+            &[(3_000, 64), (3_100, 64), (3_200, 64), (3_300, 64), (100_000, 64)],
+        );
         assert_eq!(dep.len(), 5);
         assert_eq!((r.offered_packets, r.forwarded_packets, r.carried_in_packets), (1, 5, 4));
         assert_eq!(r.throughput_pps, 5_000.0);
         let notes: Vec<&String> = r.notes.iter().filter(|n| n.contains("more frames left")).collect();
         assert_eq!(notes.len(), 1, "{:?}", r.notes);
-        assert!(notes[0].starts_with("4 more frames left the 1 ms window than arrived in it (+400.0%)"), "{}", notes[0]);
+        assert!(
+            notes[0].starts_with("4 more frames left the 1 ms window than arrived in it (+400.0%)"),
+            "{}",
+            notes[0]
+        );
     }
 
     #[test]

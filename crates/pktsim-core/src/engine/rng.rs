@@ -192,18 +192,24 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_independent() {
-        let a: Vec<f64> = (0..4).map({
-            let mut s = Stream::new(7, "traffic");
-            move |_| s.uniform()
-        }).collect();
-        let b: Vec<f64> = (0..4).map({
-            let mut s = Stream::new(7, "traffic");
-            move |_| s.uniform()
-        }).collect();
-        let c: Vec<f64> = (0..4).map({
-            let mut s = Stream::new(7, "service");
-            move |_| s.uniform()
-        }).collect();
+        let a: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "traffic");
+                move |_| s.uniform()
+            })
+            .collect();
+        let b: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "traffic");
+                move |_| s.uniform()
+            })
+            .collect();
+        let c: Vec<f64> = (0..4)
+            .map({
+                let mut s = Stream::new(7, "service");
+                move |_| s.uniform()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
     }

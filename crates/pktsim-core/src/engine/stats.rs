@@ -41,7 +41,8 @@ pub enum Activity {
     Interference = 9,
 }
 
-pub const ACTIVITY_NAMES: [&str; 10] = ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference"];
+pub const ACTIVITY_NAMES: [&str; 10] =
+    ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -149,7 +150,12 @@ impl<C: Counter> Chunks<C> {
         if k >= self.0.len() {
             self.0.resize_with(k + 1, || None);
         }
-        self.0[k].insert(vec![C::default(); CHUNK].into_boxed_slice().try_into().unwrap_or_else(|_| unreachable!("{CHUNK} counters")))
+        self.0[k].insert(
+            vec![C::default(); CHUNK]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("{CHUNK} counters")),
+        )
     }
 
     /// Add `from`'s counts, each through `f`.
@@ -481,7 +487,13 @@ impl Group {
     /// None when fewer than two batches saw packets.
     pub fn latency_ci95_ns(&self) -> Option<f64> {
         let g = self.flushed();
-        let means: Vec<f64> = g.batch_sum_ps.iter().zip(&g.batch_n).filter(|(_, n)| **n > 0).map(|(s, n)| *s as f64 / 1e3 / *n as f64).collect();
+        let means: Vec<f64> = g
+            .batch_sum_ps
+            .iter()
+            .zip(&g.batch_n)
+            .filter(|(_, n)| **n > 0)
+            .map(|(s, n)| *s as f64 / 1e3 / *n as f64)
+            .collect();
         let b = means.len();
         if b < 2 {
             return None;
@@ -535,8 +547,8 @@ impl Group {
 /// Two-sided 95% quantile of Student's t with `df` degrees of freedom.
 pub fn student_t95(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074,
-        2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::INFINITY,
@@ -1119,7 +1131,10 @@ mod tests {
         }
         let l = g.summary(1.0).latency_ns;
         // 3500 ns lies in a bucket 2 ns wide whose top is 3501 ns.
-        assert_eq!((l.p25, l.p50, l.p99, l.p999, l.max, l.min, l.mean), (3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0));
+        assert_eq!(
+            (l.p25, l.p50, l.p99, l.p999, l.max, l.min, l.mean),
+            (3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0, 3500.0)
+        );
     }
 
     #[test]
@@ -1140,7 +1155,11 @@ mod tests {
     #[test]
     fn the_short_way_of_a_forwarded_frame_is_the_full_one() {
         let ms = |x: u64| Instant::from_ps(x * 1_000_000_000);
-        for (from, to, rings) in [(LatencyFrom::RxRing, LatencyTo::TxRing, 1), (LatencyFrom::WireIn, LatencyTo::WireOut, 1), (LatencyFrom::RxRing, LatencyTo::TxRing, 3)] {
+        for (from, to, rings) in [
+            (LatencyFrom::RxRing, LatencyTo::TxRing, 1),
+            (LatencyFrom::WireIn, LatencyTo::WireOut, 1),
+            (LatencyFrom::RxRing, LatencyTo::TxRing, 3),
+        ] {
             let config = || StatsConfig {
                 warm: ms(1),
                 duration: Span::from_ps(4_000_000_000),
@@ -1176,11 +1195,22 @@ mod tests {
             }
             short.flush();
             full.flush();
-            assert!(short.carried_in > 0 && short.all.forwarded > 10_000, "{} {}", short.carried_in, short.all.forwarded);
+            assert!(
+                short.carried_in > 0 && short.all.forwarded > 10_000,
+                "{} {}",
+                short.carried_in,
+                short.all.forwarded
+            );
             assert_eq!(short.carried_in, full.carried_in);
             for (a, b) in std::iter::once((&short.all, &full.all)).chain(short.rings.iter().zip(&full.rings)) {
-                assert_eq!((a.forwarded, a.forwarded_bytes, a.latency_sum_ps, a.latency_min, a.latency_max), (b.forwarded, b.forwarded_bytes, b.latency_sum_ps, b.latency_min, b.latency_max));
-                assert_eq!((&a.batch_sum_ps, &a.batch_n, a.latency.counts()), (&b.batch_sum_ps, &b.batch_n, b.latency.counts()));
+                assert_eq!(
+                    (a.forwarded, a.forwarded_bytes, a.latency_sum_ps, a.latency_min, a.latency_max),
+                    (b.forwarded, b.forwarded_bytes, b.latency_sum_ps, b.latency_min, b.latency_max)
+                );
+                assert_eq!(
+                    (&a.batch_sum_ps, &a.batch_n, a.latency.counts()),
+                    (&b.batch_sum_ps, &b.batch_n, b.latency.counts())
+                );
             }
             assert_eq!(short.rings.len(), if rings > 1 { rings } else { 0 });
         }

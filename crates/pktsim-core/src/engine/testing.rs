@@ -28,7 +28,10 @@ impl Scripted {
     }
     /// Frames (last bit received, in ns; size in bytes; source index), each source's flow 0.
     pub fn from_sources(frames: &[(u64, u16, u16)]) -> Self {
-        let frames = frames.iter().map(|&(ns, size, source)| Packet::arriving(Instant::from_ps(ns * 1_000), size, source, 0)).collect();
+        let frames = frames
+            .iter()
+            .map(|&(ns, size, source)| Packet::arriving(Instant::from_ps(ns * 1_000), size, source, 0))
+            .collect();
         Scripted { frames, delivered: 0 }
     }
 }

@@ -51,10 +51,22 @@ impl TraceReplay {
     /// Replay `summary`'s window at `rate_pps` (its gaps scaled to that mean rate), behind a
     /// link of `link_bps` with `overhead` bytes of framing per frame.
     pub fn new(summary: Arc<TraceSummary>, rate_pps: f64, looped: bool, link_bps: f64, overhead: u64) -> Self {
-        let reader = TraceReader::open(Path::new(&summary.path)).and_then(|mut r| r.rewind(&summary.start).map(|()| r)).ok();
+        let reader =
+            TraceReader::open(Path::new(&summary.path)).and_then(|mut r| r.rewind(&summary.start).map(|()| r)).ok();
         let own = summary.rate_pps();
         let scale = if own > 0.0 && rate_pps > 0.0 { rate_pps / own } else { 1.0 };
-        TraceReplay { summary, reader, scale, looped, pass: 0, pass_start_ps: 0.0, in_pass: 0, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, delivered: 0 }
+        TraceReplay {
+            summary,
+            reader,
+            scale,
+            looped,
+            pass: 0,
+            pass_start_ps: 0.0,
+            in_pass: 0,
+            wire: WireTime::new(overhead, link_bps),
+            link_free: Instant::ZERO,
+            delivered: 0,
+        }
     }
 }
 
@@ -107,8 +119,29 @@ mod tests {
     use crate::trace::Window;
 
     fn trace(n: u64, gap_ns: u64) -> Arc<TraceSummary> {
-        let frames: Vec<(u64, Vec<u8>)> = (0..n).map(|i| (i * gap_ns, udp4([198, 18, 0, 1], [198, 19, 0, (i % 4) as u8], 1024, 5001, 0, 60 + 10 * (i % 5) as usize, false))).collect();
-        Arc::new(TraceSummary::scan(&write_temp(&format!("replay-{n}-{gap_ns}.pcap"), &pcap(&frames, true)), Window::default()).unwrap())
+        let frames: Vec<(u64, Vec<u8>)> = (0..n)
+            .map(|i| {
+                (
+                    i * gap_ns,
+                    udp4(
+                        [198, 18, 0, 1],
+                        [198, 19, 0, (i % 4) as u8],
+                        1024,
+                        5001,
+                        0,
+                        60 + 10 * (i % 5) as usize,
+                        false,
+                    ),
+                )
+            })
+            .collect();
+        Arc::new(
+            TraceSummary::scan(
+                &write_temp(&format!("replay-{n}-{gap_ns}.pcap"), &pcap(&frames, true)),
+                Window::default(),
+            )
+            .unwrap(),
+        )
     }
 
     fn all(r: &mut TraceReplay, max: usize) -> Vec<Packet> {
@@ -167,7 +200,11 @@ mod tests {
 
     /// Run a node on the trace at `path` (`extra`: more scenario text): its report and the
     /// (size, ring) of each departed frame.
-    fn run_node(path: &std::path::Path, traffic: &str, extra: &str) -> (crate::engine::SimResult, Vec<(u16, u16)>, f64) {
+    fn run_node(
+        path: &std::path::Path,
+        traffic: &str,
+        extra: &str,
+    ) -> (crate::engine::SimResult, Vec<(u16, u16)>, f64) {
         let toml = format!(
             "[cpu]\nfrequency = \"1GHz\"\n{extra}\n[link]\nrate = \"10Gbit/s\"\n[traffic]\npcap = {:?}\n{traffic}\n[host]\nt_proc = \"500ns\"\n[measure]\nwarmup = \"0s\"\nduration = \"100ms\"\n",
             path.display().to_string()
@@ -186,7 +223,18 @@ mod tests {
         let frames: Vec<(u64, Vec<u8>)> = (0..2_000u64)
             .map(|i| {
                 let len = [60usize, 60, 60, 572, 572, 1514, 60, 300][(i * 7 % 8) as usize];
-                (i * 10_000, udp4([198, 18, 0, (i % 4) as u8], [198, 19, 1, (i % 16) as u8], 1024 + (i % 3) as u16, 5001, 0, len, i % 5 == 0))
+                (
+                    i * 10_000,
+                    udp4(
+                        [198, 18, 0, (i % 4) as u8],
+                        [198, 19, 1, (i % 16) as u8],
+                        1024 + (i % 3) as u16,
+                        5001,
+                        0,
+                        len,
+                        i % 5 == 0,
+                    ),
+                )
             })
             .collect();
         (write_temp(name, &pcap(&frames, true)), frames)
@@ -264,7 +312,8 @@ mod tests {
         v6[38..54].copy_from_slice(&dst.octets());
         v6[54..56].copy_from_slice(&2794u16.to_be_bytes());
         v6[56..58].copy_from_slice(&1766u16.to_be_bytes());
-        let t = TraceSummary::scan(&write_temp("msrss.pcap", &pcap(&[(0, v4), (1_000, v6)], true)), Window::default()).unwrap();
+        let t = TraceSummary::scan(&write_temp("msrss.pcap", &pcap(&[(0, v4), (1_000, v6)], true)), Window::default())
+            .unwrap();
         let hash = |i: usize| {
             let mut input = [0u8; 36];
             let n = t.flows[i].key.rss_input(&mut input);
@@ -293,7 +342,8 @@ mod tests {
                    [[nic.filters]]\nqueue = \"rt\"\ndst = \"198.19.200.0/24\"\n\
                    [[nic.filters]]\nqueue = \"rt\"\nvlan_pcp = 5\n";
         let (r, _, _) = run_node(&path, "", nic);
-        let per_queue: Vec<(&str, u64)> = r.per_ring.iter().map(|g| (g.queue.as_str(), g.summary.forwarded_packets)).collect();
+        let per_queue: Vec<(&str, u64)> =
+            r.per_ring.iter().map(|g| (g.queue.as_str(), g.summary.forwarded_packets)).collect();
         assert_eq!(per_queue, vec![("rt", 80), ("bulk", 20)]);
     }
 }

@@ -127,9 +127,9 @@ impl Traffic {
                     f64::INFINITY
                 } else {
                     match s.pattern {
-                    Pattern::Cbr | Pattern::Normal => rng.uniform() * gap_ps,
-                    Pattern::Poisson => rng.exponential(gap_ps),
-                    Pattern::Burst => rng.uniform() * gap_ps * s.burst as f64,
+                        Pattern::Cbr | Pattern::Normal => rng.uniform() * gap_ps,
+                        Pattern::Poisson => rng.exponential(gap_ps),
+                        Pattern::Burst => rng.uniform() * gap_ps * s.burst as f64,
                     }
                 };
                 let flows = s.flows.min(u32::MAX as u64) as u32;
@@ -151,7 +151,6 @@ impl Traffic {
             .collect();
         Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, generated: 0 }
     }
-
 }
 
 impl Traffic {
@@ -378,12 +377,22 @@ mod tests {
             s.burst = 4;
             cases.push(vec![s]);
         }
-        cases.push([(Pattern::Cbr, 0.1, 64), (Pattern::Poisson, 0.4, 1518), (Pattern::Normal, 0.2, 576), (Pattern::Burst, 0.3, 64)].iter().map(|&(pattern, share, size)| {
-            let mut s = src(pattern, share, size);
-            s.cv = 0.3;
-            s.burst = 4;
-            s
-        }).collect());
+        cases.push(
+            [
+                (Pattern::Cbr, 0.1, 64),
+                (Pattern::Poisson, 0.4, 1518),
+                (Pattern::Normal, 0.2, 576),
+                (Pattern::Burst, 0.3, 64),
+            ]
+            .iter()
+            .map(|&(pattern, share, size)| {
+                let mut s = src(pattern, share, size);
+                s.cv = 0.3;
+                s.burst = 4;
+                s
+            })
+            .collect(),
+        );
         for sources in cases {
             let one: Vec<Packet> = {
                 let mut t = Traffic::new(&sources, 2e6, 1e10, 20, 5);

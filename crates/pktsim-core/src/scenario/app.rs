@@ -143,9 +143,19 @@ impl Default for SocketSpec {
 /// and the socket's sizes in range; `[socket]` only with `[app]`; busy polling with the
 /// application on the NAPI's core and a poll that costs time; IRQ suspension with epoll's
 /// preferred busy polling and deferral.
-pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec, host: &HostSpec, napi: &super::nic::NapiSpec) -> Result<()> {
+pub(super) fn validate(
+    origin: &str,
+    app: Option<&AppSpec>,
+    socket: &SocketSpec,
+    host: &HostSpec,
+    napi: &super::nic::NapiSpec,
+) -> Result<()> {
     if napi.irq_suspend_timeout.ps > 0 {
-        let ok = app.is_some_and(|a| a.wait == AppWait::Epoll) && socket.busy_poll.ps > 0 && socket.prefer_busy_poll && napi.defer_hard_irqs > 0 && napi.gro_flush_timeout.ps > 0;
+        let ok = app.is_some_and(|a| a.wait == AppWait::Epoll)
+            && socket.busy_poll.ps > 0
+            && socket.prefer_busy_poll
+            && napi.defer_hard_irqs > 0
+            && napi.gro_flush_timeout.ps > 0;
         if !ok {
             return Err(ConfigError::new(
                 origin,
@@ -166,16 +176,40 @@ pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec,
         // The AF_XDP thread reads the socket's rx ring: its batch and busy polling are
         // host.af_xdp's, and there is no socket buffer.
         if app.batch != 1 {
-            return Err(ConfigError::new(origin, "app.batch", Some(app.batch.to_string()), "no key with host.io = \"af-xdp\": host.af_xdp.batch is the thread's batch").into());
+            return Err(ConfigError::new(
+                origin,
+                "app.batch",
+                Some(app.batch.to_string()),
+                "no key with host.io = \"af-xdp\": host.af_xdp.batch is the thread's batch",
+            )
+            .into());
         }
         if *socket != SocketSpec::default() {
-            return Err(ConfigError::new(origin, "socket", None, "no [socket] with host.io = \"af-xdp\": [host.af_xdp] describes the AF_XDP socket").into());
+            return Err(ConfigError::new(
+                origin,
+                "socket",
+                None,
+                "no [socket] with host.io = \"af-xdp\": [host.af_xdp] describes the AF_XDP socket",
+            )
+            .into());
         }
         if host.af_xdp.busy_poll && app.core != AppCore::Same {
-            return Err(ConfigError::new(origin, "app.core", Some("\"other\"".into()), "\"same\" with host.af_xdp.busy_poll: pktsim busy polls from the NAPI's core").into());
+            return Err(ConfigError::new(
+                origin,
+                "app.core",
+                Some("\"other\"".into()),
+                "\"same\" with host.af_xdp.busy_poll: pktsim busy polls from the NAPI's core",
+            )
+            .into());
         }
         if host.af_xdp.busy_poll && host.t_poll.ps == 0 {
-            return Err(ConfigError::new(origin, "host.t_poll", Some("\"0ns\"".into()), "a cost above 0 with host.af_xdp.busy_poll: a busy-poll loop that costs nothing never lets time pass").into());
+            return Err(ConfigError::new(
+                origin,
+                "host.t_poll",
+                Some("\"0ns\"".into()),
+                "a cost above 0 with host.af_xdp.busy_poll: a busy-poll loop that costs nothing never lets time pass",
+            )
+            .into());
         }
         return Ok(());
     }
@@ -194,7 +228,14 @@ pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec,
         .into());
     }
     check_range(origin, "app.batch", app.batch as u64, 1, 1 << 16, "a number of frames per call")?;
-    check_range(origin, "socket.busy_poll_budget", socket.busy_poll_budget as u64, 1, 1 << 16, "a number of frames per busy poll")?;
+    check_range(
+        origin,
+        "socket.busy_poll_budget",
+        socket.busy_poll_budget as u64,
+        1,
+        1 << 16,
+        "a number of frames per busy poll",
+    )?;
     let (busy, other) = match app.wait {
         AppWait::Epoll => (("socket.busy_poll", socket.busy_poll), ("socket.busy_read", socket.busy_read)),
         AppWait::Recvmsg => (("socket.busy_read", socket.busy_read), ("socket.busy_poll", socket.busy_poll)),
@@ -204,18 +245,40 @@ pub(super) fn validate(origin: &str, app: Option<&AppSpec>, socket: &SocketSpec,
             origin,
             other.0,
             Some(format!("\"{}\"", other.1)),
-            format!("0 with app.wait = {:?}: that wait busy polls for {}", format!("{:?}", app.wait).to_lowercase(), busy.0),
+            format!(
+                "0 with app.wait = {:?}: that wait busy polls for {}",
+                format!("{:?}", app.wait).to_lowercase(),
+                busy.0
+            ),
         )
         .into());
     }
     if busy.1.ps > 0 && app.core != AppCore::Same {
-        return Err(ConfigError::new(origin, "app.core", Some("\"other\"".into()), format!("\"same\" with {}: pktsim busy polls from the NAPI's core", busy.0)).into());
+        return Err(ConfigError::new(
+            origin,
+            "app.core",
+            Some("\"other\"".into()),
+            format!("\"same\" with {}: pktsim busy polls from the NAPI's core", busy.0),
+        )
+        .into());
     }
     if busy.1.ps > 0 && host.t_poll.ps == 0 {
-        return Err(ConfigError::new(origin, "host.t_poll", Some("\"0ns\"".into()), format!("a cost above 0 with {}: a busy-poll loop that costs nothing never lets time pass", busy.0)).into());
+        return Err(ConfigError::new(
+            origin,
+            "host.t_poll",
+            Some("\"0ns\"".into()),
+            format!("a cost above 0 with {}: a busy-poll loop that costs nothing never lets time pass", busy.0),
+        )
+        .into());
     }
     if socket.prefer_busy_poll && busy.1.ps == 0 {
-        return Err(ConfigError::new(origin, "socket.prefer_busy_poll", Some("true".into()), format!("false unless {} is set: only a busy-polling socket prefers it", busy.0)).into());
+        return Err(ConfigError::new(
+            origin,
+            "socket.prefer_busy_poll",
+            Some("true".into()),
+            format!("false unless {} is set: only a busy-polling socket prefers it", busy.0),
+        )
+        .into());
     }
     check_range(origin, "socket.truesize", socket.truesize.bytes, 1, 1 << 20, "a size in bytes")?;
     if socket.rcvbuf.bytes < socket.truesize.bytes {
@@ -244,9 +307,15 @@ mod tests {
         let busy = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
         assert_eq!(config_error(validate("t", Some(&app), &SocketSpec::default(), &busy, &n)).path, "app");
         let small = SocketSpec { rcvbuf: Bytes::new(100), ..SocketSpec::default() };
-        assert_eq!(config_error(validate("t", Some(&app), &small, &napi, &n)).to_string(), "t: socket.rcvbuf = \"100B\": expected at least one frame's truesize (768B)");
+        assert_eq!(
+            config_error(validate("t", Some(&app), &small, &napi, &n)).to_string(),
+            "t: socket.rcvbuf = \"100B\": expected at least one frame's truesize (768B)"
+        );
         assert_eq!(config_error(validate("t", None, &small, &napi, &n)).path, "socket");
-        assert_eq!(config_error(validate("t", Some(&AppSpec { batch: 0, ..app }), &SocketSpec::default(), &napi, &n)).path, "app.batch");
+        assert_eq!(
+            config_error(validate("t", Some(&AppSpec { batch: 0, ..app }), &SocketSpec::default(), &napi, &n)).path,
+            "app.batch"
+        );
     }
 
     #[test]
@@ -257,13 +326,24 @@ mod tests {
         let app = AppSpec::default();
         let sock = SocketSpec { busy_poll: us(50), prefer_busy_poll: true, ..SocketSpec::default() };
         assert!(validate("t", Some(&app), &sock, &host, &n).is_ok());
-        assert_eq!(config_error(validate("t", Some(&AppSpec { wait: AppWait::Recvmsg, ..app.clone() }), &sock, &host, &n)).path, "socket.busy_poll");
-        assert_eq!(config_error(validate("t", Some(&AppSpec { core: AppCore::Other, ..app.clone() }), &sock, &host, &n)).path, "app.core");
+        assert_eq!(
+            config_error(validate("t", Some(&AppSpec { wait: AppWait::Recvmsg, ..app.clone() }), &sock, &host, &n))
+                .path,
+            "socket.busy_poll"
+        );
+        assert_eq!(
+            config_error(validate("t", Some(&AppSpec { core: AppCore::Other, ..app.clone() }), &sock, &host, &n)).path,
+            "app.core"
+        );
         assert_eq!(config_error(validate("t", Some(&app), &sock, &HostSpec::default(), &n)).path, "host.t_poll");
         let prefer_only = SocketSpec { prefer_busy_poll: true, ..SocketSpec::default() };
         assert_eq!(config_error(validate("t", Some(&app), &prefer_only, &host, &n)).path, "socket.prefer_busy_poll");
         let suspend = super::super::nic::NapiSpec { irq_suspend_timeout: us(1000), ..n.clone() };
-        assert_eq!(config_error(validate("t", Some(&app), &sock, &host, &suspend)).path, "nic.napi.irq_suspend_timeout", "needs deferral");
+        assert_eq!(
+            config_error(validate("t", Some(&app), &sock, &host, &suspend)).path,
+            "nic.napi.irq_suspend_timeout",
+            "needs deferral"
+        );
         let with_defer = super::super::nic::NapiSpec { defer_hard_irqs: 100, gro_flush_timeout: us(20), ..suspend };
         assert!(validate("t", Some(&app), &sock, &host, &with_defer).is_ok());
     }

@@ -71,7 +71,13 @@ pub struct ChainData<'a> {
 
 impl ResolvedChain {
     pub fn data(&self) -> ChainData<'_> {
-        ChainData { name: &self.name, seed: self.seed, nodes: self.nodes.iter().map(|n| &n.scenario).collect(), node_names: &self.node_names, links: &self.links }
+        ChainData {
+            name: &self.name,
+            seed: self.seed,
+            nodes: self.nodes.iter().map(|n| &n.scenario).collect(),
+            node_names: &self.node_names,
+            links: &self.links,
+        }
     }
 }
 
@@ -100,10 +106,16 @@ fn merge(base: &mut toml::Table, over: &toml::Table) {
 /// node's key, which wins over its file), resolved. An override that switches a node's
 /// `host.io` leaves out the node's keys the new mode does not read, with a note, as on a
 /// single file ([`Scenario::load_table`]).
-pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedChain> {
+pub fn load_table(
+    mut table: toml::Table,
+    origin: &str,
+    base_dir: &Path,
+    sets: &[(String, String)],
+) -> Result<ResolvedChain> {
     // Each node's own host.io before the overrides (where the chain gives it).
     let nodes = table.get("nodes").and_then(|n| n.as_array()).map_or(&[][..], Vec::as_slice);
-    let before: Vec<Option<toml::Value>> = nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
+    let before: Vec<Option<toml::Value>> =
+        nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
     let nodes = before.len();
     loader::apply_sets(&mut table, sets)?;
     // The overrides of each node, as a table of their keys.
@@ -111,7 +123,9 @@ pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &
     for (key, value) in sets {
         let dotted = loader::dotted(key.trim());
         let mut parts = dotted.splitn(3, '.');
-        if let (Some("nodes"), Some(i), Some(rest)) = (parts.next(), parts.next().and_then(|i| i.parse::<usize>().ok()), parts.next()) {
+        if let (Some("nodes"), Some(i), Some(rest)) =
+            (parts.next(), parts.next().and_then(|i| i.parse::<usize>().ok()), parts.next())
+        {
             // (Only which keys they give counts here: each was applied to the whole table.)
             if let Some(g) = given.get_mut(i) {
                 let _ = loader::apply_sets(g, &[(rest.to_string(), value.clone())]);
@@ -129,7 +143,12 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
 
 /// [`resolve`]; `overrides`: per node, its host.io before the `--set` overrides and the keys
 /// they give (see [`load_table`]).
-fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: Option<(Vec<Option<toml::Value>>, Vec<toml::Table>)>) -> Result<ResolvedChain> {
+fn resolve_over(
+    table: &toml::Table,
+    origin: &str,
+    base_dir: &Path,
+    overrides: Option<(Vec<Option<toml::Value>>, Vec<toml::Table>)>,
+) -> Result<ResolvedChain> {
     for k in table.keys() {
         if !TOP_KEYS.contains(&k.as_str()) {
             return Err(err(
@@ -141,7 +160,9 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
         }
     }
     let name = match table.get("name") {
-        None => Path::new(origin).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "chain".into()),
+        None => {
+            Path::new(origin).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "chain".into())
+        }
         Some(toml::Value::String(s)) => s.clone(),
         Some(v) => return Err(err(origin, "name", Some(v.to_string()), "a string")),
     };
@@ -160,7 +181,9 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
     let (traffic, measure) = (sub("traffic")?, sub("measure")?);
     let nodes = match table.get("nodes") {
         Some(toml::Value::Array(a)) if !a.is_empty() => a,
-        Some(toml::Value::Array(_)) => return Err(err(origin, "nodes", Some("[]".into()), "at least one [[nodes]] entry")),
+        Some(toml::Value::Array(_)) => {
+            return Err(err(origin, "nodes", Some("[]".into()), "at least one [[nodes]] entry"))
+        }
         Some(v) => return Err(err(origin, "nodes", Some(v.to_string()), "a list of [[nodes]] tables")),
         None => return Err(err(origin, "nodes", None, "a list of [[nodes]] tables")),
     };
@@ -177,7 +200,12 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
     for (i, node) in nodes.iter().enumerate() {
         let path = format!("nodes.{i}");
         let toml::Value::Table(node) = node else {
-            return Err(err(origin, &path, Some(node.to_string()), "a table: file = \"node.toml\" or the scenario's tables"));
+            return Err(err(
+                origin,
+                &path,
+                Some(node.to_string()),
+                "a table: file = \"node.toml\" or the scenario's tables",
+            ));
         };
         let mut inline = node.clone();
         // [nodes.link] is the node's link (its rate: the node transmits at it) with the
@@ -194,17 +222,36 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
             None => (toml::Table::new(), format!("{origin}: {path}"), base_dir.to_path_buf(), None),
             Some(toml::Value::String(f)) => {
                 let p = base_dir.join(&f);
-                let text = std::fs::read_to_string(&p).map_err(|e| err(origin, &format!("{path}.file"), Some(format!("{f:?}")), format!("a readable scenario file ({e})")))?;
+                let text = std::fs::read_to_string(&p).map_err(|e| {
+                    err(
+                        origin,
+                        &format!("{path}.file"),
+                        Some(format!("{f:?}")),
+                        format!("a readable scenario file ({e})"),
+                    )
+                })?;
                 let file_origin = format!("{origin}: {path} ({})", p.display());
                 let t = loader::parse_toml_table(&text, &file_origin)?;
                 if is_chain(&t) {
-                    return Err(err(origin, &format!("{path}.file"), Some(format!("{f:?}")), "a scenario file, not another chain"));
+                    return Err(err(
+                        origin,
+                        &format!("{path}.file"),
+                        Some(format!("{f:?}")),
+                        "a scenario file, not another chain",
+                    ));
                 }
                 let dir = p.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
                 let stem = Path::new(&f).file_stem().map(|s| s.to_string_lossy().into_owned());
                 (t, file_origin, dir, stem)
             }
-            Some(v) => return Err(err(origin, &format!("{path}.file"), Some(v.to_string()), "a path to a scenario file, relative to the chain file")),
+            Some(v) => {
+                return Err(err(
+                    origin,
+                    &format!("{path}.file"),
+                    Some(v.to_string()),
+                    "a path to a scenario file, relative to the chain file",
+                ))
+            }
         };
         // The chain's tables, then the node's own keys on top.
         t.insert("seed".into(), toml::Value::Integer((seed + i as u64) as i64));
@@ -234,7 +281,8 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
         });
         switched.push([by_keys, by_sets]);
         merge(&mut t, &inline);
-        let node_name = t.get("name").and_then(|v| v.as_str()).map(str::to_string).or(stem).unwrap_or_else(|| format!("node {i}"));
+        let node_name =
+            t.get("name").and_then(|v| v.as_str()).map(str::to_string).or(stem).unwrap_or_else(|| format!("node {i}"));
         names.push(node_name);
         tables.push(t);
         links.push(delay);
@@ -266,7 +314,11 @@ fn resolve_over(table: &toml::Table, origin: &str, base_dir: &Path, overrides: O
         let mut s: Scenario = loader::deserialize_value(toml::Value::Table(t), o)?;
         // A node's keys that switch its file's mode, then overrides that switch the node's:
         // as an override of a single file does.
-        let notes: Vec<String> = switched.into_iter().flatten().filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key))).collect();
+        let notes: Vec<String> = switched
+            .into_iter()
+            .flatten()
+            .filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key)))
+            .collect();
         let mut r = s.resolve(o, dir)?;
         r.notes.extend(notes);
         resolved.push(r);
@@ -340,12 +392,20 @@ mod tests {
         let c = of("[nodes.host]\nio = \"server\"\n").unwrap();
         assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
         assert_eq!(c.nodes[0].notes.len(), 1, "{:?}", c.nodes[0].notes);
-        assert!(c.nodes[0].notes[0].contains("the file's host.t_irq, host.net_rx_action left at the defaults"), "{:?}", c.nodes[0].notes);
+        assert!(
+            c.nodes[0].notes[0].contains("the file's host.t_irq, host.net_rx_action left at the defaults"),
+            "{:?}",
+            c.nodes[0].notes
+        );
         let file = of("").unwrap();
-        assert!(file.nodes[0].notes.is_empty() && file.nodes[0].scenario.host.t_irq > crate::units::Duration::default());
+        assert!(
+            file.nodes[0].notes.is_empty() && file.nodes[0].scenario.host.t_irq > crate::units::Duration::default()
+        );
         let e = of("[nodes.host]\nio = \"server\"\nt_irq = \"1us\"\n").unwrap_err().to_string();
         assert!(e.contains("host.t_irq") && e.contains("host.io = \"server\""), "{e}");
-        let e = chain(&TWO.replace("t_proc = \"1us\"", "io = \"server\"\nt_irq = \"1us\"\nt_proc = \"1us\"")).unwrap_err().to_string();
+        let e = chain(&TWO.replace("t_proc = \"1us\"", "io = \"server\"\nt_irq = \"1us\"\nt_proc = \"1us\""))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("host.t_irq"), "{e}");
         // An override of a node's mode (`--set nodes.0.host.io=server`) leaves out the
         // chain's own keys for the node that the mode does not read; one the overrides give
@@ -357,15 +417,26 @@ mod tests {
         };
         let c = load(&[("nodes.0.host.io", "server")]).unwrap();
         assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
-        assert!(c.nodes[0].notes.iter().any(|n| n.contains("the file's host.t_irq left at the defaults")), "{:?}", c.nodes[0].notes);
+        assert!(
+            c.nodes[0].notes.iter().any(|n| n.contains("the file's host.t_irq left at the defaults")),
+            "{:?}",
+            c.nodes[0].notes
+        );
         assert!(c.nodes[1].notes.is_empty());
         let e = load(&[("nodes[0].host.io", "server"), ("nodes[0].host.t_irq", "2us")]).unwrap_err().to_string();
         assert!(e.contains("host.t_irq = \"2us\""), "{e}");
         // Two overrides in one table of a node: the mode's switch is still seen.
         let two = load(&[("nodes.0.host.io", "server"), ("nodes.0.host.t_proc", "2us")]).unwrap();
-        assert!(two.nodes[0].notes.iter().any(|n| n.contains("host.t_irq left at the defaults")), "{:?}", two.nodes[0].notes);
+        assert!(
+            two.nodes[0].notes.iter().any(|n| n.contains("host.t_irq left at the defaults")),
+            "{:?}",
+            two.nodes[0].notes
+        );
         // Not switched: the chain as it is.
-        assert_eq!(load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario, chain(&napi_node).unwrap().nodes[0].scenario);
+        assert_eq!(
+            load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario,
+            chain(&napi_node).unwrap().nodes[0].scenario
+        );
         // Overrides that replace the list with a longer one: its nodes load as given.
         let node = "{ cpu = { frequency = \"3GHz\" }, host = { t_proc = \"1us\" }, link = { rate = \"10Gbit/s\" } }";
         let three = load(&[("nodes", &format!("[{node}, {node}, {node}]"))]).unwrap();

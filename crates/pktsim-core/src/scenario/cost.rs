@@ -86,7 +86,15 @@ impl CostSpec {
     /// (to turn `host.t_proc` and `host.t_clean` into cycles), the `host` (its times and
     /// batched I/O costs), `total_flows` over all traffic sources and `fib_routes`
     /// (`fib.routes`), the FIB that host times were measured with.
-    pub(super) fn resolve(&self, origin: &str, base_dir: &Path, frequency: Frequency, host: &HostSpec, total_flows: u64, fib_routes: Option<u64>) -> Result<CostProfile> {
+    pub(super) fn resolve(
+        &self,
+        origin: &str,
+        base_dir: &Path,
+        frequency: Frequency,
+        host: &HostSpec,
+        total_flows: u64,
+        fib_routes: Option<u64>,
+    ) -> Result<CostProfile> {
         // `host.t_proc` is a frame's whole time (with `t_proc_per_byte` its per-byte part):
         // cycles of the groups it stands for would be read by nothing. Only routing's
         // cycles still count with it: the FIB model's base for the extra a bigger FIB adds.
@@ -97,8 +105,13 @@ impl CostSpec {
         if host.t_proc.is_some() {
             let cycles = self.cycles.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
             let per_byte = self.per_byte.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
-            let given = GROUP_NAMES.iter().zip(cycles).filter(|(g, _)| **g != "routing").map(|(g, c)| (format!("cost.cycles.{g}"), c));
-            let mut given = given.chain(GROUP_NAMES.iter().zip(per_byte).map(|(g, c)| (format!("cost.per_byte.{g}"), c)));
+            let given = GROUP_NAMES
+                .iter()
+                .zip(cycles)
+                .filter(|(g, _)| **g != "routing")
+                .map(|(g, c)| (format!("cost.cycles.{g}"), c));
+            let mut given =
+                given.chain(GROUP_NAMES.iter().zip(per_byte).map(|(g, c)| (format!("cost.per_byte.{g}"), c)));
             if let Some((key, Some(v))) = given.find(|(_, c)| c.is_some()) {
                 let expected = "no per-group cycles with host.t_proc, a frame's whole time (only cost.cycles.routing, the FIB model's base): give the time or the groups";
                 return Err(ConfigError::new(origin, key, Some(format!("\"{v}\"")), expected).into());
@@ -127,20 +140,46 @@ impl CostSpec {
         }
         let b = &self.buffers;
         if b.recycling && b.recycle.is_none() {
-            return Err(ConfigError::new(origin, "cost.buffers.recycle", None, "the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"").into());
+            return Err(ConfigError::new(
+                origin,
+                "cost.buffers.recycle",
+                None,
+                "the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"",
+            )
+            .into());
         }
         if !b.recycling && b.recycle.is_some() {
-            return Err(ConfigError::new(origin, "cost.buffers.recycle", b.recycle.map(|c| format!("{:?}", c.to_string())), "no recycle cost unless cost.buffers.recycling = true").into());
+            return Err(ConfigError::new(
+                origin,
+                "cost.buffers.recycle",
+                b.recycle.map(|c| format!("{:?}", c.to_string())),
+                "no recycle cost unless cost.buffers.recycling = true",
+            )
+            .into());
         }
         if let Some(pp) = &b.page_pool {
             if b.recycling {
-                return Err(ConfigError::new(origin, "cost.buffers.page_pool", None, "no page_pool with cost.buffers.recycling = true: one buffer model or the other").into());
+                return Err(ConfigError::new(
+                    origin,
+                    "cost.buffers.page_pool",
+                    None,
+                    "no page_pool with cost.buffers.recycling = true: one buffer model or the other",
+                )
+                .into());
             }
             if !(0.0..=1.0).contains(&pp.alloc_share) {
-                return Err(ConfigError::new(origin, "cost.buffers.page_pool.alloc_share", Some(pp.alloc_share.to_string()), "a share from 0 to 1").into());
+                return Err(ConfigError::new(
+                    origin,
+                    "cost.buffers.page_pool.alloc_share",
+                    Some(pp.alloc_share.to_string()),
+                    "a share from 0 to 1",
+                )
+                .into());
             }
         }
-        if (b.recycling || b.page_pool.is_some() || b.shared_lock.cycles > 0.0) && (host.t_proc.is_some() || !groups_given) {
+        if (b.recycling || b.page_pool.is_some() || b.shared_lock.cycles > 0.0)
+            && (host.t_proc.is_some() || !groups_given)
+        {
             return Err(ConfigError::new(
                 origin,
                 "cost.buffers",
@@ -150,7 +189,8 @@ impl CostSpec {
             .into());
         }
         let batched = matches!(host.io, IoModeKind::BusyPoll | IoModeKind::BatchedSyscall);
-        let batch_cost = batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
+        let batch_cost =
+            batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
         // An XDP program that ends frames before the stack prices them itself.
         let x = &host.xdp;
         let xdp_cost = matches!(host.io, IoModeKind::Xdp | IoModeKind::AfXdp)
@@ -191,7 +231,12 @@ mod tests {
         let host = HostSpec::default();
         let pp = PagePoolSpec { fast: Cycles::new(20.0), ring: Cycles::new(70.0), ..PagePoolSpec::default() };
         assert!(resolve(&profile(BufferSpec { page_pool: Some(pp.clone()), ..BufferSpec::default() }), &host).is_ok());
-        let both = BufferSpec { recycling: true, recycle: Some(Cycles::new(40.0)), page_pool: Some(pp.clone()), ..BufferSpec::default() };
+        let both = BufferSpec {
+            recycling: true,
+            recycle: Some(Cycles::new(40.0)),
+            page_pool: Some(pp.clone()),
+            ..BufferSpec::default()
+        };
         assert_eq!(config_error(resolve(&profile(both), &host)).path, "cost.buffers.page_pool");
         let share = BufferSpec { page_pool: Some(PagePoolSpec { alloc_share: 1.5, ..pp }), ..BufferSpec::default() };
         assert_eq!(config_error(resolve(&profile(share), &host)).path, "cost.buffers.page_pool.alloc_share");
@@ -203,22 +248,35 @@ mod tests {
         let recycling = BufferSpec { recycling: true, recycle: Some(Cycles::new(40.0)), ..BufferSpec::default() };
         assert!(resolve(&profile(recycling.clone()), &host).is_ok());
         let e = config_error(resolve(&profile(BufferSpec { recycle: None, ..recycling.clone() }), &host));
-        assert_eq!(e.to_string(), "t: cost.buffers.recycle: the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\"");
+        assert_eq!(
+            e.to_string(),
+            "t: cost.buffers.recycle: the cycles per packet of taking and returning a pooled buffer, e.g. \"40cycles\""
+        );
         let e = config_error(resolve(&profile(BufferSpec { recycling: false, ..recycling }), &host));
-        assert_eq!(e.to_string(), "t: cost.buffers.recycle = \"40cycles\": expected no recycle cost unless cost.buffers.recycling = true");
+        assert_eq!(
+            e.to_string(),
+            "t: cost.buffers.recycle = \"40cycles\": expected no recycle cost unless cost.buffers.recycling = true"
+        );
     }
 
     #[test]
     fn the_buffer_model_needs_alloc_and_free_cycles() {
         let lock = BufferSpec { shared_lock: Cycles::new(10.0), ..BufferSpec::default() };
         let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), ..HostSpec::default() };
-        assert_eq!(config_error(resolve(&CostSpec { buffers: lock.clone(), ..CostSpec::default() }, &host)).path, "cost.buffers");
+        assert_eq!(
+            config_error(resolve(&CostSpec { buffers: lock.clone(), ..CostSpec::default() }, &host)).path,
+            "cost.buffers"
+        );
         assert!(resolve(&profile(lock), &HostSpec::default()).is_ok());
     }
 
     #[test]
     fn host_times_stand_in_for_a_profile() {
-        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), t_clean: Some(Duration::from_ps(20_000)), ..HostSpec::default() };
+        let host = HostSpec {
+            t_proc: Some(Duration::from_ps(100_000)),
+            t_clean: Some(Duration::from_ps(20_000)),
+            ..HostSpec::default()
+        };
         let cost = resolve(&CostSpec::default(), &host).unwrap();
         assert_eq!(cost.name, "host times");
         assert!((cost.fixed.get(Group::Other) - 300.0).abs() < 1e-9);

@@ -62,22 +62,52 @@ impl Interference {
         const MAX_PS: u64 = 1_000_000_000_000; // 1 s
         let p = self.tick_period.ps;
         if p > 0 && !(1_000_000..=MAX_PS).contains(&p) {
-            return Err(ConfigError::new(origin, "cpu.interference.tick_period", Some(format!("{:?}", self.tick_period.to_string())), "0, or a period from 1us to 1s").into());
+            return Err(ConfigError::new(
+                origin,
+                "cpu.interference.tick_period",
+                Some(format!("{:?}", self.tick_period.to_string())),
+                "0, or a period from 1us to 1s",
+            )
+            .into());
         }
         if !(self.rate.hz >= 0.0 && self.rate.hz <= 1e6) {
-            return Err(ConfigError::new(origin, "cpu.interference.rate", Some(format!("{:?}", self.rate.to_string())), "a rate from 0 Hz to 1 MHz").into());
+            return Err(ConfigError::new(
+                origin,
+                "cpu.interference.rate",
+                Some(format!("{:?}", self.rate.to_string())),
+                "a rate from 0 Hz to 1 MHz",
+            )
+            .into());
         }
         for (key, on, values) in [("t_tick", p > 0, &self.t_tick), ("t_preempt", self.rate.hz > 0.0, &self.t_preempt)] {
             let path = format!("cpu.interference.{key}");
             if on && values.is_empty() {
-                return Err(ConfigError::new(origin, &path, Some("[]".into()), "one or more times to draw from (the tick or rate is set)").into());
+                return Err(ConfigError::new(
+                    origin,
+                    &path,
+                    Some("[]".into()),
+                    "one or more times to draw from (the tick or rate is set)",
+                )
+                .into());
             }
             if values.len() > MAX_VALUES || values.iter().any(|d| d.ps > MAX_PS) {
-                return Err(ConfigError::new(origin, &path, Some(format!("{} values", values.len())), "at most 1000 times, each at most 1s").into());
+                return Err(ConfigError::new(
+                    origin,
+                    &path,
+                    Some(format!("{} values", values.len())),
+                    "at most 1000 times, each at most 1s",
+                )
+                .into());
             }
         }
         if p > 0 && self.t_tick.iter().any(|d| d.ps >= p) {
-            return Err(ConfigError::new(origin, "cpu.interference.t_tick", Some(format!("{:?}", self.t_tick.iter().map(|d| d.to_string()).collect::<Vec<_>>())), "times shorter than the tick period").into());
+            return Err(ConfigError::new(
+                origin,
+                "cpu.interference.t_tick",
+                Some(format!("{:?}", self.t_tick.iter().map(|d| d.to_string()).collect::<Vec<_>>())),
+                "times shorter than the tick period",
+            )
+            .into());
         }
         Ok(())
     }
@@ -91,10 +121,22 @@ impl Cpu {
     /// A clock above 0 Hz, 1 to 4096 cores, and cache sizes above 0 B with l1d <= l2 <= l3.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
         if !(self.frequency.hz > 0.0) {
-            return Err(ConfigError::new(origin, "cpu.frequency", Some(format!("{:?}", self.frequency.to_string())), "a frequency above 0 Hz").into());
+            return Err(ConfigError::new(
+                origin,
+                "cpu.frequency",
+                Some(format!("{:?}", self.frequency.to_string())),
+                "a frequency above 0 Hz",
+            )
+            .into());
         }
         if self.cores == 0 || self.cores > 4096 {
-            return Err(ConfigError::new(origin, "cpu.cores", Some(self.cores.to_string()), "a number of cores from 1 to 4096").into());
+            return Err(ConfigError::new(
+                origin,
+                "cpu.cores",
+                Some(self.cores.to_string()),
+                "a number of cores from 1 to 4096",
+            )
+            .into());
         }
         self.interference.validate(origin)?;
         let c = &self.caches;
@@ -118,14 +160,23 @@ mod tests {
     use crate::units::Bytes;
 
     fn cpu(cores: u32) -> Cpu {
-        Cpu { frequency: Frequency::from_hz(3.3e9), cores, contention: Cycles::default(), caches: Caches::default(), interference: Interference::default() }
+        Cpu {
+            frequency: Frequency::from_hz(3.3e9),
+            cores,
+            contention: Cycles::default(),
+            caches: Caches::default(),
+            interference: Interference::default(),
+        }
     }
 
     #[test]
     fn cores_range_from_1_to_4096() {
         assert!(cpu(1).validate("t").is_ok());
         assert!(cpu(4096).validate("t").is_ok());
-        assert_eq!(config_error(cpu(0).validate("t")).to_string(), "t: cpu.cores = 0: expected a number of cores from 1 to 4096");
+        assert_eq!(
+            config_error(cpu(0).validate("t")).to_string(),
+            "t: cpu.cores = 0: expected a number of cores from 1 to 4096"
+        );
         assert_eq!(config_error(cpu(4097).validate("t")).path, "cpu.cores");
     }
 
@@ -138,19 +189,34 @@ mod tests {
         let tick = Interference { tick_period: d("4ms"), t_tick: vec![d("40us")], ..Default::default() };
         assert!(with(tick.clone()).is_ok() && tick.is_on());
         let e = config_error(with(Interference { t_tick: vec![], ..tick.clone() }));
-        assert_eq!((e.path.as_str(), e.expected.as_str()), ("cpu.interference.t_tick", "one or more times to draw from (the tick or rate is set)"));
-        assert_eq!(config_error(with(Interference { t_tick: vec![d("5ms")], ..tick.clone() })).path, "cpu.interference.t_tick");
-        assert_eq!(config_error(with(Interference { tick_period: d("100ns"), ..tick.clone() })).path, "cpu.interference.tick_period");
+        assert_eq!(
+            (e.path.as_str(), e.expected.as_str()),
+            ("cpu.interference.t_tick", "one or more times to draw from (the tick or rate is set)")
+        );
+        assert_eq!(
+            config_error(with(Interference { t_tick: vec![d("5ms")], ..tick.clone() })).path,
+            "cpu.interference.t_tick"
+        );
+        assert_eq!(
+            config_error(with(Interference { tick_period: d("100ns"), ..tick.clone() })).path,
+            "cpu.interference.tick_period"
+        );
         let rate = Interference { rate: Frequency::from_hz(700.0), ..Default::default() };
         assert_eq!(config_error(with(rate.clone())).path, "cpu.interference.t_preempt");
         assert!(with(Interference { t_preempt: vec![d("2us")], ..rate.clone() }).is_ok());
-        assert_eq!(config_error(with(Interference { rate: Frequency::from_hz(-1.0), ..rate })).path, "cpu.interference.rate");
+        assert_eq!(
+            config_error(with(Interference { rate: Frequency::from_hz(-1.0), ..rate })).path,
+            "cpu.interference.rate"
+        );
     }
 
     #[test]
     fn a_clock_of_0_hz_is_rejected() {
         let c = Cpu { frequency: Frequency::from_hz(0.0), ..cpu(1) };
-        assert_eq!(config_error(c.validate("t")).to_string(), "t: cpu.frequency = \"0Hz\": expected a frequency above 0 Hz");
+        assert_eq!(
+            config_error(c.validate("t")).to_string(),
+            "t: cpu.frequency = \"0Hz\": expected a frequency above 0 Hz"
+        );
     }
 
     #[test]

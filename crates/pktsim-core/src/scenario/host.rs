@@ -211,7 +211,14 @@ fn default_batch() -> u32 {
 
 impl Default for BatchSpec {
     fn default() -> Self {
-        BatchSpec { size: default_batch(), t_call: Duration::default(), t_packet: Duration::default(), t_byte: None, t_empty: Duration::default(), t_wakeup: Duration::default() }
+        BatchSpec {
+            size: default_batch(),
+            t_call: Duration::default(),
+            t_packet: Duration::default(),
+            t_byte: None,
+            t_empty: Duration::default(),
+            t_wakeup: Duration::default(),
+        }
     }
 }
 
@@ -358,7 +365,14 @@ fn default_quantum() -> Bytes {
 
 impl Default for StrategySpec {
     fn default() -> Self {
-        StrategySpec { kind: StrategyKind::Sq, quota: default_weight(), slice: default_slice(), slices: Vec::new(), weights: Vec::new(), quantum: default_quantum() }
+        StrategySpec {
+            kind: StrategyKind::Sq,
+            quota: default_weight(),
+            slice: default_slice(),
+            slices: Vec::new(),
+            weights: Vec::new(),
+            quantum: default_quantum(),
+        }
     }
 }
 
@@ -416,7 +430,13 @@ impl HostSpec {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
         // (Other modes' keys are refused by check_mode_keys, after these checks.)
         self.validate_xdp(origin)?;
-        range("nic.napi.defer_hard_irqs", napi.defer_hard_irqs as u64, 0, i32::MAX as u64, "a number of empty polls (the kernel's s32)")?;
+        range(
+            "nic.napi.defer_hard_irqs",
+            napi.defer_hard_irqs as u64,
+            0,
+            i32::MAX as u64,
+            "a number of empty polls (the kernel's s32)",
+        )?;
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
                 origin,
@@ -433,7 +453,9 @@ impl HostSpec {
             match st.kind {
                 StrategyKind::Quota => range(&key("quota"), st.quota as u64, 1, 1 << 20, "a number of packets")?,
                 StrategyKind::Rr if st.slice.ps == 0 => {
-                    return Err(ConfigError::new(origin, key("slice"), Some("\"0ps\"".into()), "a time slice above 0").into())
+                    return Err(
+                        ConfigError::new(origin, key("slice"), Some("\"0ps\"".into()), "a time slice above 0").into()
+                    )
                 }
                 StrategyKind::Priowfq if st.slices.len() != queues || st.slices.iter().any(|d| d.ps == 0) => {
                     return Err(ConfigError::new(
@@ -563,7 +585,8 @@ impl HostSpec {
         let Some(k) = self.unread_mode_keys(nic).into_iter().next() else { return Ok(()) };
         let value = k.value.unwrap_or_default();
         let names: Vec<String> = k.modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
-        let expected = format!("no {} with host.io = \"{}\": only {} read it; {}", k.key, self.io.name(), names.join(", "), k.why);
+        let expected =
+            format!("no {} with host.io = \"{}\": only {} read it; {}", k.key, self.io.name(), names.join(", "), k.why);
         Err(ConfigError::new(origin, k.key, (!value.is_empty()).then_some(value), expected).into())
     }
 }
@@ -578,10 +601,18 @@ impl HostSpec {
             check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
             check_range(origin, "host.af_xdp.rx_size", a.rx_size as u64, 2, 1 << 24, "a number of ring entries")?;
             if !a.rx_size.is_power_of_two() {
-                return Err(ConfigError::new(origin, "host.af_xdp.rx_size", Some(a.rx_size.to_string()), "a power of two (the kernel's rings are)").into());
+                return Err(ConfigError::new(
+                    origin,
+                    "host.af_xdp.rx_size",
+                    Some(a.rx_size.to_string()),
+                    "a power of two (the kernel's rings are)",
+                )
+                .into());
             }
             if a.zero_copy && (a.t_copy.ps > 0 || a.t_copy_per_byte.is_some()) {
-                return Err(ConfigError::new(origin, "host.af_xdp.t_copy", None, "no copy cost with zero_copy = true").into());
+                return Err(
+                    ConfigError::new(origin, "host.af_xdp.t_copy", None, "no copy cost with zero_copy = true").into()
+                );
             }
             if x.mode != XdpMode::Native || x.action != XdpAction::Redirect {
                 return Err(ConfigError::new(
@@ -593,7 +624,13 @@ impl HostSpec {
                 .into());
             }
             if x.t_xmit.ps > 0 {
-                return Err(ConfigError::new(origin, "host.xdp.t_xmit", Some(format!("\"{}\"", x.t_xmit)), "0 or no key with host.io = \"af-xdp\": host.af_xdp.t_xsk is the socket's cost").into());
+                return Err(ConfigError::new(
+                    origin,
+                    "host.xdp.t_xmit",
+                    Some(format!("\"{}\"", x.t_xmit)),
+                    "0 or no key with host.io = \"af-xdp\": host.af_xdp.t_xsk is the socket's cost",
+                )
+                .into());
             }
             return Ok(());
         }
@@ -606,7 +643,13 @@ impl HostSpec {
         let action = format!("{:?}", x.action).to_lowercase();
         let unread = |key: &str, d: Duration, why: String| -> Result<()> {
             if d.ps > 0 {
-                return Err(ConfigError::new(origin, format!("host.xdp.{key}"), Some(format!("\"{d}\"")), format!("0 or no key: {why}")).into());
+                return Err(ConfigError::new(
+                    origin,
+                    format!("host.xdp.{key}"),
+                    Some(format!("\"{d}\"")),
+                    format!("0 or no key: {why}"),
+                )
+                .into());
             }
             Ok(())
         };
@@ -617,7 +660,11 @@ impl HostSpec {
             unread("t_skb", d, "native XDP runs before any skb exists".into())?;
         }
         if x.action == XdpAction::Pass {
-            unread("t_driver", x.t_driver, "XDP_PASS frames go on to the stack, whose t_proc includes the driver's work".into())?;
+            unread(
+                "t_driver",
+                x.t_driver,
+                "XDP_PASS frames go on to the stack, whose t_proc includes the driver's work".into(),
+            )?;
         }
         if !sends {
             unread("t_xmit", x.t_xmit, format!("action = \"{action}\" sends nothing"))?;
@@ -653,23 +700,35 @@ mod tests {
         let e = config_error(with_strategy(st.clone()).validate("t", 3, 1, &Default::default()));
         assert_eq!(e.to_string(), "t: host.strategy.slices = 2 slices: expected one time slice above 0 per queue in nic.queues (3), highest priority first");
         let zero = StrategySpec { slices: vec![Duration::from_ps(1_000_000), Duration::from_ps(0)], ..st };
-        assert_eq!(config_error(with_strategy(zero).validate("t", 2, 1, &Default::default())).path, "host.strategy.slices");
+        assert_eq!(
+            config_error(with_strategy(zero).validate("t", 2, 1, &Default::default())).path,
+            "host.strategy.slices"
+        );
     }
 
     #[test]
     fn drr_gives_one_weight_per_queue_and_a_quantum() {
         let st = StrategySpec { kind: StrategyKind::Drr, weights: vec![3, 1], ..StrategySpec::default() };
         assert!(with_strategy(st.clone()).validate("t", 2, 1, &Default::default()).is_ok());
-        assert_eq!(config_error(with_strategy(st.clone()).validate("t", 1, 1, &Default::default())).path, "host.strategy.weights");
+        assert_eq!(
+            config_error(with_strategy(st.clone()).validate("t", 1, 1, &Default::default())).path,
+            "host.strategy.weights"
+        );
         let no_quantum = StrategySpec { quantum: Bytes::new(0), ..st };
-        assert_eq!(config_error(with_strategy(no_quantum).validate("t", 2, 1, &Default::default())).path, "host.strategy.weights");
+        assert_eq!(
+            config_error(with_strategy(no_quantum).validate("t", 2, 1, &Default::default())).path,
+            "host.strategy.weights"
+        );
     }
 
     #[test]
     fn core_strategies_give_one_per_core_and_are_checked_each() {
         let quota = StrategySpec { kind: StrategyKind::Quota, quota: 0, ..StrategySpec::default() };
         let host = HostSpec { core_strategies: vec![StrategySpec::default(), quota], ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 3, &Default::default())).to_string(), "t: host.core_strategies = 2 entries: expected one strategy per core (3)");
+        assert_eq!(
+            config_error(host.validate("t", 1, 3, &Default::default())).to_string(),
+            "t: host.core_strategies = 2 entries: expected one strategy per core (3)"
+        );
         assert_eq!(config_error(host.validate("t", 1, 2, &Default::default())).path, "host.core_strategies[1].quota");
     }
 
@@ -685,12 +744,23 @@ mod tests {
     fn only_threaded_napi_has_a_thread() {
         let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
         let host = HostSpec { thread, ..HostSpec::default() };
-        let nic = |threaded: bool| super::super::nic::NicSpec { napi: super::super::nic::NapiSpec { threaded, ..Default::default() }, ..Default::default() };
-        let check = |h: &HostSpec, threaded: bool| h.validate("t", 1, 1, &nic(threaded).napi).and_then(|()| h.check_mode_keys("t", &nic(threaded)));
+        let nic = |threaded: bool| super::super::nic::NicSpec {
+            napi: super::super::nic::NapiSpec { threaded, ..Default::default() },
+            ..Default::default()
+        };
+        let check = |h: &HostSpec, threaded: bool| {
+            h.validate("t", 1, 1, &nic(threaded).napi).and_then(|()| h.check_mode_keys("t", &nic(threaded)))
+        };
         assert_eq!(config_error(check(&host, false)).path, "host.thread");
         assert!(check(&host, true).is_ok(), "a device's NAPI threads");
-        assert_eq!(config_error(check(&HostSpec { io: IoModeKind::Server, ..host.clone() }, true)).path, "nic.napi.threaded");
-        assert_eq!(config_error(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }, true)).path, "nic.napi.threaded");
+        assert_eq!(
+            config_error(check(&HostSpec { io: IoModeKind::Server, ..host.clone() }, true)).path,
+            "nic.napi.threaded"
+        );
+        assert_eq!(
+            config_error(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }, true)).path,
+            "nic.napi.threaded"
+        );
         assert!(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host }, false).is_ok());
     }
 
@@ -709,7 +779,11 @@ mod tests {
         assert_eq!(config_error(v(explicit.clone())).path, "host.xdp.t_skb");
         assert!(v(HostSpec { xdp: XdpSpec { t_skb: Some(ns(150)), ..generic.clone() }, ..explicit }).is_ok());
         assert_eq!(config_error(v(xdp(XdpSpec { t_flush: ns(10), ..generic }))).path, "host.xdp.t_flush");
-        assert_eq!(config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path, "host.xdp.t_driver", "pass");
+        assert_eq!(
+            config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path,
+            "host.xdp.t_driver",
+            "pass"
+        );
         let e = config_error(HostSpec { xdp: drop, ..HostSpec::default() }.check_mode_keys("t", &Default::default()));
         assert_eq!(e.to_string(), "t: host.xdp: no host.xdp with host.io = \"napi\": only \"xdp\", \"af-xdp\" read it; only these run an XDP program");
     }
@@ -719,7 +793,19 @@ mod tests {
         assert!(HostSpec::default().validate("t", 1, 1, &Default::default()).is_ok());
         let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1, &Default::default()));
         assert_eq!(e.to_string(), "t: host.weight = 0: expected a number of packets from 1 to 65536");
-        assert_eq!(config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path, "host.hz");
-        assert_eq!(config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path, "host.budget_time");
+        assert_eq!(
+            config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path,
+            "host.hz"
+        );
+        assert_eq!(
+            config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate(
+                "t",
+                1,
+                1,
+                &Default::default()
+            ))
+            .path,
+            "host.budget_time"
+        );
     }
 }

@@ -37,7 +37,9 @@ fn secs(ps: f64) -> String {
 pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
     let s = &sc.scenario;
     let origin = sc.origin.as_str();
-    let err = |key: &str, value: String, expected: String| -> crate::error::Error { ConfigError::new(origin, key, Some(value), expected).into() };
+    let err = |key: &str, value: String, expected: String| -> crate::error::Error {
+        ConfigError::new(origin, key, Some(value), expected).into()
+    };
 
     let rings = s.cpu.cores as u64 * s.nic.queues.len() as u64;
     if rings > MAX_RINGS {
@@ -59,7 +61,11 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
 
     let step = |key: &str, d: Duration| -> Result<()> {
         if d.ps > MAX_STEP_PS {
-            return Err(err(key, format!("{:?}", d.to_string()), "at most 10s (the longest single cost or delay the simulator takes)".into()));
+            return Err(err(
+                key,
+                format!("{:?}", d.to_string()),
+                "at most 10s (the longest single cost or delay the simulator takes)".into(),
+            ));
         }
         Ok(())
     };
@@ -115,7 +121,11 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
     }
     if let Some(tp) = &m.t_plus {
         if tp.nic_batch > MAX_NIC_BATCH {
-            return Err(err("measure.t_plus.nic_batch", tp.nic_batch.to_string(), format!("at most {MAX_NIC_BATCH} frames")));
+            return Err(err(
+                "measure.t_plus.nic_batch",
+                tp.nic_batch.to_string(),
+                format!("at most {MAX_NIC_BATCH} frames"),
+            ));
         }
     }
 
@@ -126,13 +136,21 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
         if let Some(tpb) = per_byte {
             let ps = tpb.fs_per_byte as f64 * max_frame / 1e3;
             if !(ps <= MAX_STEP_PS as f64) {
-                return Err(err(key, format!("{:?} ({} for a {max_frame} B frame)", tpb.to_string(), secs(ps)), "at most 10s per frame in all".into()));
+                return Err(err(
+                    key,
+                    format!("{:?} ({} for a {max_frame} B frame)", tpb.to_string(), secs(ps)),
+                    "at most 10s per frame in all".into(),
+                ));
             }
         }
     }
     let overhead = s.link.overhead.bytes;
     if overhead > MAX_OVERHEAD_BYTES {
-        return Err(err("link.overhead", format!("{:?}", s.link.overhead.to_string()), format!("at most {MAX_OVERHEAD_BYTES}B of framing per frame")));
+        return Err(err(
+            "link.overhead",
+            format!("{:?}", s.link.overhead.to_string()),
+            format!("at most {MAX_OVERHEAD_BYTES}B of framing per frame"),
+        ));
     }
     let wire_ps = (max_frame + overhead as f64) * 8.0 / s.link.rate.bps * 1e12;
     if !(wire_ps <= MAX_STEP_PS as f64) {

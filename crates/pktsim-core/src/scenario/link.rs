@@ -25,7 +25,13 @@ impl Link {
     /// A line rate above 0 bit/s.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
         if !(self.rate.bps > 0.0) {
-            return Err(ConfigError::new(origin, "link.rate", Some(format!("{:?}", self.rate.to_string())), "a line rate above 0 bit/s").into());
+            return Err(ConfigError::new(
+                origin,
+                "link.rate",
+                Some(format!("{:?}", self.rate.to_string())),
+                "a line rate above 0 bit/s",
+            )
+            .into());
         }
         Ok(())
     }
@@ -45,7 +51,10 @@ mod tests {
     #[test]
     fn a_rate_of_0_is_rejected() {
         let link = Link { rate: BitRate::from_bps(0.0), overhead: default_overhead() };
-        assert_eq!(config_error(link.validate("t")).to_string(), "t: link.rate = \"0bit/s\": expected a line rate above 0 bit/s");
+        assert_eq!(
+            config_error(link.validate("t")).to_string(),
+            "t: link.rate = \"0bit/s\": expected a line rate above 0 bit/s"
+        );
         let link = Link { rate: BitRate::from_bps(f64::NAN), overhead: default_overhead() };
         assert_eq!(config_error(link.validate("t")).path, "link.rate");
         assert!(Link { rate: BitRate::from_bps(1e10), overhead: default_overhead() }.validate("t").is_ok());

@@ -99,7 +99,13 @@ impl MeasureSpec {
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
         check_range(origin, "measure.batches", self.batches as u64, 2, 1000, "a number of batches")?;
         if self.duration.ps == 0 {
-            return Err(ConfigError::new(origin, "measure.duration", Some(format!("{:?}", self.duration.to_string())), "a simulated time above 0").into());
+            return Err(ConfigError::new(
+                origin,
+                "measure.duration",
+                Some(format!("{:?}", self.duration.to_string())),
+                "a simulated time above 0",
+            )
+            .into());
         }
         if let Some(i) = self.interval {
             if i.ps == 0 || self.duration.ps / i.ps > 1_000_000 {
@@ -119,7 +125,8 @@ impl MeasureSpec {
     /// "wire-out" to measure to: refused (the latency runs to where the frame ends).
     pub(super) fn check_latency_end(&self, origin: &str, ends: Option<&str>) -> Result<()> {
         if let (LatencyTo::WireOut, Some(how)) = (self.latency_to, ends) {
-            let expected = format!("\"tx-ring\" (the default): {how}, so no frame reaches the wire, and latency runs to that end");
+            let expected =
+                format!("\"tx-ring\" (the default): {how}, so no frame reaches the wire, and latency runs to that end");
             return Err(ConfigError::new(origin, "measure.latency_to", Some("\"wire-out\"".into()), expected).into());
         }
         Ok(())
@@ -135,11 +142,17 @@ mod tests {
     fn batches_range_from_2_to_1000() {
         assert!(MeasureSpec::default().validate("t").is_ok());
         let wire = MeasureSpec { latency_to: LatencyTo::WireOut, ..MeasureSpec::default() };
-        assert_eq!(config_error(wire.check_latency_end("t", Some("an [app] reads every frame"))).path, "measure.latency_to");
+        assert_eq!(
+            config_error(wire.check_latency_end("t", Some("an [app] reads every frame"))).path,
+            "measure.latency_to"
+        );
         assert!(wire.check_latency_end("t", None).is_ok());
         assert!(MeasureSpec::default().check_latency_end("t", Some("an [app] reads every frame")).is_ok());
         let m = MeasureSpec { batches: 1, ..MeasureSpec::default() };
-        assert_eq!(config_error(m.validate("t")).to_string(), "t: measure.batches = 1: expected a number of batches from 2 to 1000");
+        assert_eq!(
+            config_error(m.validate("t")).to_string(),
+            "t: measure.batches = 1: expected a number of batches from 2 to 1000"
+        );
         let m = MeasureSpec { batches: 1001, ..MeasureSpec::default() };
         assert_eq!(config_error(m.validate("t")).path, "measure.batches");
     }

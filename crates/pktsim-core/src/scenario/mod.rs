@@ -60,13 +60,20 @@ mod traffic;
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
 pub use self::cpu::{Cpu, Interference};
-pub use self::host::{AfXdpSpec, BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec, XdpAction, XdpMode, XdpSpec};
+pub use self::host::{
+    AfXdpSpec, BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec,
+    XdpAction, XdpMode, XdpSpec,
+};
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
 pub use self::nic::{parse_prefix, DimProfile, Filter, ItrMode, ItrSpec, NicSpec, TxVector};
 pub use self::sweep::{SweepSpec, SweepValues};
-pub use self::traffic::{mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES};
-pub use crate::loader::{apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets};
+pub use self::traffic::{
+    mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES,
+};
+pub use crate::loader::{
+    apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets,
+};
 
 /// A whole scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -150,7 +157,13 @@ impl ResolvedScenario {
         let fib = FibModel::new(&s.fib, &s.cpu.caches, s.cpu.frequency.hz);
         let flows = sc.total_flows();
         let routes = s.fib.routes.unwrap_or(flows);
-        let routing = fib.routing_cycles(cycles.get(Group::Routing), sc.cost.reference_routes, sc.cost.reference_flows, routes, flows);
+        let routing = fib.routing_cycles(
+            cycles.get(Group::Routing),
+            sc.cost.reference_routes,
+            sc.cost.reference_flows,
+            routes,
+            flows,
+        );
         cycles.set(Group::Routing, routing);
         // Buffer management: recycling replaces allocation and free; a shared allocator's lock
         // costs more with each core contending for it.
@@ -158,9 +171,11 @@ impl ResolvedScenario {
         if let Some(pp) = &b.page_pool {
             // A buffer goes back through the ring where it is released off the pool's
             // NAPI: read by an application, or cleaned by another core's tx queue.
-            let (k, h) = (s.cpu.cores.max(1) as f64, s.nic.tx_queues.map_or(s.cpu.cores, |q| q.min(s.cpu.cores)).max(1) as f64);
+            let (k, h) =
+                (s.cpu.cores.max(1) as f64, s.nic.tx_queues.map_or(s.cpu.cores, |q| q.min(s.cpu.cores)).max(1) as f64);
             let ring_share = if s.app.is_some() { 1.0 } else { (k - h) / k };
-            let per_buffer = (1.0 - ring_share) * pp.fast.cycles + ring_share * pp.ring.cycles + pp.alloc_share * pp.alloc.cycles;
+            let per_buffer =
+                (1.0 - ring_share) * pp.fast.cycles + ring_share * pp.ring.cycles + pp.alloc_share * pp.alloc.cycles;
             cycles.set(Group::Alloc, per_buffer);
             cycles.set(Group::Free, 0.0);
         } else if b.recycling {
@@ -215,7 +230,8 @@ impl Scenario {
 
     /// Load a scenario file.
     pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         Self::load_toml(&text, &path.display().to_string(), &base, sets)
     }
@@ -226,7 +242,12 @@ impl Scenario {
     /// keys that only its own mode reads (`host.t_irq` of a NAPI file under a server, say)
     /// are put back to their defaults, each named in a note of the result; an override that
     /// itself gives a key the mode does not read is still refused.
-    pub fn load_table(mut table: toml::Table, origin: &str, base_dir: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
+    pub fn load_table(
+        mut table: toml::Table,
+        origin: &str,
+        base_dir: &Path,
+        sets: &[(String, String)],
+    ) -> Result<ResolvedScenario> {
         let switch = sets.iter().any(|(k, _)| k.trim() == "host.io");
         let file_io = switch.then(|| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
@@ -244,7 +265,11 @@ impl Scenario {
     /// `file_io`, the file's own (None: the default), the file's keys the new mode does not
     /// read back to their defaults: a note naming them (none where there are none). Keys
     /// the overrides give themselves (`given`) stay, to be refused.
-    pub(crate) fn leave_out_unread_mode_keys(&mut self, file_io: Option<toml::Value>, given: &dyn Fn(&str) -> bool) -> Option<String> {
+    pub(crate) fn leave_out_unread_mode_keys(
+        &mut self,
+        file_io: Option<toml::Value>,
+        given: &dyn Fn(&str) -> bool,
+    ) -> Option<String> {
         // (A file whose own mode is not one is refused without the overrides anyway.)
         let from = file_io.map_or(Ok(IoModeKind::default()), |v| v.try_into::<IoModeKind>()).ok()?;
         if from == self.host.io {
@@ -254,7 +279,8 @@ impl Scenario {
         // nic.napi.threaded, is unread once that one is reset.)
         let mut names: Vec<&str> = Vec::new();
         for _ in 0..4 {
-            let left: Vec<_> = self.host.unread_mode_keys(&self.nic).into_iter().filter(|k| !k.paths().any(given)).collect();
+            let left: Vec<_> =
+                self.host.unread_mode_keys(&self.nic).into_iter().filter(|k| !k.paths().any(given)).collect();
             if left.is_empty() {
                 break;
             }
@@ -297,7 +323,8 @@ impl Scenario {
         self.traffic.validate_rate(origin, &sources, &self.link)?;
         let total_flows = sources.iter().map(|s| s.flows).sum();
         let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
-        let sc = ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources, trace, notes: Vec::new() };
+        let sc =
+            ResolvedScenario { scenario: self, origin: origin.to_string(), cost, sources, trace, notes: Vec::new() };
         limits::check(&sc)?;
         Ok(sc)
     }

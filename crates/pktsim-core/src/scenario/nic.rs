@@ -230,19 +230,43 @@ impl NicSpec {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
         range("nic.rx_ring", self.rx_ring as u64, 2, 65_536, "a number of descriptors")?;
         range("nic.tx_ring", self.tx_ring as u64, 2, 65_536, "a number of descriptors")?;
-        range("nic.refill_batch", self.refill_batch as u64, 1, self.rx_ring as u64, "a number of descriptors (at most nic.rx_ring)")?;
+        range(
+            "nic.refill_batch",
+            self.refill_batch as u64,
+            1,
+            self.rx_ring as u64,
+            "a number of descriptors (at most nic.rx_ring)",
+        )?;
         range("nic.tx_work_limit", self.tx_work_limit as u64, 1, 1 << 20, "a number of packets")?;
         range("nic.qdisc_len", self.qdisc_len as u64, 0, 1 << 24, "a number of packets")?;
-        range("nic.itr.bulk_rate", self.itr.bulk_rate as u64, 956, 488_281, "an interrupt rate in interrupts per second (ixgbe's range)")?;
+        range(
+            "nic.itr.bulk_rate",
+            self.itr.bulk_rate as u64,
+            956,
+            488_281,
+            "an interrupt rate in interrupts per second (ixgbe's range)",
+        )?;
         match (self.itr.mode, self.itr.interval) {
             (ItrMode::Static, None) => {
-                return Err(ConfigError::new(origin, "nic.itr.interval", None, "an interval for mode = \"static\", e.g. \"50us\"").into())
+                return Err(ConfigError::new(
+                    origin,
+                    "nic.itr.interval",
+                    None,
+                    "an interval for mode = \"static\", e.g. \"50us\"",
+                )
+                .into())
             }
             // (Not a guard on the arm: a static interval in range must not reach the next.)
             #[allow(clippy::collapsible_match)]
             (ItrMode::Static, Some(i)) => {
                 if i.ps > 1_022_000_000 {
-                    return Err(ConfigError::new(origin, "nic.itr.interval", Some(format!("{:?}", i.to_string())), "at most 1022us (ixgbe's rx-usecs range)").into());
+                    return Err(ConfigError::new(
+                        origin,
+                        "nic.itr.interval",
+                        Some(format!("{:?}", i.to_string())),
+                        "at most 1022us (ixgbe's rx-usecs range)",
+                    )
+                    .into());
                 }
             }
             (mode, Some(i)) => {
@@ -250,7 +274,10 @@ impl NicSpec {
                     origin,
                     "nic.itr.interval",
                     Some(format!("{:?}", i.to_string())),
-                    format!("no interval with mode = {:?} (only mode = \"static\" reads it)", format!("{mode:?}").to_lowercase()),
+                    format!(
+                        "no interval with mode = {:?} (only mode = \"static\" reads it)",
+                        format!("{mode:?}").to_lowercase()
+                    ),
                 )
                 .into())
             }
@@ -258,15 +285,25 @@ impl NicSpec {
         }
         match (self.itr.mode, self.itr.profile) {
             (ItrMode::Dim, None) => {
-                return Err(ConfigError::new(origin, "nic.itr.profile", None, "a DIM profile table for mode = \"dim\": \"mlx5-eqe\", \"mlx5-cqe\" or \"ice\"").into())
+                return Err(ConfigError::new(
+                    origin,
+                    "nic.itr.profile",
+                    None,
+                    "a DIM profile table for mode = \"dim\": \"mlx5-eqe\", \"mlx5-cqe\" or \"ice\"",
+                )
+                .into())
             }
             (mode, Some(p)) if mode != ItrMode::Dim => {
-                let name = serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let name =
+                    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
                 return Err(ConfigError::new(
                     origin,
                     "nic.itr.profile",
                     Some(format!("{name:?}")),
-                    format!("no profile with mode = {:?} (only mode = \"dim\" reads it)", format!("{mode:?}").to_lowercase()),
+                    format!(
+                        "no profile with mode = {:?} (only mode = \"dim\" reads it)",
+                        format!("{mode:?}").to_lowercase()
+                    ),
                 )
                 .into());
             }
@@ -277,14 +314,26 @@ impl NicSpec {
         }
         for (i, q) in self.queues.iter().enumerate() {
             if self.queues[..i].contains(q) {
-                return Err(ConfigError::new(origin, format!("nic.queues[{i}]"), Some(format!("{q:?}")), "a name not used twice").into());
+                return Err(ConfigError::new(
+                    origin,
+                    format!("nic.queues[{i}]"),
+                    Some(format!("{q:?}")),
+                    "a name not used twice",
+                )
+                .into());
             }
         }
         let known = |path: String, q: &str| -> Result<()> {
             if self.queues.iter().any(|x| x == q) {
                 Ok(())
             } else {
-                Err(ConfigError::new(origin, path, Some(format!("{q:?}")), format!("one of nic.queues ({})", self.queues.join(", "))).into())
+                Err(ConfigError::new(
+                    origin,
+                    path,
+                    Some(format!("{q:?}")),
+                    format!("one of nic.queues ({})", self.queues.join(", ")),
+                )
+                .into())
             }
         };
         if let Some(d) = &self.default_queue {
@@ -295,15 +344,33 @@ impl NicSpec {
             for (key, v) in [("src", &f.src), ("dst", &f.dst)] {
                 if let Some(v) = v {
                     if parse_prefix(v).is_none() {
-                        return Err(ConfigError::new(origin, format!("nic.filters[{i}].{key}"), Some(format!("{v:?}")), "an IPv4 prefix such as \"198.18.0.0/15\"").into());
+                        return Err(ConfigError::new(
+                            origin,
+                            format!("nic.filters[{i}].{key}"),
+                            Some(format!("{v:?}")),
+                            "an IPv4 prefix such as \"198.18.0.0/15\"",
+                        )
+                        .into());
                     }
                 }
             }
             if f.dscp.is_some_and(|d| d > 63) {
-                return Err(ConfigError::new(origin, format!("nic.filters[{i}].dscp"), f.dscp.map(|d| d.to_string()), "a DSCP from 0 to 63").into());
+                return Err(ConfigError::new(
+                    origin,
+                    format!("nic.filters[{i}].dscp"),
+                    f.dscp.map(|d| d.to_string()),
+                    "a DSCP from 0 to 63",
+                )
+                .into());
             }
             if f.vlan_pcp.is_some_and(|d| d > 7) {
-                return Err(ConfigError::new(origin, format!("nic.filters[{i}].vlan_pcp"), f.vlan_pcp.map(|d| d.to_string()), "a priority code point from 0 to 7").into());
+                return Err(ConfigError::new(
+                    origin,
+                    format!("nic.filters[{i}].vlan_pcp"),
+                    f.vlan_pcp.map(|d| d.to_string()),
+                    "a priority code point from 0 to 7",
+                )
+                .into());
             }
         }
         if let Some(q) = self.tx_queues {
@@ -332,7 +399,8 @@ mod tests {
     use crate::error::config_error;
 
     fn with_itr(mode: ItrMode, interval_us: Option<u64>) -> NicSpec {
-        let itr = ItrSpec { mode, interval: interval_us.map(|us| Duration::from_ps(us * 1_000_000)), ..ItrSpec::default() };
+        let itr =
+            ItrSpec { mode, interval: interval_us.map(|us| Duration::from_ps(us * 1_000_000)), ..ItrSpec::default() };
         NicSpec { itr, ..NicSpec::default() }
     }
 
@@ -355,10 +423,14 @@ mod tests {
 
     #[test]
     fn dim_needs_a_profile_and_only_dim_reads_one() {
-        let dim = |profile| NicSpec { itr: ItrSpec { mode: ItrMode::Dim, profile, ..ItrSpec::default() }, ..NicSpec::default() };
+        let dim = |profile| NicSpec {
+            itr: ItrSpec { mode: ItrMode::Dim, profile, ..ItrSpec::default() },
+            ..NicSpec::default()
+        };
         assert!(dim(Some(DimProfile::Ice)).validate("t").is_ok());
         assert_eq!(config_error(dim(None).validate("t")).path, "nic.itr.profile");
-        let nic = NicSpec { itr: ItrSpec { profile: Some(DimProfile::Mlx5Cqe), ..ItrSpec::default() }, ..NicSpec::default() };
+        let nic =
+            NicSpec { itr: ItrSpec { profile: Some(DimProfile::Mlx5Cqe), ..ItrSpec::default() }, ..NicSpec::default() };
         assert_eq!(
             config_error(nic.validate("t")).to_string(),
             "t: nic.itr.profile = \"mlx5-cqe\": expected no profile with mode = \"dynamic\" (only mode = \"dim\" reads it)"
@@ -381,16 +453,44 @@ mod tests {
         let queues = vec!["hi".to_string(), "lo".to_string()];
         let nic = NicSpec { queues: vec!["hi".into(), "hi".into()], ..NicSpec::default() };
         assert_eq!(config_error(nic.validate("t")).path, "nic.queues[1]");
-        let filter = Filter { queue: "hi".into(), tos: None, dscp: Some(46), vlan_pcp: None, proto: None, dst_port: None, src: Some("10.0.0.0/8".into()), dst: None };
+        let filter = Filter {
+            queue: "hi".into(),
+            tos: None,
+            dscp: Some(46),
+            vlan_pcp: None,
+            proto: None,
+            dst_port: None,
+            src: Some("10.0.0.0/8".into()),
+            dst: None,
+        };
         let nic = NicSpec { queues: queues.clone(), filters: vec![filter.clone()], ..NicSpec::default() };
         assert!(nic.validate("t").is_ok());
-        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { queue: "mid".into(), ..filter.clone() }], ..NicSpec::default() };
-        assert_eq!(config_error(nic.validate("t")).to_string(), "t: nic.filters[0].queue = \"mid\": expected one of nic.queues (hi, lo)");
-        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dst: Some("10.0.0.0/33".into()), ..filter.clone() }], ..NicSpec::default() };
+        let nic = NicSpec {
+            queues: queues.clone(),
+            filters: vec![Filter { queue: "mid".into(), ..filter.clone() }],
+            ..NicSpec::default()
+        };
+        assert_eq!(
+            config_error(nic.validate("t")).to_string(),
+            "t: nic.filters[0].queue = \"mid\": expected one of nic.queues (hi, lo)"
+        );
+        let nic = NicSpec {
+            queues: queues.clone(),
+            filters: vec![Filter { dst: Some("10.0.0.0/33".into()), ..filter.clone() }],
+            ..NicSpec::default()
+        };
         assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dst");
-        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { dscp: Some(64), ..filter.clone() }], ..NicSpec::default() };
+        let nic = NicSpec {
+            queues: queues.clone(),
+            filters: vec![Filter { dscp: Some(64), ..filter.clone() }],
+            ..NicSpec::default()
+        };
         assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].dscp");
-        let nic = NicSpec { queues: queues.clone(), filters: vec![Filter { vlan_pcp: Some(8), ..filter }], ..NicSpec::default() };
+        let nic = NicSpec {
+            queues: queues.clone(),
+            filters: vec![Filter { vlan_pcp: Some(8), ..filter }],
+            ..NicSpec::default()
+        };
         assert_eq!(config_error(nic.validate("t")).path, "nic.filters[0].vlan_pcp");
         let nic = NicSpec { queues, default_queue: Some("mid".into()), ..NicSpec::default() };
         assert_eq!(config_error(nic.validate("t")).path, "nic.default_queue");

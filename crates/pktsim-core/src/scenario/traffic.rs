@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::link::{line_rate_pps, Link};
-use crate::trace::{TraceSummary, Window};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
+use crate::trace::{TraceSummary, Window};
 use crate::units::{Bytes, Duration, OfferedRate, Percent};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
@@ -82,7 +82,8 @@ impl Serialize for PacketSize {
 impl<'de> Deserialize<'de> for PacketSize {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         struct V;
-        const EXPECTED: &str = "a frame size (\"64B\"), \"imix\", or a list of [size, weight] pairs ([[\"64B\", 7], [\"1500B\", 1]])";
+        const EXPECTED: &str =
+            "a frame size (\"64B\"), \"imix\", or a list of [size, weight] pairs ([[\"64B\", 7], [\"1500B\", 1]])";
         impl<'de> Visitor<'de> for V {
             type Value = PacketSize;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -110,7 +111,9 @@ impl<'de> Deserialize<'de> for PacketSize {
                 let mut out = Vec::new();
                 while let Some((size, weight)) = seq.next_element::<(Bytes, f64)>()? {
                     if !(weight.is_finite() && weight > 0.0) {
-                        return Err(de::Error::custom(format!("{weight}{VALUE_SEP}a positive, finite weight for {size}")));
+                        return Err(de::Error::custom(format!(
+                            "{weight}{VALUE_SEP}a positive, finite weight for {size}"
+                        )));
                     }
                     out.push((size, weight));
                 }
@@ -302,7 +305,13 @@ impl Traffic {
         };
         let check_flows = |path: String, flows: u64| -> Result<()> {
             if flows == 0 || flows > u32::MAX as u64 {
-                return Err(ConfigError::new(origin, path, Some(flows.to_string()), format!("a number of flows from 1 to {}", u32::MAX)).into());
+                return Err(ConfigError::new(
+                    origin,
+                    path,
+                    Some(flows.to_string()),
+                    format!("a number of flows from 1 to {}", u32::MAX),
+                )
+                .into());
             }
             Ok(())
         };
@@ -321,21 +330,51 @@ impl Traffic {
             let flows = s.flows.unwrap_or(self.flows);
             check_flows(join_path(&p, "flows"), flows)?;
             if !(s.cv.is_finite() && s.cv >= 0.0) {
-                return Err(ConfigError::new(origin, join_path(&p, "cv"), Some(s.cv.to_string()), "a coefficient of variation >= 0").into());
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "cv"),
+                    Some(s.cv.to_string()),
+                    "a coefficient of variation >= 0",
+                )
+                .into());
             }
             if s.burst == 0 {
-                return Err(ConfigError::new(origin, join_path(&p, "burst"), Some("0".into()), "at least 1 frame per burst").into());
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "burst"),
+                    Some("0".into()),
+                    "at least 1 frame per burst",
+                )
+                .into());
             }
             // The spread and the burst size of the patterns that have them, nowhere else.
             let pattern = s.pattern.unwrap_or(self.pattern);
             if s.cv != default_cv() && !matches!(pattern, Pattern::Normal | Pattern::Burst) {
-                return Err(ConfigError::new(origin, join_path(&p, "cv"), Some(s.cv.to_string()), "no cv unless pattern = \"normal\" or \"burst\" (the spread of their gaps)").into());
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "cv"),
+                    Some(s.cv.to_string()),
+                    "no cv unless pattern = \"normal\" or \"burst\" (the spread of their gaps)",
+                )
+                .into());
             }
             if s.burst != default_burst() && pattern != Pattern::Burst {
-                return Err(ConfigError::new(origin, join_path(&p, "burst"), Some(s.burst.to_string()), "no burst unless pattern = \"burst\"").into());
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "burst"),
+                    Some(s.burst.to_string()),
+                    "no burst unless pattern = \"burst\"",
+                )
+                .into());
             }
             if let Some(pcp) = s.vlan_pcp.filter(|&d| d > 7) {
-                return Err(ConfigError::new(origin, join_path(&p, "vlan_pcp"), Some(pcp.to_string()), "a priority code point from 0 to 7").into());
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "vlan_pcp"),
+                    Some(pcp.to_string()),
+                    "a priority code point from 0 to 7",
+                )
+                .into());
             }
             let name = s.name.clone().unwrap_or_else(|| format!("source{i}"));
             out.push(ResolvedSource {
@@ -354,7 +393,9 @@ impl Traffic {
             });
         }
         if self.sources.iter().all(|s| s.share.fraction == 0.0) {
-            return Err(ConfigError::new(origin, "traffic.sources", None, "at least one source with a share above 0%").into());
+            return Err(
+                ConfigError::new(origin, "traffic.sources", None, "at least one source with a share above 0%").into()
+            );
         }
         if (total - 1.0).abs() > 1e-6 {
             return Err(ConfigError::new(
@@ -377,7 +418,13 @@ impl Traffic {
         if let Some(rate) = self.rate {
             let offered = rate.to_pps(mean_frame, line_rate_pps);
             if !(offered > 0.0) {
-                return Err(ConfigError::new(origin, "traffic.rate", Some(format!("{:?}", rate.to_string())), "an offered rate above 0").into());
+                return Err(ConfigError::new(
+                    origin,
+                    "traffic.rate",
+                    Some(format!("{:?}", rate.to_string())),
+                    "an offered rate above 0",
+                )
+                .into());
             }
             if offered > line_rate_pps * (1.0 + 1e-9) {
                 return Err(ConfigError::new(
@@ -404,10 +451,22 @@ impl Traffic {
     /// (named after the file; its sizes and flows the trace's); checks that no synthetic
     /// key is given with it and that its rate fits the link. Without: None, and the trace
     /// keys must not be given.
-    pub(super) fn resolve_trace(&self, origin: &str, base_dir: &Path, link: &Link) -> Result<Option<(Arc<TraceSummary>, ResolvedSource)>> {
-        let err = |key: &str, value: Option<String>, expected: String| -> crate::error::Error { ConfigError::new(origin, key, value, expected).into() };
+    pub(super) fn resolve_trace(
+        &self,
+        origin: &str,
+        base_dir: &Path,
+        link: &Link,
+    ) -> Result<Option<(Arc<TraceSummary>, ResolvedSource)>> {
+        let err = |key: &str, value: Option<String>, expected: String| -> crate::error::Error {
+            ConfigError::new(origin, key, value, expected).into()
+        };
         let Some(pcap) = &self.pcap else {
-            let given = [("traffic.rate_scale", self.rate_scale.is_some()), ("traffic.loop", self.looped), ("traffic.pcap_start", self.pcap_start.is_some()), ("traffic.pcap_length", self.pcap_length.is_some())];
+            let given = [
+                ("traffic.rate_scale", self.rate_scale.is_some()),
+                ("traffic.loop", self.looped),
+                ("traffic.pcap_start", self.pcap_start.is_some()),
+                ("traffic.pcap_length", self.pcap_length.is_some()),
+            ];
             if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
                 return Err(err(key, None, "only with traffic.pcap (a trace to replay)".into()));
             }
@@ -424,10 +483,18 @@ impl Traffic {
         }
         if let Some(scale) = self.rate_scale {
             if self.rate.is_some() {
-                return Err(err("traffic.rate_scale", Some(scale.to_string()), "either traffic.rate or traffic.rate_scale, not both".into()));
+                return Err(err(
+                    "traffic.rate_scale",
+                    Some(scale.to_string()),
+                    "either traffic.rate or traffic.rate_scale, not both".into(),
+                ));
             }
             if !(scale.is_finite() && scale > 0.0) {
-                return Err(err("traffic.rate_scale", Some(scale.to_string()), "a factor above 0 (2.0 doubles the trace's rate)".into()));
+                return Err(err(
+                    "traffic.rate_scale",
+                    Some(scale.to_string()),
+                    "a factor above 0 (2.0 doubles the trace's rate)".into(),
+                ));
             }
         }
         if self.pcap_length.is_some_and(|l| l.ps == 0) {
@@ -435,7 +502,11 @@ impl Traffic {
         }
         let path = base_dir.join(pcap);
         if !path.is_file() {
-            return Err(err("traffic.pcap", Some(format!("{pcap:?}")), format!("a pcap or pcapng file (not found: {})", path.display())));
+            return Err(err(
+                "traffic.pcap",
+                Some(format!("{pcap:?}")),
+                format!("a pcap or pcapng file (not found: {})", path.display()),
+            ));
         }
         let t = TraceSummary::cached(&path, Window::new(self.pcap_start, self.pcap_length))?;
         if t.packets < 2 || t.span_ps == 0 {
@@ -447,7 +518,13 @@ impl Traffic {
         }
         let sizes: Vec<(Bytes, f64)> = t.sizes.iter().map(|(&b, &n)| (Bytes::new(b as u64), n as f64)).collect();
         let name = t.class_name();
-        let mut src = ResolvedSource::simple(&name, 1.0, Pattern::Cbr, if sizes.len() == 1 { PacketSize::Fixed(sizes[0].0) } else { PacketSize::Mix(sizes) }, t.flows.len() as u64);
+        let mut src = ResolvedSource::simple(
+            &name,
+            1.0,
+            Pattern::Cbr,
+            if sizes.len() == 1 { PacketSize::Fixed(sizes[0].0) } else { PacketSize::Mix(sizes) },
+            t.flows.len() as u64,
+        );
         src.class = name;
         if self.rate.is_none() {
             let mean = t.mean_frame_bytes();
@@ -493,7 +570,18 @@ mod tests {
     }
 
     fn traffic(sources: Vec<Source>) -> Traffic {
-        Traffic { rate: None, pattern: Pattern::Cbr, size: PacketSize::default(), flows: 1, sources, pcap: None, rate_scale: None, looped: false, pcap_start: None, pcap_length: None }
+        Traffic {
+            rate: None,
+            pattern: Pattern::Cbr,
+            size: PacketSize::default(),
+            flows: 1,
+            sources,
+            pcap: None,
+            rate_scale: None,
+            looped: false,
+            pcap_start: None,
+            pcap_length: None,
+        }
     }
 
     #[test]
@@ -507,7 +595,8 @@ mod tests {
 
     #[test]
     fn sources_inherit_what_they_do_not_set() {
-        let mut t = traffic(vec![Source { name: Some("voice".into()), flows: Some(4), ..source("25%") }, source("75%")]);
+        let mut t =
+            traffic(vec![Source { name: Some("voice".into()), flows: Some(4), ..source("25%") }, source("75%")]);
         t.size = PacketSize::imix();
         t.pattern = Pattern::Poisson;
         let r = t.resolve_sources("t").unwrap();
@@ -524,7 +613,8 @@ mod tests {
             config_error(t.resolve_sources("t")).to_string(),
             "t: traffic.size = \"63B\": expected an Ethernet frame size from 64B to 9216B (FCS included)"
         );
-        let t = traffic(vec![source("50%"), Source { size: Some(PacketSize::Fixed(Bytes::new(9217))), ..source("50%") }]);
+        let t =
+            traffic(vec![source("50%"), Source { size: Some(PacketSize::Fixed(Bytes::new(9217))), ..source("50%") }]);
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[1].size");
         let t = traffic(vec![Source { burst: 0, ..source("100%") }]);
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].burst");
@@ -534,7 +624,10 @@ mod tests {
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.flows");
         // Flows are 32-bit in the generator: more are refused, not cut down.
         let t = Traffic { flows: u32::MAX as u64 + 1, ..traffic(vec![]) };
-        assert_eq!(config_error(t.resolve_sources("t")).to_string(), "t: traffic.flows = 4294967296: expected a number of flows from 1 to 4294967295");
+        assert_eq!(
+            config_error(t.resolve_sources("t")).to_string(),
+            "t: traffic.flows = 4294967296: expected a number of flows from 1 to 4294967295"
+        );
         assert!(Traffic { flows: u32::MAX as u64, ..traffic(vec![]) }.resolve_sources("t").is_ok());
         let t = traffic(vec![Source { vlan_pcp: Some(8), ..source("100%") }]);
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].vlan_pcp");
@@ -545,9 +638,18 @@ mod tests {
     #[test]
     fn cv_and_burst_only_with_the_patterns_that_read_them() {
         let with = |pattern, s: Source| traffic(vec![Source { pattern: Some(pattern), ..s }]).resolve_sources("t");
-        assert_eq!(config_error(with(Pattern::Poisson, Source { cv: 3.0, ..source("100%") })).path, "traffic.sources[0].cv");
-        assert_eq!(config_error(with(Pattern::Cbr, Source { cv: 0.5, ..source("100%") })).path, "traffic.sources[0].cv");
-        assert_eq!(config_error(with(Pattern::Normal, Source { burst: 8, ..source("100%") })).path, "traffic.sources[0].burst");
+        assert_eq!(
+            config_error(with(Pattern::Poisson, Source { cv: 3.0, ..source("100%") })).path,
+            "traffic.sources[0].cv"
+        );
+        assert_eq!(
+            config_error(with(Pattern::Cbr, Source { cv: 0.5, ..source("100%") })).path,
+            "traffic.sources[0].cv"
+        );
+        assert_eq!(
+            config_error(with(Pattern::Normal, Source { burst: 8, ..source("100%") })).path,
+            "traffic.sources[0].burst"
+        );
         assert!(with(Pattern::Normal, Source { cv: 0.5, ..source("100%") }).is_ok());
         assert!(with(Pattern::Burst, Source { cv: 0.5, burst: 8, ..source("100%") }).is_ok());
         // The source's pattern may be the traffic's.
@@ -566,6 +668,10 @@ mod tests {
         t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.89e6)));
         let e = config_error(t.validate_rate("t", &sources, &link));
         assert_eq!(e.path, "traffic.rate");
-        assert!(e.expected.starts_with("at most the link's line rate of 14.880952 Mpps (64B frames + 20B framing on 10Gbit/s)"), "{e}");
+        assert!(
+            e.expected
+                .starts_with("at most the link's line rate of 14.880952 Mpps (64B frames + 20B framing on 10Gbit/s)"),
+            "{e}"
+        );
     }
 }

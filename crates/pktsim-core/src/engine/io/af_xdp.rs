@@ -33,7 +33,11 @@ const FOREVER: Span = Span::from_ps(u64::MAX / 4);
 /// frame of `bytes` bytes.
 pub fn xsk_ps(sc: &ResolvedScenario, bytes: f64) -> f64 {
     let a = &sc.scenario.host.af_xdp;
-    let copy = if a.zero_copy { 0.0 } else { a.t_copy.ps as f64 + a.t_copy_per_byte.map_or(0.0, |b| b.fs_per_byte as f64) * bytes / 1e3 };
+    let copy = if a.zero_copy {
+        0.0
+    } else {
+        a.t_copy.ps as f64 + a.t_copy_per_byte.map_or(0.0, |b| b.fs_per_byte as f64) * bytes / 1e3
+    };
     a.t_xsk.ps as f64 + copy
 }
 
@@ -79,7 +83,10 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
         .filter(|t| t.name != "xdp xmit")
         .map(|t| if t.name == "xdp flush" { super::IoCost::per_event("xdp flush", t.ps, per_poll, 1.0) } else { t })
         .collect();
-    m.terms.push(super::IoCost { fs_per_byte: xsk_fs_per_byte(sc) as f64, ..super::IoCost::per_frame("xsk rx ring", xsk_ps(sc, 0.0)) });
+    m.terms.push(super::IoCost {
+        fs_per_byte: xsk_fs_per_byte(sc) as f64,
+        ..super::IoCost::per_frame("xsk rx ring", xsk_ps(sc, 0.0))
+    });
     m.tx_clean_ps = 0.0;
     m.tx_lock = false;
     m.notes.clear();
@@ -140,7 +147,8 @@ mod tests {
     /// Copy mode adds the copy (100 ns + 1 ns/B x 64 B) to each frame in the kernel.
     #[test]
     fn copy_mode_copies_each_frame_into_the_umem() {
-        let (r, _) = trace(&toml("zero_copy = false\nt_copy = \"100ns\"\nt_copy_per_byte = \"1ns/B\"", ""), &[(10_000, 64)]);
+        let (r, _) =
+            trace(&toml("zero_copy = false\nt_copy = \"100ns\"\nt_copy_per_byte = \"1ns/B\"", ""), &[(10_000, 64)]);
         // IRQ 10-11, poll to 11.2, frame 40 + 10 + 30 + 164 ns to 11.444, flush to 11.544,
         // thread at 13.544, wake-up to 14.544, batch to 14.564, frame to 14.614.
         assert_eq!(r.latency_ns.min, 4_614.0);

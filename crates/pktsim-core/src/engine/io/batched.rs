@@ -33,8 +33,13 @@ use crate::scenario::{IoModeKind, ResolvedScenario};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
     /// Spinning: empty calls of `t_empty` each.
-    Spin { t_empty: Period },
-    Sleep { t_irq: Span, t_wakeup: Span },
+    Spin {
+        t_empty: Period,
+    },
+    Sleep {
+        t_irq: Span,
+        t_wakeup: Span,
+    },
 }
 
 /// Per-call costs.
@@ -84,10 +89,17 @@ impl Batched {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
         let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
         let wait = match h.io {
-            IoModeKind::BusyPoll => Wait::Spin { t_empty: Period::new(if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() }) },
+            IoModeKind::BusyPoll => {
+                Wait::Spin { t_empty: Period::new(if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() }) }
+            }
             _ => Wait::Sleep { t_irq: h.t_irq.into(), t_wakeup: b.t_wakeup.into() },
         };
-        let costs = CallCosts { batch: b.size as usize, t_call: b.t_call.into(), t_packet: b.t_packet.into(), t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte) };
+        let costs = CallCosts {
+            batch: b.size as usize,
+            t_call: b.t_call.into(),
+            t_packet: b.t_packet.into(),
+            t_byte_fs: b.t_byte.map_or(0, |x| x.fs_per_byte),
+        };
         Self::with_parts(*topo, super::core_strategies(sc, topo), wait, costs)
     }
 
@@ -287,7 +299,14 @@ impl Batched {
     /// `horizon` run here, charged and applied as `units::run` would; the first that would
     /// not is returned. Only where nothing a call does can raise an event.
     #[inline]
-    fn poll_lone(&mut self, c: usize, r: usize, t: &mut Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
+    fn poll_lone(
+        &mut self,
+        c: usize,
+        r: usize,
+        t: &mut Instant,
+        horizon: Instant,
+        ctx: &mut Ctx,
+    ) -> Option<(Unit, Span)> {
         let mut calls = 0u32;
         // The run's spins and calls follow each other: each is charged to its activity as
         // it ends, the core's time once over the whole run when it stops.
@@ -456,7 +475,10 @@ pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
     let per_call = b.size.min(sc.scenario.nic.rx_ring).max(1) as f64;
     let mut terms = vec![
         super::IoCost::per_event("call", b.t_call.ps as f64, per_call, 1.0),
-        super::IoCost { fs_per_byte: b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64), ..super::IoCost::per_frame("frame I/O", b.t_packet.ps as f64) },
+        super::IoCost {
+            fs_per_byte: b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64),
+            ..super::IoCost::per_frame("frame I/O", b.t_packet.ps as f64)
+        },
     ];
     let busy_poll = h.io == IoModeKind::BusyPoll;
     if !busy_poll {
@@ -512,7 +534,8 @@ mod tests {
         let frames: Vec<(u64, u16)> = (0..99).map(|i| (5_100 + i * 10_000, 64)).collect();
         let toml = node_toml("io = \"busy-poll\"\nt_proc = \"1us\"", SPIN);
         let (c, dep0) = trace(&toml, &frames);
-        let (r, dep) = trace(&format!("{toml}\n[cpu.interference]\ntick_period = \"97us\"\nt_tick = [\"3us\"]"), &frames);
+        let (r, dep) =
+            trace(&format!("{toml}\n[cpu.interference]\ntick_period = \"97us\"\nt_tick = [\"3us\"]"), &frames);
         assert_eq!(c.cpu_utilization, 1.0);
         assert_eq!(r.cpu_utilization, 1.0, "{:?}", r.cpu_by_activity);
         assert!(r.cpu_by_activity["idle"].abs() < 1e-12, "{:?}", r.cpu_by_activity);

@@ -192,7 +192,17 @@ pub struct ModeCosts {
 
 impl Default for ModeCosts {
     fn default() -> Self {
-        ModeCosts { terms: Vec::new(), tx_lock: false, tx_clean_ps: 0.0, cleans_per_rx: f64::INFINITY, always_busy: false, proc_share: 1.0, app: None, poll_gap_ps: 0.0, notes: Vec::new() }
+        ModeCosts {
+            terms: Vec::new(),
+            tx_lock: false,
+            tx_clean_ps: 0.0,
+            cleans_per_rx: f64::INFINITY,
+            always_busy: false,
+            proc_share: 1.0,
+            app: None,
+            poll_gap_ps: 0.0,
+            notes: Vec::new(),
+        }
     }
 }
 
@@ -227,7 +237,9 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
 /// Each core's ring strategy (`host.core_strategies`, else `host.strategy`).
 pub fn core_strategies(sc: &ResolvedScenario, topo: &Topology) -> Vec<Box<dyn Strategy>> {
     let host = &sc.scenario.host;
-    (0..topo.cores()).map(|c| strategy::build(host.core_strategies.get(c).unwrap_or(&host.strategy), topo.queues_per_core())).collect()
+    (0..topo.cores())
+        .map(|c| strategy::build(host.core_strategies.get(c).unwrap_or(&host.strategy), topo.queues_per_core()))
+        .collect()
 }
 
 /// What a core's strategy may see of its rings now.
@@ -235,7 +247,12 @@ pub fn ring_views(rings: std::ops::Range<usize>, views: &mut [RingView], ctx: &C
     for (v, r) in views.iter_mut().zip(rings) {
         let ring = ctx.nic.rx(r);
         *v = match ring.head() {
-            Some(p) => RingView { len: ring.len(), head_arrival: p.t_ring, head_size: p.size, head_service: ctx.costs.t_proc_mean(p.size as u64) },
+            Some(p) => RingView {
+                len: ring.len(),
+                head_arrival: p.t_ring,
+                head_size: p.size,
+                head_service: ctx.costs.t_proc_mean(p.size as u64),
+            },
             None => RingView::default(),
         };
     }

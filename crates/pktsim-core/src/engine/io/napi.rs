@@ -45,7 +45,6 @@ use serde_json::json;
 
 mod lone;
 
-use lone::Lone;
 use super::units::{self, Units, Worker};
 use super::xdp::{Verdict, Xdp};
 use super::{Ctx, IoMode};
@@ -58,6 +57,7 @@ use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
 use crate::engine::topology::Topology;
 use crate::scenario::{NetRxAction, ResolvedScenario};
+use lone::Lone;
 
 /// A core's unit of work.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -129,7 +129,19 @@ struct Poll {
 impl Poll {
     fn new(vector: usize, nic: &Nic, kind: PollKind, weight: u32, phase: Phase) -> Self {
         let layout = nic.vector(vector).layout();
-        Poll { vector, rx: layout.rx, tx: layout.tx, kind, weight, phase, tx_done: 0, tx_bytes: 0, tx_complete: true, rx_done: 0, rx_bytes: 0 }
+        Poll {
+            vector,
+            rx: layout.rx,
+            tx: layout.tx,
+            kind,
+            weight,
+            phase,
+            tx_done: 0,
+            tx_bytes: 0,
+            tx_complete: true,
+            rx_done: 0,
+            rx_bytes: 0,
+        }
     }
 }
 
@@ -304,7 +316,24 @@ impl Napi {
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
         let cores = (0..topo.cores()).map(|_| Core::default()).collect();
-        Napi { napi, cores, topo, p, jiffy, jiffy_at: Instant::ZERO, budget_jiffies, timer_polls: 0, xdp: None, flushes: 0, wakeups: 0, busy_polls: 0, app: None, app_workers: Vec::new(), lone: false, lone_pair: false }
+        Napi {
+            napi,
+            cores,
+            topo,
+            p,
+            jiffy,
+            jiffy_at: Instant::ZERO,
+            budget_jiffies,
+            timer_polls: 0,
+            xdp: None,
+            flushes: 0,
+            wakeups: 0,
+            busy_polls: 0,
+            app: None,
+            app_workers: Vec::new(),
+            lone: false,
+            lone_pair: false,
+        }
     }
 
     /// The node's NAPIs feeding an application (`[app]`) instead of the tx queues.
@@ -351,7 +380,8 @@ impl Napi {
             Some((s, d)) => {
                 // epoll returned events: napi_suspend_irqs restarts the NAPI's timer with
                 // irq_suspend_timeout, keeping a deferred NAPI's interrupt masked.
-                if app.take_events(c) && !self.p.irq_suspend_timeout.is_zero() && self.napi[v].defer_timer.is_pending() {
+                if app.take_events(c) && !self.p.irq_suspend_timeout.is_zero() && self.napi[v].defer_timer.is_pending()
+                {
                     self.napi[v].defer_timer.set(ctx.queue, t + self.p.irq_suspend_timeout, Key::Defer(v as u32));
                 }
                 return Some((Work::App(s), d));
@@ -560,7 +590,8 @@ impl Napi {
                 if self.p.prefer_busy_poll && self.p.defer_hard_irqs > 0 && gro > Span::ZERO {
                     // The interrupt stays masked: the timer (IRQ suspension's when epoll
                     // found events) polls if the application does not come back first.
-                    let suspend = !self.p.irq_suspend_timeout.is_zero() && self.app.as_ref().is_some_and(|a| a.has_data(c));
+                    let suspend =
+                        !self.p.irq_suspend_timeout.is_zero() && self.app.as_ref().is_some_and(|a| a.has_data(c));
                     inst.scheduled = false;
                     inst.defer_left = self.p.defer_hard_irqs - 1;
                     let timeout = if suspend { self.p.irq_suspend_timeout } else { gro };
@@ -577,7 +608,11 @@ impl Napi {
         }
         // A preferred busy poller's NAPI is completed even after a full poll (with
         // deferral: the timer), leaving the next poll to the application.
-        let yield_to_app = full && self.p.prefer_busy_poll && poll.kind == PollKind::Normal && self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
+        let yield_to_app = full
+            && self.p.prefer_busy_poll
+            && poll.kind == PollKind::Normal
+            && self.p.defer_hard_irqs > 0
+            && self.p.gro_flush_timeout > Span::ZERO;
         let incomplete = full && !yield_to_app;
         if self.p.threaded && poll.kind == PollKind::Normal {
             let core = &mut self.cores[c];
@@ -721,7 +756,11 @@ impl Units for Napi {
             if !self.lone {
                 return Some((Work::Irq(v), ctx.costs.t_irq));
             }
-            let lone = if self.lone_pair { self.lone_episodes::<true>(c, v, t, ctx) } else { self.lone_episodes::<false>(c, v, t, ctx) };
+            let lone = if self.lone_pair {
+                self.lone_episodes::<true>(c, v, t, ctx)
+            } else {
+                self.lone_episodes::<false>(c, v, t, ctx)
+            };
             match lone {
                 Lone::Unit(w, d) => return Some((w, d)),
                 Lone::Idle => return None,
@@ -750,7 +789,14 @@ impl Units for Napi {
                                 // Cleaning posts no frame that could raise an event: one run.
                                 let (t0, horizon) = (*t, ctx.horizon(c));
                                 let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
-                                let beyond = ctx.nic.tx_clean_run(q, t, (&mut poll.tx_done, &mut poll.tx_bytes, self.p.tx_work_limit), d, horizon, ctx.stats);
+                                let beyond = ctx.nic.tx_clean_run(
+                                    q,
+                                    t,
+                                    (&mut poll.tx_done, &mut poll.tx_bytes, self.p.tx_work_limit),
+                                    d,
+                                    horizon,
+                                    ctx.stats,
+                                );
                                 ctx.stats.busy(c, Activity::TxClean, t0, *t);
                                 if beyond {
                                     return Some((Work::TxClean(q), d));
@@ -780,7 +826,11 @@ impl Units for Napi {
                         if let Some(r) = layout.0 {
                             let q = self.topo.tx_of_ring(r);
                             let plain = self.xdp.is_none() && self.app.is_none();
-                            if plain && self.cores[c].worker.is_free_at(*t) && ctx.nic.runs_alone(q, ctx.costs.tx_lock) && !ctx.cancelled() {
+                            if plain
+                                && self.cores[c].worker.is_free_at(*t)
+                                && ctx.nic.runs_alone(q, ctx.costs.tx_lock)
+                                && !ctx.cancelled()
+                            {
                                 // Frames go straight to their tx queue, raising no event:
                                 // the frames that end by the horizon in one run.
                                 let (t0, horizon) = (*t, ctx.horizon(c));
@@ -788,7 +838,18 @@ impl Units for Napi {
                                 let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 let costs = &mut *ctx.costs;
                                 let count = (&mut poll.rx_done, &mut poll.rx_bytes, poll.weight);
-                                let beyond = ctx.nic.forward_run((r, q), t, count, self.p.refill_batch, horizon, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame, &mut None);
+                                let beyond = ctx.nic.forward_run(
+                                    (r, q),
+                                    t,
+                                    count,
+                                    self.p.refill_batch,
+                                    horizon,
+                                    ctx.queue,
+                                    ctx.stats,
+                                    |p| costs.t_proc(p),
+                                    &mut core.frame,
+                                    &mut None,
+                                );
                                 ctx.stats.busy(c, Activity::RxClean, t0, *t);
                                 if let Some(d) = beyond {
                                     return Some((Work::RxPacket(r), d));
@@ -799,7 +860,9 @@ impl Units for Napi {
                                 let core = &mut self.cores[c];
                                 let poll = core.poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                                 // A full devmap bulk queue is sent before the next frame.
-                                if let Some(x) = self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n)) {
+                                if let Some(x) =
+                                    self.xdp.as_ref().filter(|x| x.bulk_limit.is_some_and(|n| core.bulk.len() >= n))
+                                {
                                     return Some((Work::XdpFlush, x.t_flush));
                                 }
                                 if poll.rx_done >= poll.weight {
@@ -1019,7 +1082,10 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     let vectors = if n.tx_vector == crate::scenario::TxVector::Shared { 1.0 } else { 2.0 };
     let mut notes = Vec::new();
     if vectors > 1.0 && costs.t_poll > Span::ZERO {
-        notes.push("at saturation, polls of the separate tx vectors (their rate follows interrupt moderation) are left out".to_string());
+        notes.push(
+            "at saturation, polls of the separate tx vectors (their rate follows interrupt moderation) are left out"
+                .to_string(),
+        );
     }
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let deferred = if n.napi.gro_flush_timeout.ps > 0 { n.napi.defer_hard_irqs as f64 } else { 0.0 };
@@ -1036,7 +1102,8 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     let app = sc.scenario.app.as_ref().map(|a| super::AppCosts {
         frame_ps: a.t_packet.ps as f64 + a.t_call.ps as f64 / a.batch.max(1) as f64,
         same_core: a.core == crate::scenario::AppCore::Same,
-        drives: suspends.then(|| costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll)),
+        drives: suspends
+            .then(|| costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll)),
         busy_extra_ps: costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll),
     });
     if let Some(a) = &app {
@@ -1082,7 +1149,10 @@ mod tests {
     /// ```
     #[test]
     fn an_interrupt_preempts_a_poll_and_causes_that_came_while_masked_interrupt_at_unmask() {
-        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"\nt_clean = \"500ns\"", "[nic.itr]\nmode = \"off\"");
+        let toml = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"\nt_clean = \"500ns\"",
+            "[nic.itr]\nmode = \"off\"",
+        );
         let (r, dep, origins) = trace_origins(&toml, &[(10_000, 64), (12_000, 64)]);
         assert_eq!(dep, [(13_000.0, 13_067.2), (16_000.0, 16_067.2)]);
         assert_eq!(origins, [10_000.0, 12_000.0], "the egress port sees where each frame began");
@@ -1121,7 +1191,10 @@ mod tests {
         assert!((r.cpu_by_activity["poll"] - 2.5e-6 / 1e-3).abs() < 1e-12);
         // Without deferral the vector is unmasked at 13.5 us; frame 1's completion at
         // 13.5672 interrupts, and frame 2 is polled at 15.0672 and leaves at 17.0672.
-        let plain = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
+        let plain = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"",
+        );
         let (_, dep) = trace(&plain, &[(10_000, 64), (14_000, 64)]);
         assert!((dep[1].0 - 17_067.2).abs() < 1e-6, "{dep:?}");
     }
@@ -1137,7 +1210,10 @@ mod tests {
     /// ```
     #[test]
     fn dim_cqe_mode_interrupts_one_interval_after_the_first_write_back() {
-        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"");
+        let toml = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"",
+        );
         let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [20_000.0, 21_000.0]);
@@ -1151,7 +1227,10 @@ mod tests {
     /// interrupts at once; the next waits for the interval since that interrupt.
     #[test]
     fn dim_eqe_mode_times_from_the_last_interrupt() {
-        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-eqe\"");
+        let toml = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-eqe\"",
+        );
         let (_, dep) = trace(&toml, &[(10_000, 64), (13_000, 64)]);
         // IRQ 10, handler to 11, frame 1 to 12 (completes at 12.07: a cause of the armed
         // vector -> IRQ when the counter allows, 10 + 8 = 18; frame 2 at 13 leaves it
@@ -1164,7 +1243,10 @@ mod tests {
     /// 128 frames; frames every 10 ns from 10 us fill it at 11.27 us, long before the timer.
     #[test]
     fn dim_interrupts_when_the_ring_holds_its_frame_count() {
-        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"10ns\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"");
+        let toml = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"10ns\"",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"",
+        );
         let frames: Vec<(u64, u16)> = (0..128).map(|i| (10_000 + 10 * i, 64)).collect();
         let (_, dep) = trace(&toml, &frames);
         // IRQ at 11.27, handler to 12.27, then frame 1 to 12.28.
@@ -1185,7 +1267,8 @@ mod tests {
     #[test]
     fn a_threaded_napi_is_polled_by_its_thread_the_interrupt_wakes() {
         let host = "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"2us\"\n[host.thread]\nwake_latency = \"3us\"\nt_wakeup = \"1us\"";
-        let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\nthreaded = true");
+        let toml =
+            node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\nthreaded = true");
         let (r, dep) = trace(&toml, &[(10_000, 64), (11_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [17_000.0, 19_000.0]);
@@ -1240,9 +1323,16 @@ mod tests {
     /// ```
     #[test]
     fn prefer_busy_poll_keeps_the_interrupt_masked_while_the_reader_polls() {
-        let (r, _) = trace(&busy_toml("prefer_busy_poll = true", "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\""), &[(10_000, 64), (15_050, 64)]);
+        let (r, _) = trace(
+            &busy_toml("prefer_busy_poll = true", "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\""),
+            &[(10_000, 64), (15_050, 64)],
+        );
         assert_eq!(r.consumed_packets, 2);
-        assert_eq!(r.irq_per_s * 1e-3, 2.0, "frame 1's, and at 37.4 the cause frame 2 latched: none while the reader polled");
+        assert_eq!(
+            r.irq_per_s * 1e-3,
+            2.0,
+            "frame 1's, and at 37.4 the cause frame 2 latched: none while the reader polled"
+        );
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_750.0, 2_700.0));
         assert_eq!(r.io["deferral_timer_polls"], 2, "at 32.0 and 37.2 us");
     }
@@ -1266,7 +1356,10 @@ mod tests {
     fn the_throttle_counter_delays_the_second_interrupt() {
         // rx-usecs 10: 10.24 us. Frames at 10 and 15 us: the second interrupt waits for the
         // counter loaded at 10 us, until 20.24 us.
-        let toml = node_toml("io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"", "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"static\"\ninterval = \"10us\"");
+        let toml = node_toml(
+            "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"static\"\ninterval = \"10us\"",
+        );
         let (r, dep) = trace(&toml, &[(10_000, 64), (15_000, 64)]);
         // IRQ at 10, handler to 11, frame to 12; IRQ at 20.24, handler to 21.24, frame to 22.24.
         assert_eq!(dep[0].0, 12_000.0);

@@ -126,7 +126,9 @@ impl Server {
         let (mut from, mut served) = (*t, 0u32);
         loop {
             // A core that keeps up finds one frame due: it comes straight off the ingress.
-            if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame) && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
+            if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame)
+                && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame)
+            {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
                 if inline {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
@@ -373,10 +375,15 @@ mod tests {
     /// ring (a burst, then gaps) leave exactly when they do under FCFS, at the same CPU cost.
     #[test]
     fn an_uncontended_ring_keeps_the_core_across_slice_ends() {
-        let frames: Vec<(u64, u16, u16)> = [10_000, 10_500, 11_000, 11_700, 30_000, 50_300, 52_000].iter().map(|&t| (t, 64, 1)).collect();
+        let frames: Vec<(u64, u16, u16)> =
+            [10_000, 10_500, 11_000, 11_700, 30_000, 50_300, 52_000].iter().map(|&t| (t, 64, 1)).collect();
         let (sq, fcfs) = trace_sources(&two_rings("kind = \"sq\""), &frames);
         assert_eq!(posted(&fcfs), [14_000.0, 18_000.0, 22_000.0, 26_000.0, 34_000.0, 54_300.0, 58_300.0]);
-        for strategy in ["kind = \"rr\"\nslice = \"1.5us\"", "kind = \"priowfq\"\nslices = [\"6us\", \"1.5us\"]", "kind = \"rr\"\nslice = \"1ns\""] {
+        for strategy in [
+            "kind = \"rr\"\nslice = \"1.5us\"",
+            "kind = \"priowfq\"\nslices = [\"6us\", \"1.5us\"]",
+            "kind = \"rr\"\nslice = \"1ns\"",
+        ] {
             let (r, dep) = trace_sources(&two_rings(strategy), &frames);
             assert_eq!(dep, fcfs, "{strategy}");
             assert_eq!(r.io["preemptions"], 0, "{strategy}");
@@ -397,7 +404,11 @@ mod tests {
         assert_eq!(t_tx, [12_000.0, 14_000.0, 22_000.0, 32_000.0, 34_000.0, 36_000.0]);
         assert!(dep.iter().all(|(tx, done)| (done - tx - 67.2).abs() < 1e-9), "{dep:?}");
         assert_eq!((r.offered_packets, r.forwarded_packets, r.drops["rx_ring_full"]), (7, 6, 1));
-        assert!((r.latency_ns.max - 5_800.0).abs() < 6.0, "the third of the burst: 3.8 us waiting + 2 us: {}", r.latency_ns.max);
+        assert!(
+            (r.latency_ns.max - 5_800.0).abs() < 6.0,
+            "the third of the burst: 3.8 us waiting + 2 us: {}",
+            r.latency_ns.max
+        );
     }
 
     /// Ties: a descriptor freed at t is available to a frame arriving at t. Frames every
@@ -419,7 +430,12 @@ mod tests {
     /// CBR (one by one), the window opening and closing while frames are served.
     #[test]
     fn the_lone_loop_is_the_general_path() {
-        for (pattern, service, rate) in [("poisson", "exponential", "0.95"), ("poisson", "exponential", "1.3"), ("poisson", "constant", "0.9"), ("cbr", "constant", "0.8")] {
+        for (pattern, service, rate) in [
+            ("poisson", "exponential", "0.95"),
+            ("poisson", "exponential", "1.3"),
+            ("poisson", "constant", "0.9"),
+            ("cbr", "constant", "0.8"),
+        ] {
             let toml = format!(
                 "seed = 5\n[cpu]\nfrequency = \"1GHz\"\n[link]\nrate = \"100Gbit/s\"\n\
                  [traffic]\nrate = \"{rate}Mpps\"\npattern = \"{pattern}\"\nsize = \"64B\"\n\

@@ -353,7 +353,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     super::ModeCosts {
         terms: vec![
             super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
-            super::IoCost::per_event("wake-up", sc.scenario.host.thread.t_wakeup.ps as f64, f64::INFINITY, 1.0 + deferred),
+            super::IoCost::per_event(
+                "wake-up",
+                sc.scenario.host.thread.t_wakeup.ps as f64,
+                f64::INFINITY,
+                1.0 + deferred,
+            ),
         ],
         ..Default::default()
     }
@@ -368,7 +373,10 @@ mod tests {
     /// then a poll of 1; the thread sleeps until the frame of 30 us wakes it at 32 us.
     #[test]
     fn the_thread_wakes_late_polls_up_to_its_weight_and_sleeps_when_the_ring_is_empty() {
-        let toml = node_toml("io = \"threaded-napi\"\nt_proc = \"1us\"\nweight = 2", "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"");
+        let toml = node_toml(
+            "io = \"threaded-napi\"\nt_proc = \"1us\"\nweight = 2",
+            "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"",
+        );
         let (r, dep) = trace(&toml, &[(10_000, 64), (10_500, 64), (11_000, 64), (30_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_000.0, 15_000.0, 16_000.0, 34_000.0]);
@@ -388,7 +396,10 @@ mod tests {
     fn a_poll_consumes_on_after_a_full_gro_list_and_ends_after_a_short_one() {
         let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"";
         let thread = "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"";
-        let (r, dep) = trace(&node_toml(&format!("{host}\ngro_normal_batch = 1"), thread), &[(10_000, 64), (13_700, 64), (15_700, 64)]);
+        let (r, dep) = trace(
+            &node_toml(&format!("{host}\ngro_normal_batch = 1"), thread),
+            &[(10_000, 64), (13_700, 64), (15_700, 64)],
+        );
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_500.0, 15_500.0, 20_200.0]);
         assert_eq!(r.io["wakeups"], 2);

@@ -182,7 +182,10 @@ mod tests {
     use crate::engine::testing::{node_toml, trace};
 
     fn host(interference: &str) -> String {
-        node_toml("io = \"threaded-napi\"\nt_proc = \"5us\"", &format!("[host.thread]\nwake_latency = \"0ns\"\n[cpu.interference]\n{interference}"))
+        node_toml(
+            "io = \"threaded-napi\"\nt_proc = \"5us\"",
+            &format!("[host.thread]\nwake_latency = \"0ns\"\n[cpu.interference]\n{interference}"),
+        )
     }
 
     /// A tick every 97 us for 3 us, its phase drawn; a 5 us frame every 10 us (half the
@@ -200,7 +203,10 @@ mod tests {
         let late: Vec<f64> = dep.iter().zip(&dep0).map(|(a, b)| a.0 - b.0).collect();
         assert!(late.iter().all(|&l| (0.0..=3_000.0).contains(&l)), "{late:?}");
         assert!(late.contains(&3_000.0), "a stretched frame ends exactly 3 us late: {late:?}");
-        assert!(late.iter().any(|&l| l > 0.0 && l < 3_000.0), "a frame that came during a tick waited for it: {late:?}");
+        assert!(
+            late.iter().any(|&l| l > 0.0 && l < 3_000.0),
+            "a frame that came during a tick waited for it: {late:?}"
+        );
         assert!(late.iter().filter(|&&l| l > 0.0).count() <= 11, "at most one frame per tick: {late:?}");
         let us = r.cpu_by_activity["interference"] * 1000.0;
         assert!((us - 30.0).abs() < 1e-6 || (us - 33.0).abs() < 1e-6, "{us} us of ticks");

@@ -171,7 +171,8 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> Mode
             m.terms.push(super::IoCost::per_frame("xdp xmit", x.t_xmit.ps as f64));
             if native {
                 m.tx_lock = false;
-                let per_flush = if x.action == XdpAction::Redirect { per_poll.min(DEV_MAP_BULK_SIZE as f64) } else { per_poll };
+                let per_flush =
+                    if x.action == XdpAction::Redirect { per_poll.min(DEV_MAP_BULK_SIZE as f64) } else { per_poll };
                 m.terms.push(super::IoCost::per_event("xdp flush", x.t_flush.ps as f64, per_flush, 1.0));
             }
         }
@@ -186,7 +187,10 @@ mod tests {
     const NIC: &str = "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"";
 
     fn xdp(host: &str, xdp: &str) -> String {
-        node_toml(&format!("io = \"xdp\"\nt_irq = \"1us\"\nt_proc = \"2us\"\n{host}"), &format!("{NIC}\n[host.xdp]\n{xdp}"))
+        node_toml(
+            &format!("io = \"xdp\"\nt_irq = \"1us\"\nt_proc = \"2us\"\n{host}"),
+            &format!("{NIC}\n[host.xdp]\n{xdp}"),
+        )
     }
 
     /// Native XDP_DROP: t_driver 30 ns + t_prog 10 ns per frame, no skb, nothing sent.
@@ -208,7 +212,10 @@ mod tests {
     /// the devmap bulk sends 16 at once (flush 100 ns), the 17th at the poll's end.
     #[test]
     fn native_redirect_sends_in_bulks_of_16_and_at_the_end_of_the_poll() {
-        let toml = xdp("", "action = \"redirect\"\nt_prog = \"10ns\"\nt_driver = \"30ns\"\nt_xmit = \"20ns\"\nt_flush = \"100ns\"");
+        let toml = xdp(
+            "",
+            "action = \"redirect\"\nt_prog = \"10ns\"\nt_driver = \"30ns\"\nt_xmit = \"20ns\"\nt_flush = \"100ns\"",
+        );
         let frames: Vec<(u64, u16)> = (0..17).map(|i| (10_000 + i, 64)).collect();
         let (r, dep) = trace(&toml, &frames);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
@@ -236,7 +243,8 @@ mod tests {
     /// Native XDP_TX flushes only at the end of the rx clean (one tail write per poll).
     #[test]
     fn native_tx_posts_the_polls_frames_at_its_end() {
-        let toml = xdp("", "action = \"tx\"\nt_prog = \"10ns\"\nt_driver = \"30ns\"\nt_xmit = \"20ns\"\nt_flush = \"100ns\"");
+        let toml =
+            xdp("", "action = \"tx\"\nt_prog = \"10ns\"\nt_driver = \"30ns\"\nt_xmit = \"20ns\"\nt_flush = \"100ns\"");
         let frames: Vec<(u64, u16)> = (0..17).map(|i| (10_000 + i, 64)).collect();
         let (r, dep) = trace(&toml, &frames);
         assert!(dep.iter().all(|d| d.0 == 12_120.0), "17 x 60 ns from 11, one flush: {dep:?}");
@@ -247,14 +255,18 @@ mod tests {
     /// (t_clean 50 ns); XDP_PASS pays the program on top of t_proc (2 us).
     #[test]
     fn generic_xdp_runs_after_the_skb_and_pass_adds_the_program_to_the_stack() {
-        let toml = xdp("t_clean = \"50ns\"", "mode = \"generic\"\naction = \"drop\"\nt_prog = \"10ns\"\nt_skb = \"150ns\"");
+        let toml =
+            xdp("t_clean = \"50ns\"", "mode = \"generic\"\naction = \"drop\"\nt_prog = \"10ns\"\nt_skb = \"150ns\"");
         let (r, _) = trace(&toml, &[(10_000, 64)]);
         assert_eq!((r.consumed_packets, r.latency_ns.min), (1, 1_210.0));
         let toml = xdp("", "mode = \"generic\"\naction = \"pass\"\nt_prog = \"10ns\"");
         let (r, dep) = trace(&toml, &[(10_000, 64)]);
         assert_eq!(dep[0].0, 13_010.0, "IRQ 10-11, 2 us + 10 ns");
         assert_eq!(r.forwarded_packets, 1);
-        let toml = xdp("", "mode = \"generic\"\naction = \"redirect\"\nt_prog = \"10ns\"\nt_skb = \"150ns\"\nt_xmit = \"40ns\"");
+        let toml = xdp(
+            "",
+            "mode = \"generic\"\naction = \"redirect\"\nt_prog = \"10ns\"\nt_skb = \"150ns\"\nt_xmit = \"40ns\"",
+        );
         let (_, dep) = trace(&toml, &[(10_000, 64), (10_001, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [11_200.0, 11_400.0], "sent at once, 200 ns each");

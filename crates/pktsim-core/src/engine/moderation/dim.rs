@@ -136,7 +136,11 @@ fn rates(start: &Sample, end: &Sample) -> Option<Rates> {
         return None;
     }
     let per_ms = |n: u64| (n * 1000).div_ceil(delta_us);
-    Some(Rates { ppms: per_ms(end.packets - start.packets), bpms: per_ms(end.bytes - start.bytes), epms: per_ms(NEVENTS) })
+    Some(Rates {
+        ppms: per_ms(end.packets - start.packets),
+        bpms: per_ms(end.bytes - start.bytes),
+        epms: per_ms(NEVENTS),
+    })
 }
 
 /// `struct dim` and the profile table it walks.
@@ -313,7 +317,12 @@ impl Moderation for Dim {
     }
     fn episode_done(&mut self, now: Instant, ep: &Episode) {
         let (packets, bytes) = if self.rx { (ep.rx_packets, ep.rx_bytes) } else { (ep.tx_packets, ep.tx_bytes) };
-        self.now = Sample { time: now, events: self.now.events + ep.irqs, packets: self.now.packets + packets, bytes: self.now.bytes + bytes };
+        self.now = Sample {
+            time: now,
+            events: self.now.events + ep.irqs,
+            packets: self.now.packets + packets,
+            bytes: self.now.bytes + bytes,
+        };
         self.sample(self.now);
     }
     fn name(&self) -> &'static str {
@@ -433,7 +442,13 @@ mod tests {
         assert_eq!((d.profile_ix, d.changes), (0, 1), "better than nothing: left to index 0");
         assert_eq!(d.interval(), Span::from_us(1));
         assert_eq!(d.max_frames(), 256);
-        assert_eq!(rates(&Sample { time: Instant::from_ps(0), ..Sample::default() }, &Sample { time: Instant::from_ps(999_999), ..Sample::default() }), None);
+        assert_eq!(
+            rates(
+                &Sample { time: Instant::from_ps(0), ..Sample::default() },
+                &Sample { time: Instant::from_ps(999_999), ..Sample::default() }
+            ),
+            None
+        );
     }
 
     /// A tx-only vector (`Dim::new(.., false)`) samples tx packets and bytes and walks the

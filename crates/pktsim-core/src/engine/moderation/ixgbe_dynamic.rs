@@ -132,7 +132,16 @@ mod tests {
                 let per = bytes / u;
                 for (state, want) in [
                     (ItrState::Lowest, if per > 10 { ItrState::Low } else { ItrState::Lowest }),
-                    (ItrState::Low, if per > 20 { ItrState::Bulk } else if per <= 10 { ItrState::Lowest } else { ItrState::Low }),
+                    (
+                        ItrState::Low,
+                        if per > 20 {
+                            ItrState::Bulk
+                        } else if per <= 10 {
+                            ItrState::Lowest
+                        } else {
+                            ItrState::Low
+                        },
+                    ),
                     (ItrState::Bulk, if per <= 20 { ItrState::Low } else { ItrState::Bulk }),
                 ] {
                     assert_eq!(m.update(state, 1, bytes), want, "itr {itr}, {bytes} bytes, {state:?}");

@@ -23,7 +23,10 @@ mod tests {
     #[test]
     fn never_throttles_whatever_the_load() {
         let mut m = NoThrottle;
-        m.episode_done(Instant::from_ps(1), &Episode { rx_packets: 1_000_000, rx_bytes: 60_000_000, ..Episode::default() });
+        m.episode_done(
+            Instant::from_ps(1),
+            &Episode { rx_packets: 1_000_000, rx_bytes: 60_000_000, ..Episode::default() },
+        );
         assert_eq!(m.interval(), Span::ZERO);
     }
 }

@@ -22,8 +22,9 @@ use crate::trace::TraceFlow;
 
 /// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).
 pub const RSS_KEY: [u8; 40] = [
-    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b, 0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77,
-    0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
+    0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0, 0xd0, 0xca, 0x2b,
+    0xcb, 0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30, 0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac,
+    0x01, 0xfa,
 ];
 
 /// Toeplitz hash of `input` under `key`.
@@ -168,7 +169,13 @@ pub struct Classifier {
 }
 
 impl Classifier {
-    pub fn new(topo: Topology, queue_names: &[String], default_queue: usize, filters: &[Filter], sources: &[ResolvedSource]) -> Self {
+    pub fn new(
+        topo: Topology,
+        queue_names: &[String],
+        default_queue: usize,
+        filters: &[Filter],
+        sources: &[ResolvedSource],
+    ) -> Self {
         let cores = topo.cores();
         let idx = |name: &str| queue_names.iter().position(|q| q == name).unwrap_or(default_queue);
         let rules: Vec<Rule> = filters
@@ -299,7 +306,8 @@ impl Classifier {
         let info = &self.sources[source];
         let queues = self.topo.queues_per_core();
         let zero = Tuple { src_ip: 0, dst_ip: 0, src_port: 0, dst_port: 0 };
-        let bit_terms = |f: &dyn Fn(u32) -> Tuple| -> [u32; 16] { std::array::from_fn(|b| rss_hash(&f(1 << b).rss_input())) };
+        let bit_terms =
+            |f: &dyn Fn(u32) -> Tuple| -> [u32; 16] { std::array::from_fn(|b| rss_hash(&f(1 << b).rss_input())) };
         let dst_bits = bit_terms(&|v| Tuple { dst_ip: v, ..zero });
         let port_bits = bit_terms(&|v| Tuple { src_port: v as u16, ..zero });
         let xor_of = |bits: &[u32; 16], v: u32| (0..16).filter(|b| v >> b & 1 == 1).fold(0u32, |h, b| h ^ bits[b]);
@@ -395,7 +403,12 @@ mod tests {
     fn toeplitz_matches_the_published_verification_vector() {
         // Microsoft RSS verification suite, IPv4 with TCP ports:
         // 66.9.149.187:2794 -> 161.142.100.80:1766 hashes to 0x51ccc178.
-        let t = Tuple { src_ip: u32::from(std::net::Ipv4Addr::new(66, 9, 149, 187)), dst_ip: u32::from(std::net::Ipv4Addr::new(161, 142, 100, 80)), src_port: 2794, dst_port: 1766 };
+        let t = Tuple {
+            src_ip: u32::from(std::net::Ipv4Addr::new(66, 9, 149, 187)),
+            dst_ip: u32::from(std::net::Ipv4Addr::new(161, 142, 100, 80)),
+            src_port: 2794,
+            dst_port: 1766,
+        };
         assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()), 0x51cc_c178);
         // And without ports: 0x323e8fc2.
         assert_eq!(toeplitz(&RSS_KEY, &t.rss_input()[..8]), 0x323e_8fc2);
@@ -423,7 +436,12 @@ mod tests {
                 assert_eq!(rss_hash(&input), toeplitz(&RSS_KEY, &input), "{input:02x?}");
             }
         }
-        let t = Tuple { src_ip: u32::from(std::net::Ipv4Addr::new(66, 9, 149, 187)), dst_ip: u32::from(std::net::Ipv4Addr::new(161, 142, 100, 80)), src_port: 2794, dst_port: 1766 };
+        let t = Tuple {
+            src_ip: u32::from(std::net::Ipv4Addr::new(66, 9, 149, 187)),
+            dst_ip: u32::from(std::net::Ipv4Addr::new(161, 142, 100, 80)),
+            src_port: 2794,
+            dst_port: 1766,
+        };
         assert_eq!(rss_hash(&t.rss_input()), 0x51cc_c178);
     }
 
@@ -433,18 +451,35 @@ mod tests {
     fn ring_shares_count_every_flow_exactly() {
         use crate::scenario::{PacketSize, Pattern};
         let queues = vec!["a".to_string(), "b".to_string()];
-        let filter =
-            Filter { queue: "a".into(), tos: None, dscp: None, vlan_pcp: None, proto: None, dst_port: None, src: None, dst: Some("198.19.0.0/17".into()) };
+        let filter = Filter {
+            queue: "a".into(),
+            tos: None,
+            dscp: None,
+            vlan_pcp: None,
+            proto: None,
+            dst_port: None,
+            src: None,
+            dst: Some("198.19.0.0/17".into()),
+        };
         for (cores, flows) in [(1usize, 1u64), (4, 1), (3, 1000), (4, 65_536), (6, 200_003)] {
             let src = ResolvedSource::simple("s", 1.0, Pattern::Poisson, PacketSize::default(), flows);
-            let mut c = Classifier::new(Topology::new(cores, 2, cores, false), &queues, 1, std::slice::from_ref(&filter), std::slice::from_ref(&src));
+            let mut c = Classifier::new(
+                Topology::new(cores, 2, cores, false),
+                &queues,
+                1,
+                std::slice::from_ref(&filter),
+                std::slice::from_ref(&src),
+            );
             let shares = c.ring_shares(0, flows);
             let mut counted = vec![0u64; cores * 2];
             for f in 0..flows as u32 {
                 counted[c.ring(&Packet::arriving(crate::engine::time::Instant::ZERO, 64, 0, f))] += 1;
             }
             for (r, (&s, &n)) in shares.iter().zip(&counted).enumerate() {
-                assert!((s - n as f64 / flows as f64).abs() < 1e-12, "{cores} cores, {flows} flows, ring {r}: {s} vs {n}");
+                assert!(
+                    (s - n as f64 / flows as f64).abs() < 1e-12,
+                    "{cores} cores, {flows} flows, ring {r}: {s} vs {n}"
+                );
             }
         }
     }
@@ -456,7 +491,16 @@ mod tests {
         rt.tos = 0xb8;
         let bulk = ResolvedSource::simple("bulk", 0.7, Pattern::Poisson, PacketSize::default(), 4096);
         let queues = vec!["rt".to_string(), "nrt".to_string()];
-        let filter = Filter { queue: "rt".into(), tos: Some(0xb8), dscp: None, vlan_pcp: None, proto: None, dst_port: None, src: None, dst: None };
+        let filter = Filter {
+            queue: "rt".into(),
+            tos: Some(0xb8),
+            dscp: None,
+            vlan_pcp: None,
+            proto: None,
+            dst_port: None,
+            src: None,
+            dst: None,
+        };
         let mut c = Classifier::new(Topology::new(4, 2, 4, false), &queues, 1, &[filter], &[rt, bulk]);
         let mut per_ring = [0u32; 8];
         for source in 0..2u16 {

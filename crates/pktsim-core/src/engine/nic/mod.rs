@@ -421,7 +421,12 @@ impl Nic {
     /// When the next frame of `rings` is written back, if no later than `limit` (frames of
     /// other rings met on the way are handled as [`Nic::advance_ring_before`] does).
     #[inline]
-    pub fn next_arrival(&mut self, rings: std::ops::Range<usize>, limit: Instant, stats: &mut Stats) -> Option<Instant> {
+    pub fn next_arrival(
+        &mut self,
+        rings: std::ops::Range<usize>,
+        limit: Instant,
+        stats: &mut Stats,
+    ) -> Option<Instant> {
         if self.rx.len() == 1 {
             // One ring: nothing pending, the ingress's next frame is its.
             return (self.next_at <= limit).then_some(self.next_at);
@@ -430,7 +435,12 @@ impl Nic {
     }
 
     #[inline(never)]
-    fn next_arrival_among(&mut self, rings: std::ops::Range<usize>, limit: Instant, stats: &mut Stats) -> Option<Instant> {
+    fn next_arrival_among(
+        &mut self,
+        rings: std::ops::Range<usize>,
+        limit: Instant,
+        stats: &mut Stats,
+    ) -> Option<Instant> {
         // Pending frames came before any not yet generated.
         let pending = rings.clone().filter_map(|r| self.pending[r].front().map(|p| p.t_ring)).min();
         if pending.is_some() {
@@ -522,7 +532,8 @@ impl Nic {
     /// frame is due, the ring is empty and has a free descriptor.
     #[inline(always)]
     pub fn take_lone_due(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
-        let one_due = self.rx.len() == 1 && self.next_at <= t && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
+        let one_due =
+            self.rx.len() == 1 && self.next_at <= t && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
         if !one_due || !self.rx[r].is_empty() || self.rx[r].free() == 0 {
             return false;
         }
@@ -537,7 +548,14 @@ impl Nic {
     }
 
     /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
-    pub fn take_batch(&mut self, r: usize, t: Instant, max: usize, stats: &mut Stats, out: &mut impl Extend<(Packet, usize)>) -> usize {
+    pub fn take_batch(
+        &mut self,
+        r: usize,
+        t: Instant,
+        max: usize,
+        stats: &mut Stats,
+        out: &mut impl Extend<(Packet, usize)>,
+    ) -> usize {
         self.advance_ring_to(r, t, stats);
         let ring = &mut self.rx[r];
         let n = max.min(ring.len());
@@ -623,7 +641,15 @@ impl Nic {
     /// is not scheduled: the interrupt it raises is held there instead (masking the
     /// vector, see [`Held`]) and its time returned.
     #[inline]
-    fn xmit_to(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats, hold: Option<&mut Option<Held>>) -> Option<Instant> {
+    fn xmit_to(
+        &mut self,
+        q: usize,
+        p: &Packet,
+        now: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+        hold: Option<&mut Option<Held>>,
+    ) -> Option<Instant> {
         match self.tx[q].xmit(p, now, &mut self.egress) {
             Xmit::Posted(done) => {
                 Self::posted(stats, &mut self.egress_port, p, now, done);
@@ -638,7 +664,8 @@ impl Nic {
                     // change the vector's moderation before it, as it cannot fire before.
                     let at = self.irq_time(v, done, done);
                     self.mask_for(v, at);
-                    *hold = Some(Held { vector: v, at, since: done, cause: true, set: (now, false), tx_cause: Some(done) });
+                    *hold =
+                        Some(Held { vector: v, at, since: done, cause: true, set: (now, false), tx_cause: Some(done) });
                     return Some(at);
                 }
             }
@@ -697,7 +724,14 @@ impl Nic {
     /// on `send_alone` (the queue looked up twice) it was measurably slower (BENCHMARKS.md,
     /// seventh pass).
     #[inline(always)]
-    pub fn reclaim_and_send_alone(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+    pub fn reclaim_and_send_alone(
+        &mut self,
+        q: usize,
+        p: &Packet,
+        now: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) {
         debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
         let tx = &mut self.tx[q];
         if self.egress_port.is_none() && tx.reclaim(now) && tx.can_post(1) {
@@ -787,7 +821,15 @@ impl Nic {
     /// would end after `horizon` is not run: true, the caller runs it as a unit. Only
     /// where [`Nic::runs_alone`] holds.
     #[inline(always)]
-    pub fn tx_clean_run(&mut self, q: usize, t: &mut Instant, (n, bytes, max): (&mut u32, &mut u64, u32), d: Span, horizon: Instant, stats: &mut Stats) -> bool {
+    pub fn tx_clean_run(
+        &mut self,
+        q: usize,
+        t: &mut Instant,
+        (n, bytes, max): (&mut u32, &mut u64, u32),
+        d: Span,
+        horizon: Instant,
+        stats: &mut Stats,
+    ) -> bool {
         if let Some(beyond) = self.tx[q].clean_run(t, d, horizon, (&mut *n, &mut *bytes, max)) {
             return beyond;
         }
@@ -839,7 +881,15 @@ impl Nic {
     /// strictly before `inline` is not scheduled but returned (see [`Nic::complete_before`]);
     /// `next_done` is the vector's tx ring's first completion after now. Before it puts
     /// anything into the queue, `other` goes back to it.
-    fn arm_vector_before(&mut self, v: usize, t: Instant, next_done: Option<Instant>, inline: Instant, queue: &mut EventQueue, other: &mut Option<Held>) -> Option<Instant> {
+    fn arm_vector_before(
+        &mut self,
+        v: usize,
+        t: Instant,
+        next_done: Option<Instant>,
+        inline: Instant,
+        queue: &mut EventQueue,
+        other: &mut Option<Held>,
+    ) -> Option<Instant> {
         let vec = &self.vectors[v];
         if let Some(d) = next_done {
             if vec.policy.max_frames == 0 && !vec.policy.from_first_cause && vec.counter_zero >= d {
@@ -876,8 +926,18 @@ impl Nic {
     /// (whose interrupt no later write-back moves).
     /// Returns the interrupt's time and its cause's.
     #[inline(always)]
-    fn first_cause_irq(&mut self, v: usize, next_done: Option<Instant>, limit: Instant, stats: &mut Stats) -> Option<(Instant, Instant)> {
-        let rx = self.vectors[v].layout.rx.filter(|&r| self.rx[r].free() > 0).and_then(|r| self.next_arrival(r..r + 1, limit, stats));
+    fn first_cause_irq(
+        &mut self,
+        v: usize,
+        next_done: Option<Instant>,
+        limit: Instant,
+        stats: &mut Stats,
+    ) -> Option<(Instant, Instant)> {
+        let rx = self.vectors[v]
+            .layout
+            .rx
+            .filter(|&r| self.rx[r].free() > 0)
+            .and_then(|r| self.next_arrival(r..r + 1, limit, stats));
         let cause = match (rx, next_done) {
             (Some(a), Some(d)) => a.min(d),
             (a, d) => a.or(d)?,
@@ -950,7 +1010,14 @@ impl Nic {
 
     /// A timer of the NIC's popped at `now`: a tx completion (a cause), or an interrupt,
     /// which fires and is returned for the host to handle.
-    pub fn on_timer(&mut self, key: Key, gen: u32, now: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Irq> {
+    pub fn on_timer(
+        &mut self,
+        key: Key,
+        gen: u32,
+        now: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) -> Option<Irq> {
         match key {
             Key::TxCause(v) if self.vectors[v as usize].tx_cause.fired(gen, queue) => {
                 self.cause(v as usize, now, queue);
@@ -995,20 +1062,46 @@ impl Nic {
     /// this completion: it goes back to the queue (at `t`) before anything this puts
     /// there, whose events of one time then run in the general path's order; it stays
     /// held where this puts nothing there.
-    pub fn complete_before(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats) -> Option<Held> {
+    pub fn complete_before(
+        &mut self,
+        v: usize,
+        t: Instant,
+        episode: Episode,
+        inline: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) -> Option<Held> {
         self.complete_inline(v, t, episode, inline, queue, stats, &mut None)
     }
 
     /// [`Nic::complete_before`], `other` (another vector's held interrupt) going back to the
     /// queue before anything this puts there.
     #[allow(clippy::too_many_arguments)]
-    pub fn complete_before_other(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats, other: &mut Option<Held>) -> Option<Held> {
+    pub fn complete_before_other(
+        &mut self,
+        v: usize,
+        t: Instant,
+        episode: Episode,
+        inline: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+        other: &mut Option<Held>,
+    ) -> Option<Held> {
         self.complete_inline(v, t, episode, inline, queue, stats, other)
     }
 
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn complete_inline(&mut self, v: usize, t: Instant, episode: Episode, inline: Instant, queue: &mut EventQueue, stats: &mut Stats, other: &mut Option<Held>) -> Option<Held> {
+    fn complete_inline(
+        &mut self,
+        v: usize,
+        t: Instant,
+        episode: Episode,
+        inline: Instant,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+        other: &mut Option<Held>,
+    ) -> Option<Held> {
         self.vectors[v].episode_done(t, episode);
         if let Some(r) = self.vectors[v].layout.rx {
             self.advance_ring_to_inline(r, t, stats);
@@ -1035,7 +1128,8 @@ impl Nic {
             if inline > Instant::ZERO {
                 if let Some((at, cause)) = self.first_cause_irq(v, next_done, inline, stats) {
                     let p = self.vectors[v].policy;
-                    let at_once = next_done.is_some_and(|d| p.max_frames == 0 && !p.from_first_cause && self.vectors[v].counter_zero >= d);
+                    let at_once = next_done
+                        .is_some_and(|d| p.max_frames == 0 && !p.from_first_cause && self.vectors[v].counter_zero >= d);
                     self.mask_for(v, at);
                     return Some(if at_once { held(at, t, false) } else { held(at, cause, true) });
                 }
@@ -1088,8 +1182,8 @@ impl Nic {
 mod tests {
     use super::*;
     use crate::engine::moderation::Fixed;
-    use crate::engine::queue::EventKind;
     use crate::engine::nic::rx::RxRingKind;
+    use crate::engine::queue::EventKind;
     use crate::engine::stats::StatsConfig;
     use crate::engine::testing::Scripted;
     use crate::engine::topology::Topology;
@@ -1154,7 +1248,8 @@ mod tests {
             t_ns += [0, 0, 0, 100, 300, 900, 2_000, 4_000][draw(8) as usize];
             frames_us.push(t_ns as f64 / 1e3);
         }
-        let services_ps: Vec<u64> = (0..3_000).map(|_| [200_000, 700_000, 1_500_000, 3_000_000][draw(4) as usize]).collect();
+        let services_ps: Vec<u64> =
+            (0..3_000).map(|_| [200_000, 700_000, 1_500_000, 3_000_000][draw(4) as usize]).collect();
         let armed: Vec<bool> = (0..3_000).map(|_| draw(10) == 0).collect();
         let run = |by_run: bool| {
             let (mut nic, _, mut stats) = nic(&frames_us);
@@ -1178,7 +1273,18 @@ mod tests {
                     nic.rx[0].refill();
                 }
                 let ring = &nic.rx[0];
-                steps.push((frame.t_ring, ring.len(), ring.free(), ring.unrefilled(), ring.last_write(), ring.is_armed(), nic.next_at, nic.take_woken(), stats.all.offered, stats.all.drop_rx_ring));
+                steps.push((
+                    frame.t_ring,
+                    ring.len(),
+                    ring.free(),
+                    ring.unrefilled(),
+                    ring.last_write(),
+                    ring.is_armed(),
+                    nic.next_at,
+                    nic.take_woken(),
+                    stats.all.offered,
+                    stats.all.drop_rx_ring,
+                ));
             }
             steps
         };
@@ -1273,7 +1379,19 @@ mod tests {
         a.arm(0, &mut qa);
         b.arm(0, &mut qb);
         // (time, whether the frame comes straight off the ingress)
-        let takes = [(0.5, false), (1.5, true), (3.0, false), (3.0, false), (6.5, true), (7.5, true), (8.5, true), (9.5, true), (10.5, false), (11.5, false), (12.0, false)];
+        let takes = [
+            (0.5, false),
+            (1.5, true),
+            (3.0, false),
+            (3.0, false),
+            (6.5, true),
+            (7.5, true),
+            (8.5, true),
+            (9.5, true),
+            (10.5, false),
+            (11.5, false),
+            (12.0, false),
+        ];
         for (i, &(t, straight)) in takes.iter().enumerate() {
             if i == 8 {
                 // Descriptors never given back: the ring has no free one left.
@@ -1285,7 +1403,10 @@ mod tests {
             let got_a = got || a.take_into(0, us(t), &mut sa, &mut pa);
             let got_b = b.take_into(0, us(t), &mut sb, &mut pb);
             assert_eq!((got_a, pa), (got_b, pb), "take {i} at {t} us");
-            assert_eq!((a.rx(0).len(), a.rx(0).free(), a.rx(0).unrefilled(), a.rx(0).last_write()), (b.rx(0).len(), b.rx(0).free(), b.rx(0).unrefilled(), b.rx(0).last_write()));
+            assert_eq!(
+                (a.rx(0).len(), a.rx(0).free(), a.rx(0).unrefilled(), a.rx(0).last_write()),
+                (b.rx(0).len(), b.rx(0).free(), b.rx(0).unrefilled(), b.rx(0).last_write())
+            );
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring));
             assert_eq!(a.take_woken(), b.take_woken());
             if i == 0 {
@@ -1308,7 +1429,11 @@ mod tests {
         for t in [0.5, 1.0, 2.0, 2.0, 3.0, 5.0, 7.0, 12.0] {
             a.advance_ring_to_inline(0, us(t), &mut sa);
             b.advance_ring_to(0, us(t), &mut sb);
-            assert_eq!((a.rx(0).len(), a.rx(0).free(), a.rx(0).last_write()), (b.rx(0).len(), b.rx(0).free(), b.rx(0).last_write()), "at {t} us");
+            assert_eq!(
+                (a.rx(0).len(), a.rx(0).free(), a.rx(0).last_write()),
+                (b.rx(0).len(), b.rx(0).free(), b.rx(0).last_write()),
+                "at {t} us"
+            );
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring), "at {t} us");
             assert_eq!(a.take_woken(), b.take_woken(), "at {t} us");
             a.arm(0, &mut qa);
@@ -1327,6 +1452,10 @@ mod tests {
         nic.refill(0, us(3.5), 3, &mut st);
         assert_eq!(nic.rx(0).unrefilled(), 2, "fewer than the batch: kept");
         nic.refill(0, us(3.5), 2, &mut st);
-        assert_eq!((nic.rx(0).unrefilled(), nic.rx(0).free(), nic.rx(0).len()), (0, 6, 1), "the frame of 3 us came in first");
+        assert_eq!(
+            (nic.rx(0).unrefilled(), nic.rx(0).free(), nic.rx(0).len()),
+            (0, 6, 1),
+            "the frame of 3 us came in first"
+        );
     }
 }

@@ -100,7 +100,15 @@ impl RxRing {
             RxRingKind::Descriptors => size - 1,
             RxRingKind::Software => size,
         };
-        RxRing { frames: Frames::new(usable as usize), hw_avail: usable, unrefilled: 0, last_write: Instant::ZERO, written: false, wake: false, vector }
+        RxRing {
+            frames: Frames::new(usable as usize),
+            hw_avail: usable,
+            unrefilled: 0,
+            last_write: Instant::ZERO,
+            written: false,
+            wake: false,
+            vector,
+        }
     }
 
     /// Frames waiting for the driver.
@@ -270,7 +278,8 @@ mod tests {
         for (start, left) in (0..20).flat_map(|s| [(s, false), (s, true)]) {
             for n in 0..=RUN {
                 let next: [Packet; RUN] = std::array::from_fn(|k| frame(100 + k as u64));
-                let (mut run, mut one_by_one) = (RxRing::new(8, 0, RxRingKind::Descriptors), RxRing::new(8, 0, RxRingKind::Descriptors));
+                let (mut run, mut one_by_one) =
+                    (RxRing::new(8, 0, RxRingKind::Descriptors), RxRing::new(8, 0, RxRingKind::Descriptors));
                 for r in [&mut run, &mut one_by_one] {
                     // Move the ring's start on, leaving a frame in it or not.
                     for t in 0..start {
@@ -287,7 +296,11 @@ mod tests {
                     assert_eq!(one_by_one.write_back(*p), Some(false));
                 }
                 let what = format!("start {start}, a frame left {left}, {n} due");
-                assert_eq!((run.len(), run.free(), run.last_write()), (one_by_one.len(), one_by_one.free(), one_by_one.last_write()), "{what}");
+                assert_eq!(
+                    (run.len(), run.free(), run.last_write()),
+                    (one_by_one.len(), one_by_one.free(), one_by_one.last_write()),
+                    "{what}"
+                );
                 assert_eq!(run.last_write().is_none(), start == 0 && !left && n == 0, "{what}");
                 while let Some(p) = one_by_one.take() {
                     assert_eq!(run.take().map(|q| q.t_ring), Some(p.t_ring), "{what}");

@@ -174,7 +174,12 @@ impl TxRing {
     /// Clean the oldest descriptor if it completed by `now`: its frame's size. Frames then
     /// move from the qdisc into the freed room; `posted` hears of each with its completion.
     #[inline]
-    pub(super) fn clean_one(&mut self, now: Instant, egress: &mut WireTime, mut posted: impl FnMut(&Packet, Instant)) -> Option<u16> {
+    pub(super) fn clean_one(
+        &mut self,
+        now: Instant,
+        egress: &mut WireTime,
+        mut posted: impl FnMut(&Packet, Instant),
+    ) -> Option<u16> {
         let &(done, size) = self.in_flight.peek()?;
         if done > now {
             return None;
@@ -196,7 +201,13 @@ impl TxRing {
     /// time, [`TxRing::clean_one`]); else whether a clean was left because it would end
     /// after `horizon`.
     #[inline]
-    pub(super) fn clean_run(&mut self, t: &mut Instant, d: Span, horizon: Instant, (n, bytes, max): (&mut u32, &mut u64, u32)) -> Option<bool> {
+    pub(super) fn clean_run(
+        &mut self,
+        t: &mut Instant,
+        d: Span,
+        horizon: Instant,
+        (n, bytes, max): (&mut u32, &mut u64, u32),
+    ) -> Option<bool> {
         if !self.qdisc.is_empty() {
             return None;
         }

@@ -60,9 +60,15 @@ mod tests {
     /// ring 0's 64 x 1500 B (its deficit then back to 0).
     #[test]
     fn drr_shares_bytes_not_frames_between_big_and_small_frames() {
-        let mut s = build(&StrategySpec { weights: vec![1, 1], quantum: Bytes::new(1500), ..spec(StrategyKind::Drr) }, 2);
+        let mut s =
+            build(&StrategySpec { weights: vec![1, 1], quantum: Bytes::new(1500), ..spec(StrategyKind::Drr) }, 2);
         let sizes = [1500u16, 64];
-        let rings: [RingView; 2] = std::array::from_fn(|i| RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: sizes[i], head_service: Span::from_ps(5) });
+        let rings: [RingView; 2] = std::array::from_fn(|i| RingView {
+            len: 10,
+            head_arrival: Instant::from_ps(0),
+            head_size: sizes[i],
+            head_service: Span::from_ps(5),
+        });
         // Turns: (ring, frames) for consecutive picks of the same ring.
         let mut turns: Vec<(usize, u64)> = Vec::new();
         let mut k = 0u64;
@@ -77,9 +83,13 @@ mod tests {
             k += 1;
         }
         let rounds = &turns[..128];
-        let want: Vec<(usize, u64)> = (1..=64u64).flat_map(|k| [(0, 1), (1, 1500 * k / 64 - 1500 * (k - 1) / 64)]).collect();
+        let want: Vec<(usize, u64)> =
+            (1..=64u64).flat_map(|k| [(0, 1), (1, 1500 * k / 64 - 1500 * (k - 1) / 64)]).collect();
         assert_eq!(rounds, &want[..]);
-        assert_eq!(&rounds[..10], &[(0, 1), (1, 23), (0, 1), (1, 23), (0, 1), (1, 24), (0, 1), (1, 23), (0, 1), (1, 24)]);
+        assert_eq!(
+            &rounds[..10],
+            &[(0, 1), (1, 23), (0, 1), (1, 23), (0, 1), (1, 24), (0, 1), (1, 23), (0, 1), (1, 24)]
+        );
         let served: [u64; 2] = std::array::from_fn(|i| rounds.iter().filter(|t| t.0 == i).map(|t| t.1).sum());
         assert_eq!(served, [64, 1500]);
         assert_eq!(served[0] * 1500, served[1] * 64, "byte-fair");

@@ -89,9 +89,16 @@ pub fn build(spec: &StrategySpec, rings: usize) -> Box<dyn Strategy> {
     match spec.kind {
         StrategyKind::Sq => Box::new(sq::Fcfs),
         StrategyKind::Quota => Box::new(quota::Quota { quota: spec.quota, cur: 0, used: 0 }),
-        StrategyKind::Rr => Box::new(rr::TimeSlice { slice: spec.slice.into(), cur: 0, until: Instant::ZERO, in_turn: false }),
+        StrategyKind::Rr => {
+            Box::new(rr::TimeSlice { slice: spec.slice.into(), cur: 0, until: Instant::ZERO, in_turn: false })
+        }
         StrategyKind::Prio => Box::new(prio::Prio),
-        StrategyKind::Priowfq => Box::new(priowfq::PrioWfq { slices: spec.slices.iter().map(|&d| d.into()).collect(), contended: false, cur: 0, until: Instant::ZERO }),
+        StrategyKind::Priowfq => Box::new(priowfq::PrioWfq {
+            slices: spec.slices.iter().map(|&d| d.into()).collect(),
+            contended: false,
+            cur: 0,
+            until: Instant::ZERO,
+        }),
         StrategyKind::Drr => Box::new(drr::Drr {
             quanta: spec.weights.iter().map(|w| *w as i64 * spec.quantum.bytes as i64).collect(),
             deficit: vec![0; rings],
@@ -171,7 +178,14 @@ pub(super) mod tests {
     /// when it holds a frame, whatever the time and the head.
     #[test]
     fn a_lone_ring_served_in_order_is_served_whole_whenever_it_holds_a_frame() {
-        let kinds = [StrategyKind::Sq, StrategyKind::Prio, StrategyKind::Quota, StrategyKind::Rr, StrategyKind::Priowfq, StrategyKind::Drr];
+        let kinds = [
+            StrategyKind::Sq,
+            StrategyKind::Prio,
+            StrategyKind::Quota,
+            StrategyKind::Rr,
+            StrategyKind::Priowfq,
+            StrategyKind::Drr,
+        ];
         let mut said = 0;
         for kind in kinds {
             let mut s = build(&spec(kind), 1);
@@ -182,7 +196,12 @@ pub(super) mod tests {
             for k in 0..50u64 {
                 let now = Instant::from_ps(k * 7);
                 let len = (k % 3) as usize;
-                let ring = RingView { len, head_arrival: Instant::from_ps(k), head_size: 64 + k as u16, head_service: Span::from_ps(k + 1) };
+                let ring = RingView {
+                    len,
+                    head_arrival: Instant::from_ps(k),
+                    head_size: 64 + k as u16,
+                    head_service: Span::from_ps(k + 1),
+                };
                 let turn = s.pick(&[ring], now);
                 assert_eq!(turn, (len > 0).then(|| Turn::whole(0)), "{}", s.name());
                 if len > 0 {
@@ -192,5 +211,4 @@ pub(super) mod tests {
         }
         assert_eq!(said, 2, "sq and prio");
     }
-
 }

@@ -75,8 +75,14 @@ mod tests {
         let both = [waiting(5, 25), waiting(5, 25)];
         assert_eq!(s.pick(&both, Instant::from_ps(0)), Some(Turn::until(0, Span::from_ps(30))));
         assert_eq!(s.pick(&both, Instant::from_ps(25)), Some(Turn::until(0, Span::from_ps(5))));
-        assert_eq!(s.pick(&[waiting(4, 20), waiting(5, 25)], Instant::from_ps(30)), Some(Turn::until(1, Span::from_ps(10))));
-        assert_eq!(s.pick(&[waiting(4, 20), waiting(5, 15)], Instant::from_ps(40)), Some(Turn::until(0, Span::from_ps(30))));
+        assert_eq!(
+            s.pick(&[waiting(4, 20), waiting(5, 25)], Instant::from_ps(30)),
+            Some(Turn::until(1, Span::from_ps(10)))
+        );
+        assert_eq!(
+            s.pick(&[waiting(4, 20), waiting(5, 15)], Instant::from_ps(40)),
+            Some(Turn::until(0, Span::from_ps(30)))
+        );
         // Contention over (ring 0 empty): ring 1's partly served frame is served to its end.
         assert_eq!(s.pick(&[RingView::default(), waiting(5, 15)], Instant::from_ps(60)), Some(Turn::whole(1)));
     }

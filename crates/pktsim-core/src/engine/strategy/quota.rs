@@ -38,7 +38,10 @@ mod tests {
     #[test]
     fn quota_moves_on_when_a_ring_empties() {
         let mut s = build(&spec(StrategyKind::Quota), 2);
-        let rings = [RingView { len: 1, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }, RingView { len: 5, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) }];
+        let rings = [
+            RingView { len: 1, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) },
+            RingView { len: 5, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) },
+        ];
         let first = s.pick(&rings, Instant::from_ps(0)).unwrap().ring;
         s.served(first, 64);
         let emptied = [RingView { len: 0, ..rings[0] }, rings[1]];
@@ -50,7 +53,8 @@ mod tests {
     #[test]
     fn a_quota_of_3_serves_three_frames_per_turn_on_two_busy_rings() {
         let mut s = build(&spec(StrategyKind::Quota), 2);
-        let busy = RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) };
+        let busy =
+            RingView { len: 10, head_arrival: Instant::from_ps(0), head_size: 64, head_service: Span::from_ps(5) };
         let rings = [busy, busy];
         let mut order = Vec::new();
         for k in 0..12u64 {

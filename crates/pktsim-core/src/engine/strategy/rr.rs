@@ -48,7 +48,15 @@ mod tests {
         let rings = [busy(25), busy(25)];
         let turns: Vec<Turn> = (0..4).map(|k| s.pick(&rings, Instant::from_ps(10 * k)).unwrap()).collect();
         let slice = Some(Span::from_ps(10));
-        assert_eq!(turns, [Turn { ring: 1, budget: slice }, Turn { ring: 0, budget: slice }, Turn { ring: 1, budget: slice }, Turn { ring: 0, budget: slice }]);
+        assert_eq!(
+            turns,
+            [
+                Turn { ring: 1, budget: slice },
+                Turn { ring: 0, budget: slice },
+                Turn { ring: 1, budget: slice },
+                Turn { ring: 0, budget: slice }
+            ]
+        );
     }
 
     /// A turn that stops early (its frame ended at 4 ps) goes on with what is left of the
@@ -65,7 +73,10 @@ mod tests {
         assert_eq!(s.pick(&both, Instant::from_ps(12)), Some(Turn::until(0, Span::from_ps(8))));
         assert_eq!(s.pick(&both, Instant::from_ps(20)), Some(Turn::until(1, Span::from_ps(10))));
         // A turn ends when its ring empties, even if a frame comes back before the slice's end.
-        assert_eq!(s.pick(&[busy(4), RingView::default()], Instant::from_ps(22)), Some(Turn::until(0, Span::from_ps(10))));
+        assert_eq!(
+            s.pick(&[busy(4), RingView::default()], Instant::from_ps(22)),
+            Some(Turn::until(0, Span::from_ps(10)))
+        );
         assert_eq!(s.pick(&[RingView::default(), RingView::default()], Instant::from_ps(23)), None);
         assert_eq!(s.pick(&[busy(4), busy(4)], Instant::from_ps(24)), Some(Turn::until(1, Span::from_ps(10))));
     }

@@ -61,9 +61,16 @@ impl Napi {
     /// (`nic.tx_vector = "shared"`) or on a vector of their own (`"separate"`).
     pub(super) fn with_lone(mut self) -> Self {
         let t = &self.topo;
-        let own_tx = t.tx_queues() == t.cores() && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector(t.vector_of_tx(c)).core == c);
+        let own_tx = t.tx_queues() == t.cores()
+            && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector(t.vector_of_tx(c)).core == c);
         let deferral = self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
-        self.lone = !self.p.threaded && self.xdp.is_none() && self.app.is_none() && !deferral && self.p.budget > 0 && t.queues_per_core() == 1 && own_tx;
+        self.lone = !self.p.threaded
+            && self.xdp.is_none()
+            && self.app.is_none()
+            && !deferral
+            && self.p.budget > 0
+            && t.queues_per_core() == 1
+            && own_tx;
         self.lone_pair = self.lone && t.vectors() > t.rings();
         self
     }
@@ -103,7 +110,13 @@ impl Napi {
     /// `PAIR`: the core has a tx vector of its own (`lone_pair`); without, nothing is held
     /// but the one vector's next interrupt, and the loop is compiled without the rest.
     #[inline(never)]
-    pub(super) fn lone_episodes<const PAIR: bool>(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
+    pub(super) fn lone_episodes<const PAIR: bool>(
+        &mut self,
+        c: usize,
+        v: usize,
+        t: &mut Instant,
+        ctx: &mut Ctx,
+    ) -> Lone {
         // (The time is a local while the episodes run: through the caller's pointer, each
         // step would load and store it.)
         let mut now = *t;
@@ -117,7 +130,12 @@ impl Napi {
     fn lone_episodes_from<const PAIR: bool>(&mut self, c: usize, v: usize, t: &mut Instant, ctx: &mut Ctx) -> Lone {
         let t_irq = ctx.costs.t_irq;
         let core = &self.cores[c];
-        let quiet = core.irq_queue.is_empty() && core.poll.is_none() && !core.net_rx.active && !core.softirq_pending && core.poll_list.is_empty() && !self.napi[v].scheduled;
+        let quiet = core.irq_queue.is_empty()
+            && core.poll.is_none()
+            && !core.net_rx.active
+            && !core.softirq_pending
+            && core.poll_list.is_empty()
+            && !self.napi[v].scheduled;
         if !quiet {
             return Lone::Unit(Work::Irq(v), t_irq);
         }
@@ -139,7 +157,19 @@ impl Napi {
             // The other vector's held interrupt would preempt this episode.
             let end = if PAIR { held[1 - me].map_or(horizon, |h| horizon.min(h.at)) } else { horizon };
             // The poll as the general path keeps it, for a step that does not fit.
-            let poll = |phase, tx_: (u32, u64, bool), rx_: (u32, u64)| Poll { vector: v, rx, tx, kind: PollKind::Normal, weight, phase, tx_done: tx_.0, tx_bytes: tx_.1, tx_complete: tx_.2, rx_done: rx_.0, rx_bytes: rx_.1 };
+            let poll = |phase, tx_: (u32, u64, bool), rx_: (u32, u64)| Poll {
+                vector: v,
+                rx,
+                tx,
+                kind: PollKind::Normal,
+                weight,
+                phase,
+                tx_done: tx_.0,
+                tx_bytes: tx_.1,
+                tx_complete: tx_.2,
+                rx_done: rx_.0,
+                rx_bytes: rx_.1,
+            };
             // The hard IRQ handler; its napi_schedule raises the softirq, which runs next
             // and polls its only NAPI. (A second poll has neither.)
             if !(PAIR && std::mem::take(&mut second)) {
@@ -168,7 +198,14 @@ impl Napi {
             let (mut tx_done, mut tx_bytes) = (0, 0);
             if let Some(q) = tx {
                 let t0 = *t;
-                let beyond = ctx.nic.tx_clean_run(q, t, (&mut tx_done, &mut tx_bytes, self.p.tx_work_limit), t_clean, end, ctx.stats);
+                let beyond = ctx.nic.tx_clean_run(
+                    q,
+                    t,
+                    (&mut tx_done, &mut tx_bytes, self.p.tx_work_limit),
+                    t_clean,
+                    end,
+                    ctx.stats,
+                );
                 ctx.stats.busy(c, Activity::TxClean, t0, *t);
                 if beyond {
                     Self::restore(&mut held, *t, ctx);
@@ -185,7 +222,18 @@ impl Napi {
                     let (t0, mut cause) = (*t, None);
                     let core = &mut self.cores[c];
                     let costs = &mut *ctx.costs;
-                    let beyond = ctx.nic.forward_run((r, q), t, (&mut rx_done, &mut rx_bytes, weight), self.p.refill_batch, run_end, ctx.queue, ctx.stats, |p| costs.t_proc(p), &mut core.frame, &mut cause);
+                    let beyond = ctx.nic.forward_run(
+                        (r, q),
+                        t,
+                        (&mut rx_done, &mut rx_bytes, weight),
+                        self.p.refill_batch,
+                        run_end,
+                        ctx.queue,
+                        ctx.stats,
+                        |p| costs.t_proc(p),
+                        &mut core.frame,
+                        &mut cause,
+                    );
                     ctx.stats.busy(c, Activity::RxClean, t0, *t);
                     // (Only the tx vector, another one, can be armed: a cause held for it.)
                     if PAIR && cause.is_some() {
@@ -328,7 +376,6 @@ impl Napi {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use crate::engine::testing::{figures_of, scenario, Departures};
@@ -372,7 +419,9 @@ mod tests {
     /// departures as the general path, in the same order.
     #[test]
     fn lone_episodes_hand_the_egress_port_the_general_paths_departures() {
-        for ((cores, kpps), tx_vector) in [(1u32, 80u32), (1, 1200), (3, 300)].into_iter().flat_map(|x| [(x, "shared"), (x, "separate")]) {
+        for ((cores, kpps), tx_vector) in
+            [(1u32, 80u32), (1, 1200), (3, 300)].into_iter().flat_map(|x| [(x, "shared"), (x, "separate")])
+        {
             let toml = format!(
                 "seed = 9\n[cpu]\nfrequency = \"3GHz\"\ncores = {cores}\n[link]\nrate = \"100Gbit/s\"\n\
                  [traffic]\nrate = \"{}kpps\"\npattern = \"poisson\"\nflows = 64\n\
@@ -442,7 +491,8 @@ mod tests {
                  [measure]\nwarmup = \"{}ns\"\nduration = \"1ms\"\n",
                 100_000 + 200 * k
             );
-            let (lone, lone_events, general_events) = both_paths(&toml, &format!("warm-up of {} ns", 100_000 + 200 * k));
+            let (lone, lone_events, general_events) =
+                both_paths(&toml, &format!("warm-up of {} ns", 100_000 + 200 * k));
             assert!(lone["forwarded_packets"].as_u64().unwrap_or(0) > 250);
             assert!(lone_events * 10 < general_events, "{lone_events} vs {general_events} events");
         }
@@ -488,7 +538,11 @@ mod tests {
         // first).
         let burst = |at_ns: u64| [(at_ns, 64), (at_ns + 10, 64), (at_ns + 20, 64)];
         let (_, posted) = run(&toml(1, false), &burst(10_000), true);
-        let stretched = posted.windows(2).find(|w| w[1] - w[0] == 1_000_000).map(|w| w[1]).expect("a frame preempted by the tx interrupt");
+        let stretched = posted
+            .windows(2)
+            .find(|w| w[1] - w[0] == 1_000_000)
+            .map(|w| w[1])
+            .expect("a frame preempted by the tx interrupt");
         // A seed whose tick (at a phase in [0, 1 s)) falls on the stretched end shifted by
         // whole nanoseconds, at least 10 us on.
         let (seed, tick_ps) = (1..100_000u64)
@@ -499,7 +553,11 @@ mod tests {
         let (general, general_posted) = run(&toml(seed, true), &frames, true);
         let (lone, lone_posted) = run(&toml(seed, true), &frames, false);
         assert_eq!(general_posted[1], tick_ps, "the preempted frame ends on the tick");
-        assert_eq!(general_posted[2] - general_posted[1], 3_700_000, "the tick holds the next frame: {general_posted:?}");
+        assert_eq!(
+            general_posted[2] - general_posted[1],
+            3_700_000,
+            "the tick holds the next frame: {general_posted:?}"
+        );
         assert_eq!(lone_posted, general_posted, "tick at {tick_ps} ps");
         assert_eq!(lone, general);
     }
@@ -528,12 +586,30 @@ mod tests {
             (200, "", "", "[nic.itr]\nmode = \"off\"", ""),
             (300, "service = \"exponential\"", "", "[nic.itr]\nmode = \"off\"", ""),
             (300, "service = \"exponential\"", "", "[nic.itr]\nmode = \"static\"\ninterval = \"2us\"", ""),
-            (600, "service = \"exponential\"\nt_poll = \"400ns\"", "", "[nic.itr]\nmode = \"static\"\ninterval = \"1500ns\"", ""),
+            (
+                600,
+                "service = \"exponential\"\nt_poll = \"400ns\"",
+                "",
+                "[nic.itr]\nmode = \"static\"\ninterval = \"1500ns\"",
+                "",
+            ),
             (500, "", "", "[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-eqe\"", ""),
             (500, "", "", "[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"", ""),
             (1500, "weight = 4\nbudget = 8\nnet_rx_action = \"modern\"", "rx_ring = 16\ntx_work_limit = 2", "", ""),
-            (800, "budget_time = \"1us\"\nhz = 1000\nnet_rx_action = \"modern\"\nservice = \"exponential\"", "", "", ""),
-            (400, "budget = 2\nnet_rx_action = \"modern\"", "", "[nic.itr]\nmode = \"static\"\ninterval = \"30us\"", ""),
+            (
+                800,
+                "budget_time = \"1us\"\nhz = 1000\nnet_rx_action = \"modern\"\nservice = \"exponential\"",
+                "",
+                "",
+                "",
+            ),
+            (
+                400,
+                "budget = 2\nnet_rx_action = \"modern\"",
+                "",
+                "[nic.itr]\nmode = \"static\"\ninterval = \"30us\"",
+                "",
+            ),
             (50, "", "rx_ring = 16\nrefill_batch = 16\nrefill_at_poll_end = false", "", ""),
             (300, "", "", "[cpu.interference]\ntick_period = \"97us\"\nt_tick = [\"3us\"]", ""),
             (300, "", "", "", "interval = \"500us\""),
@@ -549,7 +625,11 @@ mod tests {
                      [nic]\ntx_vector = \"{tx_vector}\"\n{nic}\n{tables}\n\
                      [measure]\nwarmup = \"1ms\"\n{}\n",
                     kpps * cores,
-                    if measure.starts_with("duration") { measure.to_string() } else { format!("duration = \"3ms\"\n{measure}") },
+                    if measure.starts_with("duration") {
+                        measure.to_string()
+                    } else {
+                        format!("duration = \"3ms\"\n{measure}")
+                    },
                 );
                 let what = format!("{cores} cores, tx vector {tx_vector}, {kpps} kpps per core, {host:?} {nic:?} {tables:?} {measure:?}");
                 let (lone, lone_events, general_events) = both_paths(&toml, &what);
@@ -557,10 +637,12 @@ mod tests {
                 if kpps == 50 && cores == 1 && nic.is_empty() {
                     // (With several cores, an idle core's armed ring keeps an arrival event
                     // in the queue, which bounds the others' horizons.)
-                    assert!(lone_events * 20 < general_events, "{what}: a frame alone brings no event: {lone_events} vs {general_events}");
+                    assert!(
+                        lone_events * 20 < general_events,
+                        "{what}: a frame alone brings no event: {lone_events} vs {general_events}"
+                    );
                 }
             }
         }
     }
-
 }
