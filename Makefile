@@ -21,7 +21,7 @@ $(VENV)/.installed: $(SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.5,<2"
-	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1" "tqdm>=4.60" "optuna>=3.6" "tomli-w>=1.0" "nbclient>=0.8" "ipykernel>=6"
+	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1" "tqdm>=4.60" "optuna>=3.6" "tomli-w>=1.0" "nbclient>=0.8" "ipykernel>=6" "ruff>=0.8"
 	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
 	$(PY) -m compileall -q python/pktsim  # bytecode, as `pip install` leaves it: `pktsim` starts ~15 ms sooner
 	cargo build --release --quiet -p pktsim-testbed
@@ -43,9 +43,10 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium; the report test will say so"; \
 	  else echo "chromium is missing (apt-get install chromium as root); the report test needs it"; fi; }
 
-# (Then every speed case and bundled file once, briefly: a case the scenarios no longer
+# (The Rust tree formatted as rustfmt.toml says; then every speed case and bundled file once, briefly: a case the scenarios no longer
 # accept fails here, not in the next `make bench`.)
 test-rust:
+	cargo fmt --all --check
 	cargo test -p pktsim-core -p pktsim-testbed --release
 	PKTSIM_BENCH_SMOKE=1 cargo bench -p pktsim-core --bench engine --quiet
 
