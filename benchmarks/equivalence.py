@@ -118,7 +118,9 @@ def main(argv=None) -> int:
     c = sub.add_parser("compare", help="compare two saved result files")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
-    c.add_argument("--except", dest="leave_out", action="append", default=[], metavar="KEY", help="leave this key out of the comparison (repeatable), e.g. events")
+    c.add_argument(
+        "--except", dest="leave_out", action="append", default=[], metavar="KEY", help="leave this key out of the comparison (repeatable), e.g. events"
+    )
     args = ap.parse_args(argv)
     try:
         if args.cmd == "run":

@@ -41,8 +41,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SWEPT = ROOT / "examples" / "meyer2014-rt.toml"  # 4 cores, 2 classes, 8 rx rings
 TINY = ["run", "examples/linux-router-64B.toml", "--set", "measure.duration=100us", "--set", "measure.warmup=0s", "--json"]
-BIG = ["run", "python/pktsim/scenarios/beifuss2015-napi.toml", "--set", "cpu.cores=64", "--set", "traffic.flows=1024",
-       "--set", "link.rate=1Tbit/s", "--set", "traffic.rate=96Mpps", "--set", "measure.duration=10ms", "--json"]
+BIG = [
+    "run",
+    "python/pktsim/scenarios/beifuss2015-napi.toml",
+    "--set",
+    "cpu.cores=64",
+    "--set",
+    "traffic.flows=1024",
+    "--set",
+    "link.rate=1Tbit/s",
+    "--set",
+    "traffic.rate=96Mpps",
+    "--set",
+    "measure.duration=10ms",
+    "--json",
+]
 SETS = {"measure.duration": "1ms", "measure.warmup": "0s"}
 
 GOAL_STARTUP_MS = 60.0
@@ -181,8 +194,20 @@ def cli_sweep(n: int, jobs: int, tmp: Path, dask: str | None = None) -> tuple[fl
 
     out = tmp / f"cli-{n}-{'dask' if dask else 'local'}.parquet"
     step = 800 / max(1, n - 1)  # the same load range as rates(n), written as a range
-    argv = pktsim_cmd() + ["sweep", str(SWEPT), "--param", "traffic.rate", "--values", f"100kpps:900kpps:{step:.12g}kpps",
-                           "--set", "measure.duration=1ms", "--set", "measure.warmup=0s", "-o", str(out)]
+    argv = pktsim_cmd() + [
+        "sweep",
+        str(SWEPT),
+        "--param",
+        "traffic.rate",
+        "--values",
+        f"100kpps:900kpps:{step:.12g}kpps",
+        "--set",
+        "measure.duration=1ms",
+        "--set",
+        "measure.warmup=0s",
+        "-o",
+        str(out),
+    ]
     argv += ["--dask", dask] if dask else ["--jobs", str(jobs)]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -192,8 +217,10 @@ def cli_sweep(n: int, jobs: int, tmp: Path, dask: str | None = None) -> tuple[fl
 
 
 def sweeps(n: int, jobs: int, use_dask: bool, repeat: int, tmp: Path):
-    print(f"sweep overhead: {n} points of 1 ms ({SWEPT.relative_to(ROOT)}), outside the simulations, best of {repeat}"
-          + ("" if n >= 10_000 else " (the goal is for 10,000 points)"))
+    print(
+        f"sweep overhead: {n} points of 1 ms ({SWEPT.relative_to(ROOT)}), outside the simulations, best of {repeat}"
+        + ("" if n >= 10_000 else " (the goal is for 10,000 points)")
+    )
     runs = [fresh_api_sweep(n, jobs) for _ in range(repeat)]
     _overhead(f"pktsim.sweep, local pool (jobs={jobs})", n, runs)
     runs = [cli_sweep(n, jobs, tmp) for _ in range(repeat)]
@@ -276,9 +303,11 @@ def postprocess(df, tmp: Path) -> None:
 
 def peak_rss() -> None:
     print(f"memory: `pktsim {' '.join(BIG)}`")
-    probe = ("import resource, subprocess, sys\n"
-             "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", probe, *pktsim_cmd(), *BIG], cwd=ROOT, capture_output=True, text=True)
     if out.returncode != 0:
         say("peak RSS, 64-core run", "failed", f"<= {GOAL_RSS_MB:g} MB", False)

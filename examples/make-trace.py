@@ -26,9 +26,7 @@ FCS = 4
 
 # (src, dst, proto, sport, dport, tos, vlan pcp or None, sizes on the wire, weight)
 IMIX = [(64, 7), (576, 4), (1518, 1)]
-FLOWS = [
-    (f"198.18.0.{1 + i}", f"198.19.{i}.1", 17 if i % 3 else 6, 40000 + i, 5001 + i % 4, 0, None, IMIX, 6) for i in range(10)
-] + [
+FLOWS = [(f"198.18.0.{1 + i}", f"198.19.{i}.1", 17 if i % 3 else 6, 40000 + i, 5001 + i % 4, 0, None, IMIX, 6) for i in range(10)] + [
     ("198.18.1.1", "198.19.100.1", 17, 16384, 16384, 0xB8, 5, [(200, 1)], 4),
     ("198.18.1.2", "198.19.100.2", 6, 443, 51000, 0, None, [(1518, 9), (64, 1)], 8),
 ]

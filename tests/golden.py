@@ -34,7 +34,14 @@ VARIANTS = {
     "ITR off, legacy net_rx_action": ["nic.itr.mode=off", "host.net_rx_action=legacy", "traffic.rate=800kpps", "host.t_irq=1us", "host.t_poll=200ns"],
     "server, poisson, exponential": ["host.io=server", "traffic.pattern=poisson", "host.service=exponential", "traffic.rate=1.5Mpps"],
     "busy-poll batch 32": ["host.io=busy-poll", "host.batch.t_call=100ns", "host.batch.t_packet=10ns", "traffic.rate=1.2Mpps"],
-    "batched-syscall batch 8": ["host.io=batched-syscall", "host.batch.size=8", "host.batch.t_call=1us", "host.batch.t_wakeup=2us", "host.t_irq=1us", "traffic.rate=300kpps"],
+    "batched-syscall batch 8": [
+        "host.io=batched-syscall",
+        "host.batch.size=8",
+        "host.batch.t_call=1us",
+        "host.batch.t_wakeup=2us",
+        "host.t_irq=1us",
+        "traffic.rate=300kpps",
+    ],
     "threaded-napi": ["host.io=threaded-napi", "host.thread.wake_latency=5us", "host.thread.t_wakeup=1us", "traffic.rate=500kpps"],
     "time series": ["measure.interval=1ms", "traffic.rate=1Mpps"],
 }

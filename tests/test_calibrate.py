@@ -18,7 +18,10 @@ STACKS = {
     "alloc": [BASE + ["ixgbe_clean_rx_irq", "ixgbe_alloc_rx_buffers", "__alloc_pages"], BASE + ["ixgbe_clean_rx_irq", "__napi_alloc_skb"]],
     "prerouting": [BASE + ["ixgbe_clean_rx_irq", "__netif_receive_skb_core", "ip_rcv"], BASE + ["ixgbe_clean_rx_irq", "ip_rcv", "nf_hook_slow"]],
     "routing": [BASE + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_rcv_finish", "ip_route_input_noref", "fib_table_lookup", "check_leaf"]],
-    "postrouting": [BASE + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_forward", "memcpy_orig"], BASE + ["ixgbe_clean_rx_irq", "ip_forward", "ip_finish_output2", "neigh_hh_output"]],
+    "postrouting": [
+        BASE + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_forward", "memcpy_orig"],
+        BASE + ["ixgbe_clean_rx_irq", "ip_forward", "ip_finish_output2", "neigh_hh_output"],
+    ],
     "free": [BASE + ["ixgbe_clean_tx_irq", "napi_consume_skb", "skb_release_data"], BASE + ["ixgbe_clean_tx_irq", "napi_consume_skb", "kmem_cache_free"]],
     "TX": [BASE + ["ixgbe_clean_rx_irq", "ip_forward", "__dev_queue_xmit", "sch_direct_xmit", "ixgbe_xmit_frame_ring"], BASE + ["ixgbe_clean_tx_irq"]],
     "other": [BASE + ["ixgbe_clean_rx_irq", "ip_forward", "__dev_queue_xmit", "do_raw_spin_lock"], ["ret_from_fork", "kthread", "mystery_helper"]],
@@ -126,7 +129,11 @@ def test_the_flame_graph_counts_what_the_profile_weighs():
     [
         ("garbage.txt", "this is not a profile\n", 1),
         ("truncated.script", "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt+0x1 ([kernel.kallsyms])\n\tffffffff81", 3),
-        ("orphan.script", "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt ([kernel.kallsyms])\n\n\tffffffff81000001 default_idle ([kernel.kallsyms])\n", 4),
+        (
+            "orphan.script",
+            "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt ([kernel.kallsyms])\n\n\tffffffff81000001 default_idle ([kernel.kallsyms])\n",
+            4,
+        ),
         ("bad.folded", "a;b;c 10\na;;c 5\n", 2),
     ],
 )
@@ -149,18 +156,47 @@ def test_empty_input_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     "function, group",
     [
-        ("ixgbe_clean_rx_irq", "RX"), ("net_rx_action", "RX"), ("napi_gro_receive", "RX"), ("__netif_receive_skb_core", "RX"),
-        ("i40e_napi_poll", "RX"), ("mlx5e_poll_rx_cq", "RX"), ("ice_clean_rx_irq", "RX"),
-        ("ixgbe_alloc_rx_buffers", "alloc"), ("__alloc_skb", "alloc"), ("__napi_alloc_skb", "alloc"), ("build_skb", "alloc"),
-        ("ip_rcv", "prerouting"), ("ip_rcv_finish", "prerouting"),
-        ("ip_route_input_noref", "routing"), ("fib_table_lookup", "routing"), ("check_leaf", "routing"), ("fib_validate_source", "routing"),
-        ("ip_forward", "postrouting"), ("ip_finish_output2", "postrouting"), ("__ipv4_neigh_lookup_noref", "postrouting"), ("ip_fragment", "postrouting"),
-        ("kfree_skb", "free"), ("skb_release_data", "free"), ("napi_consume_skb", "free"), ("kmem_cache_free", "free"),
-        ("dev_queue_xmit", "TX"), ("sch_direct_xmit", "TX"), ("dev_hard_start_xmit", "TX"), ("ixgbe_xmit_frame_ring", "TX"),
-        ("ixgbe_clean_tx_irq", "TX"), ("i40e_clean_tx_irq", "TX"), ("mlx5e_xmit", "TX"), ("pfifo_fast_dequeue", "TX"),
-        ("do_raw_spin_lock", "other"), ("arch_local_irq_restore", "other"), ("_raw_spin_lock", "other"),
-        ("poll_idle", "idle"), ("intel_idle", "idle"),
-        ("nf_hook_slow", None), ("memcpy", None), ("ipt_do_table", None),
+        ("ixgbe_clean_rx_irq", "RX"),
+        ("net_rx_action", "RX"),
+        ("napi_gro_receive", "RX"),
+        ("__netif_receive_skb_core", "RX"),
+        ("i40e_napi_poll", "RX"),
+        ("mlx5e_poll_rx_cq", "RX"),
+        ("ice_clean_rx_irq", "RX"),
+        ("ixgbe_alloc_rx_buffers", "alloc"),
+        ("__alloc_skb", "alloc"),
+        ("__napi_alloc_skb", "alloc"),
+        ("build_skb", "alloc"),
+        ("ip_rcv", "prerouting"),
+        ("ip_rcv_finish", "prerouting"),
+        ("ip_route_input_noref", "routing"),
+        ("fib_table_lookup", "routing"),
+        ("check_leaf", "routing"),
+        ("fib_validate_source", "routing"),
+        ("ip_forward", "postrouting"),
+        ("ip_finish_output2", "postrouting"),
+        ("__ipv4_neigh_lookup_noref", "postrouting"),
+        ("ip_fragment", "postrouting"),
+        ("kfree_skb", "free"),
+        ("skb_release_data", "free"),
+        ("napi_consume_skb", "free"),
+        ("kmem_cache_free", "free"),
+        ("dev_queue_xmit", "TX"),
+        ("sch_direct_xmit", "TX"),
+        ("dev_hard_start_xmit", "TX"),
+        ("ixgbe_xmit_frame_ring", "TX"),
+        ("ixgbe_clean_tx_irq", "TX"),
+        ("i40e_clean_tx_irq", "TX"),
+        ("mlx5e_xmit", "TX"),
+        ("pfifo_fast_dequeue", "TX"),
+        ("do_raw_spin_lock", "other"),
+        ("arch_local_irq_restore", "other"),
+        ("_raw_spin_lock", "other"),
+        ("poll_idle", "idle"),
+        ("intel_idle", "idle"),
+        ("nf_hook_slow", None),
+        ("memcpy", None),
+        ("ipt_do_table", None),
     ],
 )
 def test_bundled_rules_put_linux_forwarding_functions_where_000_does(function, group):
@@ -171,8 +207,23 @@ def test_calibrate_cli_json_contract_and_outputs_usable_by_model_and_run(tmp_pat
     out = tmp_path / "cost.toml"
     svg, png = tmp_path / "flame.svg", tmp_path / "bars.png"
     res = json.loads(
-        run_cli("calibrate", DATA / "folded.txt", "--rate", "1.67Mpps", "--cpu-load", "100%", "--freq", "3.3GHz",
-                "-o", out, "--flamegraph", svg, "--bars", png, "--json").stdout
+        run_cli(
+            "calibrate",
+            DATA / "folded.txt",
+            "--rate",
+            "1.67Mpps",
+            "--cpu-load",
+            "100%",
+            "--freq",
+            "3.3GHz",
+            "-o",
+            out,
+            "--flamegraph",
+            svg,
+            "--bars",
+            png,
+            "--json",
+        ).stdout
     )
     assert set(res) >= {"c_total_cycles", "cycles_by_group", "unmatched_share", "unmatched_top"}
     assert list(res["cycles_by_group"]) == GROUPS
@@ -191,7 +242,9 @@ def test_calibrate_cli_json_contract_and_outputs_usable_by_model_and_run(tmp_pat
 def test_user_rules_extend_the_mapping(tmp_path):
     rules = tmp_path / "mine.toml"
     rules.write_text((cal.BUNDLED_RULES.read_text()) + '\n[[rule]]\ngroup = "postrouting"\nexact = ["memcpy_orig"]\n')
-    res = json.loads(run_cli("calibrate", DATA / "perf-report.txt", "--rate", "1.67Mpps", "--cpu-load", "100%", "--freq", "3.3GHz", "--rules", rules, "--json").stdout)
+    res = json.loads(
+        run_cli("calibrate", DATA / "perf-report.txt", "--rate", "1.67Mpps", "--cpu-load", "100%", "--freq", "3.3GHz", "--rules", rules, "--json").stdout
+    )
     assert res["unmatched_share"] == 0
     bad = tmp_path / "bad.toml"
     bad.write_text('[[rule]]\ngroup = "egress"\nexact = ["x"]\n')
@@ -211,8 +264,12 @@ def test_plot_groups_draws_each_profile_as_measured():
     move routing from 720 to about 390 cycles at 1,048,576 flows)."""
     from pktsim.commands import profile_groups
 
-    for name, total, routing in (("raumer2015-flows-1", 1978, 200), ("raumer2015-flows-256", 2045, 350),
-                                 ("raumer2015-flows-16384", 2091, 406), ("raumer2015-flows-1048576", 2418, 720)):
+    for name, total, routing in (
+        ("raumer2015-flows-1", 1978, 200),
+        ("raumer2015-flows-256", 2045, 350),
+        ("raumer2015-flows-16384", 2091, 406),
+        ("raumer2015-flows-1048576", 2418, 720),
+    ):
         label, groups = profile_groups(name)
         assert label == name and sum(groups.values()) == pytest.approx(total) and groups["routing"] == pytest.approx(routing)
 
@@ -226,11 +283,37 @@ KNOWN_SPLIT = [
     # Packet work under ksoftirqd, under a hard interrupt from idle, and a local send.
     (PKT + ["ixgbe_clean_rx_irq"], 400, "RX", "rule"),
     (IDLE_IRQ + ["handle_softirqs", "net_rx_action", "__napi_poll", "ixgbe_poll", "ixgbe_clean_rx_irq"], 50, "RX", "rule"),
-    (["cpu_startup_entry", "do_idle", "asm_common_interrupt", "common_interrupt", "handle_edge_irq", "handle_irq_event",
-      "__handle_irq_event_percpu", "ixgbe_msix_clean_rings"], 30, "RX", "rule"),
+    (
+        [
+            "cpu_startup_entry",
+            "do_idle",
+            "asm_common_interrupt",
+            "common_interrupt",
+            "handle_edge_irq",
+            "handle_irq_event",
+            "__handle_irq_event_percpu",
+            "ixgbe_msix_clean_rings",
+        ],
+        30,
+        "RX",
+        "rule",
+    ),
     (PKT + ["ixgbe_clean_rx_irq", "ixgbe_alloc_rx_buffers", "__alloc_pages", "get_page_from_freelist"], 130, "alloc", "rule"),
-    (["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_sendto", "__sys_sendto", "udp_sendmsg", "ip_make_skb",
-      "__alloc_skb", "kmem_cache_alloc_node"], 9, "alloc", "rule"),
+    (
+        [
+            "entry_SYSCALL_64_after_hwframe",
+            "do_syscall_64",
+            "__x64_sys_sendto",
+            "__sys_sendto",
+            "udp_sendmsg",
+            "ip_make_skb",
+            "__alloc_skb",
+            "kmem_cache_alloc_node",
+        ],
+        9,
+        "alloc",
+        "rule",
+    ),
     (PKT + ["ixgbe_clean_rx_irq", "napi_gro_receive", "__netif_receive_skb_core", "ip_rcv"], 160, "prerouting", "rule"),
     (PKT + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_rcv_finish", "ip_route_input_noref", "fib_table_lookup"], 220, "routing", "rule"),
     (PKT + ["ixgbe_clean_rx_irq", "ip_rcv", "ip_forward", "memcpy_orig"], 200, "postrouting", "rule"),
@@ -249,10 +332,19 @@ KNOWN_SPLIT = [
     (["ret_from_fork", "kthread", "smpboot_thread_fn", "schedule", "__schedule", "finish_task_switch"], 10, "other", "entry"),
     # Not packet work although packet frames are above it: a timer interrupt and a nested
     # softirq running RCU callbacks (kfree after an entry point is not C_free).
-    (PKT + ["ixgbe_clean_rx_irq", "asm_sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt",
-            "tick_sched_timer"], 20, "other", "entry"),
-    (PKT + ["ixgbe_clean_rx_irq", "ip_forward", "ip_finish_output2", "__local_bh_enable_ip", "do_softirq", "__do_softirq",
-            "rcu_core", "rcu_do_batch", "kfree"], 12, "other", "entry"),
+    (
+        PKT + ["ixgbe_clean_rx_irq", "asm_sysvec_apic_timer_interrupt", "sysvec_apic_timer_interrupt", "hrtimer_interrupt", "tick_sched_timer"],
+        20,
+        "other",
+        "entry",
+    ),
+    (
+        PKT
+        + ["ixgbe_clean_rx_irq", "ip_forward", "ip_finish_output2", "__local_bh_enable_ip", "do_softirq", "__do_softirq", "rcu_core", "rcu_do_batch", "kfree"],
+        12,
+        "other",
+        "entry",
+    ),
     # Other kernel entry points: a kworker and a syscall allocating memory.
     (["ret_from_fork", "kthread", "worker_thread", "process_one_work", "vmstat_update"], 8, "other", "entry"),
     (["entry_SYSCALL_64_after_hwframe", "do_syscall_64", "__x64_sys_read", "kmem_cache_alloc"], 7, "other", "entry"),
@@ -286,8 +378,17 @@ def test_bundled_rules_give_each_group_exactly_its_true_share(tmp_path, fmt):
     assert c.cycles_by_group["other"] == pytest.approx(3000 * 343 / 2047)
     # What ran outside the packet path is named by the work the entry point called.
     outside = {name: round(share * active) for name, share in c.outside_top(50)}
-    assert outside == {"rcu_core": 107, "run_timer_softirq": 40, "tasklet_action": 35, "__do_softirq": 5, "run_ksoftirqd": 15,
-                       "finish_task_switch": 10, "hrtimer_interrupt": 20, "vmstat_update": 8, "__x64_sys_read": 7}
+    assert outside == {
+        "rcu_core": 107,
+        "run_timer_softirq": 40,
+        "tasklet_action": 35,
+        "__do_softirq": 5,
+        "run_ksoftirqd": 15,
+        "finish_task_switch": 10,
+        "hrtimer_interrupt": 20,
+        "vmstat_update": 8,
+        "__x64_sys_read": 7,
+    }
     assert c.outside_share == pytest.approx(247 / active)
     assert [name for name, _ in c.unmatched_top()] == ["mystery_thread"]
     # Real sample counts: perf script has one sample per stack here (the period is the weight).
@@ -416,8 +517,8 @@ def test_bad_calibrate_options_exit_2_naming_option_value_and_expectation(tmp_pa
         ('[[rule]]\nexact = ["x"]\n', ["rule[0].group", "one of RX"]),
         ('[[rule]]\ngroup = "RX"\nrole = "gateway"\nexact = ["x"]\n', ['rule[0].role = "gateway"', "packet, entry, helper"]),
         ('[[rule]]\ngroup = "RX"\nrole = "entry"\nexact = ["x"]\n', ['rule[0].group = "RX"', 'role = "entry"']),
-        ('rule = 5\n', ["rule = 5", "[[rule]]"]),
-        ('rule = [1]\n', ["rule[0] = 1", "a table"]),
+        ("rule = 5\n", ["rule = 5", "[[rule]]"]),
+        ("rule = [1]\n", ["rule[0] = 1", "a table"]),
     ],
 )
 def test_wrong_types_in_a_rules_file_exit_2_naming_the_key(tmp_path, text, needles):
@@ -478,6 +579,7 @@ def test_bad_output_paths_exit_2_naming_the_option(tmp_path, option, make, needl
 
 def test_more_active_cycles_than_one_core_has_is_flagged():
     c = cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=5e9)
-    assert c.warnings() == ["5e+09 active cycles per second is 167% of 3 GHz, more than one core has: "
-                            "the cycles per packet assume one core forwarding the whole rate"]
+    assert c.warnings() == [
+        "5e+09 active cycles per second is 167% of 3 GHz, more than one core has: the cycles per packet assume one core forwarding the whole rate"
+    ]
     assert cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=3e9).warnings() == []

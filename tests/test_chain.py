@@ -73,8 +73,27 @@ def test_sweeps_plots_and_compare_work_on_chains(cli, tmp_path):
 
 def test_tune_turns_the_bottleneck_nodes_knobs_against_the_chains_figures(cli, tmp_path):
     out = tmp_path / "tuned"
-    p = cli("tune", CHAIN, "--set", "measure.duration=30ms", "--load", "250kpps", "--minimize", "cpu", "--subject-to", "p99 <= 150us",
-            "--knobs", "nic.napi", "--budget", "40", "--replications", "1", "-o", out, "--json")
+    p = cli(
+        "tune",
+        CHAIN,
+        "--set",
+        "measure.duration=30ms",
+        "--load",
+        "250kpps",
+        "--minimize",
+        "cpu",
+        "--subject-to",
+        "p99 <= 150us",
+        "--knobs",
+        "nic.napi",
+        "--budget",
+        "40",
+        "--replications",
+        "1",
+        "-o",
+        out,
+        "--json",
+    )
     t = json.loads(p.stdout)
     assert t["node"] == 1  # the firewall: the bottleneck
     rec = t["recommended"]
@@ -91,11 +110,11 @@ def test_tune_turns_the_bottleneck_nodes_knobs_against_the_chains_figures(cli, t
     "text, message",
     [
         ("nodes = []\n", "at least one [[nodes]] entry"),
-        ("oops = 1\n[[nodes]]\nfile = \"linux-router-64B.toml\"\n", "oops"),
-        ("[[nodes]]\nfile = \"missing.toml\"\n", "nodes.0.file"),
-        ("[[nodes]]\nfile = \"linux-router-64B.toml\"\n[nodes.link]\ndelay = \"soon\"\n", "nodes.0.link.delay"),
-        ("[[nodes]]\nfile = \"linux-router-64B.toml\"\n[nodes.host]\nt_proc = \"fast\"\n", "nodes.0"),
-        ("[[nodes]]\nfile = \"router-firewall-chain.toml\"\n", "not another chain"),
+        ('oops = 1\n[[nodes]]\nfile = "linux-router-64B.toml"\n', "oops"),
+        ('[[nodes]]\nfile = "missing.toml"\n', "nodes.0.file"),
+        ('[[nodes]]\nfile = "linux-router-64B.toml"\n[nodes.link]\ndelay = "soon"\n', "nodes.0.link.delay"),
+        ('[[nodes]]\nfile = "linux-router-64B.toml"\n[nodes.host]\nt_proc = "fast"\n', "nodes.0"),
+        ('[[nodes]]\nfile = "router-firewall-chain.toml"\n', "not another chain"),
     ],
 )
 def test_bad_chains_exit_2_naming_the_node_and_key(tmp_path, text, message):

@@ -15,8 +15,21 @@ def model_json(*args):
 
 def test_model_json_contract():
     p = model_json(EX64)
-    for key in ("r_max_pps", "c_total_cycles", "cycles_by_group", "line_rate_pps", "predicted_pps", "cpu_load", "bottleneck",
-                "capacity_pps", "cpu_load_max", "cpu_load_basis", "per_core", "frame_cost_ns", "notes"):
+    for key in (
+        "r_max_pps",
+        "c_total_cycles",
+        "cycles_by_group",
+        "line_rate_pps",
+        "predicted_pps",
+        "cpu_load",
+        "bottleneck",
+        "capacity_pps",
+        "cpu_load_max",
+        "cpu_load_basis",
+        "per_core",
+        "frame_cost_ns",
+        "notes",
+    ):
         assert key in p, key
     assert list(p["cycles_by_group"]) == ["RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other"]
     assert p["bottleneck"] in ("cpu", "link")
@@ -26,7 +39,11 @@ def test_model_json_contract():
 
 
 # Node scenarios (a chain file's nodes are held in tests/test_chain.py).
-BUNDLED = [p for p in sorted(EXAMPLES.glob("*.toml")) + sorted((EXAMPLES.parent / "python" / "pktsim" / "scenarios").glob("*.toml")) if "[[nodes]]" not in p.read_text()]
+BUNDLED = [
+    p
+    for p in sorted(EXAMPLES.glob("*.toml")) + sorted((EXAMPLES.parent / "python" / "pktsim" / "scenarios").glob("*.toml"))
+    if "[[nodes]]" not in p.read_text()
+]
 
 
 @pytest.mark.parametrize("cores", [None, 4], ids=["as-given", "4-cores"])
@@ -78,8 +95,7 @@ def test_set_changes_rate_and_cores():
 def test_set_traffic_rate_is_the_total_of_several_sources(tmp_path):
     f = tmp_path / "two.toml"
     f.write_text(
-        EX64.read_text()
-        + '\n[[traffic.sources]]\nname = "small"\nshare = "75%"\n\n[[traffic.sources]]\nname = "big"\nshare = "25%"\nsize = "1500B"\n'
+        EX64.read_text() + '\n[[traffic.sources]]\nname = "small"\nshare = "75%"\n\n[[traffic.sources]]\nname = "big"\nshare = "25%"\nsize = "1500B"\n'
     )
     p = model_json(f, "--set", "traffic.rate=400kpps")
     assert p["offered_pps"] == pytest.approx(4e5)

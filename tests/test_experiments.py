@@ -131,7 +131,20 @@ def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch
     pktsim.parse._PARSED.clear()
     from pktsim import cli
 
-    argv = ["sweep", NAPI, "--set", "measure.duration=10ms", "--param", "traffic.rate", "--values", "0.5Mpps:1.5Mpps:0.5Mpps", "--replications", "2", "--jobs", "1"]
+    argv = [
+        "sweep",
+        NAPI,
+        "--set",
+        "measure.duration=10ms",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "0.5Mpps:1.5Mpps:0.5Mpps",
+        "--replications",
+        "2",
+        "--jobs",
+        "1",
+    ]
     assert cli.main(list(map(str, argv))) == 0
     capsys.readouterr()
     # The scenario file parsed once and resolved once when loaded, once more for the first
@@ -163,8 +176,24 @@ def test_a_swept_seed_is_checked_before_any_run(monkeypatch):
 def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):
     pq_out, csv_out = tmp_path / "s.parquet", tmp_path / "s.csv"
     for out in (pq_out, csv_out):
-        run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--param", "nic.itr.mode", "--values", "dynamic,off",
-                "--replications", "2", "--set", "measure.duration=10ms", "-o", out)
+        run_cli(
+            "sweep",
+            NAPI,
+            "--param",
+            "traffic.rate",
+            "--values",
+            "0.5Mpps,1Mpps",
+            "--param",
+            "nic.itr.mode",
+            "--values",
+            "dynamic,off",
+            "--replications",
+            "2",
+            "--set",
+            "measure.duration=10ms",
+            "-o",
+            out,
+        )
     t = pq.read_table(pq_out)
     meta = t.schema.metadata
     assert meta[b"pktsim_version"] == pktsim.__version__.encode() and b"[nic.itr]" in meta[b"pktsim_scenario"] and meta[b"pktsim_seed"] == b"1"
@@ -214,7 +243,9 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
         assert f"id='p{paper}'" in html
     dom = subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom", index.as_uri()],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     ).stdout
     import re
 
@@ -222,11 +253,11 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
     ok = int(re.search(r'data-images-ok="(\d+)"', dom).group(1))
     assert n >= 10 and ok == n, (n, ok)
     # The summary over all papers and a table of contents come before the first paper.
-    top = dom[: dom.index("id=\"p000\"")]
+    top = dom[: dom.index('id="p000"')]
     assert re.search(r"summary \(all papers\): \d+ predicted rows: \|error\| median", top), top[-2000:]
-    assert "href=\"#p004\"" in top
+    assert 'href="#p004"' in top
     # Rows over 10% are flagged.
-    assert "class=\"predicted bad\"" in dom
+    assert 'class="predicted bad"' in dom
 
 
 def test_report_fig_9_bars_are_the_tables_predictions(tmp_path, monkeypatch):
@@ -263,9 +294,28 @@ def test_plot_command_draws_a_sweep_file_with_per_class_latency(tmp_path):
 def test_a_two_key_sweep_draws_a_legend_entry_per_value_of_the_second_key(tmp_path):
     out = tmp_path / "svg"
     run_cli(
-        "sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps,2Mpps",
-        "--param", "host.io", "--values", "napi,server", "--replications", "2", "--set", "measure.duration=2ms",
-        "--set", "measure.warmup=1ms", "--set", "traffic.pattern=poisson", "--plots", out, "--format", "svg",
+        "sweep",
+        EXAMPLES / "linux-router-64B.toml",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "0.5Mpps,1Mpps,2Mpps",
+        "--param",
+        "host.io",
+        "--values",
+        "napi,server",
+        "--replications",
+        "2",
+        "--set",
+        "measure.duration=2ms",
+        "--set",
+        "measure.warmup=1ms",
+        "--set",
+        "traffic.pattern=poisson",
+        "--plots",
+        out,
+        "--format",
+        "svg",
     )
     svg = (out / "throughput.svg").read_text()
     assert svg.count("host.io=napi") == 1 and svg.count("host.io=server") == 1
@@ -278,8 +328,20 @@ def test_a_batch_size_sweep_is_plotted_against_the_batch_size(tmp_path):
     from pktsim.plots import sweep_figures
 
     table = tmp_path / "b.csv"
-    run_cli("sweep", EXAMPLES / "ovs-netmapcap.toml", "--param", "host.batch.size", "--values", "1,4,16,64",
-            "--set", "measure.duration=2ms", "--set", "measure.warmup=1ms", "-o", table)
+    run_cli(
+        "sweep",
+        EXAMPLES / "ovs-netmapcap.toml",
+        "--param",
+        "host.batch.size",
+        "--values",
+        "1,4,16,64",
+        "--set",
+        "measure.duration=2ms",
+        "--set",
+        "measure.warmup=1ms",
+        "-o",
+        table,
+    )
     figs = sweep_figures(pd.read_csv(table), tmp_path / "p", fmt="png", dpi=50)
     ax = figs["throughput"][1].axes[0]
     assert list(ax.lines[0].get_xdata()) == [1, 4, 16, 64]
@@ -289,8 +351,20 @@ def test_a_batch_size_sweep_is_plotted_against_the_batch_size(tmp_path):
 
 def test_figure_options_are_checked(tmp_path):
     table = tmp_path / "t.csv"
-    run_cli("sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "1Mpps,2Mpps",
-            "--set", "measure.duration=1ms", "--set", "measure.warmup=1ms", "-o", table)
+    run_cli(
+        "sweep",
+        EXAMPLES / "linux-router-64B.toml",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "1Mpps,2Mpps",
+        "--set",
+        "measure.duration=1ms",
+        "--set",
+        "measure.warmup=1ms",
+        "-o",
+        table,
+    )
     for bad in (["--dpi", "0"], ["--size", "3x"], ["--format", "gif"]):
         proc = run_cli("plot", table, "-o", tmp_path / "o", *bad, check=False)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (bad, proc.stderr)
@@ -326,8 +400,24 @@ def test_hue_chooses_the_lines(tmp_path):
     from pktsim.plots import sweep_figures
 
     table = tmp_path / "t.csv"
-    run_cli("sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "1Mpps,2Mpps",
-            "--param", "host.io", "--values", "napi,server", "--set", "measure.duration=1ms", "--set", "measure.warmup=1ms", "-o", table)
+    run_cli(
+        "sweep",
+        EXAMPLES / "linux-router-64B.toml",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "1Mpps,2Mpps",
+        "--param",
+        "host.io",
+        "--values",
+        "napi,server",
+        "--set",
+        "measure.duration=1ms",
+        "--set",
+        "measure.warmup=1ms",
+        "-o",
+        table,
+    )
     df = pd.read_csv(table)
     by_io = sweep_figures(df, tmp_path / "a", dpi=50, hue="host.io")["throughput"][1].axes[0]
     assert sorted(l.get_label() for l in by_io.lines) == ["host.io=napi", "host.io=server"]
@@ -347,9 +437,7 @@ def test_swept_keys_are_labelled_with_their_units():
 def test_a_sweep_says_where_its_throughput_is_above_the_offered_load():
     # 002's node at 1.7 Mpps: the ring holds frames at the 5 ms window's start that leave
     # within it (0.7% more than arrive); at 0.5 Mpps it does not.
-    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "1.7Mpps,0.5Mpps",
-                  "--set", "measure.duration=5ms").stdout
+    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "1.7Mpps,0.5Mpps", "--set", "measure.duration=5ms").stdout
     assert "throughput above the offered load at 1 point: frames queued at the start" in out
-    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "0.5Mpps",
-                  "--set", "measure.duration=5ms").stdout
+    out = run_cli("sweep", EXAMPLES / "beifuss2015-napi.toml", "--param", "traffic.rate", "--values", "0.5Mpps", "--set", "measure.duration=5ms").stdout
     assert "above the offered load" not in out

@@ -53,36 +53,179 @@ PROCESS_SAMPLE = 12
 
 # Values a key may be replaced with (as TOML). Each is bad for most keys, or unusual.
 VALUES = [
-    "0", "-1", "-0.5", "1.5", "7", "nan", "-nan", "inf", "-inf", "true", "false", "[]", "{}", "[1, 2]", '["64B", 7]',
-    '[["64B", -1]]', '[["64B", 0]]', '""', '"abc"', '"0"', '"-1"', '"64"', '"0ns"', '"-1ns"', '"nan"', '"NaNpps"',
-    '"infGHz"', '"inf%"', '"-5Mpps"', '"0pps"', '"0B"', '"-64B"', '"0cycles"', '"-3cycles"', '"150%"', '"-10%"',
-    '"1e400"', '"imix"', '"poisson"', '"burst"', '"prio"', '"rr"', '"napi"', '"server"', '"busy-poll"', '"xdp"', '"af-xdp"',
-    '"threaded-napi"', '"batched-syscall"', '"1.5Mpps"', '"10Gbit/s"',
-    '"3.3GHz"', '"64B"', '"1us"', '"2ms"', '"1500B"', '"0.5"', '"1 Mpps"', '"1Mpps "', '"Mpps"', '"5GHz/s"', '"1,5Mpps"',
-    "1e400", "0x10", "0o17", "1_000", "2026-01-01", '"\\u00e9"',
+    "0",
+    "-1",
+    "-0.5",
+    "1.5",
+    "7",
+    "nan",
+    "-nan",
+    "inf",
+    "-inf",
+    "true",
+    "false",
+    "[]",
+    "{}",
+    "[1, 2]",
+    '["64B", 7]',
+    '[["64B", -1]]',
+    '[["64B", 0]]',
+    '""',
+    '"abc"',
+    '"0"',
+    '"-1"',
+    '"64"',
+    '"0ns"',
+    '"-1ns"',
+    '"nan"',
+    '"NaNpps"',
+    '"infGHz"',
+    '"inf%"',
+    '"-5Mpps"',
+    '"0pps"',
+    '"0B"',
+    '"-64B"',
+    '"0cycles"',
+    '"-3cycles"',
+    '"150%"',
+    '"-10%"',
+    '"1e400"',
+    '"imix"',
+    '"poisson"',
+    '"burst"',
+    '"prio"',
+    '"rr"',
+    '"napi"',
+    '"server"',
+    '"busy-poll"',
+    '"xdp"',
+    '"af-xdp"',
+    '"threaded-napi"',
+    '"batched-syscall"',
+    '"1.5Mpps"',
+    '"10Gbit/s"',
+    '"3.3GHz"',
+    '"64B"',
+    '"1us"',
+    '"2ms"',
+    '"1500B"',
+    '"0.5"',
+    '"1 Mpps"',
+    '"1Mpps "',
+    '"Mpps"',
+    '"5GHz/s"',
+    '"1,5Mpps"',
+    "1e400",
+    "0x10",
+    "0o17",
+    "1_000",
+    "2026-01-01",
+    '"\\u00e9"',
 ]
 NON_UTF8 = [b"\xff", b"\xfe", b"\xc3", b"\xe9", b"\x80\x80", b"\xf0\x28\x8c\x28", b"\xed\xa0\x80", b"\xc0\xaf"]
-UNKNOWN_KEYS = ['colour = "red"', 'rate2 = "1Mpps"', 'Cores = 2', 'frequncy = "3GHz"', '"" = 1', 'a.b.c = 1']
+UNKNOWN_KEYS = ['colour = "red"', 'rate2 = "1Mpps"', "Cores = 2", 'frequncy = "3GHz"', '"" = 1', "a.b.c = 1"]
 
 # Keys of the scenario format that --set reaches (and a few that do not exist).
 SET_KEYS = [
-    "seed", "name", "cpu.frequency", "cpu.cores", "cpu.contention", "cpu.caches.l3", "link.rate", "link.overhead",
-    "traffic.rate", "traffic.pattern", "traffic.size", "traffic.flows", "cost.profile", "cost.cycles.RX",
-    "cost.per_byte.TX", "cost.buffers.recycling", "fib.routes", "fib.misses_per_lookup", "nic.rx_ring",
-    "nic.tx_ring", "nic.itr.mode", "nic.itr.interval", "nic.queues", "nic.tx_vector", "host.io", "host.t_irq",
-    "host.t_proc", "host.weight", "host.budget", "host.strategy.kind", "host.strategy.slices", "host.batch.size",
-    "host.thread.wake_latency", "nic.napi.defer_hard_irqs", "nic.napi.gro_flush_timeout", "measure.latency_from", "measure.interval", "measure.batches",
-    "cpu.interference.tick_period", "cpu.interference.t_tick", "cpu.interference.rate", "cpu.interference.t_preempt",
-    "host.t_proc_per_byte", "host.batch.t_wakeup", "host.batch.t_empty", "host.gro_normal_batch", "measure.latency_to",
-    "traffic.sources.0.cv", "traffic.sources[0].burst", "traffic.sources[9].cv", "socket.busy_poll", "host.xdp.t_driver",
-    "host.netdev_budget", "nic.napi.threaded", "host.af_xdp.batch", "nodes.0.host.io", "nodes[1].host.t_irq", "nodes",
-    "traffic.colour", "cpu", "", ".", "traffic..rate", "traffic.rate.x", "sweep",
+    "seed",
+    "name",
+    "cpu.frequency",
+    "cpu.cores",
+    "cpu.contention",
+    "cpu.caches.l3",
+    "link.rate",
+    "link.overhead",
+    "traffic.rate",
+    "traffic.pattern",
+    "traffic.size",
+    "traffic.flows",
+    "cost.profile",
+    "cost.cycles.RX",
+    "cost.per_byte.TX",
+    "cost.buffers.recycling",
+    "fib.routes",
+    "fib.misses_per_lookup",
+    "nic.rx_ring",
+    "nic.tx_ring",
+    "nic.itr.mode",
+    "nic.itr.interval",
+    "nic.queues",
+    "nic.tx_vector",
+    "host.io",
+    "host.t_irq",
+    "host.t_proc",
+    "host.weight",
+    "host.budget",
+    "host.strategy.kind",
+    "host.strategy.slices",
+    "host.batch.size",
+    "host.thread.wake_latency",
+    "nic.napi.defer_hard_irqs",
+    "nic.napi.gro_flush_timeout",
+    "measure.latency_from",
+    "measure.interval",
+    "measure.batches",
+    "cpu.interference.tick_period",
+    "cpu.interference.t_tick",
+    "cpu.interference.rate",
+    "cpu.interference.t_preempt",
+    "host.t_proc_per_byte",
+    "host.batch.t_wakeup",
+    "host.batch.t_empty",
+    "host.gro_normal_batch",
+    "measure.latency_to",
+    "traffic.sources.0.cv",
+    "traffic.sources[0].burst",
+    "traffic.sources[9].cv",
+    "socket.busy_poll",
+    "host.xdp.t_driver",
+    "host.netdev_budget",
+    "nic.napi.threaded",
+    "host.af_xdp.batch",
+    "nodes.0.host.io",
+    "nodes[1].host.t_irq",
+    "nodes",
+    "traffic.colour",
+    "cpu",
+    "",
+    ".",
+    "traffic..rate",
+    "traffic.rate.x",
+    "sweep",
 ]
 SWEEP_KEYS = ["traffic.rate", "seed", "cpu.cores", "traffic.pattern", "host.strategy.kind", "nic.rx_ring", "host.t_proc", "bogus.key", "cpu"]
 SWEEP_VALUES = [
-    "0.5Mpps,1Mpps", "1Mpps,1Mpps", "5,6,7", "1:3:1", "0.5Mpps:1.5Mpps:0.5Mpps", "1us:3us:1us", "cbr,poisson", "sq,prio,nope",
-    "0:inf:1", "0:nan:1", "1:2", "::", "a:b:c", "1Mpps:2GHz:1Mpps", "5:1:1", "1:2:0", "1:2:-1", "", ",", "1,,2", "0,-1",
-    "1e400,1", "nan", "inf", "-5Mpps", "0", "64B:128B:64B", "10%:30%:10%", "1:100000000:1", " 1 , 2 ", "1Mpps:1Mpps:1Mpps",
+    "0.5Mpps,1Mpps",
+    "1Mpps,1Mpps",
+    "5,6,7",
+    "1:3:1",
+    "0.5Mpps:1.5Mpps:0.5Mpps",
+    "1us:3us:1us",
+    "cbr,poisson",
+    "sq,prio,nope",
+    "0:inf:1",
+    "0:nan:1",
+    "1:2",
+    "::",
+    "a:b:c",
+    "1Mpps:2GHz:1Mpps",
+    "5:1:1",
+    "1:2:0",
+    "1:2:-1",
+    "",
+    ",",
+    "1,,2",
+    "0,-1",
+    "1e400,1",
+    "nan",
+    "inf",
+    "-5Mpps",
+    "0",
+    "64B:128B:64B",
+    "10%:30%:10%",
+    "1:100000000:1",
+    " 1 , 2 ",
+    "1Mpps:1Mpps:1Mpps",
 ]
 MEASURE = {
     "--rate": ["1.67Mpps", "0", "0pps", "-1Mpps", "nan", "infpps", "1.67", "abc", "1e400pps", ""],
@@ -264,8 +407,29 @@ def _set_value(rng) -> str:
 TRACE_FILE = ROOT / "examples" / "trace-small.pcap"
 TRACE = TRACE_FILE.read_bytes()
 TUNE_METRICS = ["cpu", "cpu", "cpu", "cpu", "p99", "latency_ns.p50", "throughput", "loss_ratio", "nonsense", "", "cpu_per_core", "latency_ns"]
-TUNE_CONSTRAINTS = ["p99 <= 50us", "loss <= 1e-4", "p99 <= x", "p99", ">= 5", "cpu_cores < 0.5", "latency_ns.p99 <= -1us", "throughput_pps >= 1Mpps", "p99 <= nan"]
-TUNE_KNOBS = ["nic.itr", "nic.napi", "nic.itr.interval=2us:20us", "nic.rx_ring=64,3", "bogus", "host.budget", "socket.busy_poll", "nic.rx_ring,nic.tx_ring", "cpu.cores=1,2", "nic.itr.interval="]
+TUNE_CONSTRAINTS = [
+    "p99 <= 50us",
+    "loss <= 1e-4",
+    "p99 <= x",
+    "p99",
+    ">= 5",
+    "cpu_cores < 0.5",
+    "latency_ns.p99 <= -1us",
+    "throughput_pps >= 1Mpps",
+    "p99 <= nan",
+]
+TUNE_KNOBS = [
+    "nic.itr",
+    "nic.napi",
+    "nic.itr.interval=2us:20us",
+    "nic.rx_ring=64,3",
+    "bogus",
+    "host.budget",
+    "socket.busy_poll",
+    "nic.rx_ring,nic.tx_ring",
+    "cpu.cores=1,2",
+    "nic.itr.interval=",
+]
 
 
 def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
@@ -311,7 +475,12 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.3:
                 argv += ["--replications", rng.choice(["0", "-1", "1", "2", "x", "1.5"])]
             if rng.random() < 0.2:
-                argv += ["-o", rng.choice([str(workdir / f"s{i}.csv"), str(workdir / f"s{i}.parquet"), str(workdir / f"s{i}.txt"), str(workdir), "/proc/none/s.csv", "/dev/full"])]
+                argv += [
+                    "-o",
+                    rng.choice(
+                        [str(workdir / f"s{i}.csv"), str(workdir / f"s{i}.parquet"), str(workdir / f"s{i}.txt"), str(workdir), "/proc/none/s.csv", "/dev/full"]
+                    ),
+                ]
             if rng.random() < 0.3:
                 argv += ["--json"]
         elif kind < 0.94:  # tune options
@@ -323,8 +492,12 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.7:
                 argv += ["--knobs", rng.choice(TUNE_KNOBS)]
             if rng.random() < 0.5:
-                argv += rng.choice([["--load", rng.choice(["300kpps", "1Mpps", "0pps", "fast", "-1Mpps", "1e400pps"])],
-                                    ["--load-range", rng.choice(["100kpps:300kpps", "1Mpps:1kpps", "1Mpps", ":"]), "--loads", rng.choice(["2", "1", "x"])]])
+                argv += rng.choice(
+                    [
+                        ["--load", rng.choice(["300kpps", "1Mpps", "0pps", "fast", "-1Mpps", "1e400pps"])],
+                        ["--load-range", rng.choice(["100kpps:300kpps", "1Mpps:1kpps", "1Mpps", ":"]), "--loads", rng.choice(["2", "1", "x"])],
+                    ]
+                )
             if rng.random() < 0.3:
                 argv += ["--replications", rng.choice(["1", "0", "x"])]
             if rng.random() < 0.15:
@@ -345,7 +518,9 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if c == "trace-info":
                 f = workdir / f"t{i}.pcap"
                 f.write_bytes(mutate(rng, TRACE)[0])
-                argv = ["trace-info", rng.choice([str(f), str(f), str(TRACE_FILE), base, "/dev/zero", str(workdir / "none.pcap")])] + (["--json"] if rng.random() < 0.5 else [])
+                argv = ["trace-info", rng.choice([str(f), str(f), str(TRACE_FILE), base, "/dev/zero", str(workdir / "none.pcap")])] + (
+                    ["--json"] if rng.random() < 0.5 else []
+                )
             elif c == "schema":
                 argv = ["schema"] + rng.choice([[], ["--profile"], ["-o", str(workdir / f"x{i}.json")], ["-o", "/proc/none/x.json"], ["-o", str(workdir)]])
             elif c == "profiles":
@@ -353,7 +528,12 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             else:
                 f = workdir / f"p{i}.csv"
                 f.write_bytes(mutate(rng, b"traffic.rate,throughput_pps,status\n1Mpps,1000000,ok\n")[0])
-                argv = ["plot", rng.choice([str(f), base, "/dev/zero", str(workdir / "none.csv")]), "-o", rng.choice([str(workdir / f"plots{i}"), "/proc/none"])]
+                argv = [
+                    "plot",
+                    rng.choice([str(f), base, "/dev/zero", str(workdir / "none.csv")]),
+                    "-o",
+                    rng.choice([str(workdir / f"plots{i}"), "/proc/none"]),
+                ]
         cases.append({"argv": argv, "what": "options"})
     return cases
 
@@ -385,7 +565,12 @@ for line in sys.stdin:
 class Worker:
     def __init__(self):
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT,
+            [sys.executable, "-c", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            cwd=ROOT,
         )
 
     def run(self, argv: list[str], timeout: float) -> dict:
@@ -561,13 +746,26 @@ RUST_OVERFLOW_CASES = [
     ["run", "examples/meyer2014-rt.toml", "--set", "measure.t_plus.t_dma=9000000s"],
     ["run", "examples/linux-router-64B.toml", "--set", "measure.warmup=9000000s", "--set", "measure.duration=9000000s"],
     ["run", "examples/linux-router-64B.toml", "--set", "link.rate=1e30Gbit/s"],
-    ["run", "examples/linux-router-64B.toml", "--set", "cpu.cores=4096", "--set", "nic.queues=[\"a\", \"b\", \"c\", \"d\"]"],
+    ["run", "examples/linux-router-64B.toml", "--set", "cpu.cores=4096", "--set", 'nic.queues=["a", "b", "c", "d"]'],
     ["run", "examples/linux-router-64B.toml", "--set", "cpu.cores=9223372036854775807"],
     ["run", "examples/linux-router-64B.toml", "--set", "nic.rx_ring=18446744073709551615"],
-    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.rate=1e-300Hz", "--set", "cpu.interference.t_preempt=[\"9000000s\"]"],
-    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.tick_period=1us", "--set", "cpu.interference.t_tick=[\"999ns\"]"],
+    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.rate=1e-300Hz", "--set", 'cpu.interference.t_preempt=["9000000s"]'],
+    ["run", "examples/linux-router-64B.toml", "--set", "cpu.interference.tick_period=1us", "--set", 'cpu.interference.t_tick=["999ns"]'],
 ]
-PENDING_VALUES = ["1e17cycles", "1e300B", "1e-8pps", "1e12ns/B", "9000000s", "1e30Gbit/s", "4096", "9223372036854775807", "18446744073709551616", "1e308", "-1e308", "1e-300"]
+PENDING_VALUES = [
+    "1e17cycles",
+    "1e300B",
+    "1e-8pps",
+    "1e12ns/B",
+    "9000000s",
+    "1e30Gbit/s",
+    "4096",
+    "9223372036854775807",
+    "18446744073709551616",
+    "1e308",
+    "-1e308",
+    "1e-300",
+]
 
 
 def test_rust_overflow_cases(tmp_path):

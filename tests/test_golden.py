@@ -5,4 +5,7 @@ import golden
 
 def test_outputs_equal_the_recorded_golden_outputs():
     diffs = golden.differences(__import__("json").loads(golden.GOLDEN.read_text()), golden.collect())
-    assert not diffs, f"{len(diffs)} differences from tests/data/golden.json (python tests/golden.py shows them; --update records a deliberate change):\n" + "\n".join(diffs[:40])
+    assert not diffs, (
+        f"{len(diffs)} differences from tests/data/golden.json (python tests/golden.py shows them; --update records a deliberate change):\n"
+        + "\n".join(diffs[:40])
+    )

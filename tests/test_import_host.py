@@ -12,12 +12,33 @@ HOSTS = ROOT / "tests" / "data" / "hosts"
 
 # driver dir -> what the scenario must say (key -> TOML value)
 EXPECT = {
-    "ixgbe": {"cores = 4": "ethtool -l", 'frequency = "3.30GHz"': "lscpu", 'rate = "10Gbit/s"': "ethtool: Speed", "rx_ring = 512": "ethtool -g",
-              'mode = "dynamic"': "rx-usecs 1 is ixgbe's dynamic ITR", "budget = 300": "netdev_budget", 'budget_time = "8000us"': "netdev_budget_usecs",
-              'l3 = "8MiB"': "lscpu"},
-    "i40e": {"cores = 16": "ethtool -l", 'frequency = "2.10GHz"': "lscpu", 'mode = "static"': "rx-usecs 50", 'interval = "50us"': "rx-usecs 50",
-             "budget = 600": "netdev_budget", 'l2 = "1MiB"': "16 instances", 'rate = "40Gbit/s"': "guessed from the driver"},
-    "mlx5": {"cores = 8": "ethtool -l", 'l3 = "16MiB"': "8 instances", 'rate = "100Gbit/s"': "ethtool: Speed", 'mode = "dim"': "mlx5_core runs net_dim", 'profile = "mlx5-cqe"': "rx_cqe_moder on", "rx_ring = 1024": "ethtool -g"},
+    "ixgbe": {
+        "cores = 4": "ethtool -l",
+        'frequency = "3.30GHz"': "lscpu",
+        'rate = "10Gbit/s"': "ethtool: Speed",
+        "rx_ring = 512": "ethtool -g",
+        'mode = "dynamic"': "rx-usecs 1 is ixgbe's dynamic ITR",
+        "budget = 300": "netdev_budget",
+        'budget_time = "8000us"': "netdev_budget_usecs",
+        'l3 = "8MiB"': "lscpu",
+    },
+    "i40e": {
+        "cores = 16": "ethtool -l",
+        'frequency = "2.10GHz"': "lscpu",
+        'mode = "static"': "rx-usecs 50",
+        'interval = "50us"': "rx-usecs 50",
+        "budget = 600": "netdev_budget",
+        'l2 = "1MiB"': "16 instances",
+        'rate = "40Gbit/s"': "guessed from the driver",
+    },
+    "mlx5": {
+        "cores = 8": "ethtool -l",
+        'l3 = "16MiB"': "8 instances",
+        'rate = "100Gbit/s"': "ethtool: Speed",
+        'mode = "dim"': "mlx5_core runs net_dim",
+        'profile = "mlx5-cqe"': "rx_cqe_moder on",
+        "rx_ring = 1024": "ethtool -g",
+    },
     "virtio_net": {"cores = 2": "ethtool -l", "rx_ring = 256": "ethtool -g", 'frequency = "3GHz"': "guessed"},
     "veth": {'io = "threaded-napi"': "threaded NAPI", "cores = 1": "ethtool -l", 'dma_delay = "0ns"': "veth has no DMA"},
 }
@@ -81,7 +102,10 @@ def test_values_the_scenario_cannot_take_are_noted_not_written(tmp_path):
     coalesce.write_text(coalesce.read_text().replace("rx-usecs: 50", "rx-usecs: 2000"))
     sysctl = veth / "sysctl.txt"
     sysctl.write_text(sysctl.read_text().replace("net.core.netdev_budget = 300", "net.core.netdev_budget = 600"))
-    for d, note, absent in ((i40e, "rx-usecs 2000 is beyond the 1022 us", "interval ="), (veth, "netdev_budget = 600: a NAPI thread does not read it", "budget =")):
+    for d, note, absent in (
+        (i40e, "rx-usecs 2000 is beyond the 1022 us", "interval ="),
+        (veth, "netdev_budget = 600: a NAPI thread does not read it", "budget ="),
+    ):
         text = run_cli("import-host", "--from", d).stdout
         assert note in text, text
         assert not any(l.startswith(absent) for l in text.splitlines()), text

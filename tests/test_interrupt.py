@@ -13,8 +13,15 @@ import pytest
 from conftest import EXAMPLES, ROOT
 
 FAST_LINK = [
-    "run", str(EXAMPLES / "linux-router-64B.toml"),
-    "--set", "link.rate=10Tbit/s", "--set", "traffic.rate=100%", "--set", "measure.duration=10s", "--json",
+    "run",
+    str(EXAMPLES / "linux-router-64B.toml"),
+    "--set",
+    "link.rate=10Tbit/s",
+    "--set",
+    "traffic.rate=100%",
+    "--set",
+    "measure.duration=10s",
+    "--json",
 ]
 
 

@@ -173,10 +173,23 @@ def test_flatten_is_the_python_definition():
     point = pktsim.Scenario.load(EXAMPLES / "meyer2014-rt.toml", SHORT)._resolve()
     result = pktsim.RunResult(point.run())
     odd = {
-        "a": 1, "b": 2.5, "c": None, "d": True, "e": "x", 3: "int key", (1, 2): "tuple key",
-        "m": types.MappingProxyType({"x": 1, "y": {"z": [1]}}), "o": collections.OrderedDict(p=1, q=(2,)),
-        "l": [1, 2], "t": (3,), "s": Seq([1]), "n": np.float64(1.5), "i": np.int64(7), "arr": np.arange(3),
-        "nested": {"deep": {"er": {"est": float("nan")}}}, "empty": {},
+        "a": 1,
+        "b": 2.5,
+        "c": None,
+        "d": True,
+        "e": "x",
+        3: "int key",
+        (1, 2): "tuple key",
+        "m": types.MappingProxyType({"x": 1, "y": {"z": [1]}}),
+        "o": collections.OrderedDict(p=1, q=(2,)),
+        "l": [1, 2],
+        "t": (3,),
+        "s": Seq([1]),
+        "n": np.float64(1.5),
+        "i": np.int64(7),
+        "arr": np.arange(3),
+        "nested": {"deep": {"er": {"est": float("nan")}}},
+        "empty": {},
     }
     for d in (result, point.data(), point.predict(), odd, {}):
         got, want = flatten(d), _flatten_reference(d)

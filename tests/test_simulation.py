@@ -16,8 +16,20 @@ NAPI = EXAMPLES / "beifuss2015-napi.toml"
 
 def test_run_json_contract():
     r = json.loads(run_cli("run", NAPI, "--json").stdout)
-    for key in ("offered_pps", "throughput_pps", "loss_ratio", "irq_per_s", "polls_per_packet", "softirqs_per_packet",
-                "cpu_utilization", "cpu_by_activity", "drops", "sim_packets", "wall_s", "seed"):
+    for key in (
+        "offered_pps",
+        "throughput_pps",
+        "loss_ratio",
+        "irq_per_s",
+        "polls_per_packet",
+        "softirqs_per_packet",
+        "cpu_utilization",
+        "cpu_by_activity",
+        "drops",
+        "sim_packets",
+        "wall_s",
+        "seed",
+    ):
         assert key in r, key
     assert set(r["latency_ns"]) >= {"p25", "p50", "p75", "p90", "p99", "p999", "max", "mean"}
     assert set(r["cpu_by_activity"]) >= {"irq", "tx_clean", "rx_clean", "idle"}
@@ -107,7 +119,10 @@ def test_reproduce_002_contract_and_relations(rep002):
         if "holds" in r:
             assert r["holds"], r
     # What Table I implies (pktsim's inputs, so not a reported figure), pktsim reproduces exactly.
-    for q, tol in (("maximum forwarding rate implied by Table I, 1/(t_proc + t_clean)", 0.005), ("latency of an isolated packet, t_irq + t_proc + t_off", 0.001)):
+    for q, tol in (
+        ("maximum forwarding rate implied by Table I, 1/(t_proc + t_clean)", 0.005),
+        ("latency of an isolated packet, t_irq + t_proc + t_off", 0.001),
+    ):
         r = rows[q]
         assert r["kind"] == "derived" and r["reported"] is None and r["rel_error"] is None, r
         assert r["predicted"] == pytest.approx(r["derived_value"], rel=tol), r

@@ -96,7 +96,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(graph[m]):
             if colour[n] == GREY:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if colour[n] == WHITE:
                 found = visit(n)
                 if found:
@@ -170,8 +170,7 @@ def _heavy(mods: set[str]) -> list[str]:
 
 def test_pktsim_run_starts_without_pandas_matplotlib_or_the_sweep_machinery():
     mods = _modules_after(
-        "from pktsim.cli import main\n"
-        "assert main(['run', 'examples/linux-router-64B.toml', '--set', 'measure.duration=100us', '--json']) == 0"
+        "from pktsim.cli import main\nassert main(['run', 'examples/linux-router-64B.toml', '--set', 'measure.duration=100us', '--json']) == 0"
     )
     assert f"{PACKAGE}.sim" in mods
     assert _heavy(mods) == []

@@ -134,7 +134,24 @@ def test_error_rows_are_run_again_on_resume(tmp_path, monkeypatch):
 
 def test_the_cli_says_it_starts_over_and_json_after_a_resume_is_whole(tmp_path):
     out = tmp_path / "s.csv"
-    argv = ["sweep", NAPI, *SHORT, "--param", "traffic.rate", "--values", "0.5Mpps,1.9Mpps", "--param", "traffic.pattern", "--values", "cbr,poisson", "--jobs", "1", "-o", out, "--json"]
+    argv = [
+        "sweep",
+        NAPI,
+        *SHORT,
+        "--param",
+        "traffic.rate",
+        "--values",
+        "0.5Mpps,1.9Mpps",
+        "--param",
+        "traffic.pattern",
+        "--values",
+        "cbr,poisson",
+        "--jobs",
+        "1",
+        "-o",
+        out,
+        "--json",
+    ]
     interrupted(out)
     rc, stdout, err = main(*argv)
     assert rc == 0 and err == "", err
@@ -221,7 +238,7 @@ def test_a_closed_pipe_is_not_an_error():
 
 def test_a_non_utf8_scenario_names_the_byte(tmp_path):
     f = tmp_path / "latin1.toml"
-    f.write_bytes(NAPI.read_bytes().replace(b"name = ", b'# caf\xe9\nname = ', 1))
+    f.write_bytes(NAPI.read_bytes().replace(b"name = ", b"# caf\xe9\nname = ", 1))
     offset = f.read_bytes().index(b"\xe9")
     for cmd in (["run"], ["model"], ["sweep", "--param", "seed", "--values", "1"]):
         rc, out, err = main(cmd[0], f, *cmd[1:])

@@ -63,9 +63,13 @@ def test_a_real_cluster_started_elsewhere_runs_a_relative_profile_then_losing_ev
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     log = open(tmp_path / "cluster.log", "w")
-    scheduler = subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"], cwd=elsewhere, env=env, stdout=log, stderr=log)
+    scheduler = subprocess.Popen(
+        [*dask, "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"], cwd=elsewhere, env=env, stdout=log, stderr=log
+    )
     workers = [
-        subprocess.Popen([*worker, address, "--nthreads", "1", "--nworkers", "1", "--dashboard-address", ":0", "--no-nanny"], cwd=elsewhere, env=env, stdout=log, stderr=log)
+        subprocess.Popen(
+            [*worker, address, "--nthreads", "1", "--nworkers", "1", "--dashboard-address", ":0", "--no-nanny"], cwd=elsewhere, env=env, stdout=log, stderr=log
+        )
         for _ in range(2)
     ]
     try:
@@ -78,7 +82,9 @@ def test_a_real_cluster_started_elsewhere_runs_a_relative_profile_then_losing_ev
         df = pd.read_parquet(out)
         assert (df["status"] == "ok").all() and len(df) == 3
         # The same as a local run, which reads the profile next to the scenario.
-        local = subprocess.run([*sweep[:-2], "--jobs", "1", "-o", str(project / "local.parquet")], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        local = subprocess.run(
+            [*sweep[:-2], "--jobs", "1", "-o", str(project / "local.parquet")], cwd=project, env=env, capture_output=True, text=True, timeout=120
+        )
         assert local.returncode == 0, local.stderr
         ref = pd.read_parquet(project / "local.parquet")
         for col in ("throughput_pps", "latency_ns_p99", "cpu_utilization"):
@@ -103,7 +109,9 @@ def test_dask_without_distributed_is_one_line_exit_2(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        rc = cli.main(["sweep", str(ROOT / "examples" / "beifuss2015-napi.toml"), "--param", "traffic.rate", "--values", "1Mpps", "--dask", "tcp://127.0.0.1:1"])
+        rc = cli.main(
+            ["sweep", str(ROOT / "examples" / "beifuss2015-napi.toml"), "--param", "traffic.rate", "--values", "1Mpps", "--dask", "tcp://127.0.0.1:1"]
+        )
     assert rc == 2, err.getvalue()
     lines = err.getvalue().strip().splitlines()
     assert len(lines) == 1 and "pip install" in lines[0] and "distributed" in lines[0]

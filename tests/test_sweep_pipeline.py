@@ -64,11 +64,21 @@ def test_summarize_is_vectorised_and_keeps_the_numeric_columns():
 
 def test_swept_keys_get_a_numeric_column_in_base_units_next_to_their_label():
     df = pktsim.sweep(
-        NAPI, {"traffic.rate": ["50%", "1Mpps"], "nic.itr.interval": ["50us", "0.1ms"], "host.weight": ["16"], "host.net_rx_action": ["modern"]},
-        sets={**SHORT, "nic.itr.mode": "static", "nic.itr.interval": "50us"}, jobs=1,
+        NAPI,
+        {"traffic.rate": ["50%", "1Mpps"], "nic.itr.interval": ["50us", "0.1ms"], "host.weight": ["16"], "host.net_rx_action": ["modern"]},
+        sets={**SHORT, "nic.itr.mode": "static", "nic.itr.interval": "50us"},
+        jobs=1,
     )
     cols = list(df.columns)
-    assert cols[:7] == ["traffic.rate", "traffic.rate_value", "nic.itr.interval", "nic.itr.interval_value", "host.weight", "host.weight_value", "host.net_rx_action"]
+    assert cols[:7] == [
+        "traffic.rate",
+        "traffic.rate_value",
+        "nic.itr.interval",
+        "nic.itr.interval_value",
+        "host.weight",
+        "host.weight_value",
+        "host.net_rx_action",
+    ]
     assert "host.net_rx_action_value" not in cols  # not a number
     assert df["traffic.rate_value"].tolist() == pytest.approx([14880952.38 / 2] * 2 + [1e6] * 2, rel=1e-6)
     assert df["nic.itr.interval_value"].tolist() == pytest.approx([50e-6, 100e-6] * 2)
@@ -86,7 +96,19 @@ def test_long_tables_and_their_files(tmp_path):
     ts = pktsim.time_series(df)
     assert len(ts) == 2 * 4 and ts["t_s"].max() == pytest.approx(750e-6) and "forwarded" in ts
     out = tmp_path / "rt.parquet"
-    rc, _, err = main("sweep", RT, "--param", "traffic.rate", "--values", "300kpps,600kpps", *sum((["--set", f"{k}={v}"] for k, v in sets.items()), []), "-o", out, "--jobs", "1")
+    rc, _, err = main(
+        "sweep",
+        RT,
+        "--param",
+        "traffic.rate",
+        "--values",
+        "300kpps,600kpps",
+        *sum((["--set", f"{k}={v}"] for k, v in sets.items()), []),
+        "-o",
+        out,
+        "--jobs",
+        "1",
+    )
     assert rc == 0, err
     for name, rows in [("per_class", 4), ("per_ring", 16), ("time_series", 8)]:
         assert len(pd.read_parquet(tmp_path / f"rt.{name}.parquet")) == rows
@@ -119,11 +141,31 @@ def test_named_variants_cross_the_grid_from_python_and_the_cli(tmp_path):
     # A static 200 us interval caps a vector near 5,000 IRQ/s; the two configurations differ.
     assert irq["static"].max() <= 5100 and (irq["static"] != irq["dynamic"]).all()
     assert list(pktsim.summarize(df)[["variant", "traffic.rate"]].itertuples(index=False, name=None)) == [
-        ("static", "0.5Mpps"), ("static", "1Mpps"), ("dynamic", "0.5Mpps"), ("dynamic", "1Mpps")]
+        ("static", "0.5Mpps"),
+        ("static", "1Mpps"),
+        ("dynamic", "0.5Mpps"),
+        ("dynamic", "1Mpps"),
+    ]
     out = tmp_path / "v.csv"
     rc, text, err = main(
-        "sweep", NAPI, "--set", "measure.duration=1ms", "--set", "measure.warmup=0s", "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps",
-        "--variant", "static=nic.itr.mode=static,nic.itr.interval=200us", "--variant", "dynamic=nic.itr.mode=dynamic", "-o", out, "--jobs", "1",
+        "sweep",
+        NAPI,
+        "--set",
+        "measure.duration=1ms",
+        "--set",
+        "measure.warmup=0s",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "0.5Mpps,1Mpps",
+        "--variant",
+        "static=nic.itr.mode=static,nic.itr.interval=200us",
+        "--variant",
+        "dynamic=nic.itr.mode=dynamic",
+        "-o",
+        out,
+        "--jobs",
+        "1",
     )
     assert rc == 0, err
     cli_df = pd.read_csv(out)
@@ -132,10 +174,13 @@ def test_named_variants_cross_the_grid_from_python_and_the_cli(tmp_path):
     assert "variant" in text.splitlines()[0] or "variant" in text
 
 
-@pytest.mark.parametrize("spec, words", [
-    ("static", ["--variant static", "NAME=KEY=VALUE"]),
-    ("static=nic.itr.mode", ["variant static", "'nic.itr.mode'", "KEY=VALUE"]),
-])
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("static", ["--variant static", "NAME=KEY=VALUE"]),
+        ("static=nic.itr.mode", ["variant static", "'nic.itr.mode'", "KEY=VALUE"]),
+    ],
+)
 def test_a_bad_variant_is_one_line_exit_2(spec, words):
     rc, _, err = main("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps", "--variant", spec, "--set", "measure.duration=1ms")
     assert rc == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
@@ -144,8 +189,20 @@ def test_a_bad_variant_is_one_line_exit_2(spec, words):
 
 
 def test_a_variant_the_scenario_rejects_gives_error_rows_naming_it():
-    rc, _, err = main("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps", "--variant", "bad=nic.itr.mode=sometimes",
-                      "--variant", "good=nic.itr.mode=dynamic", "--set", "measure.duration=1ms")
+    rc, _, err = main(
+        "sweep",
+        NAPI,
+        "--param",
+        "traffic.rate",
+        "--values",
+        "1Mpps",
+        "--variant",
+        "bad=nic.itr.mode=sometimes",
+        "--variant",
+        "good=nic.itr.mode=dynamic",
+        "--set",
+        "measure.duration=1ms",
+    )
     assert rc == 1 and "Traceback" not in err
     assert "variant=bad" in err and "nic.itr.mode" in err and "sometimes" in err and "variant=good" not in err
 
@@ -175,8 +232,12 @@ def test_compare_and_summarize_are_exported():
     assert pktsim.compare is pktsim.comparison.compare and pktsim.summarize is experiments.summarize
     for name in ("compare", "summarize", "sweep", "results", "per_class", "per_ring", "time_series"):
         assert name in pktsim.__all__
-    for fn, keys in [(pktsim.run, ["throughput_pps", "latency_ns", "irq_per_s", "per_ring"]), (pktsim.predict, ["r_max_pps", "c_total_cycles"]),
-                     (pktsim.sweep, ["KEY_value", "variant", "latency_ns_p99"]), (pktsim.summarize, ["_ci95", "n"])]:
+    for fn, keys in [
+        (pktsim.run, ["throughput_pps", "latency_ns", "irq_per_s", "per_ring"]),
+        (pktsim.predict, ["r_max_pps", "c_total_cycles"]),
+        (pktsim.sweep, ["KEY_value", "variant", "latency_ns_p99"]),
+        (pktsim.summarize, ["_ci95", "n"]),
+    ]:
         for k in keys:
             assert k in fn.__doc__, (fn.__name__, k)
 
@@ -195,8 +256,27 @@ def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows
     # Two short points, then two that run for seconds each (600 s of 0.5 Mpps is 300 M
     # frames; 60 s ran in half a second once the engine got faster): Ctrl-C lands while
     # they run.
-    argv = [sys.executable, "-m", "pktsim", "sweep", str(NAPI), "--param", "measure.duration", "--values", "5ms,600s",
-            "--param", "traffic.rate", "--values", "0.5Mpps,1Mpps", "--set", "measure.warmup=0s", "--jobs", "2", "-o", str(out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "pktsim",
+        "sweep",
+        str(NAPI),
+        "--param",
+        "measure.duration",
+        "--values",
+        "5ms,600s",
+        "--param",
+        "traffic.rate",
+        "--values",
+        "0.5Mpps,1Mpps",
+        "--set",
+        "measure.warmup=0s",
+        "--jobs",
+        "2",
+        "-o",
+        str(out),
+    ]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
     partial = tmp_path / "s.parquet.partial.jsonl"
     deadline = time.monotonic() + 60
@@ -268,7 +348,9 @@ def test_each_parquet_file_says_which_table_it_holds(tmp_path):
 
 def test_a_table_read_back_from_a_file_summarizes_per_point(tmp_path):
     out = tmp_path / "s.parquet"
-    df = pktsim.sweep(NAPI, "traffic.rate", "0.5Mpps,1Mpps", sets=SHORT, replications=2, jobs=1, variants={"a": "host.weight=16", "b": "host.weight=64"}, output=str(out))
+    df = pktsim.sweep(
+        NAPI, "traffic.rate", "0.5Mpps,1Mpps", sets=SHORT, replications=2, jobs=1, variants={"a": "host.weight=16", "b": "host.weight=64"}, output=str(out)
+    )
     back = pd.read_parquet(out)
     assert back.attrs == {}
     s = pktsim.summarize(back)

@@ -61,7 +61,10 @@ def start_live_run() -> tuple[subprocess.Popen, dict[int, str]]:
     """A 20 s run, returned once its generator, sink (and perf, where there is perf) run."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "20kpps", "--duration", "20s", "--repetitions", "1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     want = 3 if shutil.which("perf") else 2
     deadline = time.monotonic() + 20
@@ -168,7 +171,11 @@ def test_the_xdp_path_is_predicted_from_three_loads():
     res = xdp.compare(sw)
     by = {r["quantity"]: r for r in res["rows"]}
     assert abs(by["saturation rate (overload probe)"]["rel_error"]) < 0.05
-    below = [r for r in res["rows"] if r["quantity"].startswith("dut CPU per frame, ") and r["kind"] == "predicted" and "108%" not in r["quantity"] and "120%" not in r["quantity"]]
+    below = [
+        r
+        for r in res["rows"]
+        if r["quantity"].startswith("dut CPU per frame, ") and r["kind"] == "predicted" and "108%" not in r["quantity"] and "120%" not in r["quantity"]
+    ]
     assert len(below) == 5 and max(abs(r["rel_error"]) for r in below) < 0.16, [(r["quantity"], r["rel_error"]) for r in below]
     c = res["calibration"]
     assert len(c["from_loads"]) == 3 and c["egress_delay_ns"] > 0 and c["wake_latency_ns"] > 0
@@ -178,11 +185,21 @@ def test_the_batching_law_is_fitted_exactly_and_predicts_the_other_batch_sizes()
     """CPU per frame = t_frame + t_call / b: two synthetic points give back t_frame 2 us and
     t_call 3 us exactly, and every other batch size is predicted on the law's curve; b is
     the frames per system call the forwarder counted (32 per sendto beyond 32)."""
+
     def per_call(b):
         return min(b, 63.0) / -(-min(b, 63) // 32)
 
-    pts = [{"batch": b, "frames_per_batch": min(b, 63.0), "dut_ns_per_packet": 2000 + 3000 / per_call(b), "forwarded_pps": 1e9 / (2000 + 3000 / per_call(b)),
-            "dut_utilization": 1.0, "forwarder": {"forwarded": 630_000, "tx_calls": 630_000 / per_call(b)}} for b in afxdp.BATCHES]
+    pts = [
+        {
+            "batch": b,
+            "frames_per_batch": min(b, 63.0),
+            "dut_ns_per_packet": 2000 + 3000 / per_call(b),
+            "forwarded_pps": 1e9 / (2000 + 3000 / per_call(b)),
+            "dut_utilization": 1.0,
+            "forwarder": {"forwarded": 630_000, "tx_calls": 630_000 / per_call(b)},
+        }
+        for b in afxdp.BATCHES
+    ]
     cal = afxdp.law([pts[0], pts[5]])
     assert abs(cal["t_frame_ns"] - 2000) < 1e-6 and abs(cal["t_call_ns"] - 3000) < 1e-6 and cal["from_batches"] == [1, 32]
     res = afxdp.compare({"points": pts})
@@ -220,7 +237,15 @@ def test_validate_cli_text_uses_the_reproduce_table(monkeypatch, capsys):
 
     def fake(path, rules, routes, loops, quick, duration, reps, progress=None):
         assert path == "stack"
-        return {"paper": "testbed", "path": path, "title": validate.TITLE, **validate.compare(sw), "machine": validate.machine(), "setup": {}, "measurements": sw}
+        return {
+            "paper": "testbed",
+            "path": path,
+            "title": validate.TITLE,
+            **validate.compare(sw),
+            "machine": validate.machine(),
+            "setup": {},
+            "measurements": sw,
+        }
 
     monkeypatch.setattr(paths, "run", fake)
     assert cli.main(["testbed", "validate"]) == 0
@@ -258,7 +283,9 @@ def test_refuses_without_root(monkeypatch):
 def test_cli_refuses_without_root_and_says_why():
     proc = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "1kpps"],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert proc.returncode == 1, proc.stderr
     assert "run it as root" in proc.stderr and "Traceback" not in proc.stderr
@@ -330,7 +357,10 @@ def test_run_contract_and_nothing_left_behind(tmp_path):
 def test_interrupted_run_tears_down(sig):
     proc = subprocess.Popen(
         [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "20kpps", "--duration", "20s", "--repetitions", "1"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 20
     while "pktsim-tb-sink" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout:
@@ -519,8 +549,9 @@ def test_quick_validate_of_each_path_follows_the_reproduce_contract(path):
 def test_a_killed_xdp_run_leaves_no_program_holder():
     """SIGKILL of a run with XDP attached: the `pktsim-tb xdp` holders die with it (their
     BPF links close, the programs detach) and teardown removes the namespaces."""
-    proc = subprocess.Popen([sys.executable, "-m", "pktsim", "testbed", "validate", "--path", "xdp", "--quick"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pktsim", "testbed", "validate", "--path", "xdp", "--quick"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 20
         while sum(1 for c in children(proc.pid).values() if c == "pktsim-tb") < 3:  # 2 holders + sink or gen
@@ -632,6 +663,7 @@ def test_a_long_gap_at_the_ticks_phase_is_not_the_tick():
     assert t["hz"] == 250 and t["length_ns"]["p99"] <= 50_000
     assert r["gaps"] == probe["rest"]["gaps"] + 3 and r["length_ns"]["p99"] >= 100_000
     sets = tails.sets(res)
+
     def times(v):
         return [float(x.strip().strip('"').removesuffix("ns")) for x in v.strip("[]").split(",")]
 
@@ -659,7 +691,15 @@ def _synthetic_probe(seconds=2.0, seed=2):
     others = [[float(t), float(rng.choice([2e3, 3e3, 100e3], p=[0.6, 0.38, 0.02]))] for t in rng.uniform(0, seconds * 1e9, int(500 * seconds))]
     others = [g for g in others if abs(((g[0] - 2.1e6) % 4e6) / 4e6 - 0.5) < 0.47]
     listed = sorted(ticks + others)
-    raw = {"listed": listed, "gaps": len(listed), "spin_ns": seconds * 1e9, "stolen_ns": sum(g[1] for g in listed), "threshold_ns": 1000, "cpu": 1, "priority": 50}
+    raw = {
+        "listed": listed,
+        "gaps": len(listed),
+        "spin_ns": seconds * 1e9,
+        "stolen_ns": sum(g[1] for g in listed),
+        "threshold_ns": 1000,
+        "cpu": 1,
+        "priority": 50,
+    }
     return {"raw": raw, **tails.analyze(raw)}
 
 
@@ -672,6 +712,7 @@ def test_a_probe_becomes_the_models_interference_and_its_tails_are_predicted():
     probe = _synthetic_probe()
     sets = tails.sets(probe)
     assert sets["cpu.interference.tick_period"] == "4000000ns"
+
     def times(v):
         return [float(x.strip().strip('"').removesuffix("ns")) for x in v.strip("[]").split(",")]
 

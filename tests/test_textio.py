@@ -42,7 +42,7 @@ def test_tables_fit_the_terminal_by_wrapping_their_widest_text_column():
     assert len(wide.splitlines()) == 3
     narrow = table(rows, ["quantity", "reported", "source"], width=60)
     assert all(len(line) <= 60 for line in narrow.splitlines()), narrow
-    assert " ".join(narrow.split()) .count("fit closure") == 1 and len(narrow.splitlines()) > 3
+    assert " ".join(narrow.split()).count("fit closure") == 1 and len(narrow.splitlines()) > 3
 
 
 def test_piped_output_keeps_full_width(monkeypatch):

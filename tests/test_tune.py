@@ -63,8 +63,17 @@ def test_static_moderation_tunes_to_the_largest_rx_usecs_meeting_the_p99_bound(b
     best = min(feasible, key=lambda vc: vc[1])[0]
     assert best == largest, "the scenario's CPU falls with rx-usecs up to the bound"
     assert any(p > BOUND_NS for _, _, p in brute), "the bound bites within the brute-forced values"
-    t = tune(DEFER, sets=STATIC, load="300kpps", minimize=["cpu"], subject_to=[f"latency_ns.p99 <= {BOUND_NS // 1000}us"],
-             knobs=["nic.itr.interval"], budget=budget, replications=1, jobs=1)
+    t = tune(
+        DEFER,
+        sets=STATIC,
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=[f"latency_ns.p99 <= {BOUND_NS // 1000}us"],
+        knobs=["nic.itr.interval"],
+        budget=budget,
+        replications=1,
+        jobs=1,
+    )
     assert t["search"]["mode"] == ("exhaustive" if budget >= 511 else "tpe+polish")
     assert t["recommended"]["sets"] == {"nic.itr.interval": largest}
     cpu = dict((v, c) for v, c, _ in brute)[largest]
@@ -73,8 +82,15 @@ def test_static_moderation_tunes_to_the_largest_rx_usecs_meeting_the_p99_bound(b
 
 
 def test_same_seed_same_tune_whatever_the_workers():
-    kw = dict(sets={**STATIC, "traffic.pattern": "poisson"}, load="300kpps", minimize=["cpu"], subject_to=["p99 <= 40us"],
-              knobs=["nic.itr", "nic.napi"], budget=40, replications=2)
+    kw = dict(
+        sets={**STATIC, "traffic.pattern": "poisson"},
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=["p99 <= 40us"],
+        knobs=["nic.itr", "nic.napi"],
+        budget=40,
+        replications=2,
+    )
     a = tune(DEFER, jobs=1, **kw)
     b = tune(DEFER, jobs=2, **kw)
     assert a["recommended"] == b["recommended"]
@@ -91,8 +107,17 @@ def test_replications_give_confidence_intervals_and_a_random_model_gets_them_by_
 
 
 def test_constraints_no_one_can_meet_give_no_recommendation_and_say_where(tmp_path):
-    t = tune(DEFER, sets=STATIC, load_range="100kpps:400kpps", loads=3, minimize=["cpu"], subject_to=["latency_ns.p99 <= 1ns"],
-             knobs=["nic.itr.interval=2us:20us"], budget=20, replications=1)
+    t = tune(
+        DEFER,
+        sets=STATIC,
+        load_range="100kpps:400kpps",
+        loads=3,
+        minimize=["cpu"],
+        subject_to=["latency_ns.p99 <= 1ns"],
+        knobs=["nic.itr.interval=2us:20us"],
+        budget=20,
+        replications=1,
+    )
     assert t["recommended"] is None
     assert t["infeasible_loads"] == t["loads_pps"] and len(t["loads_pps"]) == 3
     assert "no candidate meets every constraint" in t["why_none"]
@@ -100,8 +125,17 @@ def test_constraints_no_one_can_meet_give_no_recommendation_and_say_where(tmp_pa
 
 
 def test_a_load_range_asks_one_configuration_for_every_load():
-    t = tune(DEFER, sets=STATIC, load_range="100kpps:400kpps", loads=3, minimize=["cpu"], subject_to=["latency_ns.p99 <= 50us"],
-             knobs=["nic.itr.interval=2us:200us"], budget=200, replications=1)
+    t = tune(
+        DEFER,
+        sets=STATIC,
+        load_range="100kpps:400kpps",
+        loads=3,
+        minimize=["cpu"],
+        subject_to=["latency_ns.p99 <= 50us"],
+        knobs=["nic.itr.interval=2us:200us"],
+        budget=200,
+        replications=1,
+    )
     assert t["load_pps"] is None and t["loads_pps"] == [100000.0, 200000.0, 400000.0]
     rec = t["recommended"]["sets"]["nic.itr.interval"]
     # Brute force over the same values: the least mean CPU among those meeting the bound at every load.
@@ -119,8 +153,16 @@ def test_a_load_range_asks_one_configuration_for_every_load():
 
 
 def test_hopeless_candidates_stop_after_one_run():
-    t = tune(DEFER, sets={**STATIC, "traffic.pattern": "poisson"}, load="300kpps", minimize=["cpu"], subject_to=["p99 <= 20us"],
-             knobs=["nic.itr.interval=2us:400us"], budget=300, replications=3)
+    t = tune(
+        DEFER,
+        sets={**STATIC, "traffic.pattern": "poisson"},
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=["p99 <= 20us"],
+        knobs=["nic.itr.interval=2us:400us"],
+        budget=300,
+        replications=3,
+    )
     pruned = [x for x in t["trials"] if x["pruned"]]
     assert pruned and all(x["runs"] == 1 and not x["feasible"] for x in pruned)
     # Pruned ones missed the bound by more than the margin (twice the bound) in their run.
@@ -129,8 +171,16 @@ def test_hopeless_candidates_stop_after_one_run():
 
 
 def test_adaptive_alternatives_are_compared_with_the_best_static_one():
-    t = tune(DEFER, sets={**STATIC, "traffic.pattern": "poisson"}, load="300kpps", minimize=["cpu"], subject_to=["p99 <= 40us"],
-             knobs=["nic.itr", "nic.napi"], budget=40, replications=1)
+    t = tune(
+        DEFER,
+        sets={**STATIC, "traffic.pattern": "poisson"},
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=["p99 <= 40us"],
+        knobs=["nic.itr", "nic.napi"],
+        budget=40,
+        replications=1,
+    )
     names = [a["name"] for a in t["alternatives"]]
     assert names[0] == "best static" and "adaptive ITR (ixgbe dynamic)" in names and "DIM mlx5-cqe" in names
     assert any("deferral" in n for n in names)
@@ -143,8 +193,17 @@ def test_adaptive_alternatives_are_compared_with_the_best_static_one():
 def test_commands_apply_each_knob_at_the_kernels_names():
     data = pktsim.Scenario.load(DEFER).data
     sel = knobs.select(["nic.itr", "nic.napi", "host.budget", "nic.rx_ring"], data)
-    cmds = sel.commands({"nic.itr.mode": "static", "nic.itr.interval": "50us", "nic.napi.defer_hard_irqs": "2",
-                         "nic.napi.gro_flush_timeout": "20us", "host.budget": "600", "nic.rx_ring": "1024"}, data)
+    cmds = sel.commands(
+        {
+            "nic.itr.mode": "static",
+            "nic.itr.interval": "50us",
+            "nic.napi.defer_hard_irqs": "2",
+            "nic.napi.gro_flush_timeout": "20us",
+            "host.budget": "600",
+            "nic.rx_ring": "1024",
+        },
+        data,
+    )
     assert "ethtool -C $DEV adaptive-rx off rx-usecs 50" in cmds
     assert "echo 2 > /sys/class/net/$DEV/napi_defer_hard_irqs" in cmds
     assert "echo 20000 > /sys/class/net/$DEV/gro_flush_timeout" in cmds
@@ -152,7 +211,9 @@ def test_commands_apply_each_knob_at_the_kernels_names():
     assert "sysctl -w net.core.netdev_budget_usecs=2000" in cmds
     assert "ethtool -G $DEV rx 1024" in cmds
     busy = pktsim.Scenario.load(EXAMPLES / "udp-busy-poll.toml").data
-    cmds = knobs.select(["socket.busy_poll"], busy).commands({"socket.busy_poll": "20us", "socket.prefer_busy_poll": "true", "socket.busy_poll_budget": "16"}, busy)
+    cmds = knobs.select(["socket.busy_poll"], busy).commands(
+        {"socket.busy_poll": "20us", "socket.prefer_busy_poll": "true", "socket.busy_poll_budget": "16"}, busy
+    )
     assert cmds[0] == "sysctl -w net.core.busy_poll=20"
     assert "EPIOCSPARAMS" in cmds[1] and ".busy_poll_budget = 16" in cmds[1] and ".prefer_busy_poll = 1" in cmds[1]
     # Deferral off: the timeout goes back to 0 whatever the candidate said.
@@ -181,8 +242,26 @@ def test_knob_errors_name_the_knob_and_what_is_legal():
 
 def test_cli_writes_a_scenario_run_takes_as_is_and_the_commands(tmp_path, cli):
     out = tmp_path / "tuned"
-    p = cli("tune", DEFER, *sum((["--set", f"{k}={v}"] for k, v in STATIC.items()), []), "--load", "300kpps", "--minimize", "cpu",
-            "--subject-to", "latency_ns.p99 <= 50us", "--knobs", "nic.itr.interval=2us:80us", "--budget", "60", "--replications", "1", "-o", out, "--json")
+    p = cli(
+        "tune",
+        DEFER,
+        *sum((["--set", f"{k}={v}"] for k, v in STATIC.items()), []),
+        "--load",
+        "300kpps",
+        "--minimize",
+        "cpu",
+        "--subject-to",
+        "latency_ns.p99 <= 50us",
+        "--knobs",
+        "nic.itr.interval=2us:80us",
+        "--budget",
+        "60",
+        "--replications",
+        "1",
+        "-o",
+        out,
+        "--json",
+    )
     t = json.loads(p.stdout)
     for key in ("recommended", "current", "pareto", "commands", "sensitivity"):
         assert key in t
@@ -198,8 +277,21 @@ def test_cli_writes_a_scenario_run_takes_as_is_and_the_commands(tmp_path, cli):
     assert sh.startswith("#!/bin/sh") and f"rx-usecs {int(t['recommended']['sets']['nic.itr.interval'][:-2])}" in sh
     assert subprocess.run(["sh", "-n", out / "apply.sh"]).returncode == 0
     # The text report.
-    p = cli("tune", DEFER, *sum((["--set", f"{k}={v}"] for k, v in STATIC.items()), []), "--load", "300kpps", "--minimize", "cpu",
-            "--subject-to", "latency_ns.p99 <= 50us", "--knobs", "nic.itr.interval=2us:80us", "--budget", "60")
+    p = cli(
+        "tune",
+        DEFER,
+        *sum((["--set", f"{k}={v}"] for k, v in STATIC.items()), []),
+        "--load",
+        "300kpps",
+        "--minimize",
+        "cpu",
+        "--subject-to",
+        "latency_ns.p99 <= 50us",
+        "--knobs",
+        "nic.itr.interval=2us:80us",
+        "--budget",
+        "60",
+    )
     assert "recommended" in p.stdout and "ethtool -C $DEV adaptive-rx off rx-usecs" in p.stdout
 
 
@@ -230,8 +322,15 @@ def test_list_knobs(cli):
 
 def test_candidates_on_dask_give_the_local_tune():
     distributed = pytest.importorskip("distributed")
-    kw = dict(sets={**STATIC, "traffic.pattern": "poisson"}, load="300kpps", minimize=["cpu"], subject_to=["p99 <= 40us"],
-              knobs=["nic.napi"], budget=24, replications=2)
+    kw = dict(
+        sets={**STATIC, "traffic.pattern": "poisson"},
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=["p99 <= 40us"],
+        knobs=["nic.napi"],
+        budget=24,
+        replications=2,
+    )
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         remote = tune(DEFER, dask=cluster.scheduler_address, **kw)
     local = tune(DEFER, jobs=1, **kw)
@@ -242,8 +341,25 @@ def test_candidates_on_dask_give_the_local_tune():
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_tune_stops_promptly_on_a_signal_and_writes_nothing(tmp_path, sig):
     out = tmp_path / "tuned"
-    argv = [sys.executable, "-m", "pktsim", "tune", DEFER, "--set", "measure.duration=2s", "--load", "300kpps", "--minimize", "cpu",
-            "--subject-to", "p99 <= 40us", "--budget", "500", "-o", out]
+    argv = [
+        sys.executable,
+        "-m",
+        "pktsim",
+        "tune",
+        DEFER,
+        "--set",
+        "measure.duration=2s",
+        "--load",
+        "300kpps",
+        "--minimize",
+        "cpu",
+        "--subject-to",
+        "p99 <= 40us",
+        "--budget",
+        "500",
+        "-o",
+        out,
+    ]
     proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     time.sleep(2.5)
     assert proc.poll() is None, "the tune ended before the signal"
@@ -263,8 +379,16 @@ def test_keys_that_do_not_pay_stay_as_today(brute):
     """The ring sizes and the budget do not matter at 300 kpps with room in every ring: the
     recommendation changes rx-usecs alone (to the known answer) and puts the rest back."""
     feasible = [v for v, c, p in brute if p <= BOUND_NS]
-    t = tune(DEFER, sets=STATIC, load="300kpps", minimize=["cpu"], subject_to=[f"latency_ns.p99 <= {BOUND_NS // 1000}us"],
-             knobs=["nic.itr.interval", "nic.rx_ring", "host.budget"], budget=200, replications=1)
+    t = tune(
+        DEFER,
+        sets=STATIC,
+        load="300kpps",
+        minimize=["cpu"],
+        subject_to=[f"latency_ns.p99 <= {BOUND_NS // 1000}us"],
+        knobs=["nic.itr.interval", "nic.rx_ring", "host.budget"],
+        budget=200,
+        replications=1,
+    )
     rec = t["recommended"]["sets"]
     assert rec["nic.itr.interval"] == feasible[-1]
     assert rec["nic.rx_ring"] == "512" and rec["host.budget"] == "300"

@@ -132,8 +132,9 @@ def test_bad_rounds_are_refused_before_anything_is_built(tmp_path):
     assert proc.returncode == 2 and "--rounds 0" in proc.stderr and "1 to 20" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("args,says", [(("--duration", "0s"), ("--duration 0s", "50ms")), (("--repetitions", "0"), ("--repetitions 0",)),
-                                       (("--rules", "-1"), ("--rules -1",))])
+@pytest.mark.parametrize(
+    "args,says", [(("--duration", "0s"), ("--duration 0s", "50ms")), (("--repetitions", "0"), ("--repetitions 0",)), (("--rules", "-1"), ("--rules -1",))]
+)
 def test_bad_run_bounds_are_usage_errors(tmp_path, args, says):
     make_tune(tmp_path)
     proc = run_cli("testbed", "tune-check", tmp_path, *args, check=False)
@@ -196,19 +197,44 @@ def test_the_afxdp_path_sets_the_forwarders_batch(good):
 
 
 def point(util, ns, p99, fpp=4.0, fpw=5.0, fwd=30e3):
-    return {"dut_utilization": util, "dut_ns_per_packet": ns, "forwarded_pps": fwd, "loss_ratio": 0.0, "packets_per_poll": fpp,
-            "packets_per_wakeup": fpw, "latency_ns": {"p50": p99 / 3, "p90": p99 / 2, "p99": p99, "p999": 2 * p99}}
+    return {
+        "dut_utilization": util,
+        "dut_ns_per_packet": ns,
+        "forwarded_pps": fwd,
+        "loss_ratio": 0.0,
+        "packets_per_poll": fpp,
+        "packets_per_wakeup": fpw,
+        "latency_ns": {"p50": p99 / 3, "p90": p99 / 2, "p99": p99, "p999": 2 * p99},
+    }
 
 
 def measurements(cur, tun):
-    return {"current": [point(*c) for c in cur], "tuned": [point(*t) for t in tun], "rate_pps": 30e3, "capacity_pps": 110e3,
-            "model_capacity_pps": None, "load_share": False, "before": {}, "batches": {}, "capacity_probe": {}}
+    return {
+        "current": [point(*c) for c in cur],
+        "tuned": [point(*t) for t in tun],
+        "rate_pps": 30e3,
+        "capacity_pps": 110e3,
+        "model_capacity_pps": None,
+        "load_share": False,
+        "before": {},
+        "batches": {},
+        "capacity_probe": {},
+    }
 
 
 def fake_tune(pc_util, pt_util, pc_p99=60e3, pt_p99=150e3):
     def pred(util, p99):
-        return {"cpu_utilization": util, "cpu_by_activity": {"interference": 0.02}, "throughput_pps": 30e3, "latency_ns": {"p99": p99, "p50": 1.0},
-                "forwarded_packets": 30_000, "io": {"wakeups": 6000}, "packets_per_poll": {"mean": 4.0}, "loss_ratio": 0.0, "polls_per_packet": 0.25}
+        return {
+            "cpu_utilization": util,
+            "cpu_by_activity": {"interference": 0.02},
+            "throughput_pps": 30e3,
+            "latency_ns": {"p99": p99, "p50": 1.0},
+            "forwarded_packets": 30_000,
+            "io": {"wakeups": 6000},
+            "packets_per_poll": {"mean": 4.0},
+            "loss_ratio": 0.0,
+            "polls_per_packet": 0.25,
+        }
 
     return {
         "load_pps": 30e3,
@@ -359,9 +385,12 @@ def test_quick_tune_check_applies_measures_and_restores_every_knob(tmp_path):
     load (the timer's polls take many frames each), and a global sysctl changed between
     them that must have its old value afterwards."""
     batch = _sysctl("net.core.gro_normal_batch")
-    d = make_tune(tmp_path / "tuned", load_pps=20e3,
-                  current={**CURRENT, "host.gro_normal_batch": str(batch)},
-                  tuned={**TUNED, "nic.napi.gro_flush_timeout": "1ms", "host.gro_normal_batch": str(batch + 8)})
+    d = make_tune(
+        tmp_path / "tuned",
+        load_pps=20e3,
+        current={**CURRENT, "host.gro_normal_batch": str(batch)},
+        tuned={**TUNED, "nic.napi.gro_flush_timeout": "1ms", "host.gro_normal_batch": str(batch + 8)},
+    )
     res = json.loads(run_cli("testbed", "tune-check", d, "--quick", "--json").stdout)
     assert _sysctl("net.core.gro_normal_batch") == batch
     assert left_behind() == [] and topology.marked_processes() == []
@@ -397,7 +426,6 @@ def test_teardown_restores_the_sysctls_a_killed_check_changed():
     assert os.geteuid() == 0
 
 
-
 @root_only
 def test_ctrl_c_during_a_check_restores_the_sysctls_and_tears_down(tmp_path):
     import signal
@@ -407,9 +435,19 @@ def test_ctrl_c_during_a_check_restores_the_sysctls_and_tears_down(tmp_path):
     from conftest import ROOT
 
     batch = _sysctl("net.core.gro_normal_batch")
-    d = make_tune(tmp_path / "tuned", load_pps=20e3, current={**CURRENT, "host.gro_normal_batch": str(batch + 4)}, tuned={**TUNED, "host.gro_normal_batch": str(batch + 8)})
-    proc = subprocess.Popen([sys.executable, "-m", "pktsim", "testbed", "tune-check", str(d), "--duration", "5s", "--repetitions", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    d = make_tune(
+        tmp_path / "tuned",
+        load_pps=20e3,
+        current={**CURRENT, "host.gro_normal_batch": str(batch + 4)},
+        tuned={**TUNED, "host.gro_normal_batch": str(batch + 8)},
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pktsim", "testbed", "tune-check", str(d), "--duration", "5s", "--repetitions", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while _sysctl("net.core.gro_normal_batch") == batch:  # the current side is in place
         assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()

@@ -40,9 +40,23 @@ def format_run(r: dict, origin: str) -> str:
     # A chain: the figures above are end to end; then where frames were lost, then each node.
     rows = []
     for i, (n, loss) in enumerate(zip(r["nodes"], r["loss_by_node"])):
-        rows.append([str(i), r["node_names"][i], si(n["throughput_pps"], "pps"), f"{loss['dropped_packets']:,} ({100 * loss['share_of_offered']:.3f} %)",
-                     f"{n['latency_ns']['p50'] / 1e3:.2f}", f"{n['latency_ns']['p99'] / 1e3:.2f}", f"{100 * n['cpu_utilization']:.1f} %"])
-    return text + "\n\n" + table(rows, ["node", "name", "forwarded", "dropped (of offered)", "p50 us", "p99 us", "CPU"], "llrrrrr") + "\n  (end to end above: from the first node's ingress to the last node's egress)"
+        rows.append(
+            [
+                str(i),
+                r["node_names"][i],
+                si(n["throughput_pps"], "pps"),
+                f"{loss['dropped_packets']:,} ({100 * loss['share_of_offered']:.3f} %)",
+                f"{n['latency_ns']['p50'] / 1e3:.2f}",
+                f"{n['latency_ns']['p99'] / 1e3:.2f}",
+                f"{100 * n['cpu_utilization']:.1f} %",
+            ]
+        )
+    return (
+        text
+        + "\n\n"
+        + table(rows, ["node", "name", "forwarded", "dropped (of offered)", "p50 us", "p99 us", "CPU"], "llrrrrr")
+        + "\n  (end to end above: from the first node's ingress to the last node's egress)"
+    )
 
 
 def _format_run(r: dict, origin: str) -> str:
@@ -55,16 +69,32 @@ def _format_run(r: dict, origin: str) -> str:
             [
                 ["offered", si(r["offered_pps"], "pps")],
                 # Frames the host consumed (XDP_DROP, an application) count as throughput.
-                ["throughput" if r.get("consumed_packets") else "forwarded", si(r["throughput_pps"], "pps") + f"  ({si(r['throughput_bps'], 'bit/s')})"
-                 + (f"; forwarded {r['forwarded_packets']:,}, consumed {r['consumed_packets']:,} packets" if r.get("consumed_packets") else "")],
+                [
+                    "throughput" if r.get("consumed_packets") else "forwarded",
+                    si(r["throughput_pps"], "pps")
+                    + f"  ({si(r['throughput_bps'], 'bit/s')})"
+                    + (f"; forwarded {r['forwarded_packets']:,}, consumed {r['consumed_packets']:,} packets" if r.get("consumed_packets") else ""),
+                ],
                 ["loss", f"{100 * r['loss_ratio']:.3f} %  " + ", ".join(f"{k} {v:,}" for k, v in r["drops"].items() if v)],
                 # Only the activities that took time, the longest first.
-                ["CPU", f"{100 * r['cpu_utilization']:.1f} %  " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_activity"].items(), key=lambda kv: -kv[1]) if v > 0)],
+                [
+                    "CPU",
+                    f"{100 * r['cpu_utilization']:.1f} %  "
+                    + ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_activity"].items(), key=lambda kv: -kv[1]) if v > 0),
+                ],
             ]
             # Interrupts, polls and softirqs only where the I/O mode has them.
             + ([["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"]] if r["irq_per_s"] > 0 else [])
-            + ([["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"]] if r["polls_per_packet"] > 0 else [])
-            + ([["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"]] if r["softirqs_per_packet"] > 0 else [])
+            + (
+                [["polls", f"{r['polls_per_packet']:.4f} per packet, {r['packets_per_poll']['mean']:.1f} rx packets per poll"]]
+                if r["polls_per_packet"] > 0
+                else []
+            )
+            + (
+                [["softirqs", f"{r['softirqs_per_packet']:.4f} per packet, {r['time_squeeze']:,} time squeezes, {r['ksoftirqd_wakeups']:,} ksoftirqd wake-ups"]]
+                if r["softirqs_per_packet"] > 0
+                else []
+            )
             + _wakeup_rows(r),
             ["quantity", "value"],
             "ll",
@@ -159,17 +189,29 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("sweep", help="simulate a grid of scenario keys with replications, locally or on Dask")
     w.add_argument("file", metavar="FILE", help="scenario TOML file")
     w.add_argument("--param", action="append", default=[], metavar="KEY", help="scenario key to vary (repeatable: a grid), e.g. traffic.rate, or seed")
-    w.add_argument("--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param")
-    w.add_argument("--replications", type=int, metavar="N", help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications); with --param seed, each point's seed is the swept one")
     w.add_argument(
-        "--variant", action="append", default=[], metavar="NAME=KEY=VALUE[,KEY=VALUE...]",
+        "--values", action="append", default=[], metavar="VALUES", help="START:STOP:STEP (0.1Mpps:2.4Mpps:0.1Mpps) or a comma list, after each --param"
+    )
+    w.add_argument(
+        "--replications",
+        type=int,
+        metavar="N",
+        help="runs per point with seeds seed, seed+1, ... (default 1 or [sweep] replications); with --param seed, each point's seed is the swept one",
+    )
+    w.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=KEY=VALUE[,KEY=VALUE...]",
         help="a named configuration (repeatable), crossed with the --param grid; adds a variant column, "
         "e.g. --variant static=nic.itr.mode=static,nic.itr.interval=50us --variant dynamic=nic.itr.mode=dynamic",
     )
     w.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
     w.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
     w.add_argument(
-        "-o", "--output", metavar="OUT.parquet",
+        "-o",
+        "--output",
+        metavar="OUT.parquet",
         help="write one row per (point, replication): .parquet or .csv, each swept key with KEY_value in base units; "
         "per-class, per-ring and time-series results go next to it as long tables (out.per_class.parquet, out.per_ring.parquet, "
         "out.time_series.parquet; .csv likewise). "
@@ -244,13 +286,28 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--load", metavar="RATE", help="the target load, e.g. 300kpps (the objectives are read there)")
     tu.add_argument("--load-range", metavar="LO:HI", help="loads the constraints must hold at, e.g. 50kpps:1Mpps (--loads of them, log-spaced)")
     tu.add_argument("--loads", type=int, default=5, metavar="N", help="loads over --load-range (default 5)")
-    tu.add_argument("--minimize", action="append", default=[], metavar="METRIC", help="an objective (repeatable): cpu, cpu_ns_per_packet, latency_ns.p99, ... (any figure of run --json)")
+    tu.add_argument(
+        "--minimize",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="an objective (repeatable): cpu, cpu_ns_per_packet, latency_ns.p99, ... (any figure of run --json)",
+    )
     tu.add_argument("--maximize", action="append", default=[], metavar="METRIC", help="an objective to maximise, e.g. throughput_pps")
-    tu.add_argument("--subject-to", action="append", default=[], metavar="CONSTRAINT", help='a constraint (repeatable), e.g. "latency_ns.p99 <= 50us", "loss_ratio <= 1e-4"')
-    tu.add_argument("--knobs", action="append", metavar="KNOB,...", help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us")
+    tu.add_argument(
+        "--subject-to", action="append", default=[], metavar="CONSTRAINT", help='a constraint (repeatable), e.g. "latency_ns.p99 <= 50us", "loss_ratio <= 1e-4"'
+    )
+    tu.add_argument(
+        "--knobs",
+        action="append",
+        metavar="KNOB,...",
+        help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us",
+    )
     tu.add_argument("--list-knobs", action="store_true", help="list the knobs, their keys and legal values (for FILE, if given) and exit")
     tu.add_argument("--node", type=int, metavar="I", help="for a chain file: the node whose knobs to tune (default: the bottleneck the model names)")
-    tu.add_argument("--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)")
+    tu.add_argument(
+        "--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)"
+    )
     tu.add_argument("--replications", type=int, metavar="N", help="runs per candidate and load (default: 1 if two seeds give the same figures, else 3)")
     tu.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the search (the scenario's seed drives the runs)")
     tu.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
@@ -285,17 +342,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="stack: the kernel's forwarding (nftables dial); defer: the same with napi_defer_hard_irqs / gro_flush_timeout dialled; "
         "xdp: native XDP redirect between the veths; afxdp: a forwarder between two AF_XDP sockets, batch 1 to 256 (default stack)",
     )
-    tv.add_argument("--loops", type=int, default=None, metavar="N", help="--path xdp / afxdp: turns of the XDP program's cost loop per frame (default 15000 / 3000)")
+    tv.add_argument(
+        "--loops", type=int, default=None, metavar="N", help="--path xdp / afxdp: turns of the XDP program's cost loop per frame (default 15000 / 3000)"
+    )
     tv.add_argument("--quick", action="store_true", help="a few points, 1 run each, 0.5 s (a smoke test)")
     tv.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per load, 1 to 20 (default 3; 1 with --quick)")
     tv.add_argument("--plot", metavar="FILE", help="also draw measured vs predicted (PNG or SVG by suffix)")
-    tv.add_argument("--scenario-out", metavar="FILE.toml", help="--path stack / defer: also write the calibrated model as a scenario (for pktsim run, sweep, tune)")
+    tv.add_argument(
+        "--scenario-out", metavar="FILE.toml", help="--path stack / defer: also write the calibrated model as a scenario (for pktsim run, sweep, tune)"
+    )
     dials(tv)
     tv.set_defaults(func=_later("cmd_testbed_validate"))
-    tt = tbs.add_parser("tune-check", help="apply what `pktsim tune -o DIR` recommends to the dut and measure current vs tuned against the predicted improvement")
+    tt = tbs.add_parser(
+        "tune-check", help="apply what `pktsim tune -o DIR` recommends to the dut and measure current vs tuned against the predicted improvement"
+    )
     tt.add_argument("dir", metavar="DIR", help="the directory `pktsim tune ... -o DIR` wrote (DIR/tune.json)")
-    tt.add_argument("--path", choices=("stack", "defer", "afxdp"), default="defer", help="the dut the sets are applied to (default defer: veth, threaded NAPI, nftables)")
-    tt.add_argument("--load-share", action="store_true", help="measure at the share of the dut's measured capacity that the target load is of the model's capacity (default: at the target load itself)")
+    tt.add_argument(
+        "--path", choices=("stack", "defer", "afxdp"), default="defer", help="the dut the sets are applied to (default defer: veth, threaded NAPI, nftables)"
+    )
+    tt.add_argument(
+        "--load-share",
+        action="store_true",
+        help="measure at the share of the dut's measured capacity that the target load is of the model's capacity (default: at the target load itself)",
+    )
     tt.add_argument("--rounds", type=int, default=None, metavar="N", help="rounds of current then tuned, 1 to 20 (default 3; 2 with --quick)")
     tt.add_argument("--repetitions", type=int, default=None, metavar="N", help="runs per setting and round, 1 to 20 (default 3; 1 with --quick)")
     tt.add_argument("--quick", action="store_true", help="2 rounds of 1 run of 0.5 s each (a smoke test, about half a minute)")
@@ -320,7 +389,12 @@ def build_parser() -> argparse.ArgumentParser:
     td.set_defaults(func=_later("cmd_testbed_teardown"))
 
     ih = sub.add_parser("import-host", help="write a scenario from this machine's (or saved) ethtool, sysctl, lscpu and /proc/interrupts output")
-    ih.add_argument("--from", dest="from_dir", metavar="DIR", help="saved outputs: ethtool-i.txt, ethtool-g.txt, ethtool-l.txt, ethtool-c.txt, ethtool.txt, sysctl.txt, lscpu.txt, interrupts.txt (any may be missing)")
+    ih.add_argument(
+        "--from",
+        dest="from_dir",
+        metavar="DIR",
+        help="saved outputs: ethtool-i.txt, ethtool-g.txt, ethtool-l.txt, ethtool-c.txt, ethtool.txt, sysctl.txt, lscpu.txt, interrupts.txt (any may be missing)",
+    )
     ih.add_argument("--iface", metavar="NAME", help="the interface (default: the one the saved outputs name, or the first one that is not lo)")
     ih.add_argument("-o", "--output", metavar="HOST.toml", help="write the scenario here (default: print it)")
     ih.set_defaults(func=_later("cmd_import_host"))

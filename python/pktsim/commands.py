@@ -34,9 +34,7 @@ def _load_or_active(args) -> tuple:
         except ValueError:
             active = None
         if active is None or not (active > 0 and math.isfinite(active)):
-            raise UsageError(
-                f"--active-cycles {args.active_cycles!r}: expected the active cycles per second as a finite number above 0, e.g. 3.1e9"
-            ) from None
+            raise UsageError(f"--active-cycles {args.active_cycles!r}: expected the active cycles per second as a finite number above 0, e.g. 3.1e9") from None
     return load, active
 
 
@@ -130,14 +128,16 @@ def format_chain_model(p: dict, origin: str) -> str:
         mark = "  <- bottleneck" if i == p["bottleneck_node"] else ""
         rows.append([str(i), name, si(n["capacity_pps"], "pps"), n["bottleneck"], inbound, f"{100 * n['cpu_load']:.1f} %{mark}"])
     b = p["bottleneck_node"]
-    return "\n".join([
-        f"pktsim model: chain {p['name']}  ({origin}), {len(p['nodes'])} nodes",
-        "",
-        table(rows, ["node", "name", "loss-free capacity", "limited by", "inbound link", "CPU load"], "llrlrl", width=None),
-        "",
-        f"  chain capacity {si(p['r_max_pps'], 'pps')}: node {b} ({p['node_names'][b]}, {p['bottleneck']}); "
-        f"offered {si(p['offered_pps'], 'pps')}, predicted {si(p['predicted_pps'], 'pps')}" + (" (saturated)" if p["saturated"] else ""),
-    ])
+    return "\n".join(
+        [
+            f"pktsim model: chain {p['name']}  ({origin}), {len(p['nodes'])} nodes",
+            "",
+            table(rows, ["node", "name", "loss-free capacity", "limited by", "inbound link", "CPU load"], "llrlrl", width=None),
+            "",
+            f"  chain capacity {si(p['r_max_pps'], 'pps')}: node {b} ({p['node_names'][b]}, {p['bottleneck']}); "
+            f"offered {si(p['offered_pps'], 'pps')}, predicted {si(p['predicted_pps'], 'pps')}" + (" (saturated)" if p["saturated"] else ""),
+        ]
+    )
 
 
 def _model_from_measurement(args) -> int:
@@ -242,8 +242,15 @@ def cmd_sweep(args) -> int:
     figure = _figure_options(args)
     try:
         df = run_grid(
-            sc, params, replications, variants=variants, jobs=args.jobs, dask=args.dask, output=args.output,
-            progress=not args.json and sys.stderr.isatty(), restart=args.restart,
+            sc,
+            params,
+            replications,
+            variants=variants,
+            jobs=args.jobs,
+            dask=args.dask,
+            output=args.output,
+            progress=not args.json and sys.stderr.isatty(),
+            restart=args.restart,
         )
     except SweepInterrupted as e:
         kept = f"; rerun the same command to resume from {args.output}.partial.jsonl" if args.output else ""
@@ -275,9 +282,11 @@ def cmd_sweep(args) -> int:
     summ = summarize(ok, keys, metrics)
     rows = []
     for r in summ.to_dict("records"):
+
         def ci(m, scale=1.0, fmtv="{:.2f}"):
             mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
             return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
+
         rows.append(
             [
                 *(str(r[k]) for k in keys),
@@ -300,8 +309,10 @@ def cmd_sweep(args) -> int:
     edge = (offered > 0) & (ended > offered + 1) & (ended > 1.001 * offered)
     above = int(edge.groupby([ok[k] for k in keys], sort=False).any().sum()) if keys else int(edge.any())
     if above:
-        print(f"\nthroughput above the offered load at {above} point{'s' if above > 1 else ''}: frames queued at the start of the "
-              "measurement window leave within it; a longer measure.duration makes this edge smaller")
+        print(
+            f"\nthroughput above the offered load at {above} point{'s' if above > 1 else ''}: frames queued at the start of the "
+            "measurement window leave within it; a longer measure.duration makes this edge smaller"
+        )
     if replications > 1:
         print(f"\n{replications} replications per point; +- is the 95% confidence half-width")
     if args.output:
@@ -369,7 +380,9 @@ def cmd_plot(args) -> int:
         if col not in ok or ok[col].dtype.kind not in "fi":
             raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
     if args.x is not None and args.x not in df:
-        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}")
+        raise UsageError(
+            f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}"
+        )
     for f in sweep_plots(df, args.output, args.x, **_figure_options(args)):
         print(f"wrote {f}")
     return 0
@@ -495,7 +508,13 @@ def cmd_compare(args) -> int:
     print()
     if res["config_diff"]:
         print("configuration: B differs from A in")
-        print(table([[d["key"], "-" if d["a"] is None else str(d["a"]), "-" if d["b"] is None else str(d["b"])] for d in res["config_diff"]], ["key", "A", "B"], "lll"))
+        print(
+            table(
+                [[d["key"], "-" if d["a"] is None else str(d["a"]), "-" if d["b"] is None else str(d["b"])] for d in res["config_diff"]],
+                ["key", "A", "B"],
+                "lll",
+            )
+        )
     else:
         print("configuration: A and B are the same scenario")
     print()
@@ -644,9 +663,21 @@ def cmd_tune(args) -> int:
 
     try:
         t = tune(
-            sc, load=args.load, load_range=args.load_range, loads=args.loads, minimize=args.minimize, maximize=args.maximize,
-            subject_to=args.subject_to, knobs=spec, budget=args.budget, replications=args.replications, seed=args.seed,
-            jobs=args.jobs, dask=args.dask, node=args.node, progress=progress,
+            sc,
+            load=args.load,
+            load_range=args.load_range,
+            loads=args.loads,
+            minimize=args.minimize,
+            maximize=args.maximize,
+            subject_to=args.subject_to,
+            knobs=spec,
+            budget=args.budget,
+            replications=args.replications,
+            seed=args.seed,
+            jobs=args.jobs,
+            dask=args.dask,
+            node=args.node,
+            progress=progress,
         )
     except (GoalError, KnobError, TuneError) as e:
         raise UsageError(str(e)) from None
@@ -764,7 +795,20 @@ def _format_tb(points: list[dict]) -> str:
                 f(p["foreign_cpu"], 100),
             ]
         )
-    head = ["offered kpps", "fwd kpps", "drop kpps", "dut ns/frame", "dut CPU %", "frames/wake", "frames/poll", "p50 us", "p90 us", "p99 us", "p99.9 us", "foreign CPU %"]
+    head = [
+        "offered kpps",
+        "fwd kpps",
+        "drop kpps",
+        "dut ns/frame",
+        "dut CPU %",
+        "frames/wake",
+        "frames/poll",
+        "p50 us",
+        "p90 us",
+        "p99 us",
+        "p99.9 us",
+        "foreign CPU %",
+    ]
     return table(rows, head, "r" * len(head))
 
 
@@ -823,10 +867,14 @@ def cmd_testbed_probe(args) -> int:
     print(f"  {res['gaps']} gaps over {res['threshold_ns'] / 1e3:g} us ({res['gaps_per_s']:.0f}/s), {100 * res['stolen_share']:.2f}% of the CPU taken")
     if t:
         L = t["length_ns"]
-        print(f"  tick: {t['hz']} Hz, a gap at {100 * t['share_of_periods']:.0f}% of the ticks; length p50 {us(L['p50'])} us, p90 {us(L['p90'])} us, p99 {us(L['p99'])} us")
+        print(
+            f"  tick: {t['hz']} Hz, a gap at {100 * t['share_of_periods']:.0f}% of the ticks; length p50 {us(L['p50'])} us, p90 {us(L['p90'])} us, p99 {us(L['p99'])} us"
+        )
     if r:
         L = r["length_ns"] or {}
-        print(f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us")
+        print(
+            f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us"
+        )
     return 0
 
 
@@ -850,8 +898,18 @@ def cmd_testbed_tune_check(args) -> int:
 
     duration = _tb_duration(args)
     try:
-        res = tunecheck.run(args.dir, args.path, args.rules, args.routes, args.quick, duration, args.repetitions, args.rounds,
-                            load_share=args.load_share, progress=None if args.json else _tb_progress)
+        res = tunecheck.run(
+            args.dir,
+            args.path,
+            args.rules,
+            args.routes,
+            args.quick,
+            duration,
+            args.repetitions,
+            args.rounds,
+            load_share=args.load_share,
+            progress=None if args.json else _tb_progress,
+        )
     except tunecheck.Refused as e:
         raise UsageError(str(e)) from None
     if args.output:
@@ -864,9 +922,11 @@ def cmd_testbed_tune_check(args) -> int:
     ms, t = res["measurements"], res["tune"]
     share = f", {100 * t['load_pps'] / ms['model_capacity_pps']:.0f}% of the model's capacity" if ms["model_capacity_pps"] else ""
     print(f"pktsim testbed tune-check {args.dir} --path {args.path}: {res['title']}")
-    print(f"  dut capacity {ms['capacity_pps'] / 1e3:.1f} kpps (current settings); measured at {ms['rate_pps'] / 1e3:.1f} kpps "
-          f"(target {t['load_pps'] / 1e3:.1f} kpps{share}); {res['setup']['rounds']} rounds of current and tuned, "
-          f"each {res['setup']['repetitions']} x {res['setup']['duration_s']:g} s")
+    print(
+        f"  dut capacity {ms['capacity_pps'] / 1e3:.1f} kpps (current settings); measured at {ms['rate_pps'] / 1e3:.1f} kpps "
+        f"(target {t['load_pps'] / 1e3:.1f} kpps{share}); {res['setup']['rounds']} rounds of current and tuned, "
+        f"each {res['setup']['repetitions']} x {res['setup']['duration_s']:g} s"
+    )
     for c in res["changes"]:
         was = f"as it was ({c['before_run']})"
         print(f"  {c['key']}: {c['current'] or was} -> {c['tuned'] or was} ({c['where']} {c['name']})")
@@ -874,12 +934,15 @@ def cmd_testbed_tune_check(args) -> int:
     print(tunecheck.text(res))
     print()
     g = res["goal"]
-    print(f"  goal ({g['text']}): {'met' if g['met'] else 'NOT met'}"
-          + ("" if res["constraints_hold_measured"] else "; a constraint does not hold on the kernel"))
+    print(
+        f"  goal ({g['text']}): {'met' if g['met'] else 'NOT met'}" + ("" if res["constraints_hold_measured"] else "; a constraint does not hold on the kernel")
+    )
     o = res["offered_traffic"]
     if o["disturbed"]:
-        print(f"  disturbed: other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU; the generator ran up to {(o['max_late_ns'] or 0) / 1e6:.1f} ms late "
-              f"and sent {o['frames_per_send_batch'] or 0:.2f} frames at a time (about 1 on time): the kernel got bursts, the model a constant rate")
+        print(
+            f"  disturbed: other tasks used {100 * (o['foreign_cpu'] or 0):.0f}% of a CPU; the generator ran up to {(o['max_late_ns'] or 0) / 1e6:.1f} ms late "
+            f"and sent {o['frames_per_send_batch'] or 0:.2f} frames at a time (about 1 on time): the kernel got bursts, the model a constant rate"
+        )
     print("  pred: the model's figures in tune.json; meas: the mean over the rounds +- its 95% interval; change: (tuned - current) / current.")
     return 0
 
@@ -896,7 +959,9 @@ def cmd_testbed_teardown(args) -> int:
     if gone["stale_lock"] and not gone["stopped"]:
         parts.append(f"cleared the lock record of the dead run PID {gone['stale_lock']}")
     if gone["processes"]:
-        parts.append(f"killed {len(gone['processes'])} leftover process{'es' if len(gone['processes']) != 1 else ''} (PID {', '.join(map(str, gone['processes']))})")
+        parts.append(
+            f"killed {len(gone['processes'])} leftover process{'es' if len(gone['processes']) != 1 else ''} (PID {', '.join(map(str, gone['processes']))})"
+        )
     if gone["namespaces"]:
         parts.append("deleted " + ", ".join(gone["namespaces"]))
     if gone["nftables"]:
@@ -949,7 +1014,11 @@ def cmd_trace_info(args) -> int:
     print(f"flows     {info['flows']} (distinct 5-tuples)")
     total = max(info["packets"], 1)
     rows = [
-        [f"{b['from_bytes']} B" if b["from_bytes"] == b["to_bytes"] else f"{b['from_bytes']}-{b['to_bytes']} B", b["packets"], f"{100 * b['packets'] / total:.1f}%"]
+        [
+            f"{b['from_bytes']} B" if b["from_bytes"] == b["to_bytes"] else f"{b['from_bytes']}-{b['to_bytes']} B",
+            b["packets"],
+            f"{100 * b['packets'] / total:.1f}%",
+        ]
         for b in info["sizes"]
     ]
     print(table(rows, ["size", "packets", "share"], align="lrr"))

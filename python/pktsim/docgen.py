@@ -96,7 +96,7 @@ def scenario_reference() -> str:
         "# Scenario reference",
         "",
         "Generated from the scenario format's JSON Schema (`pktsim schema`) by `python -m pktsim.docgen`;",
-        "do not edit by hand. Values with units are strings (\"479ns\", \"3.3GHz\", \"10Gbit/s\", \"64B\").",
+        'do not edit by hand. Values with units are strings ("479ns", "3.3GHz", "10Gbit/s", "64B").',
         "",
     ]
     _table(schema, schema, "", out)

@@ -257,13 +257,29 @@ def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, varia
             if seeded or any(k == "seed" for k, _ in vsets):
                 base_seed = scenario._resolve(added).seed
             elif profiled or any(k == "cost.profile" for k, _ in vsets):
-                _check_profile_file(parsed(scenario.text, scenario.format, scenario.origin, scenario.base_dir), scenario.origin, scenario.base_dir, [*scenario.sets, *added])
+                _check_profile_file(
+                    parsed(scenario.text, scenario.format, scenario.origin, scenario.base_dir), scenario.origin, scenario.base_dir, [*scenario.sets, *added]
+                )
         except ScenarioError as e:
             invalid, base_seed = f"ScenarioError: {e}", scenario.seed
         for r in range(replications):
             tasks.append(
-                Task(len(tasks), point, r, base_seed + r, scenario.text, scenario.format, scenario.origin, scenario.base_dir,
-                     scenario.sets, invalid, variant, tuple(vsets), numbers, files)
+                Task(
+                    len(tasks),
+                    point,
+                    r,
+                    base_seed + r,
+                    scenario.text,
+                    scenario.format,
+                    scenario.origin,
+                    scenario.base_dir,
+                    scenario.sets,
+                    invalid,
+                    variant,
+                    tuple(vsets),
+                    numbers,
+                    files,
+                )
             )
     return tasks
 
@@ -426,8 +442,16 @@ def sweep(
         params, planned = sweep_plan(scenario)
         replications = planned if replications is None else replications
     return run_grid(
-        scenario, params, 1 if replications is None else replications, sets=sets, variants=variants, jobs=jobs, dask=dask,
-        output=output, progress=progress, restart=restart,
+        scenario,
+        params,
+        1 if replications is None else replications,
+        sets=sets,
+        variants=variants,
+        jobs=jobs,
+        dask=dask,
+        output=output,
+        progress=progress,
+        restart=restart,
     )
 
 
@@ -614,8 +638,10 @@ def results(df) -> list:
     are gone (a table read back from a file: use the long tables written next to it)."""
     full = _STORE.get(df.attrs.get("sweep_id", ""))
     if full is None:
-        raise ValueError("this table's full results are not held any more (read from a file, or from an old sweep); "
-                         "expected a table returned by pktsim.sweep, or read OUT.per_class/per_ring/time_series files")
+        raise ValueError(
+            "this table's full results are not held any more (read from a file, or from an old sweep); "
+            "expected a table returned by pktsim.sweep, or read OUT.per_class/per_ring/time_series files"
+        )
     return [full[i] if 0 <= i < len(full) else None for i in df.index]
 
 
@@ -696,7 +722,7 @@ CHUNKS_PER_WORKER = 8
 def chunks(tasks: Sequence[Task], workers: int, max_chunk: int = MAX_CHUNK) -> list:
     """The tasks cut into consecutive chunks for ``workers`` processes (see ``MAX_CHUNK``)."""
     size = max(1, min(max_chunk, len(tasks) // max(1, workers * CHUNKS_PER_WORKER)))
-    return [list(tasks[i:i + size]) for i in range(0, len(tasks), size)]
+    return [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
 
 
 def _finish_chunk(chunk: Sequence[Task], fut, finished) -> None:
@@ -792,7 +818,9 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
                     done = set()
                 except Exception as e:  # noqa: BLE001 - the scheduler went away
                     if type(e).__name__ != "TimeoutError":
-                        raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
+                        raise DaskClusterError(
+                            f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done"
+                        ) from None
                     done = set()
                 for fut in done:
                     _finish_chunk(by_future[fut], fut, finished)
@@ -801,7 +829,9 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
                 try:
                     workers = len(client.nthreads())
                 except Exception as e:  # noqa: BLE001
-                    raise DaskClusterError(f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done") from None
+                    raise DaskClusterError(
+                        f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done"
+                    ) from None
                 if workers:
                     no_worker_since = None
                 elif no_worker_since is None:

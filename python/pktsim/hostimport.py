@@ -138,8 +138,9 @@ def parse_ethtool_c(text: str, host: Host, name: str) -> None:
     elif us == 1 and host.driver == "ixgbe":
         host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: rx-usecs 1 is ixgbe's dynamic ITR ({name}:{n})")
     elif us > MAX_RX_USECS:
-        host.notes.append(f"ethtool -c: rx-usecs {us} is beyond the {MAX_RX_USECS} us of the ixgbe EITR that nic.itr models: "
-                          f"not imported, set nic.itr yourself ({name}:{n})")
+        host.notes.append(
+            f"ethtool -c: rx-usecs {us} is beyond the {MAX_RX_USECS} us of the ixgbe EITR that nic.itr models: not imported, set nic.itr yourself ({name}:{n})"
+        )
     else:
         host.set("nic.itr", "mode", '"static"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
         host.set("nic.itr", "interval", f'"{us}us"', f"ethtool -c: rx-usecs {us} ({name}:{n})")

@@ -27,9 +27,7 @@ class Prediction(dict):
 
         c = self["cycles_by_group"]
         total = self["c_total_cycles"]
-        return pd.DataFrame(
-            {"group": list(GROUPS), "cycles": [c[g] for g in GROUPS], "share": [c[g] / total for g in GROUPS]}
-        )
+        return pd.DataFrame({"group": list(GROUPS), "cycles": [c[g] for g in GROUPS], "share": [c[g] / total for g in GROUPS]})
 
 
 def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Prediction:

@@ -66,7 +66,9 @@ def loss_vs_load(df, path, x: str = "offered_pps", title: str = "Loss vs offered
     _save(fig, path)
 
 
-def latency_vs_load(df, path, x: str = "offered_pps", percentiles: Sequence[str] = ("p25", "p50", "p75", "p99"), prefix: str = "latency_ns_", title: str = "", paper=None) -> None:
+def latency_vs_load(
+    df, path, x: str = "offered_pps", percentiles: Sequence[str] = ("p25", "p50", "p75", "p99"), prefix: str = "latency_ns_", title: str = "", paper=None
+) -> None:
     """Latency percentiles vs offered load; ``paper``: the paper's (offered pps, latency ns) points."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -96,7 +98,9 @@ def irq_and_polls_vs_load(df, path, x: str = "offered_pps", title: str = "", pap
     ax2 = ax.twinx()
     ax2.plot(df[x] / 1e6, df["polls_per_packet"], "s--", color="tab:blue", label="polls per packet")
     if paper_polls:
-        ax2.plot([p[0] / 1e6 for p in paper_polls], [p[1] for p in paper_polls], "b+", markersize=10, markeredgewidth=2, label="paper: polls per packet", zorder=5)
+        ax2.plot(
+            [p[0] / 1e6 for p in paper_polls], [p[1] for p in paper_polls], "b+", markersize=10, markeredgewidth=2, label="paper: polls per packet", zorder=5
+        )
     ax2.set_ylabel("polls per packet", color="tab:blue")
     if paper_irq or paper_polls:
         h1, l1 = ax.get_legend_handles_labels()
@@ -235,7 +239,16 @@ def _ci95(values):
     return _core.student_t95(n - 1) * sd / math.sqrt(n)
 
 
-def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None, hue: "str | Sequence[str] | None" = None):
+def sweep_figures(
+    df,
+    directory: str | Path,
+    x: str | None = None,
+    fmt: str = "png",
+    dpi: int = 300,
+    size: tuple[float, float] = (3.5, 2.6),
+    capacity_pps: float | None = None,
+    hue: "str | Sequence[str] | None" = None,
+):
     """The figures of a sweep table, right for its grid.
 
     x is the swept key (numerically, in its unit) unless the sweep is over the offered load
@@ -323,7 +336,16 @@ def sweep_figures(df, directory: str | Path, x: str | None = None, fmt: str = "p
     return written
 
 
-def sweep_plots(df, directory: str | Path, x: str | None = None, fmt: str = "png", dpi: int = 300, size: tuple[float, float] = (3.5, 2.6), capacity_pps: float | None = None, hue=None) -> list[Path]:
+def sweep_plots(
+    df,
+    directory: str | Path,
+    x: str | None = None,
+    fmt: str = "png",
+    dpi: int = 300,
+    size: tuple[float, float] = (3.5, 2.6),
+    capacity_pps: float | None = None,
+    hue=None,
+) -> list[Path]:
     """The figures of a sweep table (see :func:`sweep_figures`), as a list of paths."""
     return [p for p, _ in sweep_figures(df, directory, x, fmt, dpi, size, capacity_pps, hue).values()]
 
@@ -420,7 +442,13 @@ def _testbed_afxdp(res: dict, path: str | Path) -> None:
     preds = {q["batch"]: q for q in res["predictions"]}
     ax = axes[0]
     measured(ax, "dut_ns_per_packet", 1e-3)
-    ax.plot(b, [preds[x]["dut_ns_per_packet"] / 1e3 for x in b], "-", color="C1", label=f"t_frame + t_call / b ({cal['t_frame_ns'] / 1e3:.2f} + {cal['t_call_ns'] / 1e3:.2f} us / b)")
+    ax.plot(
+        b,
+        [preds[x]["dut_ns_per_packet"] / 1e3 for x in b],
+        "-",
+        color="C1",
+        label=f"t_frame + t_call / b ({cal['t_frame_ns'] / 1e3:.2f} + {cal['t_call_ns'] / 1e3:.2f} us / b)",
+    )
     ax.set_ylabel("dut CPU per forwarded frame [µs]")
     ax = axes[1]
     measured(ax, "forwarded_pps", 1e-3)
@@ -517,7 +545,10 @@ def testbed_probe(res: dict, path: str | Path) -> None:
     ax.set_ylabel("share of gaps longer")
     ax.grid(alpha=0.3, which="both")
     raw = res["raw"]
-    fig.suptitle(f"pktsim testbed probe: CPU {raw['cpu']} at SCHED_FIFO {raw['priority']}, {res['observed_s']:.1f} s observed, "
-                 f"{100 * res['stolen_share']:.2f}% of the CPU taken (gaps over {res['threshold_ns'] / 1e3:g} us)", fontsize=10)
+    fig.suptitle(
+        f"pktsim testbed probe: CPU {raw['cpu']} at SCHED_FIFO {raw['priority']}, {res['observed_s']:.1f} s observed, "
+        f"{100 * res['stolen_share']:.2f}% of the CPU taken (gaps over {res['threshold_ns'] / 1e3:g} us)",
+        fontsize=10,
+    )
     fig.tight_layout()
     _save(fig, path)

@@ -24,7 +24,12 @@ def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
 
     from .reproduce.paper000 import TABLE_I
 
-    bar_chart([(f"{s} B", groups(f"raumer2015-{s}B")) for s in TABLE_II_SIZES], d / "000-fig7.png", "000 Fig. 7 / Table II: cycles per packet by group", reported=[TABLE_I[s][2] for s in TABLE_II_SIZES])
+    bar_chart(
+        [(f"{s} B", groups(f"raumer2015-{s}B")) for s in TABLE_II_SIZES],
+        d / "000-fig7.png",
+        "000 Fig. 7 / Table II: cycles per packet by group",
+        reported=[TABLE_I[s][2] for s in TABLE_II_SIZES],
+    )
     # Fig. 9 / Table IV: each flow count's own groups with the FIB model's routing, the
     # same predictions as the table's C_total rows.
     from .reproduce.paper000 import GROUPS, TABLE_IV
@@ -33,7 +38,12 @@ def _figures_000(d: Path, res: dict) -> list[tuple[str, str]]:
         others = {g: v for g, v in zip(GROUPS, TABLE_IV[n][0]) if g != "routing"}
         return predict(node(64, "raumer2015-flows-1", n, cycles=others))["cycles_by_group"]
 
-    bar_chart([(f"{n:,} flow{'s' * (n != 1)}", table_iv(n)) for n in TABLE_IV], d / "000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows", reported=[TABLE_IV[n][1] for n in TABLE_IV])
+    bar_chart(
+        [(f"{n:,} flow{'s' * (n != 1)}", table_iv(n)) for n in TABLE_IV],
+        d / "000-fig9.png",
+        "000 Fig. 9 / Table IV: cycles by group vs flows",
+        reported=[TABLE_IV[n][1] for n in TABLE_IV],
+    )
     flows = [2**e for e in range(0, 25)]
     routing = [predict(node(64, "raumer2015-flows-1", f))["cycles_by_group"]["routing"] for f in flows]
     reported = {1: 200, 256: 350, 16384: 406, 1048576: 720}
@@ -59,7 +69,9 @@ def _figures_001(d: Path, res: dict) -> list[tuple[str, str]]:
     ut["utilisation_pct"] = 100 * ut["utilisation"]
     strategies = ["sq", "rr", "prio", "priowfq"]
     plots.per_class_latency(rs, d / "001-fig5.png", "rt_share_pct", ["rt", "nrt"], strategies, "RT share [%]", "001 Fig. 5: mean latency vs RT share, 80% load")
-    plots.per_class_latency(ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]", "001 Fig. 6: mean latency vs utilisation, 30% RT")
+    plots.per_class_latency(
+        ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]", "001 Fig. 6: mean latency vs utilisation, 30% RT"
+    )
     return [
         ("001-fig5.png", "001 Fig. 5: mean latency vs RT share at 80% load (001's figures are lost: its claims are the relations above)"),
         ("001-fig6.png", "001 Fig. 6: mean latency vs utilisation, 30% RT"),
@@ -85,7 +97,12 @@ def _figures_003(d: Path, res: dict) -> list[tuple[str, str]]:
     c["latency_p25_ns"] = c["latency_p50_ns"]
     sat = next((r["reported"] * 1e3 for r in res["rows"] if r["quantity"].startswith("skb recycling")), 1.39e6)
     plots.latency_vs_load(c, d / "003-fig3.png", percentiles=("p50",), title="003 Fig. 3: median latency vs offered load, skb recycling")
-    plots.irq_and_polls_vs_load(c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]), d / "003-fig7.png", title="003 Fig. 7: interrupts and rx polls vs offered load", paper_polls=[(0.01 * sat, 2.0), (0.9 * sat, 0.22)])
+    plots.irq_and_polls_vs_load(
+        c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]),
+        d / "003-fig7.png",
+        title="003 Fig. 7: interrupts and rx polls vs offered load",
+        paper_polls=[(0.01 * sat, 2.0), (0.9 * sat, 0.22)],
+    )
     return [
         ("003-fig3.png", "003 Fig. 3: latency step at saturation (skb recycling; 003 gives no load for its values)"),
         ("003-fig7.png", "003 Fig. 7: IRQs and rx polls vs load (crosses: 2 polls per packet at 1% load, 0.22 at 90%)"),
@@ -100,7 +117,9 @@ def _figures_004(d: Path, res: dict) -> list[tuple[str, str]]:
         lib = r["quantity"].split(" over ")[1].split(",")[0]
         b = int(r["quantity"].rsplit(" ", 1)[1])
         series.setdefault(lib, []).append((b, r["reported"], r["predicted"], r["kind"] == "fitted"))
-    plots.reported_vs_predicted(series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: OpenvSwitch throughput vs batch size, 64 B, one core", logx=True)
+    plots.reported_vs_predicted(
+        series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: OpenvSwitch throughput vs batch size, 64 B, one core", logx=True
+    )
     return [("004-fig6.png", "004 Fig. 6: throughput vs batch size (markers: 004; fitted at 2 and 50)")]
 
 
@@ -114,9 +133,19 @@ def _figures_xdp(d: Path, res: dict) -> list[tuple[str, str]]:
     cpu: dict[str, list] = {}
     for c in res["curve"]:
         cpu.setdefault(f"{c['path']} drop", []).append((c["offered_pps"] / 1e6, c["reported_pct"], c["cpu_pct"], c.get("kind") == "fitted"))
-    plots.reported_vs_predicted(cpu, d / "xdp2018-cpu.png", "offered load [Mpps]", "CPU load of the core [%]", "xdp2018 Fig. 4: CPU load of one core vs offered load, drop test", logx=True)
+    plots.reported_vs_predicted(
+        cpu,
+        d / "xdp2018-cpu.png",
+        "offered load [Mpps]",
+        "CPU load of the core [%]",
+        "xdp2018 Fig. 4: CPU load of one core vs offered load, drop test",
+        logx=True,
+    )
     return [
-        ("xdp2018-cores.png", "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)"),
+        (
+            "xdp2018-cores.png",
+            "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)",
+        ),
         ("xdp2018-cpu.png", "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 5 Mpps)"),
     ]
 
@@ -157,11 +186,13 @@ def build(directory: str | Path, papers: list[str]) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pktsim reproductions</title><style>{STYLE}</style>{CHECK}</head><body>"]
     parts.append(f"<h1>pktsim {html.escape(__version__)}: the seed papers, reproduced</h1>")
-    parts.append("<p>Each section: the scenario, every number the paper reports next to pktsim's prediction with the relative error "
-                 "and the row's kind: <em>predicted</em> (from inputs that did not use the row), <em>fitted</em> (a calibration "
-                 "point or a row its own fit closes: its error says how well the fit closes), <em>derived</em> (the paper's own "
-                 "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
-                 "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>")
+    parts.append(
+        "<p>Each section: the scenario, every number the paper reports next to pktsim's prediction with the relative error "
+        "and the row's kind: <em>predicted</em> (from inputs that did not use the row), <em>fitted</em> (a calibration "
+        "point or a row its own fit closes: its error says how well the fit closes), <em>derived</em> (the paper's own "
+        "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
+        "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
+    )
     results = [reproduce(paper) for paper in papers]
     everything = [r for res in results for r in res["rows"]]
     # The summary first, then a table of contents.
@@ -175,11 +206,15 @@ def build(directory: str | Path, papers: list[str]) -> Path:
     for paper, res in zip(papers, results):
         parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper][0])}</h2>")
         if paper in SCENARIOS:
-            parts.append(f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>")
+            parts.append(
+                f"<details><summary>scenario ({SCENARIOS[paper]}.toml)</summary><pre>{html.escape(scenario_path(SCENARIOS[paper]).read_text())}</pre></details>"
+            )
         parts.append(html_table(res["rows"]))
         parts.append(f"<p class='summary'>{html.escape(summary_text(res['summary'], 'summary')).replace(chr(10), '<br>')}</p>")
         for fname, caption in FIGURES[paper](d, res):
-            parts.append(f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>")
+            parts.append(
+                f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>"
+            )
     parts.append("</body></html>")
     index = d / "index.html"
     atomic_write(index, "\n".join(parts))

@@ -337,7 +337,7 @@ def _toml_value(v) -> str:
 def _names(origin: str, key: str, value) -> tuple:
     """A pattern list: a TOML array of strings (a lone string would match letter by letter)."""
     if not isinstance(value, list):
-        hint = f' (write {key.rsplit(".", 1)[1]} = [{_toml_value(value)}])' if isinstance(value, str) else ""
+        hint = f" (write {key.rsplit('.', 1)[1]} = [{_toml_value(value)}])" if isinstance(value, str) else ""
         raise _rule_error(origin, key, value, f"an array of function-name strings{hint}")
     for i, x in enumerate(value):
         if not isinstance(x, str) or not x:
@@ -385,13 +385,15 @@ class Rules:
                 group = r.get("group", "other")
                 if group != "other":
                     raise _rule_error(
-                        origin, f"{key}.group", group,
+                        origin,
+                        f"{key}.group",
+                        group,
                         'no group (or "other") for role = "entry": its samples count for the group of the '
                         "packet frame below it, or for C_other when there is none",
                     )
             else:
                 if "group" not in r:
-                    raise _error(origin, None, f"{key}.group: a group for every rule but role = \"entry\" (one of {', '.join(GROUP_NAMES)})")
+                    raise _error(origin, None, f'{key}.group: a group for every rule but role = "entry" (one of {", ".join(GROUP_NAMES)})')
                 group = r["group"]
                 if not isinstance(group, str) or group not in GROUP_NAMES:
                     raise _rule_error(origin, f"{key}.group", group, f"one of {', '.join(GROUP_NAMES)}")
@@ -551,7 +553,7 @@ class Calibration:
         }
 
     def samples_text(self) -> str:
-        """"5 samples", "5 samples (1.25e+06 ns of cpu-clock periods)"... what the profile really holds."""
+        """ "5 samples", "5 samples (1.25e+06 ns of cpu-clock periods)"... what the profile really holds."""
         if self.fmt == "perf-report":
             head = f"{self.n_samples:g} samples per its header" if self.n_samples is not None else "sample count not given"
             return f"percentages, {head}"
@@ -625,8 +627,7 @@ def calibrate(
     n = profile.n_samples
     if counts is None and n is not None and profile.total > 0:
         counts = {g: n * by_group[g] / profile.total for g in GROUP_NAMES}
-    return Calibration(profile.origin, profile.fmt, rate_pps, frequency_hz, active, profile.total, by_group, unmatched,
-                       idle_into_other, outside, n, counts)
+    return Calibration(profile.origin, profile.fmt, rate_pps, frequency_hz, active, profile.total, by_group, unmatched, idle_into_other, outside, n, counts)
 
 
 def flamegraph(profile: Profile, rules: Rules, title: str) -> str:

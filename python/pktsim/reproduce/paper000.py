@@ -84,17 +84,24 @@ def reproduce() -> dict:
         cpu_bound = p["bottleneck"] == "cpu"
         rows.append(
             row(
-                f"R_max, {size} B", r_mpps, p["predicted_pps"] / 1e6, "Mpps",
+                f"R_max, {size} B",
+                r_mpps,
+                p["predicted_pps"] / 1e6,
+                "Mpps",
                 src + (" (fit closure: Eq. 1 of the Table II profile 000 computed from this rate)" if cpu_bound else " (the line rate)"),
-                kind="fitted" if cpu_bound else "predicted", bottleneck=p["bottleneck"],
+                kind="fitted" if cpu_bound else "predicted",
+                bottleneck=p["bottleneck"],
             )
         )
-        rows.append(
-            row(f"CPU load, {size} B", load, p["cpu_load"], "fraction", src + " (fit closure: Table II comes from this load by Eq. 3)", kind="fitted")
-        )
+        rows.append(row(f"CPU load, {size} B", load, p["cpu_load"], "fraction", src + " (fit closure: Table II comes from this load by Eq. 3)", kind="fitted"))
         rows.append(
             row(
-                f"C_total, {size} B", c_total, p["c_total_cycles"], "cycles", src + " (sum of Table II groups)", kind="derived",
+                f"C_total, {size} B",
+                c_total,
+                p["c_total_cycles"],
+                "cycles",
+                src + " (sum of Table II groups)",
+                kind="derived",
                 derived_from=f"the sum of 000 Table II's {size} B groups (pktsim's raumer2015-{size}B profile); 000 split Table I's C_total into them",
             )
         )
@@ -111,14 +118,16 @@ def reproduce() -> dict:
         others = {g: v for g, v in reported.items() if g != "routing"}
         p = predict(node(64, "raumer2015-flows-1", flows, cycles=others))
         rows.append(row(f"C_total, {flows} flows", c_total, p["c_total_cycles"], "cycles", src, kind=kind))
-        rows.append(
-            row(f"R_max, {flows} flows", 3.3e9 / c_total / 1e6, p["r_max_pps"] / 1e6, "Mpps", src + " (Eq. 1 of the printed C_total)", kind=kind)
-        )
+        rows.append(row(f"R_max, {flows} flows", 3.3e9 / c_total / 1e6, p["r_max_pps"] / 1e6, "Mpps", src + " (Eq. 1 of the printed C_total)", kind=kind))
         if flows == 1_048_576:
             rows.append(
                 row(
-                    f"R_max measured peak, {flows} flows", 1.39, p["r_max_pps"] / 1e6, "Mpps",
-                    "000 V-C, Fig. 8 text (pktsim's value is Eq. 1 of this flow count's Table IV row)", kind=kind,
+                    f"R_max measured peak, {flows} flows",
+                    1.39,
+                    p["r_max_pps"] / 1e6,
+                    "Mpps",
+                    "000 V-C, Fig. 8 text (pktsim's value is Eq. 1 of this flow count's Table IV row)",
+                    kind=kind,
                 )
             )
             fib = p["fib"]

@@ -122,8 +122,12 @@ def reproduce(duration: str | None = None) -> dict:
                     ok_rt &= prio["rt_mean_ns"] <= o["rt_mean_ns"] * 1.02 + (o["rt_ci95_ns"] or 0)
                 if prio["nrt_mean_ns"] is not None and o["nrt_mean_ns"] is not None:
                     ok_nrt &= prio["nrt_mean_ns"] >= o["nrt_mean_ns"] * 0.98 - (o["nrt_ci95_ns"] or 0)
-    rows.append(row("Prio: lower bound of RT latency (all strategies, both sweeps)", "lower bound", "holds" if ok_rt else "violated", "", "001 VI-B", holds=ok_rt))
-    rows.append(row("Prio: upper bound of n-RT latency (all strategies, both sweeps)", "upper bound", "holds" if ok_nrt else "violated", "", "001 VI-B", holds=ok_nrt))
+    rows.append(
+        row("Prio: lower bound of RT latency (all strategies, both sweeps)", "lower bound", "holds" if ok_rt else "violated", "", "001 VI-B", holds=ok_rt)
+    )
+    rows.append(
+        row("Prio: upper bound of n-RT latency (all strategies, both sweeps)", "upper bound", "holds" if ok_nrt else "violated", "", "001 VI-B", holds=ok_nrt)
+    )
 
     # RR: equal at 50% RT (judged as SQ's: within the two means' confidence intervals, or
     # 3%: a run's class means are estimates), the smaller class lower.
@@ -136,14 +140,30 @@ def reproduce(duration: str | None = None) -> dict:
         for p in rs
         if p["strategy"] == "rr" and 0.1 <= p["rt_share"] <= 0.9 and abs(p["rt_share"] - 0.5) > 0.15
     )
-    rows.append(row("RR: the smaller class has the lower latency", "smaller class lower", "holds" if smaller_lower else "violated", "", "001 VI-B1, VI-B2", holds=smaller_lower))
+    rows.append(
+        row(
+            "RR: the smaller class has the lower latency",
+            "smaller class lower",
+            "holds" if smaller_lower else "violated",
+            "",
+            "001 VI-B1, VI-B2",
+            holds=smaller_lower,
+        )
+    )
 
     # PrioWFQ: near Prio at low utilisation, near RR at high.
     u_min = min(p["utilisation"] for p in ut)
     w_lo, p_lo_ = _at(ut, "priowfq", "utilisation", u_min)["rt_mean_ns"], _at(ut, "prio", "utilisation", u_min)["rt_mean_ns"]
     near_prio = abs(w_lo - p_lo_) / p_lo_
     rows.append(
-        row(f"PrioWFQ: RT latency close to Prio at {int(100 * u_min)}% utilisation (relative gap)", "close", near_prio, "fraction", "001 VI-B2, Fig. 6", holds=near_prio < 0.05)
+        row(
+            f"PrioWFQ: RT latency close to Prio at {int(100 * u_min)}% utilisation (relative gap)",
+            "close",
+            near_prio,
+            "fraction",
+            "001 VI-B2, Fig. 6",
+            holds=near_prio < 0.05,
+        )
     )
     top = max(p["utilisation"] for p in ut)
     w, pr, rr = (_at(ut, s, "utilisation", top)["rt_mean_ns"] for s in ("priowfq", "prio", "rr"))
@@ -156,12 +176,18 @@ def reproduce(duration: str | None = None) -> dict:
             "us",
             "001 VI-B2, Fig. 6" + ("" if near_rr else " (pktsim: contended, RT gets 6 of every 7.5 us, far more than its 30% of the load)"),
             holds=near_rr,
-            **({} if near_rr else {"note": (
-                "Preemptive slices of 6 us (RT) and 1.5 us (n-RT) give the RT ring 80% of a contended core while it "
-                "brings 30% of the load, so it drains within a slice or two and its latency stays near Prio's; RR's "
-                "equal slices give it 50%. 001's figure is lost, so what in its model brings PrioWFQ near RR at high "
-                "load cannot be checked; pktsim does not tune the slices to make it."
-            )}),
+            **(
+                {}
+                if near_rr
+                else {
+                    "note": (
+                        "Preemptive slices of 6 us (RT) and 1.5 us (n-RT) give the RT ring 80% of a contended core while it "
+                        "brings 30% of the load, so it drains within a slice or two and its latency stays near Prio's; RR's "
+                        "equal slices give it 50%. 001's figure is lost, so what in its model brings PrioWFQ near RR at high "
+                        "load cannot be checked; pktsim does not tune the slices to make it."
+                    )
+                }
+            ),
         )
     )
 
@@ -202,11 +228,27 @@ def reproduce(duration: str | None = None) -> dict:
     x_us = cores / c["capacity_pps"] * 1e6
     how = f"001's own arithmetic: {cores} cores / x, x = {x_us:.2f} us (001 V-B, pktsim's service time)"
     rows.append(
-        row("maximum throughput", 1.0, over["throughput_pps"] / 1e6, "Mpps", "001 V-B (ca. 1 Mpps; 4 cores / x)", kind="derived",
-            derived_from=how, derived_value=c["capacity_pps"] / 1e6)
+        row(
+            "maximum throughput",
+            1.0,
+            over["throughput_pps"] / 1e6,
+            "Mpps",
+            "001 V-B (ca. 1 Mpps; 4 cores / x)",
+            kind="derived",
+            derived_from=how,
+            derived_value=c["capacity_pps"] / 1e6,
+        )
     )
     rows.append(
-        row("maximum throughput per core", 0.25, over["throughput_pps"] / cores / 1e6, "Mpps", "001 V-B (0.25 Mpps/core; 1 / x)", kind="derived",
-            derived_from=how, derived_value=c["capacity_pps"] / cores / 1e6)
+        row(
+            "maximum throughput per core",
+            0.25,
+            over["throughput_pps"] / cores / 1e6,
+            "Mpps",
+            "001 V-B (0.25 Mpps/core; 1 / x)",
+            kind="derived",
+            derived_from=how,
+            derived_value=c["capacity_pps"] / cores / 1e6,
+        )
     )
     return {"paper": "001", "title": TITLE, "rows": rows, "curves": {"rt_share": rs, "utilisation": ut}}

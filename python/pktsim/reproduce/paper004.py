@@ -77,9 +77,7 @@ def reproduce() -> dict:
         fits[lib] = {"t_call_ns": t_call, "t_packet_ns": t_packet}
         for b, kpps in FIG6.items():
             r = run(node(t_call, t_packet, b))
-            rows.append(
-                row(f"OpenvSwitch over {lib}, batch {b}", float(kpps[li]), r["throughput_pps"] / 1e3, "kpps", "004 Fig. 6", fitted=b in FIT_AT)
-            )
+            rows.append(row(f"OpenvSwitch over {lib}, batch {b}", float(kpps[li]), r["throughput_pps"] / 1e3, "kpps", "004 Fig. 6", fitted=b in FIT_AT))
 
     # Fig. 11: per packet = library + allocator + burst cost / burst.
     ns = {k: 1e6 / v for k, v in FIG11.items()}
@@ -92,7 +90,14 @@ def reproduce() -> dict:
         r = run(node(per_burst, t_packet, burst))
         label = "original allocator" if allocator == "original" else "packet pool"
         rows.append(
-            row(f"Click over {lib}, {label}, burst {burst}", float(kpps), r["throughput_pps"] / 1e3, "kpps", "004 Fig. 11", fitted=(lib, allocator, burst) in fitted)
+            row(
+                f"Click over {lib}, {label}, burst {burst}",
+                float(kpps),
+                r["throughput_pps"] / 1e3,
+                "kpps",
+                "004 Fig. 11",
+                fitted=(lib, allocator, burst) in fitted,
+            )
         )
     return {
         "paper": "004",

@@ -108,7 +108,17 @@ def reproduce() -> dict:
         for cores, mpps in table.items():
             r = rate(p[name], cores)
             extra = {"note": "the PCI Express bus limits the NIC here (xdp2018 §4); pktsim does not model it"} if (name, cores) in PCIE_BOUND else {}
-            rows.append(row(f"{label}, {cores} core{'s' * (cores > 1)}", mpps, r["throughput_pps"] / 1e6, "Mpps", f"{SOURCE} Fig. {3 if name in ('drop', 'linux') else 5}", kind="fitted" if cores == 1 else "predicted", **extra))
+            rows.append(
+                row(
+                    f"{label}, {cores} core{'s' * (cores > 1)}",
+                    mpps,
+                    r["throughput_pps"] / 1e6,
+                    "Mpps",
+                    f"{SOURCE} Fig. {3 if name in ('drop', 'linux') else 5}",
+                    kind="fitted" if cores == 1 else "predicted",
+                    **extra,
+                )
+            )
 
     t_irq = fit_t_irq(p["drop"], CPU_XDP[CPU_FIT_AT], CPU_FIT_AT)
     curve = []
@@ -118,7 +128,17 @@ def reproduce() -> dict:
             cpu = 100 * r["cpu_utilization"]
             state = r["io"].get("moderation_state", [{}])[0]
             kind = "fitted" if (label == "XDP" and mpps == CPU_FIT_AT) else "predicted"
-            curve.append({"path": label, "offered_pps": mpps * 1e6, "cpu_pct": cpu, "reported_pct": pct, "irq_per_s": r["irq_per_s"], "dim_usec": state.get("usec"), "kind": kind})
+            curve.append(
+                {
+                    "path": label,
+                    "offered_pps": mpps * 1e6,
+                    "cpu_pct": cpu,
+                    "reported_pct": pct,
+                    "irq_per_s": r["irq_per_s"],
+                    "dim_usec": state.get("usec"),
+                    "kind": kind,
+                }
+            )
             rows.append(row(f"{label} drop CPU at {mpps} Mpps", pct, cpu, "%", f"{SOURCE} Fig. 4", kind=kind))
     per_core = rows[0]["predicted"] / next(r["predicted"] for r in rows if r["quantity"].startswith("Linux drop (raw table), 1"))
     rows.append(

@@ -98,16 +98,14 @@ def summary(rows: Iterable[Mapping]) -> dict:
 def summary_text(s: Mapping, label: str = "summary") -> str:
     """The summary lines printed under a reproduce table."""
     if s["predicted_with_error"]:
-        errs = (
-            f"|error| median {100 * s['median_abs_error']:.2f}%, worst {100 * s['max_abs_error']:.2f}% ({s['worst']})"
-            + (f"; {s['flagged']} above {100 * FLAG_ABOVE:.0f}%" if s["flagged"] else "")
+        errs = f"|error| median {100 * s['median_abs_error']:.2f}%, worst {100 * s['max_abs_error']:.2f}% ({s['worst']})" + (
+            f"; {s['flagged']} above {100 * FLAG_ABOVE:.0f}%" if s["flagged"] else ""
         )
     else:
         errs = "no error to summarise"
     lines = [
         f"{label}: {s['predicted']} predicted row{'' if s['predicted'] == 1 else 's'}: {errs}",
-        f"{' ' * len(label)}  relations held: {s['relations_held']} of {s['relations']}; "
-        f"left out of the errors: {s['fitted']} fitted, {s['derived']} derived",
+        f"{' ' * len(label)}  relations held: {s['relations_held']} of {s['relations']}; left out of the errors: {s['fitted']} fitted, {s['derived']} derived",
     ]
     return "\n".join(lines)
 

@@ -64,9 +64,35 @@ def forwarder(topo: Topology, batch: int, mode: str, seconds: float, loops: int 
     # would fill the ring and drop for as long as frames come).
     prio = ["chrt", "-f", str(SLEEP_PRIORITY)] if mode == "sleep" else []
     proc = subprocess.Popen(
-        ["ip", "netns", "exec", DUT, *prio, runner.tb_binary(), "xskfwd", "--in", DUT_IN, "--out", DUT_OUT, "--batch", str(batch), "--mode", mode,
-         "--duration-ms", str(int(seconds * 1000)), "--loops", str(loops), "--cpu", str(topo.placement.dut_cpu), "--ready-file", str(ready)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+        [
+            "ip",
+            "netns",
+            "exec",
+            DUT,
+            *prio,
+            runner.tb_binary(),
+            "xskfwd",
+            "--in",
+            DUT_IN,
+            "--out",
+            DUT_OUT,
+            "--batch",
+            str(batch),
+            "--mode",
+            mode,
+            "--duration-ms",
+            str(int(seconds * 1000)),
+            "--loops",
+            str(loops),
+            "--cpu",
+            str(topo.placement.dut_cpu),
+            "--ready-file",
+            str(ready),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
     )
     topo._holders.append(proc)
     try:
@@ -75,7 +101,9 @@ def forwarder(topo: Topology, batch: int, mode: str, seconds: float, loops: int 
             if proc.poll() is not None or time.monotonic() > deadline:
                 if proc.poll() is None:
                     proc.kill()
-                raise TestbedError(f"pktsim-tb xskfwd did not start: {proc.communicate()[1].strip() or 'no answer within 5 s'} (AF_XDP on veth needs Linux 5.9 or later)")
+                raise TestbedError(
+                    f"pktsim-tb xskfwd did not start: {proc.communicate()[1].strip() or 'no answer within 5 s'} (AF_XDP on veth needs Linux 5.9 or later)"
+                )
             time.sleep(0.01)
         holder.pid = proc.pid
         yield holder
@@ -112,8 +140,14 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
                 runs.append(runner.measure(topo, None, duration_s, run_id=100 * (i + 1) + k, app_pid=fwd.pid))
         r = runner.summarize(runs, None, duration_s)
         f = fwd.result or {}
-        r.update(batch=b, mode="sleep", forwarder=f, frames_per_batch=f.get("frames_per_batch"),
-                 app_share=sum(x["counts"]["app_runtime_ns"] for x in runs) / max(1, sum(x["counts"]["napi_runtime_ns"] + x["counts"]["app_runtime_ns"] for x in runs)))
+        r.update(
+            batch=b,
+            mode="sleep",
+            forwarder=f,
+            frames_per_batch=f.get("frames_per_batch"),
+            app_share=sum(x["counts"]["app_runtime_ns"] for x in runs)
+            / max(1, sum(x["counts"]["napi_runtime_ns"] + x["counts"]["app_runtime_ns"] for x in runs)),
+        )
         points.append(r)
     return {"points": points, "loops": topo.xdp_loops}
 
@@ -163,7 +197,15 @@ def compare(sw: dict) -> dict:
         # Overloaded, the dut CPU is busy all the time: it forwards 1 / (CPU per frame)
         # (derived where that CPU per frame was fitted).
         rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, 1e6 / c if c else None, "kpps", SOURCE, kind="derived" if fit else None))
-        preds.append({"batch": p["batch"], "frames_per_batch": p["frames_per_batch"], "frames_per_call": b, "dut_ns_per_packet": c, "forwarded_pps": 1e9 / c if c else None})
+        preds.append(
+            {
+                "batch": p["batch"],
+                "frames_per_batch": p["frames_per_batch"],
+                "frames_per_call": b,
+                "dut_ns_per_packet": c,
+                "forwarded_pps": 1e9 / c if c else None,
+            }
+        )
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 

@@ -79,12 +79,36 @@ def compare(sw: dict) -> dict:
         polls = p["packets_per_poll"]
         rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **fit))
         if p["calibration"]:
-            rows.append(row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is usable[0] else {})))
+            rows.append(
+                row(
+                    f"latency p50, {tag}",
+                    validate.us(p["latency_ns"]["p50"]),
+                    m["latency_ns"]["p50"] / 1e3,
+                    "us",
+                    SOURCE,
+                    **({"fitted": True} if p is usable[0] else {}),
+                )
+            )
             continue
         rows.append(row(f"frames per poll, {tag}", polls, m["packets_per_poll"]["mean"], "frames", SOURCE))
-        rows.append(row(f"polls per frame, {tag}", 1 / polls if polls else None, 1 / m["packets_per_poll"]["mean"] if m["packets_per_poll"]["mean"] else None, "", SOURCE))
-        rows.append(row(f"wake-ups per frame, {tag}", 1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
-                        1 / m["packets_per_wakeup"] if m["packets_per_wakeup"] else None, "", SOURCE))
+        rows.append(
+            row(
+                f"polls per frame, {tag}",
+                1 / polls if polls else None,
+                1 / m["packets_per_poll"]["mean"] if m["packets_per_poll"]["mean"] else None,
+                "",
+                SOURCE,
+            )
+        )
+        rows.append(
+            row(
+                f"wake-ups per frame, {tag}",
+                1 / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
+                1 / m["packets_per_wakeup"] if m["packets_per_wakeup"] else None,
+                "",
+                SOURCE,
+            )
+        )
         rows.append(row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE))
         rows.extend(validate.tail_rows(p, m, tag, bool(isets)))
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}

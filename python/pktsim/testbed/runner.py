@@ -120,9 +120,33 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
             time.sleep(PERF_START_S)  # perf counts only once it has set up its counters
         try:
             sink = subprocess.Popen(
-                ["ip", "netns", "exec", SINK, "chrt", "-f", str(SINK_PRIORITY), tb, "sink", "--iface", SINK_IF, "--duration-ms", str(dur_ms + 5000),
-                 "--idle-ms", str(SINK_IDLE_MS), "--cpu", str(p.load_cpu), "--run-id", str(run_id), "--ready-file", str(ready)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    SINK,
+                    "chrt",
+                    "-f",
+                    str(SINK_PRIORITY),
+                    tb,
+                    "sink",
+                    "--iface",
+                    SINK_IF,
+                    "--duration-ms",
+                    str(dur_ms + 5000),
+                    "--idle-ms",
+                    str(SINK_IDLE_MS),
+                    "--cpu",
+                    str(p.load_cpu),
+                    "--run-id",
+                    str(run_id),
+                    "--ready-file",
+                    str(ready),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=child_env(),
             )
             procs.append(sink)
             deadline = time.monotonic() + 5
@@ -132,11 +156,40 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
                     raise TestbedError("pktsim-tb sink did not get ready within 5 s")
                 time.sleep(0.01)
             gen = subprocess.Popen(
-                ["ip", "netns", "exec", GEN, tb, "gen", "--iface", GEN_IF, "--dst-mac", topo.dut_mac, "--src-ip", GEN_IP,
-                 "--dst-ip", str(DST_BASE), "--dst-count", str(topo.destinations), "--rate", f"{rate_pps:.3f}" if rate_pps else "max",
-                 "--count", str(max(1, count)), "--duration-ms", str(dur_ms), "--size", str(FRAME_BYTES), "--cpu", str(p.load_cpu),
-                 "--run-id", str(run_id)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    GEN,
+                    tb,
+                    "gen",
+                    "--iface",
+                    GEN_IF,
+                    "--dst-mac",
+                    topo.dut_mac,
+                    "--src-ip",
+                    GEN_IP,
+                    "--dst-ip",
+                    str(DST_BASE),
+                    "--dst-count",
+                    str(topo.destinations),
+                    "--rate",
+                    f"{rate_pps:.3f}" if rate_pps else "max",
+                    "--count",
+                    str(max(1, count)),
+                    "--duration-ms",
+                    str(dur_ms),
+                    "--size",
+                    str(FRAME_BYTES),
+                    "--cpu",
+                    str(p.load_cpu),
+                    "--run-id",
+                    str(run_id),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=child_env(),
             )
             procs.append(gen)
             g = _json_out(gen, "pktsim-tb gen", duration_s + 10)

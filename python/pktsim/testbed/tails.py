@@ -47,9 +47,22 @@ def run_probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = Non
         raise TestbedError(f"--duration {duration_s:g}s: expected from 100ms to 600s")
     cpu = Placement().dut_cpu if cpu is None else cpu
     p = subprocess.run(
-        [tb_binary(), "probe", "--cpu", str(cpu), "--duration-ms", str(round(duration_s * 1000)), "--priority", str(NAPI_PRIORITY),
-         "--threshold-ns", str(threshold_ns)],
-        capture_output=True, text=True, env=child_env(), timeout=duration_s + 30,
+        [
+            tb_binary(),
+            "probe",
+            "--cpu",
+            str(cpu),
+            "--duration-ms",
+            str(round(duration_s * 1000)),
+            "--priority",
+            str(NAPI_PRIORITY),
+            "--threshold-ns",
+            str(threshold_ns),
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=duration_s + 30,
     )
     if p.returncode != 0:
         raise TestbedError(f"pktsim-tb probe failed (exit {p.returncode}): {p.stderr.strip()}")

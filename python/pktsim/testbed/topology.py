@@ -534,7 +534,10 @@ class Topology:
         ready = Path(self.tmp or tempfile.gettempdir()) / f"xdp-{dev}-ready"
         proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, tb_binary(), "xdp", "--iface", dev, *prog, "--duration-ms", str(XDP_HOLD_MS), "--ready-file", str(ready)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env(),
         )
         self._holders.append(proc)
         deadline = time.monotonic() + 5
@@ -550,8 +553,12 @@ class Topology:
         """``napi_defer_hard_irqs`` and ``gro_flush_timeout`` of the dut's ingress veth."""
         if not (0 <= defer_hard_irqs <= 2**31 - 1 and 0 <= gro_flush_timeout_ns <= 10**9):
             raise TestbedError(f"deferral {defer_hard_irqs} x {gro_flush_timeout_ns} ns: expected 0..2^31-1 and 0..1 s")
-        _sh("sh", "-c", f"echo {defer_hard_irqs} > /sys/class/net/{DUT_IN}/napi_defer_hard_irqs && "
-            f"echo {gro_flush_timeout_ns} > /sys/class/net/{DUT_IN}/gro_flush_timeout", ns=DUT)
+        _sh(
+            "sh",
+            "-c",
+            f"echo {defer_hard_irqs} > /sys/class/net/{DUT_IN}/napi_defer_hard_irqs && echo {gro_flush_timeout_ns} > /sys/class/net/{DUT_IN}/gro_flush_timeout",
+            ns=DUT,
+        )
 
     def _routes(self) -> None:
         if not self.routes:

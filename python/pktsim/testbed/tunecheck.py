@@ -123,7 +123,9 @@ def load(directory: str | Path) -> dict:
         p = f"objectives[{i}]"
         if not isinstance(o, dict):
             raise _bad(f, p, o, 'an object {"metric": ..., "direction": "minimize" | "maximize"}')
-        o["metric"] = _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. cpu_utilization", o, f"{p}.metric"), f"{p}.metric")
+        o["metric"] = _metric(
+            f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. cpu_utilization", o, f"{p}.metric"), f"{p}.metric"
+        )
         need("direction", lambda v: v in ("minimize", "maximize"), '"minimize" or "maximize"', o, f"{p}.direction")
     constraints = need("constraints", lambda v: isinstance(v, list), "a list of {metric, op, bound} (may be empty)") if "constraints" in t else []
     t.setdefault("constraints", constraints)
@@ -131,7 +133,9 @@ def load(directory: str | Path) -> dict:
         p = f"constraints[{i}]"
         if not isinstance(c, dict):
             raise _bad(f, p, c, 'an object {"metric": ..., "op": "<=", "bound": ...}')
-        c["metric"] = _metric(f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. latency_ns.p99", c, f"{p}.metric"), f"{p}.metric")
+        c["metric"] = _metric(
+            f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. latency_ns.p99", c, f"{p}.metric"), f"{p}.metric"
+        )
         need("op", lambda v: v in OPS, " or ".join(f'"{o}"' for o in OPS), c, f"{p}.op")
         need("bound", _num, "a finite number in the metric's base unit (ns, pps, a fraction)", c, f"{p}.bound")
     metrics = [o["metric"] for o in objectives] + [c["metric"] for c in constraints]
@@ -224,30 +228,61 @@ METRICS = {
     "cpu_utilization": Metric("dut CPU share", "%", 100, ("cpu_utilization",), _own_cpu, lambda p: p["dut_utilization"]),
     # `pktsim tune`'s derived figures: the cores' worth of CPU, and that CPU per offered packet.
     "cpu_cores": Metric("dut CPU", "cores", 1, ("cpu_utilization",), _own_cores, lambda p: p["dut_utilization"]),
-    "cpu_ns_per_packet": Metric("dut CPU per offered frame", "us", 1e-3, ("cpu_utilization", "offered_pps"),
-                                lambda r: _own_cores(r) * 1e9 / r["offered_pps"] if r["offered_pps"] else None,
-                                lambda p: p["dut_utilization"] * 1e9 / p["offered_pps"] if p["offered_pps"] else None),
+    "cpu_ns_per_packet": Metric(
+        "dut CPU per offered frame",
+        "us",
+        1e-3,
+        ("cpu_utilization", "offered_pps"),
+        lambda r: _own_cores(r) * 1e9 / r["offered_pps"] if r["offered_pps"] else None,
+        lambda p: p["dut_utilization"] * 1e9 / p["offered_pps"] if p["offered_pps"] else None,
+    ),
     "throughput_pps": Metric("forwarded", "kpps", 1e-3, ("throughput_pps",), lambda r: r["throughput_pps"], lambda p: p["forwarded_pps"]),
     "loss_ratio": Metric("loss", "%", 100, ("loss_ratio",), lambda r: r["loss_ratio"], lambda p: p["loss_ratio"]),
     **{
-        f"latency_ns.{q}": Metric(f"latency {q.replace('p999', 'p99.9')}", "us", 1e-3, (f"latency_ns.{q}",),
-                                  (lambda q: lambda r: lookup(r, f"latency_ns.{q}"))(q), (lambda q: lambda p: p["latency_ns"][q])(q))
+        f"latency_ns.{q}": Metric(
+            f"latency {q.replace('p999', 'p99.9')}",
+            "us",
+            1e-3,
+            (f"latency_ns.{q}",),
+            (lambda q: lambda r: lookup(r, f"latency_ns.{q}"))(q),
+            (lambda q: lambda p: p["latency_ns"][q])(q),
+        )
         for q in runner.PERCENTILES
     },
     "polls_per_packet": Metric("polls per frame", "", 1, ("polls_per_packet",), lambda r: r["polls_per_packet"], lambda p: _inv(p["packets_per_poll"])),
-    "packets_per_poll.mean": Metric("frames per poll", "frames", 1, ("packets_per_poll.mean",), lambda r: lookup(r, "packets_per_poll.mean"), lambda p: p["packets_per_poll"]),
-    "irq_per_s": Metric("NAPI thread wake-ups per second (veth: no IRQ)", "k/s", 1e-3, ("forwarded_packets", "throughput_pps"),
-                        lambda r: _wakeups(r) * r["throughput_pps"] if _wakeups(r) is not None else None,
-                        lambda p: p["forwarded_pps"] / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None),
+    "packets_per_poll.mean": Metric(
+        "frames per poll", "frames", 1, ("packets_per_poll.mean",), lambda r: lookup(r, "packets_per_poll.mean"), lambda p: p["packets_per_poll"]
+    ),
+    "irq_per_s": Metric(
+        "NAPI thread wake-ups per second (veth: no IRQ)",
+        "k/s",
+        1e-3,
+        ("forwarded_packets", "throughput_pps"),
+        lambda r: _wakeups(r) * r["throughput_pps"] if _wakeups(r) is not None else None,
+        lambda p: p["forwarded_pps"] / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
+    ),
 }
 # `pktsim tune`'s short names.
-ALIASES = {"cpu": "cpu_cores", "latency": "latency_ns.p99", "p50": "latency_ns.p50", "p99": "latency_ns.p99", "p999": "latency_ns.p999",
-           "loss": "loss_ratio", "throughput": "throughput_pps"}
+ALIASES = {
+    "cpu": "cpu_cores",
+    "latency": "latency_ns.p99",
+    "p50": "latency_ns.p50",
+    "p99": "latency_ns.p99",
+    "p999": "latency_ns.p999",
+    "loss": "loss_ratio",
+    "throughput": "throughput_pps",
+}
 # Shown for every check, after the objectives and constraints: what the dial does to the
 # dut's work (``derived``: from the run's cpu_utilization and throughput, and its counts).
 CONTEXT = {
-    "cpu_per_frame": Metric("dut CPU per frame", "us", 1e-3, ("cpu_utilization", "throughput_pps"),
-                            lambda r: _own_cpu(r) * 1e9 / r["throughput_pps"] if r["throughput_pps"] else None, lambda p: p["dut_ns_per_packet"]),
+    "cpu_per_frame": Metric(
+        "dut CPU per frame",
+        "us",
+        1e-3,
+        ("cpu_utilization", "throughput_pps"),
+        lambda r: _own_cpu(r) * 1e9 / r["throughput_pps"] if r["throughput_pps"] else None,
+        lambda p: p["dut_ns_per_packet"],
+    ),
     "wakeups_per_frame": Metric("wake-ups per frame", "", 1, (), _wakeups, lambda p: _inv(p["packets_per_wakeup"])),
     "packets_per_poll.mean": METRICS["packets_per_poll.mean"],
 }
@@ -290,7 +325,7 @@ def _duration(unit_ps: int, hi_ps: int, what: str):
         try:
             ps = parse_quantity("duration", str(text))
         except ValueError:
-            raise ValueError(f"a time with its unit, e.g. \"50us\" ({what})") from None
+            raise ValueError(f'a time with its unit, e.g. "50us" ({what})') from None
         if not 0 <= ps <= hi_ps:
             raise ValueError(f"a time from 0 to {hi_ps / 1e12:g} s ({what})")
         return int(round(ps / unit_ps))
@@ -309,16 +344,20 @@ _NAPI = (
     Knob("nic.napi.gro_flush_timeout", "sysfs", "gro_flush_timeout", _duration(1000, 10**12, "written in ns"), "/sys/class/net/tb-dut0/gro_flush_timeout"),
     Knob("nic.napi.threaded", "fixed", "threaded", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
     Knob("host.budget", "sysctl", "net.core.netdev_budget", _int(1, 2**31 - 1), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
-    Knob("host.budget_time", "sysctl", "net.core.netdev_budget_usecs", _duration(10**6, 10**12, "written in whole us"),
-         "sysctl net.core.netdev_budget_usecs (global; threaded NAPI does not use it)"),
+    Knob(
+        "host.budget_time",
+        "sysctl",
+        "net.core.netdev_budget_usecs",
+        _duration(10**6, 10**12, "written in whole us"),
+        "sysctl net.core.netdev_budget_usecs (global; threaded NAPI does not use it)",
+    ),
     Knob("host.gro_normal_batch", "sysctl", "net.core.gro_normal_batch", _int(1, 2**31 - 1), "sysctl net.core.gro_normal_batch (global)"),
 )
 KNOBS = {
     "stack": {k.key: k for k in _NAPI},
     "defer": {k.key: k for k in _NAPI},
-    "afxdp": {k.key: k for k in _NAPI} | {
-        "host.af_xdp.batch": Knob("host.af_xdp.batch", "forwarder", "--batch", _int(1, 256), "pktsim-tb xskfwd --batch (frames per batch, 1 to 256)")
-    },
+    "afxdp": {k.key: k for k in _NAPI}
+    | {"host.af_xdp.batch": Knob("host.af_xdp.batch", "forwarder", "--batch", _int(1, 256), "pktsim-tb xskfwd --batch (frames per batch, 1 to 256)")},
 }
 # Why a key that is not applicable is not, where there is more to say than "no such knob".
 NOT_ON_VETH = {
@@ -469,8 +508,7 @@ def model_capacity(tune: dict) -> float:
     return float(sim.run(sc)["throughput_pps"])
 
 
-def measure(topo, path: str, tune: dict, changes: list[Change], rounds: int, duration_s: float, reps: int,
-            load_share: bool = False, progress=None) -> dict:
+def measure(topo, path: str, tune: dict, changes: list[Change], rounds: int, duration_s: float, reps: int, load_share: bool = False, progress=None) -> dict:
     """Capacity, then ``rounds`` x (current, tuned) at the target load; every knob back to
     its value before on every way out."""
     from . import afxdp
@@ -484,8 +522,14 @@ def measure(topo, path: str, tune: dict, changes: list[Change], rounds: int, dur
         model_cap = model_capacity(tune) if load_share else None
         rate = tune["load_pps"] / model_cap * cap_pps if load_share else tune["load_pps"]
         if rate > MAX_SHARE * cap_pps:
-            how = (f"{tune['load_pps'] / 1e3:.1f} kpps is {100 * tune['load_pps'] / model_cap:.0f}% of the model's capacity "
-                   f"{model_cap / 1e3:.1f} kpps, {rate / 1e3:.1f} kpps here") if load_share else f"the target load {tune['load_pps'] / 1e3:.1f} kpps"
+            how = (
+                (
+                    f"{tune['load_pps'] / 1e3:.1f} kpps is {100 * tune['load_pps'] / model_cap:.0f}% of the model's capacity "
+                    f"{model_cap / 1e3:.1f} kpps, {rate / 1e3:.1f} kpps here"
+                )
+                if load_share
+                else f"the target load {tune['load_pps'] / 1e3:.1f} kpps"
+            )
             raise Refused(
                 f"{how}: above {100 * MAX_SHARE:.0f}% of the dut's measured capacity {cap_pps / 1e3:.1f} kpps (current settings); "
                 + ("" if load_share else "--load-share measures at the same share of the dut's capacity as the target is of the model's")
@@ -533,8 +577,23 @@ def _capacity(topo, path: str, batch: int | None) -> dict:
 # ------------------------------------------------------------------------------ comparing
 
 # Two-sided 95% Student t quantiles by degrees of freedom (for more than 30, 1.96 is close enough).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    25: 2.060,
+    30: 2.042,
+}
 
 
 def t95(df: int) -> float:
@@ -621,8 +680,20 @@ def compare(tune: dict, ms: dict) -> dict:
         fit = {"kind": "derived", "derived_from": "the model's cpu_utilization, less interference, over its throughput"} if name == "cpu_per_frame" else {}
         rows.append(row(f"{c['label']}, current", _sc(c["measured_current"]["mean"], s), _sc(c["predicted_current"], s), c["unit"], SOURCE, **fit))
         rows.append(row(f"{c['label']}, tuned", _sc(c["measured_tuned"]["mean"], s), _sc(c["predicted_tuned"], s), c["unit"], SOURCE, **fit))
-        rows.append(row(f"{c['label']}, improvement (tuned vs current)", _sc(c["measured_improvement"], 100), _sc(c["predicted_improvement"], 100), "%", SOURCE,
-                        kind="derived", derived_from="(tuned - current) / current of the two rows above", role=role, ratio=c["ratio"], within_goal=c["within_goal"]))
+        rows.append(
+            row(
+                f"{c['label']}, improvement (tuned vs current)",
+                _sc(c["measured_improvement"], 100),
+                _sc(c["predicted_improvement"], 100),
+                "%",
+                SOURCE,
+                kind="derived",
+                derived_from="(tuned - current) / current of the two rows above",
+                role=role,
+                ratio=c["ratio"],
+                within_goal=c["within_goal"],
+            )
+        )
     goal = [c for c in metrics if c["role"] == "objective"]
     return {
         "rows": rows,
@@ -665,8 +736,18 @@ def _sc(v, s):
     return None if v is None else v * s
 
 
-def run(directory: str, path: str, rules: int, routes: int, quick: bool, duration_s: float | None, reps: int | None, rounds: int | None,
-        load_share: bool = False, progress=None) -> dict:
+def run(
+    directory: str,
+    path: str,
+    rules: int,
+    routes: int,
+    quick: bool,
+    duration_s: float | None,
+    reps: int | None,
+    rounds: int | None,
+    load_share: bool = False,
+    progress=None,
+) -> dict:
     """The whole check: load and plan (refused before anything is built), build the
     path's topology, measure, compare."""
     from . import paths, validate
@@ -693,8 +774,19 @@ def run(directory: str, path: str, rules: int, routes: int, quick: bool, duratio
         "path": path,
         "title": f"pktsim tune's recommendation applied to the kernel ({path} path)",
         "tune": {k: tune.get(k) for k in ("scenario", "sets", "load_pps", "objectives", "constraints", "knobs")} | {"file": tune["_file"]},
-        "changes": [{"key": c.key, "where": c.knob.where, "name": c.knob.name, "current": c.current_text, "tuned": c.tuned_text,
-                     "current_value": c.current, "tuned_value": c.tuned, "before_run": ms["before"].get(c.key)} for c in changes],
+        "changes": [
+            {
+                "key": c.key,
+                "where": c.knob.where,
+                "name": c.knob.name,
+                "current": c.current_text,
+                "tuned": c.tuned_text,
+                "current_value": c.current,
+                "tuned_value": c.tuned,
+                "before_run": ms["before"].get(c.key),
+            }
+            for c in changes
+        ],
         **compare(tune, ms),
         "offered_traffic": offered_traffic(ms),
         "setup": setup,
@@ -710,7 +802,7 @@ def fmt(v, scale=1.0, digits=3) -> str:
     if v is None:
         return "-"
     x = v * scale
-    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+    return f"{x:.{digits}g}" if abs(x) < 10**digits else f"{x:.0f}"
 
 
 def text(res: dict) -> str:
@@ -731,12 +823,20 @@ def text(res: dict) -> str:
         goal = "" if c["role"] != "objective" or c["within_goal"] is None else ("yes" if c["within_goal"] else "NO")
         if c["role"] == "constraint" and c.get("holds_measured") is not None:
             goal = "holds" if c["holds_measured"] else "VIOLATED"
-        out.append([
-            f"{c['label']} [{c['unit']}]" if c["unit"] else c["label"], c["role"],
-            fmt(c["predicted_current"], s), fmt(c["predicted_tuned"], s), pct(c["predicted_improvement"]),
-            meas(c["measured_current"]), meas(c["measured_tuned"]), mi,
-            "-" if c["ratio"] is None else f"{c['ratio']:.2f}", goal,
-        ])
+        out.append(
+            [
+                f"{c['label']} [{c['unit']}]" if c["unit"] else c["label"],
+                c["role"],
+                fmt(c["predicted_current"], s),
+                fmt(c["predicted_tuned"], s),
+                pct(c["predicted_improvement"]),
+                meas(c["measured_current"]),
+                meas(c["measured_tuned"]),
+                mi,
+                "-" if c["ratio"] is None else f"{c['ratio']:.2f}",
+                goal,
+            ]
+        )
     head = ["metric", "role", "pred current", "pred tuned", "pred change", "meas current", "meas tuned", "meas change", "meas/pred", "goal"]
     return table(out, head, "llrrrrrrrl")
 
@@ -770,11 +870,14 @@ def plot(res: dict, path: str | Path) -> None:
             ax.axhline(c["bound"] * s, ls="--", color="C3", lw=1, label="constraint bound")
             ax.legend(fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(ms):]:
+    for ax in list(axes.flat)[len(ms) :]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7)
     t, m = res["tune"], res["measurements"]
     goal = "met" if res["goal"]["met"] else "NOT met"
-    fig.suptitle(f"tune-check, {res['path']} path, measured at {m['rate_pps'] / 1e3:.1f} kpps (target {t['load_pps'] / 1e3:.1f} kpps): "
-                 f"goal (measured change within 25% of the predicted) {goal}", fontsize=9)
+    fig.suptitle(
+        f"tune-check, {res['path']} path, measured at {m['rate_pps'] / 1e3:.1f} kpps (target {t['load_pps'] / 1e3:.1f} kpps): "
+        f"goal (measured change within 25% of the predicted) {goal}",
+        fontsize=9,
+    )
     _save(fig, path)

@@ -95,7 +95,15 @@ def calibrate(points: list[dict], names: tuple[str, ...] | None = None) -> dict:
     return fit
 
 
-def scenario(cal: dict, rate_pps: float, wake_latency_ns: float, duration_s: float = 1.0, sets: dict | None = None, path: Path = SCENARIO, per_frame_key: str = "host.t_proc") -> Scenario:
+def scenario(
+    cal: dict,
+    rate_pps: float,
+    wake_latency_ns: float,
+    duration_s: float = 1.0,
+    sets: dict | None = None,
+    path: Path = SCENARIO,
+    per_frame_key: str = "host.t_proc",
+) -> Scenario:
     """The path's scenario at ``rate_pps`` with the calibrated costs (``per_frame_key``
     takes t_proc: the stack's per-frame time, or XDP's t_driver) and ``sets`` on top."""
     sc = Scenario.load(path)
@@ -213,7 +221,16 @@ def compare(sw: dict) -> dict:
         rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], m["packets_per_poll"]["mean"], "frames", SOURCE))
         rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, m["throughput_pps"] / 1e3, "kpps", SOURCE))
         rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * m["loss_ratio"], "%", SOURCE))
-        rows.append(row(f"latency p50, {tag}", p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None, m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(
+            row(
+                f"latency p50, {tag}",
+                p["latency_ns"]["p50"] / 1e3 if p["latency_ns"]["p50"] else None,
+                m["latency_ns"]["p50"] / 1e3,
+                "us",
+                SOURCE,
+                **({"fitted": True} if p is lo else {}),
+            )
+        )
         rows.extend(tail_rows(p, m, tag, bool(sets)))
     probe = sw["capacity_probe"]
     sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], sets=sets)
@@ -309,7 +326,9 @@ def toml_text(data: dict, header: str = "") -> str:
     lines = [f"# {h}" if h else "#" for h in header.splitlines()] if header else []
 
     def emit(d: dict, prefix: str) -> None:
-        plain = {k: v for k, v in d.items() if v is not None and not isinstance(v, dict) and not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))}
+        plain = {
+            k: v for k, v in d.items() if v is not None and not isinstance(v, dict) and not (isinstance(v, list) and v and all(isinstance(x, dict) for x in v))
+        }
         tables = {k: v for k, v in d.items() if isinstance(v, dict)}
         arrays = {k: v for k, v in d.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)}
         if prefix and (plain or not tables):

@@ -78,11 +78,15 @@ def compare(sw: dict) -> dict:
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         fit = {"fitted": True} if any(p is c for c in cal_points) else {}
         rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **fit))
-        rows.append(row(f"frames per wake-up, {tag}", p["packets_per_wakeup"], m["packets_per_wakeup"], "frames", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(
+            row(f"frames per wake-up, {tag}", p["packets_per_wakeup"], m["packets_per_wakeup"], "frames", SOURCE, **({"fitted": True} if p is lo else {}))
+        )
         rows.append(row(f"frames per poll, {tag}", p["packets_per_poll"], m["packets_per_poll"]["mean"], "frames", SOURCE))
         rows.append(row(f"forwarded, {tag}", p["forwarded_pps"] / 1e3, m["throughput_pps"] / 1e3, "kpps", SOURCE))
         rows.append(row(f"loss, {tag}", 100 * p["loss_ratio"], 100 * m["loss_ratio"], "%", SOURCE))
-        rows.append(row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {})))
+        rows.append(
+            row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {}))
+        )
         rows.extend(validate.tail_rows(p, m, tag, bool(kw["sets"])))
     probe = sw["capacity_probe"]
     sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])

@@ -228,7 +228,9 @@ def tune(
         out["why_none"] = (
             "no candidate meets every constraint"
             + (f" at every load; none meets them at {', '.join(load_text(x) for x in out['infeasible_loads'])}" if out["infeasible_loads"] else "")
-            + f"; the closest: {best.sets} (worst violations " + ", ".join(f"{k.text}: {v:+.1%}" for k, v in zip(cons, search.violations(plan, best))) + ")"
+            + f"; the closest: {best.sets} (worst violations "
+            + ", ".join(f"{k.text}: {v:+.1%}" for k, v in zip(cons, search.violations(plan, best)))
+            + ")"
         )
     return _clean(out)
 
@@ -394,8 +396,15 @@ def _pareto(plan: search.Plan, cands: list) -> list:
         pts.append(tuple(v if d == "minimize" else -v for v, (_, d) in zip(vals, metrics)))
         keep.append((c, vals))
     idx = search.pareto(pts)
-    front = [{"sets": dict(keep[i][0].sets), "objectives": {m: v for (m, _), v in zip(metrics, keep[i][1])}, "index": keep[i][0].index,
-              "feasible": search.feasible(plan, keep[i][0])} for i in idx]
+    front = [
+        {
+            "sets": dict(keep[i][0].sets),
+            "objectives": {m: v for (m, _), v in zip(metrics, keep[i][1])},
+            "index": keep[i][0].index,
+            "feasible": search.feasible(plan, keep[i][0]),
+        }
+        for i in idx
+    ]
     front.sort(key=lambda f: list(f["objectives"].values()))
     return front
 
@@ -452,8 +461,12 @@ def _alternatives(plan: search.Plan, cands: list, current, recommended, start: i
     if "nic.napi.defer_hard_irqs" in keys:
         itr_off = {"nic.itr.mode": "off"} if "nic.itr.mode" in keys else {}
         for n, us in ((2, 20), (2, 50), (10, 50)):
-            extra.append((f"deferral {n} x {us}us" + (", ITR off" if itr_off else ""),
-                          cand({**itr_off, "nic.napi.defer_hard_irqs": str(n), "nic.napi.gro_flush_timeout": f"{us}us"})))
+            extra.append(
+                (
+                    f"deferral {n} x {us}us" + (", ITR off" if itr_off else ""),
+                    cand({**itr_off, "nic.napi.defer_hard_irqs": str(n), "nic.napi.gro_flush_timeout": f"{us}us"}),
+                )
+            )
     search.evaluate_more(plan, static + [c for _, c in extra], start)
     best_static = min(static, key=lambda c: search.rank_key(plan, c, current.sets))
     rows = [("best static", best_static), *extra]
@@ -461,11 +474,16 @@ def _alternatives(plan: search.Plan, cands: list, current, recommended, start: i
         rows.append(("recommended", recommended))
     out = []
     for name, c in rows:
-        out.append({
-            "name": name,
-            "sets": {k: v for k, v in c.sets.items() if k.startswith(("nic.itr.", "nic.napi."))},
-            "feasible": search.feasible(plan, c),
-            "error": c.error,
-            "per_load": [{"load_pps": plan.loads[i], "feasible": search.feasible_at(plan, c, i), **{m: _num(v) for m, v in c.per_load[i].items()}} for i in range(len(plan.loads))],
-        })
+        out.append(
+            {
+                "name": name,
+                "sets": {k: v for k, v in c.sets.items() if k.startswith(("nic.itr.", "nic.napi."))},
+                "feasible": search.feasible(plan, c),
+                "error": c.error,
+                "per_load": [
+                    {"load_pps": plan.loads[i], "feasible": search.feasible_at(plan, c, i), **{m: _num(v) for m, v in c.per_load[i].items()}}
+                    for i in range(len(plan.loads))
+                ],
+            }
+        )
     return out

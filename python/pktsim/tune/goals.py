@@ -81,7 +81,10 @@ def check_metric(metric: str, sample: Mapping, what: str) -> None:
         numeric = sorted(_numeric_keys(sample)) + sorted(DERIVED)
         raise GoalError(
             f"{what}: {metric!r} is not a figure of pktsim run --json; expected one of "
-            + ", ".join(numeric) + " (or " + ", ".join(f"{k} = {v}" for k, v in ALIASES.items()) + ")"
+            + ", ".join(numeric)
+            + " (or "
+            + ", ".join(f"{k} = {v}" for k, v in ALIASES.items())
+            + ")"
         ) from None
 
 
@@ -122,7 +125,14 @@ def parse_bound(metric: str, text: str, what: str) -> float:
             raise GoalError(f"{what}: bound {text!r} for {metric}: expected a finite number")
         return v
     u = unit(metric)
-    kinds = {"ns": ("duration", 1e-3), "pps": ("packetrate", 1.0), "bit/s": ("bitrate", 1.0), "1/s": ("frequency", 1.0), "": ("percent", 1.0), "cores": ("percent", 1.0)}
+    kinds = {
+        "ns": ("duration", 1e-3),
+        "pps": ("packetrate", 1.0),
+        "bit/s": ("bitrate", 1.0),
+        "1/s": ("frequency", 1.0),
+        "": ("percent", 1.0),
+        "cores": ("percent", 1.0),
+    }
     kind, scale = kinds.get(u, ("percent", 1.0))
     try:
         return _core.parse_quantity(kind, t) * scale
@@ -167,7 +177,7 @@ _CONSTRAINT = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*(<=|>=|<|>)\s*(\S.*?)\s*$")
 def parse_constraint(text: str) -> Constraint:
     m = _CONSTRAINT.match(text)
     if not m:
-        raise GoalError(f"--subject-to {text!r}: expected METRIC OP BOUND with OP one of <=, <, >=, >, e.g. \"latency_ns.p99 <= 50us\"")
+        raise GoalError(f'--subject-to {text!r}: expected METRIC OP BOUND with OP one of <=, <, >=, >, e.g. "latency_ns.p99 <= 50us"')
     metric = canonical(m.group(1))
     return Constraint(metric, m.group(2), parse_bound(metric, m.group(3), f"--subject-to {text!r}"), text.strip())
 

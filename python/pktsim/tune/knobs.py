@@ -159,7 +159,7 @@ def _napi_commands(v: Mapping[str, str], data: dict) -> list:
         ns = _ns(v["nic.napi.irq_suspend_timeout"], "nic.napi.irq_suspend_timeout")
         out.append(
             "ynl --family netdev --do napi-set --json "
-            f"'{{\"id\": $NAPI_ID, \"defer-hard-irqs\": {defer}, \"gro-flush-timeout\": {gro}, \"irq-suspend-timeout\": {ns}}}'   # per NAPI, Linux >= 6.13"
+            f'\'{{"id": $NAPI_ID, "defer-hard-irqs": {defer}, "gro-flush-timeout": {gro}, "irq-suspend-timeout": {ns}}}\'   # per NAPI, Linux >= 6.13'
         )
     return out
 
@@ -218,7 +218,9 @@ def _knobs(data: dict) -> dict:
                 Param("nic.itr.mode", _itr_modes(data), ordered=False, linux="adaptive-rx / rx-usecs 0|1"),
                 Param("nic.itr.interval", RX_USECS, when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "static", linux="rx-usecs"),
                 Param(
-                    "nic.itr.profile", ("mlx5-eqe", "mlx5-cqe"), ordered=False,
+                    "nic.itr.profile",
+                    ("mlx5-eqe", "mlx5-cqe"),
+                    ordered=False,
                     when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "dim" and str(get_path(d, "nic.itr.profile") or "").startswith("mlx5"),
                     linux="priv-flag rx_cqe_moder",
                 ),
@@ -234,11 +236,14 @@ def _knobs(data: dict) -> dict:
                 Param(
                     "nic.napi.gro_flush_timeout",
                     tuple(f"{n}us" for n in (1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000)),
-                    when=_defer_on, linux="gro_flush_timeout",
+                    when=_defer_on,
+                    linux="gro_flush_timeout",
                 ),
                 Param(
-                    "nic.napi.irq_suspend_timeout", ("0ps", "100us", "200us", "500us", "1ms", "2ms", "5ms", "10ms"),
-                    when=_suspend_matters, linux="irq-suspend-timeout",
+                    "nic.napi.irq_suspend_timeout",
+                    ("0ps", "100us", "200us", "500us", "1ms", "2ms", "5ms", "10ms"),
+                    when=_suspend_matters,
+                    linux="irq-suspend-timeout",
                 ),
             ),
             _io_in("napi", "threaded-napi", "xdp", "af-xdp"),
@@ -259,20 +264,29 @@ def _knobs(data: dict) -> dict:
             ],
         ),
         Knob(
-            "nic.rx_ring", "rx descriptors per ring (ethtool -G rx)", (Param("nic.rx_ring", _POW2, linux="ethtool -G rx"),),
-            _always, lambda v, d: [f"ethtool -G $DEV rx {v['nic.rx_ring']}"],
+            "nic.rx_ring",
+            "rx descriptors per ring (ethtool -G rx)",
+            (Param("nic.rx_ring", _POW2, linux="ethtool -G rx"),),
+            _always,
+            lambda v, d: [f"ethtool -G $DEV rx {v['nic.rx_ring']}"],
         ),
         Knob(
-            "nic.tx_ring", "tx descriptors per ring (ethtool -G tx)", (Param("nic.tx_ring", _POW2, linux="ethtool -G tx"),),
-            _always, lambda v, d: [f"ethtool -G $DEV tx {v['nic.tx_ring']}"],
+            "nic.tx_ring",
+            "tx descriptors per ring (ethtool -G tx)",
+            (Param("nic.tx_ring", _POW2, linux="ethtool -G tx"),),
+            _always,
+            lambda v, d: [f"ethtool -G $DEV tx {v['nic.tx_ring']}"],
         ),
         Knob(
-            "host.af_xdp.batch", "frames the AF_XDP application takes per batch",
+            "host.af_xdp.batch",
+            "frames the AF_XDP application takes per batch",
             (Param("host.af_xdp.batch", tuple(str(1 << n) for n in range(0, 9)), linux="the application's batch size"),),
-            _io_in("af-xdp"), lambda v, d: [f"# in the AF_XDP application: take up to {v['host.af_xdp.batch']} frames per batch (and per busy poll)"],
+            _io_in("af-xdp"),
+            lambda v, d: [f"# in the AF_XDP application: take up to {v['host.af_xdp.batch']} frames per batch (and per busy poll)"],
         ),
         Knob(
-            "cpu.cores", "queues and the cores that serve them (ethtool -L combined)",
+            "cpu.cores",
+            "queues and the cores that serve them (ethtool -L combined)",
             (Param("cpu.cores", ("1", "2", "3", "4", "6", "8", "12", "16", "24", "32", "48", "64"), linux="ethtool -L combined"),),
             _always,
             lambda v, d: [f"ethtool -L $DEV combined {v['cpu.cores']}", "# and one core per queue: /proc/irq/N/smp_affinity_list, or irqbalance"],
@@ -396,7 +410,9 @@ def select(spec: Sequence[str] | None, data: dict) -> Selection:
                 # A key alone: the keys it depends on keep the scenario's values; it must matter there.
                 rest = {q.key: value_text(data, q.key) for q in knob.params}
                 if not p.active(rest, data):
-                    raise KnobError(f"--knobs {p.key}: it does not matter with this scenario's values ({_why_inactive(knob, p, data)}); tune the whole knob ({knob.name}) or set the keys it depends on with --set")
+                    raise KnobError(
+                        f"--knobs {p.key}: it does not matter with this scenario's values ({_why_inactive(knob, p, data)}); tune the whole knob ({knob.name}) or set the keys it depends on with --set"
+                    )
             knob = replace(knob, params=tuple(params))
         out.append(knob)
     return Selection(tuple(out))

@@ -100,14 +100,21 @@ def text(t: dict) -> str:
             row = [_fmt("x_pps", r["load_pps"]), "yes" if r["any_feasible"] else "NO"]
             for name in ("current", "recommended"):
                 if name in r:
-                    row.append(("met" if r.get(name + "_feasible") else "missed") + " " + ", ".join(_fmt(m, r[name].get(m)) for m in [o["metric"] for o in t["objectives"]]))
+                    row.append(
+                        ("met" if r.get(name + "_feasible") else "missed")
+                        + " "
+                        + ", ".join(_fmt(m, r[name].get(m)) for m in [o["metric"] for o in t["objectives"]])
+                    )
                 else:
                     row.append("-")
             rows.append(row)
         out.append("by load (constraints met? objective):")
         out.append(table(rows, ["load", "any config meets them", "today", "recommended"]))
         if t["infeasible_loads"]:
-            out.append("no configuration meets the constraints at " + ", ".join(_fmt("x_pps", x) if x is not None else "the scenario's own load" for x in t["infeasible_loads"]))
+            out.append(
+                "no configuration meets the constraints at "
+                + ", ".join(_fmt("x_pps", x) if x is not None else "the scenario's own load" for x in t["infeasible_loads"])
+            )
     if t["alternatives"]:
         out.append("")
         out.append("moderation alternatives, every other key as recommended (objective at each load; * = constraints missed):")
@@ -115,13 +122,20 @@ def text(t: dict) -> str:
         m1 = t["constraints"][0]["metric"] if t["constraints"] and t["constraints"][0]["metric"] != m0 else None
         rows = []
         for a in t["alternatives"]:
-            cells = [(_fmt(m0, p.get(m0)) + (f", {m1.split('.')[-1]} {_fmt(m1, p.get(m1))}" if m1 else "") + ("" if p["feasible"] or not t["constraints"] else " *")) for p in a["per_load"]]
+            cells = [
+                (_fmt(m0, p.get(m0)) + (f", {m1.split('.')[-1]} {_fmt(m1, p.get(m1))}" if m1 else "") + ("" if p["feasible"] or not t["constraints"] else " *"))
+                for p in a["per_load"]
+            ]
             rows.append([a["name"], ", ".join(f"{k}={v}" for k, v in a["sets"].items()), *cells])
         out.append(table(rows, ["alternative", "sets", *[_fmt("x_pps", x) if x else "load" for x in t["loads_pps"]]]))
     if t["sensitivity"]:
         out.append("")
-        out.append("what mattered (share in reaching the best tenth of " + t["objectives"][0]["metric"] + "): " + ", ".join(
-            f"{k} {v:.0%}" for k, v in sorted(t["sensitivity_keys"].items(), key=lambda kv: -kv[1])))
+        out.append(
+            "what mattered (share in reaching the best tenth of "
+            + t["objectives"][0]["metric"]
+            + "): "
+            + ", ".join(f"{k} {v:.0%}" for k, v in sorted(t["sensitivity_keys"].items(), key=lambda kv: -kv[1]))
+        )
     return "\n".join(out)
 
 
@@ -184,7 +198,9 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
 
     head = [
         f"# {scenario.origin} tuned by pktsim tune",
-        "#   " + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"]) + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
+        "#   "
+        + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
+        + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
     ]
     for k in dict.fromkeys([*t["current"]["sets"], *rec["sets"]]):
         head.append(f"#   {k} = {rec['sets'].get(k, '(left out: it does not matter)')} (was {t['current']['sets'].get(k, 'not set')})")
@@ -201,7 +217,9 @@ def _header(t: dict, scenario: Scenario) -> list:
     where = f" (node {t['node']})" if t.get("node") is not None else ""
     head = [
         f"# {scenario.origin}{where} tuned by pktsim tune",
-        "#   " + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"]) + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
+        "#   "
+        + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
+        + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
     ]
     for k in dict.fromkeys([*t["current"]["sets"], *rec["sets"]]):
         head.append(f"#   {k} = {rec['sets'].get(k, '(left out: it does not matter)')} (was {t['current']['sets'].get(k, 'not set')})")
@@ -255,10 +273,10 @@ def apply_sh(t: dict) -> str:
         f"# pktsim tune's recommendation for {t['scenario']}: " + ", ".join(f"{k}={v}" for k, v in rec["sets"].items()),
         "# Run as root on the host: sh apply.sh DEV   (lines starting with # are settings of the application)",
         "set -e",
-        'DEV=${1:?usage: sh apply.sh DEV}',
+        "DEV=${1:?usage: sh apply.sh DEV}",
     ]
     if any("$NAPI_ID" in c for c in t["commands"]):
-        lines.append('NAPI_ID=${NAPI_ID:?set NAPI_ID to the NAPI id of the queue (ynl --family netdev --dump napi-get)}')
+        lines.append("NAPI_ID=${NAPI_ID:?set NAPI_ID to the NAPI id of the queue (ynl --family netdev --dump napi-get)}")
     lines += t["commands"]
     return "\n".join(lines) + "\n"
 
@@ -318,7 +336,10 @@ def pareto_png(t: dict, path: Path) -> None:
             ax.axhline(scale(c["metric"], c["bound"]), ls="--", c="tab:red", lw=1, label=f"bound: {c['text']}")
         elif c["metric"] == metrics[0]:
             ax.axvline(scale(c["metric"], c["bound"]), ls="--", c="tab:red", lw=1, label=f"bound: {c['text']}")
-    for name, cfg, style in (("today", t["current"], dict(marker="X", c="black", s=110)), ("recommended", t["recommended"], dict(marker="*", c="tab:red", s=220))):
+    for name, cfg, style in (
+        ("today", t["current"], dict(marker="X", c="black", s=110)),
+        ("recommended", t["recommended"], dict(marker="*", c="tab:red", s=220)),
+    ):
         if not cfg or not cfg.get("predicted"):
             continue
         vals = [_metric(cfg, m) for m in metrics]

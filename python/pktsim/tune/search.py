@@ -96,8 +96,24 @@ class Evaluator:
             load = self.plan.loads[li]
             point = tuple((self.plan.prefix + k, v) for k, v in cand.sets.items()) + ((("traffic.rate", f"{load:.12g}pps"),) if load is not None else ())
             for r in reps:
-                out.append(Task(len(out), point, r, self.sc.seed + r, self.sc.text, self.sc.format, self.sc.origin,
-                                self.sc.base_dir, self.sc.sets, "", "", (), (), self.files))
+                out.append(
+                    Task(
+                        len(out),
+                        point,
+                        r,
+                        self.sc.seed + r,
+                        self.sc.text,
+                        self.sc.format,
+                        self.sc.origin,
+                        self.sc.base_dir,
+                        self.sc.sets,
+                        "",
+                        "",
+                        (),
+                        (),
+                        self.files,
+                    )
+                )
         return out
 
     def run_tasks(self, tasks: list) -> list:
@@ -149,7 +165,7 @@ class Evaluator:
         if not todo:
             return
         n_loads, reps = len(plan.loads), plan.replications
-        hardest = max(range(n_loads), key=lambda i: (plan.loads[i] or 0.0))
+        hardest = max(range(n_loads), key=lambda i: plan.loads[i] or 0.0)
         staged = prune and plan.constraints and (n_loads > 1 or reps > 1)
         first: dict = {}
         if staged:
@@ -341,7 +357,7 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
             mode = "exhaustive"
             todo = [Candidate(s, origin="exhaustive") for s in space]
             for i in range(0, len(todo), batch * max(1, ev.workers)):
-                part = todo[i:i + batch * max(1, ev.workers)]
+                part = todo[i : i + batch * max(1, ev.workers)]
                 ev.evaluate(part)
                 done.extend(part)
                 if report:
@@ -351,7 +367,10 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
             reserve = min(max(8, budget // 5), budget // 2)
             directions = [o.direction for o in plan.objectives]
             sampler = optuna.samplers.TPESampler(
-                seed=seed, multivariate=True, group=True, constant_liar=True,
+                seed=seed,
+                multivariate=True,
+                group=True,
+                constant_liar=True,
                 n_startup_trials=min(max(10, budget // 10), 50),
             )
             study = optuna.create_study(directions=directions, sampler=sampler)
