@@ -283,7 +283,7 @@ def postprocess(df, tmp: Path) -> None:
         for size in (small, large):
             frame = df.iloc[:size].copy()
             labels = list(frame["traffic.rate"])
-            experiments.run_grid = lambda *a, **k: frame
+            experiments.run_grid = lambda *a, frame=frame, **k: frame
             argv = ["sweep", str(SWEPT), "--param", "traffic.rate", "--values", ",".join(labels), "--jobs", "1"]
             t0 = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()) as out:

@@ -4,9 +4,9 @@ import json
 import random
 
 import pytest
+from conftest import ROOT, run_cli
 
 from pktsim import calibrate as cal
-from conftest import ROOT, run_cli
 
 DATA = ROOT / "tests" / "data"
 GROUPS = ["RX", "alloc", "prerouting", "routing", "postrouting", "free", "TX", "other"]
@@ -131,7 +131,8 @@ def test_the_flame_graph_counts_what_the_profile_weighs():
         ("truncated.script", "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt+0x1 ([kernel.kallsyms])\n\tffffffff81", 3),
         (
             "orphan.script",
-            "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt ([kernel.kallsyms])\n\n\tffffffff81000001 default_idle ([kernel.kallsyms])\n",
+            "swapper 0 [000] 1.000001: 1 cpu-clock: \n\tffffffff81000000 native_safe_halt ([kernel.kallsyms])\n"
+            "\n\tffffffff81000001 default_idle ([kernel.kallsyms])\n",
             4,
         ),
         ("bad.folded", "a;b;c 10\na;;c 5\n", 2),

@@ -5,9 +5,9 @@ tandem M/M/1 check and the runner's own tests are in crates/pktsim-core/src/engi
 import json
 
 import pytest
+from conftest import EXAMPLES, run_cli
 
 import pktsim
-from conftest import EXAMPLES, run_cli
 
 CHAIN = EXAMPLES / "router-firewall-chain.toml"
 SHORT = {"measure.duration": "20ms"}

@@ -3,7 +3,6 @@
 import json
 
 import pytest
-
 from conftest import EXAMPLES, run_cli
 
 EX64 = EXAMPLES / "linux-router-64B.toml"

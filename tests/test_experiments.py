@@ -3,16 +3,16 @@
 import os
 import shutil
 import subprocess
-from pathlib import Path
 from collections import Counter
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import EXAMPLES, run_cli
 
 import pktsim
 from pktsim import experiments
-from conftest import EXAMPLES, run_cli
 
 NAPI = EXAMPLES / "beifuss2015-napi.toml"
 GRID = {"traffic.rate": ["0.5Mpps", "1.9Mpps"], "traffic.pattern": ["cbr", "poisson"]}
@@ -420,7 +420,7 @@ def test_hue_chooses_the_lines(tmp_path):
     )
     df = pd.read_csv(table)
     by_io = sweep_figures(df, tmp_path / "a", dpi=50, hue="host.io")["throughput"][1].axes[0]
-    assert sorted(l.get_label() for l in by_io.lines) == ["host.io=napi", "host.io=server"]
+    assert sorted(line.get_label() for line in by_io.lines) == ["host.io=napi", "host.io=server"]
     with pytest.raises(ValueError, match="hue nope"):
         sweep_figures(df, tmp_path / "b", dpi=50, hue="nope")
 

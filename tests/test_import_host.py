@@ -4,9 +4,9 @@ drivers becomes a scenario that model and run accept as is, every value commente
 import shutil
 
 import pytest
+from conftest import ROOT, run_cli
 
 import pktsim
-from conftest import ROOT, run_cli
 
 HOSTS = ROOT / "tests" / "data" / "hosts"
 
@@ -51,11 +51,11 @@ def test_saved_outputs_become_a_scenario_model_and_run_accept(driver, tmp_path):
     text = out.read_text()
     lines = text.splitlines()
     for value, source in EXPECT[driver].items():
-        line = next((l for l in lines if l.startswith(value)), None)
+        line = next((x for x in lines if x.startswith(value)), None)
         assert line is not None, f"{value!r} not in\n{text}"
         assert source in line.split("#", 1)[1], line
     # Every value says where it came from.
-    assert all("#" in l for l in lines if "=" in l and not l.startswith("#") and not l.startswith("name"))
+    assert all("#" in x for x in lines if "=" in x and not x.startswith("#") and not x.startswith("name"))
     p = pktsim.predict(out)
     assert p["predicted_pps"] > 0
     r = pktsim.run(out, {"measure.warmup": "1ms", "measure.duration": "2ms"})
@@ -108,5 +108,5 @@ def test_values_the_scenario_cannot_take_are_noted_not_written(tmp_path):
     ):
         text = run_cli("import-host", "--from", d).stdout
         assert note in text, text
-        assert not any(l.startswith(absent) for l in text.splitlines()), text
+        assert not any(x.startswith(absent) for x in text.splitlines()), text
         assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="imported"))["predicted_pps"] > 0

@@ -3,9 +3,9 @@
 import json
 
 import pytest
+from conftest import EXAMPLES, run_cli
 
 import pktsim
-from conftest import EXAMPLES, run_cli
 
 
 @pytest.fixture(scope="module")

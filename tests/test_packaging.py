@@ -15,7 +15,9 @@ def test_the_package_declares_pktsim_tb():
 
 
 def test_the_entry_point_is_the_generator_and_sink():
-    run = lambda *a: subprocess.run([sys.executable, "-m", "pktsim._tb", *a], capture_output=True, text=True, timeout=30)
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "pktsim._tb", *a], capture_output=True, text=True, timeout=30)
+
     v = run("--version")
     assert v.returncode == 0 and v.stdout.strip() == f"pktsim-tb {pktsim.__version__}"
     bad = run("gen", "--bogus")

@@ -1,14 +1,14 @@
 """The Python front: the same schema as the TOML files, exported as JSON Schema."""
 
 import json
+import tomllib
 
 import jsonschema
 import pytest
-import tomllib
-
-import pktsim
 from conftest import EXAMPLES, run_cli
 from golden import strip_wall
+
+import pktsim
 
 
 def test_predict_from_a_dict_equals_the_toml_file():

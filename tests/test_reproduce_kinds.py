@@ -9,8 +9,8 @@ import json
 import statistics
 
 import pytest
-
 from conftest import ROOT, run_cli
+
 from pktsim import cli
 from pktsim.reproduce import KINDS, PAPERS, summary
 from pktsim.reproduce.rows import html_table, row, text_table

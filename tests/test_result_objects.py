@@ -10,11 +10,11 @@ import json
 import math
 
 import pytest
+from conftest import EXAMPLES, ROOT, run_cli
 
 import pktsim
 from pktsim import parse
 from pktsim.values import flatten
-from conftest import EXAMPLES, ROOT, run_cli
 
 BUNDLED = sorted(EXAMPLES.glob("*.toml")) + sorted((ROOT / "python" / "pktsim" / "scenarios").glob("*.toml"))
 SHORT = {"measure.duration": "2ms", "measure.warmup": "0s"}

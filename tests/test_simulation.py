@@ -7,9 +7,9 @@ import sys
 import time
 
 import pytest
+from conftest import EXAMPLES, ROOT, run_cli
 
 import pktsim
-from conftest import EXAMPLES, ROOT, run_cli
 
 NAPI = EXAMPLES / "beifuss2015-napi.toml"
 

@@ -8,10 +8,10 @@ import sys
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
+from conftest import EXAMPLES, ROOT, run_cli
 
 import pktsim
 from pktsim import cli, experiments
-from conftest import EXAMPLES, ROOT, run_cli
 
 NAPI = EXAMPLES / "beifuss2015-napi.toml"
 GRID = {"traffic.rate": ["0.5Mpps", "1.9Mpps"], "traffic.pattern": ["cbr", "poisson"]}

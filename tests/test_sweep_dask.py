@@ -12,9 +12,9 @@ from contextlib import redirect_stderr, redirect_stdout
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from pktsim import cli
-from conftest import ROOT
 
 SCENARIO = """[cpu]
 frequency = "2GHz"

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from conftest import EXAMPLES, ROOT
 
 import pktsim
 from pktsim import cli, experiments
 from pktsim.scenario import unit_kind
-from conftest import EXAMPLES, ROOT
 
 RT = EXAMPLES / "meyer2014-rt.toml"  # two classes, eight rx rings
 NAPI = EXAMPLES / "beifuss2015-napi.toml"

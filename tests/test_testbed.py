@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 import pytest
-
 from conftest import ROOT, run_cli
+
 from pktsim.testbed import TestbedError, afxdp, defer, paths, topology, validate, xdp
 
 DATA = ROOT / "tests" / "data" / "testbed-sweep.json"

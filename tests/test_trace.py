@@ -4,7 +4,6 @@ import json
 import struct
 
 import pytest
-
 from conftest import EXAMPLES, run_cli
 
 

@@ -8,14 +8,13 @@ import sys
 import time
 
 import pytest
+from conftest import EXAMPLES, ROOT
 
 import pktsim
 from pktsim.sim import run_text
 from pktsim.tune import TuneError, knobs, tune
 from pktsim.tune.goals import GoalError, parse_constraint
 from pktsim.tune.knobs import KnobError
-
-from conftest import EXAMPLES, ROOT
 
 DEFER = EXAMPLES / "napi-deferral.toml"
 # Static moderation, constant-rate traffic (random only in its phase: one replication

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import run_cli
+from test_testbed import left_behind, root_only
+
 from pktsim import sim
 from pktsim.testbed import topology, tunecheck, validate
-from test_testbed import left_behind, root_only
 
 SCENARIO = validate.SCENARIO
 CURRENT = {"nic.napi.defer_hard_irqs": "0", "nic.napi.gro_flush_timeout": "0ps", "nic.rx_ring": "256"}

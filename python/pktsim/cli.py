@@ -301,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--knobs",
         action="append",
         metavar="KNOB,...",
-        help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us",
+        help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, "
+        "host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us",
     )
     tu.add_argument("--list-knobs", action="store_true", help="list the knobs, their keys and legal values (for FILE, if given) and exit")
     tu.add_argument("--node", type=int, metavar="I", help="for a chain file: the node whose knobs to tune (default: the bottleneck the model names)")
@@ -393,7 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--from",
         dest="from_dir",
         metavar="DIR",
-        help="saved outputs: ethtool-i.txt, ethtool-g.txt, ethtool-l.txt, ethtool-c.txt, ethtool.txt, sysctl.txt, lscpu.txt, interrupts.txt (any may be missing)",
+        help="saved outputs: ethtool-i.txt, ethtool-g.txt, ethtool-l.txt, ethtool-c.txt, ethtool.txt, sysctl.txt, lscpu.txt, interrupts.txt "
+        "(any may be missing)",
     )
     ih.add_argument("--iface", metavar="NAME", help="the interface (default: the one the saved outputs name, or the first one that is not lo)")
     ih.add_argument("-o", "--output", metavar="HOST.toml", help="write the scenario here (default: print it)")

@@ -38,7 +38,7 @@ def _load_or_active(args) -> tuple:
     return load, active
 
 
-def _write_file(option: str, path: str, data: "str | bytes") -> None:
+def _write_file(option: str, path: str, data: str | bytes) -> None:
     """atomic_write, with a path that cannot be written as a UsageError naming the option."""
     if Path(path).is_dir():
         raise UsageError(f"{option} {path}: is a directory; expected a file to write")
@@ -280,21 +280,21 @@ def cmd_sweep(args) -> int:
         return 1
     metrics = ["offered_pps", "throughput_pps", "loss_ratio", "latency_ns_p50", "latency_ns_p99", "irq_per_s", "polls_per_packet", "cpu_utilization"]
     summ = summarize(ok, keys, metrics)
+
+    def ci(r, m, scale=1.0, fmtv="{:.2f}"):
+        mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
+        return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
+
     rows = []
     for r in summ.to_dict("records"):
-
-        def ci(m, scale=1.0, fmtv="{:.2f}"):
-            mean, half = r[f"{m}_mean"] * scale, r[f"{m}_ci95"] * scale
-            return fmtv.format(mean) + ("" if half != half else " +- " + fmtv.format(half))
-
         rows.append(
             [
                 *(str(r[k]) for k in keys),
                 si(r["offered_pps_mean"], "pps"),
                 si(r["throughput_pps_mean"], "pps"),
                 f"{100 * r['loss_ratio_mean']:.2f}%",
-                ci("latency_ns_p50", 1e-3),
-                ci("latency_ns_p99", 1e-3),
+                ci(r, "latency_ns_p50", 1e-3),
+                ci(r, "latency_ns_p99", 1e-3),
                 f"{r['irq_per_s_mean']:,.0f}",
                 f"{r['polls_per_packet_mean']:.3f}",
                 f"{100 * r['cpu_utilization_mean']:.1f}%",
@@ -352,10 +352,10 @@ def _figure_options(args) -> dict:
 
 
 def cmd_plot(args) -> int:
+    import stat
+
     from .experiments import read_table
     from .plots import sweep_plots
-
-    import stat
 
     src = Path(args.table)
     if src.suffix not in (".parquet", ".csv"):
@@ -380,9 +380,9 @@ def cmd_plot(args) -> int:
         if col not in ok or ok[col].dtype.kind not in "fi":
             raise UsageError(f"plot: {args.table}: not a pktsim sweep table (column {col} is missing or not numeric)")
     if args.x is not None and args.x not in df:
-        raise UsageError(
-            f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(list(df.columns)[: list(df.columns).index('replication')] if 'replication' in df else ['offered_pps'])}"
-        )
+        columns = list(df.columns)
+        such = columns[: columns.index("replication")] if "replication" in df else ["offered_pps"]
+        raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(such)}")
     for f in sweep_plots(df, args.output, args.x, **_figure_options(args)):
         print(f"wrote {f}")
     return 0
@@ -543,9 +543,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_reproduce(args) -> int:
-    from .reproduce import PAPERS, reproduce
-
-    from .reproduce import AUTHORS, paper_id
+    from .reproduce import AUTHORS, PAPERS, paper_id, reproduce
 
     papers = list(PAPERS) if args.paper == "all" else [paper_id(args.paper) or args.paper]
     for paper in papers:
@@ -613,7 +611,7 @@ def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
 def _print_rows(res: dict, label: str = "summary") -> None:
     """A reproduce-style table: quantity, reported (measured), predicted, error, kind;
     then the summary lines (predicted rows' errors, relations held)."""
-    from .reproduce.rows import summary, text_table, summary_text
+    from .reproduce.rows import summary, summary_text, text_table
 
     print(text_table(res["rows"]))
     print()
@@ -630,9 +628,8 @@ def _tb_duration(args) -> float | None:
 
 def cmd_tune(args) -> int:
     from .scenario import Scenario
-    from .tune import GoalError, KnobError, TuneError, tune
+    from .tune import GoalError, KnobError, TuneError, output, tune
     from .tune import knobs as knob_registry
-    from .tune import output
 
     if args.list_knobs:
         data = Scenario.load(args.file, args.set).data if args.file else {"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}
@@ -868,12 +865,14 @@ def cmd_testbed_probe(args) -> int:
     if t:
         L = t["length_ns"]
         print(
-            f"  tick: {t['hz']} Hz, a gap at {100 * t['share_of_periods']:.0f}% of the ticks; length p50 {us(L['p50'])} us, p90 {us(L['p90'])} us, p99 {us(L['p99'])} us"
+            f"  tick: {t['hz']} Hz, a gap at {100 * t['share_of_periods']:.0f}% of the ticks; "
+            f"length p50 {us(L['p50'])} us, p90 {us(L['p90'])} us, p99 {us(L['p99'])} us"
         )
     if r:
         L = r["length_ns"] or {}
         print(
-            f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us"
+            f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, "
+            f"p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us"
         )
     return 0
 

@@ -16,14 +16,15 @@ polls, packets per poll, cycles per packet by group, C_total and R_max (000 Eq. 
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .model import GROUPS, predict
 from .scenario import Scenario, as_scenario
 from .sim import run
 
 
-def compare(a: "Scenario | str | Mapping[str, Any]", b: "Scenario | str | Mapping[str, Any]", sets=None) -> dict:
+def compare(a: Scenario | str | Mapping[str, Any], b: Scenario | str | Mapping[str, Any], sets=None) -> dict:
     """Model and simulate two scenarios (each a :class:`Scenario`, a TOML path or a dict,
     with ``sets`` applied to both); rows of the figures people compare, with B - A."""
     a, b = as_scenario(a, sets), as_scenario(b, sets)

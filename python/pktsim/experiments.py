@@ -43,9 +43,10 @@ import tempfile
 import time
 import uuid
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from . import _core, sim
 from .errors import ScenarioError
@@ -382,17 +383,17 @@ def check_output(output: str | Path) -> Path:
 
 
 def sweep(
-    scenario: "Scenario | str | Mapping[str, Any]",
-    param: "str | Mapping[str, Any] | None" = None,
-    values: "str | Sequence[Any] | None" = None,
+    scenario: Scenario | str | Mapping[str, Any],
+    param: str | Mapping[str, Any] | None = None,
+    values: str | Sequence[Any] | None = None,
     sets=None,
-    progress: "bool | Callable[[int, int, str], None]" = False,
+    progress: bool | Callable[[int, int, str], None] = False,
     *,
     replications: int | None = None,
-    variants: "Mapping[str, Any] | Sequence[str] | None" = None,
+    variants: Mapping[str, Any] | Sequence[str] | None = None,
     jobs: int | None = None,
     dask: str | None = None,
-    output: "str | None" = None,
+    output: str | None = None,
     restart: bool = False,
 ):
     """Run the scenario at every point of a grid and return one tidy row per (point,
@@ -480,16 +481,16 @@ class DaskClusterError(ValueError):
 
 
 def run_grid(
-    scenario: "Scenario | str | Mapping[str, Any]",
+    scenario: Scenario | str | Mapping[str, Any],
     params: Mapping[str, Any],
     replications: int = 1,
     *,
     sets=None,
-    variants: "Mapping[str, Any] | Sequence[str] | None" = None,
+    variants: Mapping[str, Any] | Sequence[str] | None = None,
     jobs: int | None = None,
     dask: str | None = None,
     output: str | Path | None = None,
-    progress: "bool | Callable[[int, int, str], None]" = False,
+    progress: bool | Callable[[int, int, str], None] = False,
     restart: bool = False,
     notify: Callable[[str], None] | None = _say,
     dask_lost_after_s: float = 10.0,
@@ -595,7 +596,7 @@ def run_grid(
 
 # The full results of recent sweeps, by attrs["sweep_id"]: held while the sweep's own table
 # lives, and for the last few sweeps in any case (tables derived from a dropped one).
-_STORE: "weakref.WeakValueDictionary[str, _Results]" = weakref.WeakValueDictionary()
+_STORE: weakref.WeakValueDictionary[str, _Results] = weakref.WeakValueDictionary()
 _RECENT: collections.deque = collections.deque(maxlen=8)
 
 
@@ -655,7 +656,7 @@ def _point_columns(df) -> list:
     return cols + [c for c in ("replication", "seed") if c in df.columns]
 
 
-def _long(df, rows_of) -> "Any":
+def _long(df, rows_of) -> Any:
     import pandas as pd
 
     cols = _point_columns(df)
@@ -819,7 +820,8 @@ def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s:
                 except Exception as e:  # noqa: BLE001 - the scheduler went away
                     if type(e).__name__ != "TimeoutError":
                         raise DaskClusterError(
-                            f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); {_runs(pending, by_future)} of {len(tasks)} runs not done"
+                            f"--dask {address}: lost the connection to the Dask scheduler ({_reason(e)}); "
+                            f"{_runs(pending, by_future)} of {len(tasks)} runs not done"
                         ) from None
                     done = set()
                 for fut in done:

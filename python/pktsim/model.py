@@ -30,7 +30,7 @@ class Prediction(dict):
         return pd.DataFrame({"group": list(GROUPS), "cycles": [c[g] for g in GROUPS], "share": [c[g] / total for g in GROUPS]})
 
 
-def predict(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> Prediction:
+def predict(scenario: Scenario | str | Mapping[str, Any], sets=None) -> Prediction:
     """Analytical prediction for a scenario (a :class:`Scenario`, a TOML path or a dict)
     with optional overrides (plain numbers in the key's base unit, as for :func:`pktsim.run`).
 

@@ -59,7 +59,7 @@ BASE_UNITS = {
 _UNIT_SCALE = {"TimePerByte": 1e9}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _schema_defs() -> tuple[dict, dict]:
     s = json.loads(_core.schema("scenario"))
     return s, s.get("$defs", {})
@@ -118,7 +118,7 @@ _PARSED: dict = {}
 _PARSED_KEEP = 16
 
 
-def parsed(text: str, fmt: str, origin: str, base_dir: "str | Path") -> "_core.Parsed":
+def parsed(text: str, fmt: str, origin: str, base_dir: str | Path) -> _core.Parsed:
     """The core's parse of scenario text (``fmt`` "toml" or "json"), kept for the last few
     texts: a sweep or a loaded :class:`Scenario` reads its text once per process, and each
     set of overrides is resolved on a copy of the parsed table. A syntax error raises
@@ -133,7 +133,7 @@ def parsed(text: str, fmt: str, origin: str, base_dir: "str | Path") -> "_core.P
     return p
 
 
-def _check_profile_file(p: "_core.Parsed", origin: str, base_dir: str, sets) -> None:
+def _check_profile_file(p: _core.Parsed, origin: str, base_dir: str, sets) -> None:
     """Refuse a cost-profile file the core could not read as text (not UTF-8, a device, too
     large) with the file, the byte offset and the key, before the core reads it whole."""
     name = next((v for k, v in reversed(tuple(sets)) if k == "cost.profile"), None)
@@ -157,7 +157,7 @@ def _check_profile_file(p: "_core.Parsed", origin: str, base_dir: str, sets) -> 
         raise err from None
 
 
-def resolve(text: str, fmt: str, origin: str, base_dir: "str | Path", sets, check_profile: bool = True) -> "_core.Resolved":
+def resolve(text: str, fmt: str, origin: str, base_dir: str | Path, sets, check_profile: bool = True) -> _core.Resolved:
     """The core's validated scenario for text with overrides (``[(key, value text), ...]``),
     the text parsed once per process (:func:`parsed`). With ``check_profile`` a cost-profile
     file it names is checked first (:func:`_check_profile_file`)."""
@@ -186,7 +186,7 @@ def _value_text(value: Any, key: str = "") -> str:
     return json.dumps(value)
 
 
-def read_scenario_file(path: "str | Path") -> tuple[str, str, str]:
+def read_scenario_file(path: str | Path) -> tuple[str, str, str]:
     """A TOML scenario file's text, origin (the path as given) and base directory (where
     its relative profile paths are read), or :class:`~pktsim.errors.ScenarioError` naming
     the file when it cannot be read as UTF-8 text."""

@@ -7,8 +7,8 @@ Each function takes a pandas DataFrame whose rows are load points (a sweep over
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .textio import atomic_write
 
@@ -247,7 +247,7 @@ def sweep_figures(
     dpi: int = 300,
     size: tuple[float, float] = (3.5, 2.6),
     capacity_pps: float | None = None,
-    hue: "str | Sequence[str] | None" = None,
+    hue: str | Sequence[str] | None = None,
 ):
     """The figures of a sweep table, right for its grid.
 

@@ -199,7 +199,8 @@ def build(directory: str | Path, papers: list[str]) -> Path:
     label = "summary (all papers)" if len(papers) > 1 else "summary"
     parts.append(f"<p class='summary' id='summary'><strong>{html.escape(summary_text(summary(everything), label)).replace(chr(10), '<br>')}</strong></p>")
     toc = "".join(
-        f"<li><a href='#p{res['paper']}'>{res['paper']}: {html.escape(PAPERS[res['paper']][0])}</a> — {html.escape(summary_text(res['summary'], '').splitlines()[0].lstrip(': '))}</li>"
+        f"<li><a href='#p{res['paper']}'>{res['paper']}: {html.escape(PAPERS[res['paper']][0])}</a> — "
+        f"{html.escape(summary_text(res['summary'], '').splitlines()[0].lstrip(': '))}</li>"
         for res in results
     )
     parts.append(f"<nav><ul>{toc}</ul></nav>")

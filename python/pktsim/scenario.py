@@ -49,34 +49,34 @@ class Scenario:
         return f"Scenario({self.name!r}, origin={self.origin!r}{extra})"
 
     @classmethod
-    def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> "Scenario":
+    def _make(cls, text: str, fmt: str, origin: str, base_dir: str, sets) -> Scenario:
         sets_t = tuple(_normalise_sets(sets))
         return cls(text, fmt, origin, base_dir, sets_t, resolve(text, fmt, origin, base_dir, sets_t).data())
 
     @classmethod
-    def load(cls, path: str | Path, sets=None) -> "Scenario":
+    def load(cls, path: str | Path, sets=None) -> Scenario:
         """Read and validate a TOML scenario file."""
         text, origin, base_dir = read_scenario_file(path)
         return cls._make(text, "toml", origin, base_dir, sets)
 
     @classmethod
-    def from_toml(cls, text: str, origin: str = "<toml text>", base_dir: str | Path = ".", sets=None) -> "Scenario":
+    def from_toml(cls, text: str, origin: str = "<toml text>", base_dir: str | Path = ".", sets=None) -> Scenario:
         return cls._make(text, "toml", origin, str(base_dir), sets)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], origin: str = "<python dict>", base_dir: str | Path = ".", sets=None) -> "Scenario":
+    def from_dict(cls, data: Mapping[str, Any], origin: str = "<python dict>", base_dir: str | Path = ".", sets=None) -> Scenario:
         return cls._make(json.dumps(data), "json", origin, str(base_dir), sets)
 
-    def with_set(self, key: str, value: Any) -> "Scenario":
+    def with_set(self, key: str, value: Any) -> Scenario:
         """A copy with one more ``key=value`` override (as ``--set`` does)."""
         return self.with_sets([(key, value)])
 
-    def with_sets(self, sets) -> "Scenario":
+    def with_sets(self, sets) -> Scenario:
         added = tuple(_normalise_sets(sets))
         new_sets = self.sets + added
         return replace(self, sets=new_sets, data=self._resolve(added).data())
 
-    def _resolve(self, added=()) -> "_core.Resolved":
+    def _resolve(self, added=()) -> _core.Resolved:
         """The core's validated scenario with ``added`` overrides (``[(key, value text),
         ...]``) on top of this one's; a cost-profile file they name is checked first."""
         checks = any(k == "cost.profile" for k, _ in added)
@@ -100,7 +100,7 @@ class Scenario:
         return json.loads(_core.schema("scenario"))
 
 
-def as_scenario(obj: "Scenario | str | Path | Mapping[str, Any]", sets=None) -> Scenario:
+def as_scenario(obj: Scenario | str | Path | Mapping[str, Any], sets=None) -> Scenario:
     """Accept a Scenario, a path or a dict."""
     if isinstance(obj, Scenario):
         return obj.with_sets(sets) if sets else obj

@@ -28,7 +28,7 @@ _OBSERVERS: list = []
 
 
 @contextlib.contextmanager
-def observe_runs(callback: "Callable[[RunResult], None]") -> Iterator[None]:
+def observe_runs(callback: Callable[[RunResult], None]) -> Iterator[None]:
     """Call ``callback(result)`` after each :func:`run` in this process while the block runs
     (``pktsim reproduce`` counts its simulations with it to show progress)."""
     _OBSERVERS.append(callback)
@@ -43,16 +43,16 @@ class RunResult(dict):
 
     # The offered rate the model computes for the run's scenario (pps), for a sweep's
     # ``traffic.rate_value`` column when the rate is written as a share or in bit/s.
-    _offered_pps: "float | None" = None
+    _offered_pps: float | None = None
     # The result as JSON text, when the run was asked to keep it (see run_text).
-    _json: "str | None" = None
+    _json: str | None = None
 
     def flat(self) -> dict:
         """One level of keys: ``latency_ns.p99`` becomes ``latency_ns_p99``; lists are dropped."""
         return flatten(self)
 
 
-def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
+def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
     """Simulate a scenario (a :class:`Scenario`, a TOML path or a dict) with optional
     overrides (``sets={"traffic.rate": "1.2Mpps"}``; plain numbers are taken in the key's
     base unit: pps, bit/s, bytes, seconds, Hz, cycles; numpy scalars are numbers).
@@ -85,7 +85,7 @@ def run(scenario: "Scenario | str | Mapping[str, Any]", sets=None) -> RunResult:
     return _observed(run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets))
 
 
-def run_file(path: "str | Path", sets=None) -> RunResult:
+def run_file(path: str | Path, sets=None) -> RunResult:
     """What :func:`run` does for a TOML file, without building a :class:`Scenario` (what
     ``pktsim run FILE`` does: the file is read, validated once and simulated; the same
     errors, the same result)."""

@@ -34,7 +34,7 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict:
     return _core.flatten(d, prefix)
 
 
-def expand_values(spec: "str | Sequence[Any]", key: str = "") -> list[str]:
+def expand_values(spec: str | Sequence[Any], key: str = "") -> list[str]:
     """``"0.1Mpps:2.4Mpps:0.1Mpps"`` -> ``["0.1Mpps", "0.2Mpps", ..., "2.4Mpps"]``;
     ``"1,2,4"`` -> ``["1", "2", "4"]``; a list (or a numpy array) is taken as it is:
     strings stay, plain numbers of a quantity ``key`` are written in its base unit

@@ -22,9 +22,9 @@ import math
 import re
 import tomllib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..errors import ScenarioError
 from ..model import GROUPS
@@ -354,7 +354,7 @@ class Rules:
         self._cache: dict[str, Rule | None] = {}
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "Rules":
+    def load(cls, path: str | Path | None = None) -> Rules:
         path = Path(path) if path else BUNDLED_RULES
         origin = str(path)
         try:
@@ -642,7 +642,7 @@ def flamegraph(profile: Profile, rules: Rules, title: str) -> str:
     return _core.flamegraph_svg(profile.folded(), colors, title, profile.weight_unit(), legend)
 
 
-def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: "list[float] | None" = None) -> None:
+def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: list[float] | None = None) -> None:
     """Stacked bars of cycles per group, one bar per (label, cycles_by_group); PNG or SVG.
     ``reported``: a paper's total per bar, drawn as black crosses."""
     import matplotlib
@@ -676,8 +676,9 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
     handles, labels = ax.get_legend_handles_labels()
     ax.legend(handles[::-1], labels[::-1], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
-    from ..textio import atomic_write
     import io
+
+    from ..textio import atomic_write
 
     buf = io.BytesIO()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=120)

@@ -25,7 +25,7 @@ A row is built by :func:`pktsim.reproduce.rows.row` and shown by ``rows.text_tab
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from . import paper000, paper001, paper002, paper003, paper004, paper_xdp
 from .rows import KINDS, row, summary

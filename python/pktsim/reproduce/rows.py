@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import html
 import statistics
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..textio import table
 

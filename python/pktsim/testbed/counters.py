@@ -84,7 +84,7 @@ class Snapshot:
     app_ns: int = 0
 
     @classmethod
-    def take(cls, napi_pid: int | None, devs: dict[str, tuple[str, str]], app_pid: int | None = None) -> "Snapshot":
+    def take(cls, napi_pid: int | None, devs: dict[str, tuple[str, str]], app_pid: int | None = None) -> Snapshot:
         """``napi_pid``: the dut's NAPI thread (None: its NAPI is not threaded); ``app_pid``:
         a process on the dut CPU whose CPU time is the dut's too (a forwarder in user
         space)."""

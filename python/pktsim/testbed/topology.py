@@ -446,7 +446,7 @@ class Topology:
 
     # ------------------------------------------------------------------ life cycle
 
-    def __enter__(self) -> "Topology":
+    def __enter__(self) -> Topology:
         self.up()
         return self
 

@@ -244,8 +244,8 @@ METRICS = {
             "us",
             1e-3,
             (f"latency_ns.{q}",),
-            (lambda q: lambda r: lookup(r, f"latency_ns.{q}"))(q),
-            (lambda q: lambda p: p["latency_ns"][q])(q),
+            (lambda pct: lambda r: lookup(r, f"latency_ns.{pct}"))(q),
+            (lambda pct: lambda p: p["latency_ns"][pct])(q),
         )
         for q in runner.PERCENTILES
     },
@@ -813,7 +813,7 @@ def text(res: dict) -> str:
     for c in res["metrics"]:
         s = c["scale"]
 
-        def meas(st):
+        def meas(st, s=s):
             if st["mean"] is None:
                 return "-"
             return fmt(st["mean"], s) + (f" +-{fmt(st['ci95'], s, 2)}" if st["ci95"] is not None else "")

@@ -411,7 +411,8 @@ def select(spec: Sequence[str] | None, data: dict) -> Selection:
                 rest = {q.key: value_text(data, q.key) for q in knob.params}
                 if not p.active(rest, data):
                     raise KnobError(
-                        f"--knobs {p.key}: it does not matter with this scenario's values ({_why_inactive(knob, p, data)}); tune the whole knob ({knob.name}) or set the keys it depends on with --set"
+                        f"--knobs {p.key}: it does not matter with this scenario's values ({_why_inactive(knob, p, data)}); "
+                        f"tune the whole knob ({knob.name}) or set the keys it depends on with --set"
                     )
             knob = replace(knob, params=tuple(params))
         out.append(knob)

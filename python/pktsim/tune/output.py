@@ -248,14 +248,14 @@ def _tuned_chain(t: dict, scenario: Scenario, out_dir: Path, base_prefix: tuple,
         entry[last] = value
     if load_set:
         doc.setdefault("traffic", {})["rate"] = _get(tuned.data["nodes"][0], "traffic.rate")
-    for key, value in scenario.sets:
+    for key, _value in scenario.sets:
         if not key.startswith("nodes."):  # chain-level overrides the tune ran with
             *path, last = key.split(".")
             entry = doc
             for p in path:
                 entry = entry.setdefault(p, {})
             entry[last] = _get(tuned.data["nodes"][0], key)
-    for i, entry in enumerate(doc["nodes"]):
+    for entry in doc["nodes"]:
         f = entry.get("file")
         if isinstance(f, str) and not Path(f).is_absolute():
             entry["file"] = os.path.relpath(Path(scenario.base_dir, f).resolve(), out_dir.resolve())

@@ -527,7 +527,7 @@ def complete(chosen: Mapping[str, str], sel: Selection, data: dict) -> dict:
     return sel.active(chosen, data)
 
 
-def simplify(plan: Plan, best: Candidate, current: Candidate, ev: "Evaluator", order: Sequence[str]) -> tuple:
+def simplify(plan: Plan, best: Candidate, current: Candidate, ev: Evaluator, order: Sequence[str]) -> tuple:
     """Put keys back to today's values, one at a time (``order``: least important first),
     while the candidate still meets the constraints and every objective stays within noise
     of the best (its 95% CI, and at least 0.5%): a recommendation changes only what pays.
