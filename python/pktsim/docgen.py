@@ -63,7 +63,50 @@ def _one_line(text: str | None) -> str:
     return " ".join((text or "").split()).replace("|", "\\|")
 
 
+def _alternatives(schema: dict, node: dict) -> list[dict]:
+    """A tagged section's alternatives (each a table of its own), or []."""
+    r = _resolve(schema, node)
+    alts = [_resolve(schema, a) for a in r.get("oneOf", [])]
+    return alts if alts and all(a.get("properties") for a in alts) else []
+
+
+def _tag_of(alt: dict) -> tuple[str, str]:
+    """The tag's key and value of one alternative of a tagged section."""
+    return next((k, v["const"]) for k, v in alt["properties"].items() if "const" in v)
+
+
+def _tagged(schema: dict, node: dict, path: str, out: list[str]) -> None:
+    r = _resolve(schema, node)
+    alts = _alternatives(schema, node)
+    tag = _tag_of(alts[0])[0]
+    default = next((_tag_of(a)[1] for a in alts if tag not in a.get("required", [])), None)
+    out += [f"## `[{path}]`", ""]
+    if r.get("description"):
+        out += [_one_line(r["description"]), ""]
+    values = ", ".join(f"`{_tag_of(a)[1]}`" for a in alts)
+    out += [f"`{tag}` picks one of {values}" + (f" (default: `{default}`)" if default else "") + "; each reads only the keys listed under it.", ""]
+    for alt in alts:
+        value = _tag_of(alt)[1]
+        out += [f'### `{path}.{tag} = "{value}"`', ""]
+        if alt.get("description"):
+            out += [_one_line(alt["description"]), ""]
+        keys = {k: v for k, v in alt["properties"].items() if k != tag}
+        if not keys:
+            out += ["No keys of its own.", ""]
+            continue
+        out += ["| key | value | default | meaning |", "|---|---|---|---|"]
+        for key, sub in keys.items():
+            d = sub.get("default", "")
+            d = "" if d in ("", None) or isinstance(d, (dict, list)) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
+            required = " (required)" if key in alt.get("required", []) else ""
+            out.append(f"| `{key}` | {_kind(schema, sub)} | {d} | {_one_line(sub.get('description') or _resolve(schema, sub).get('description'))}{required} |")
+        out.append("")
+
+
 def _table(schema: dict, node: dict, path: str, out: list[str]) -> None:
+    if _alternatives(schema, node):
+        _tagged(schema, node, path, out)
+        return
     r = _resolve(schema, node)
     props = r.get("properties")
     if not props:
@@ -77,7 +120,7 @@ def _table(schema: dict, node: dict, path: str, out: list[str]) -> None:
     for key, sub in props.items():
         full = f"{path}.{key}" if path else key
         subr = _resolve(schema, sub)
-        if subr.get("properties"):
+        if subr.get("properties") or _alternatives(schema, sub):
             nested.append((full, sub))
             out.append(f"| `{key}` | table | | see [`[{full}]`](#{full.replace('.', '')}) |")
             continue

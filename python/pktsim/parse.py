@@ -90,8 +90,12 @@ def unit_kind(key: str) -> str | None:
         if not isinstance(node, dict):
             return None
         props = node.get("properties") or {}
+        # A tagged section: the key is one of its alternatives' (each a table of its own).
+        tagged = [deref(alt).get("properties", {}) for alt in node.get("oneOf", []) if isinstance(deref(alt), dict)]
         if part in props:
             node = props[part]
+        elif any(part in alt for alt in tagged):
+            node = next(alt[part] for alt in tagged if part in alt)
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]
         else:

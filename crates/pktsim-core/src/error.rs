@@ -7,6 +7,29 @@ use std::fmt;
 /// (known only to the caller) can be put between origin and value.
 pub(crate) const VALUE_SEP: char = '\u{1f}';
 
+/// Opens and closes a key path inside a deserializer's message: where a type reads its keys
+/// itself (a tagged section, `scenario/tagged.rs`), the path of the key inside it, which
+/// [`unnest`] joins to the path the message was raised at.
+pub(crate) const PATH_SEP: char = '\u{1e}';
+
+/// `message`, raised at `path` inside the value being read.
+pub(crate) fn nest(path: &str, message: &str) -> String {
+    format!("{PATH_SEP}{path}{PATH_SEP}{message}")
+}
+
+/// A deserializer's message with the paths [`nest`]ed in it joined onto `path`, the path
+/// the message was raised at.
+pub(crate) fn unnest(mut path: String, mut message: &str) -> (String, &str) {
+    while let Some(rest) = message.strip_prefix(PATH_SEP) {
+        let Some((inner, after)) = rest.split_once(PATH_SEP) else { break };
+        if !inner.is_empty() {
+            path = join_path(&path, inner);
+        }
+        message = after;
+    }
+    (path, message)
+}
+
 /// A rejected scenario, cost profile or command-line value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {

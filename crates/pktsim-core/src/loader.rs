@@ -27,11 +27,12 @@ where
     D::Error: std::fmt::Display,
 {
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = path_string(e.path());
         // toml's messages end with its own "in `key`" context; the path already says it.
         let message = e.inner().to_string();
-        let message = message.split("\nin `").next().unwrap_or_default().trim().to_string();
-        Error::Config(ConfigError::from_serde(origin, path, &message))
+        let message = message.split("\nin `").next().unwrap_or_default().trim();
+        // (A tagged section's message carries the key path inside it.)
+        let (path, message) = crate::error::unnest(path_string(e.path()), message);
+        Error::Config(ConfigError::from_serde(origin, path, message))
     })
 }
 

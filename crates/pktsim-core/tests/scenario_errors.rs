@@ -296,8 +296,16 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
         &["host.t_irq = \"2us\"", "host.io = \"server\""],
     );
     assert_names(
-        &load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(),
+        &load(&napi, &[("host.io", "server"), ("nic.itr.mode", "static"), ("nic.itr.interval", "50us")])
+            .err()
+            .unwrap()
+            .to_string(),
         &["nic.itr", "host.io = \"server\""],
+    );
+    // (A key of another moderation policy than the file's is refused by the section itself.)
+    assert_names(
+        &load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(),
+        &["nic.itr.bulk_rate = 12000", "mode = \"off\"", "only mode = \"dynamic\" reads it"],
     );
     // The file's own mode: its keys stay, no note.
     let same = load(&napi, &[("host.io", "napi")]).unwrap();
@@ -352,4 +360,51 @@ fn explicit_times_and_group_cycles_are_one_or_the_other() {
         &message(&[("host.t_proc_per_byte", "2ns/B")]),
         &["host.t_proc_per_byte = \"2000ps/B\"", "only with host.t_proc"],
     );
+}
+
+/// An override that switches a tagged section's tag (`nic.itr.mode`) leaves out the file's
+/// keys the new alternative does not read, with a note, as one of `host.io` does: the
+/// scenario is the one of a file written that way. Keys the overrides give stay, and a key
+/// of another alternative is refused, naming the alternatives that read it.
+#[test]
+fn an_override_of_a_tag_leaves_out_the_files_keys_the_new_alternative_does_not_read() {
+    let dim = format!("{BASE}[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"\n");
+    let load = |text: &str, sets: &[(&str, &str)]| {
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Scenario::load_toml(text, "sc.toml", Path::new("."), &sets)
+    };
+    let switched = load(&dim, &[("nic.itr.mode", "static"), ("nic.itr.interval", "50us")]).unwrap();
+    let plain = load(&format!("{BASE}[nic.itr]\nmode = \"static\"\ninterval = \"50us\"\n"), &[]).unwrap();
+    assert_eq!(switched.scenario, plain.scenario);
+    assert_eq!(
+        switched.notes,
+        ["nic.itr.mode = \"static\" (set over the file's \"dim\"): the file's nic.itr.profile left out, as \"static\" does not read it"]
+    );
+    // To the default alternative, by its name; a tag the file leaves out is the default.
+    let to_dynamic = load(&dim, &[("nic.itr.mode", "dynamic")]).unwrap();
+    assert_eq!(to_dynamic.scenario, load(BASE, &[]).unwrap().scenario);
+    let off = load(&format!("{BASE}[nic.itr]\nbulk_rate = 12000\n"), &[("nic.itr.mode", "off")]).unwrap();
+    assert_names(&format!("sc.toml: {}", off.notes[0]), &["over the file's \"dynamic\"", "nic.itr.bulk_rate left out"]);
+    // What the new alternative needs and nobody gave: refused.
+    assert_names(
+        &load(&dim, &[("nic.itr.mode", "static")]).err().unwrap().to_string(),
+        &["nic.itr.interval", "mode = \"static\""],
+    );
+    // A key the overrides give themselves is theirs: refused, not left out.
+    assert_names(
+        &load(&dim, &[("nic.itr.mode", "off"), ("nic.itr.profile", "ice")]).err().unwrap().to_string(),
+        &["nic.itr.profile = \"ice\"", "no profile with mode = \"off\"", "only mode = \"dim\" reads it"],
+    );
+    // The file's own tag: its keys stay, no note; a file is held to its own tag's keys.
+    let same = load(&dim, &[("nic.itr.mode", "dim")]).unwrap();
+    assert_eq!((same.scenario.clone(), same.notes.len()), (load(&dim, &[]).unwrap().scenario, 0));
+    let wrong = format!("{BASE}[nic.itr]\nmode = \"off\"\nprofile = \"ice\"\n");
+    assert_names(&load(&wrong, &[]).err().unwrap().to_string(), &["nic.itr.profile = \"ice\"", "mode = \"off\""]);
+    // The note reaches the run's report.
+    let report = pktsim_core::engine::run(
+        &load(&dim, &[("nic.itr.mode", "off"), ("measure.duration", "1ms")]).unwrap(),
+        Default::default(),
+    )
+    .unwrap();
+    assert!(report.notes.iter().any(|n| n.contains("nic.itr.profile left out")), "{:?}", report.notes);
 }

@@ -33,6 +33,7 @@ use serde::Serialize;
 
 use crate::error::{ConfigError, Error, Result};
 use crate::loader;
+use crate::scenario::tagged;
 use crate::units::Duration;
 use crate::{ResolvedScenario, Scenario};
 
@@ -116,6 +117,8 @@ pub fn load_table(
     let nodes = table.get("nodes").and_then(|n| n.as_array()).map_or(&[][..], Vec::as_slice);
     let before: Vec<Option<toml::Value>> =
         nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
+    // And the tags of its tagged sections (nic.itr.mode).
+    let tags: Vec<_> = nodes.iter().map(|n| n.as_table().map(tagged::tags).unwrap_or_default()).collect();
     let nodes = before.len();
     loader::apply_sets(&mut table, sets)?;
     // The overrides of each node, as a table of their keys.
@@ -132,7 +135,7 @@ pub fn load_table(
             }
         }
     }
-    resolve_over(&table, origin, base_dir, Some((before, given)))
+    resolve_over(&table, origin, base_dir, Some(Overrides { io: before, tags, given }))
 }
 
 /// Resolve a chain file's table (overrides already applied: `nodes.1.host.t_proc` sets a
@@ -141,13 +144,22 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
     resolve_over(table, origin, base_dir, None)
 }
 
-/// [`resolve`]; `overrides`: per node, its host.io before the `--set` overrides and the keys
-/// they give (see [`load_table`]).
+/// Per node, what the `--set` overrides found and gave (see [`load_table`]).
+struct Overrides {
+    /// The node's own host.io before them (where the chain gives it).
+    io: Vec<Option<toml::Value>>,
+    /// The node's own tags before them ([`tagged::tags`] of its keys).
+    tags: Vec<Vec<Option<toml::Value>>>,
+    /// The keys they give the node, as a table.
+    given: Vec<toml::Table>,
+}
+
+/// [`resolve`], with the overrides' [`Overrides`].
 fn resolve_over(
     table: &toml::Table,
     origin: &str,
     base_dir: &Path,
-    overrides: Option<(Vec<Option<toml::Value>>, Vec<toml::Table>)>,
+    overrides: Option<Overrides>,
 ) -> Result<ResolvedChain> {
     for k in table.keys() {
         if !TOP_KEYS.contains(&k.as_str()) {
@@ -197,6 +209,7 @@ fn resolve_over(
     let mut names = Vec::new();
     // Per node: its file's own host.io where the chain's keys switch it, and those keys.
     let mut switched = Vec::new();
+    let mut tag_notes = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let path = format!("nodes.{i}");
         let toml::Value::Table(node) = node else {
@@ -274,13 +287,26 @@ fn resolve_over(
         let switch = from_file && inline.get("host").and_then(|h| h.get("io")).is_some();
         let by_keys = switch.then(|| (file_io.clone(), inline.clone()));
         // (Overrides that replace the list of nodes give no node's key one by one.)
-        let by_sets = overrides.as_ref().and_then(|(before, given)| {
-            let g = given.get(i)?;
-            let own = before.get(i).cloned().flatten().or(if from_file { file_io.clone() } else { None });
+        let by_sets = overrides.as_ref().and_then(|o| {
+            let g = o.given.get(i)?;
+            let own = o.io.get(i).cloned().flatten().or(if from_file { file_io.clone() } else { None });
             loader::gives(g, "host.io").then(|| (own, g.clone()))
         });
         switched.push([by_keys, by_sets]);
+        // A tagged section's tag switched: by the node's keys over its file's, then by the
+        // overrides over the node's own (its keys', else its file's).
+        let file_tags = tagged::tags(&t);
         merge(&mut t, &inline);
+        let mut notes = if from_file { tagged::switch(&file_tags, &mut t, &inline) } else { Vec::new() };
+        if let Some((own, g)) = overrides.as_ref().and_then(|o| Some((o.tags.get(i)?, o.given.get(i)?))) {
+            let own: Vec<_> = own
+                .iter()
+                .zip(&file_tags)
+                .map(|(own, file)| own.clone().or(if from_file { file.clone() } else { None }))
+                .collect();
+            notes.extend(tagged::switch(&own, &mut t, g));
+        }
+        tag_notes.push(notes);
         let node_name =
             t.get("name").and_then(|v| v.as_str()).map(str::to_string).or(stem).unwrap_or_else(|| format!("node {i}"));
         names.push(node_name);
@@ -310,15 +336,18 @@ fn resolve_over(
         }
     }
     let mut resolved = Vec::new();
-    for (((t, o), dir), switched) in tables.into_iter().zip(&origins).zip(&dirs).zip(switched) {
+    for ((((t, o), dir), switched), mut notes) in
+        tables.into_iter().zip(&origins).zip(&dirs).zip(switched).zip(tag_notes)
+    {
         let mut s: Scenario = loader::deserialize_value(toml::Value::Table(t), o)?;
         // A node's keys that switch its file's mode, then overrides that switch the node's:
         // as an override of a single file does.
-        let notes: Vec<String> = switched
-            .into_iter()
-            .flatten()
-            .filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key)))
-            .collect();
+        notes.extend(
+            switched
+                .into_iter()
+                .flatten()
+                .filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key))),
+        );
         let mut r = s.resolve(o, dir)?;
         r.notes.extend(notes);
         resolved.push(r);
@@ -441,6 +470,33 @@ mod tests {
         let node = "{ cpu = { frequency = \"3GHz\" }, host = { t_proc = \"1us\" }, link = { rate = \"10Gbit/s\" } }";
         let three = load(&[("nodes", &format!("[{node}, {node}, {node}]"))]).unwrap();
         assert_eq!(three.nodes.len(), 3);
+    }
+
+    #[test]
+    fn a_nodes_keys_or_overrides_that_switch_a_tag_leave_out_the_keys_it_does_not_read() {
+        let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+        let load = |node: &str, sets: &[(&str, &str)]| {
+            let text = format!("[[nodes]]\nfile = \"beifuss2015-napi.toml\"\n{node}");
+            let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            load_table(loader::parse_toml_table(&text, "c.toml").unwrap(), "c.toml", &examples, &sets)
+        };
+        let off = crate::scenario::ItrSpec::Off(Default::default());
+        // The node's keys over its file's (bulk_rate = 8000 with "dynamic").
+        let c = load("[nodes.nic.itr]\nmode = \"off\"\n", &[]).unwrap();
+        assert_eq!(c.nodes[0].scenario.nic.itr, off);
+        let note = "nic.itr.mode = \"off\" (set over the file's \"dynamic\"): the file's nic.itr.bulk_rate left out";
+        assert!(c.nodes[0].notes.iter().any(|n| n.starts_with(note)), "{:?}", c.nodes[0].notes);
+        // An override over the node's file, and over the node's own keys.
+        let c = load("", &[("nodes.0.nic.itr.mode", "off")]).unwrap();
+        assert_eq!(c.nodes[0].scenario.nic.itr, off);
+        assert!(c.nodes[0].notes.iter().any(|n| n.starts_with(note)), "{:?}", c.nodes[0].notes);
+        let dim = "[nodes.nic.itr]\nmode = \"dim\"\nprofile = \"ice\"\n";
+        let c = load(dim, &[("nodes.0.nic.itr.mode", "off")]).unwrap();
+        assert_eq!(c.nodes[0].scenario.nic.itr, off);
+        assert!(c.nodes[0].notes.iter().any(|n| n.contains("nic.itr.profile left out")), "{:?}", c.nodes[0].notes);
+        // Given by the override itself: refused.
+        let e = load(dim, &[("nodes.0.nic.itr.mode", "off"), ("nodes.0.nic.itr.profile", "ice")]).unwrap_err();
+        assert!(e.to_string().contains("no profile with mode = \"off\""), "{e}");
     }
 
     #[test]

@@ -55,6 +55,7 @@ mod link;
 mod measure;
 mod nic;
 mod sweep;
+pub mod tagged;
 mod traffic;
 
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
@@ -66,7 +67,9 @@ pub use self::host::{
 };
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
-pub use self::nic::{parse_prefix, DimProfile, Filter, ItrMode, ItrSpec, NicSpec, TxVector};
+pub use self::nic::{
+    parse_prefix, DimProfile, Filter, ItrDim, ItrDynamic, ItrOff, ItrSpec, ItrStatic, NicSpec, TxVector,
+};
 pub use self::sweep::{SweepSpec, SweepValues};
 pub use self::traffic::{
     mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES,
@@ -238,6 +241,10 @@ impl Scenario {
 
     /// Apply the `--set` overrides to a parsed table, deserialize and resolve it.
     ///
+    /// Where an override switches the tag of a tagged section (`nic.itr.mode`), the file's
+    /// keys the new alternative does not read are left out, each named in a note
+    /// ([`tagged::switch`]).
+    ///
     /// Where an override switches `host.io` (comparing I/O modes on one file), the file's
     /// keys that only its own mode reads (`host.t_irq` of a NAPI file under a server, say)
     /// are put back to their defaults, each named in a note of the result; an override that
@@ -248,16 +255,24 @@ impl Scenario {
         base_dir: &Path,
         sets: &[(String, String)],
     ) -> Result<ResolvedScenario> {
-        let switch = sets.iter().any(|(k, _)| k.trim() == "host.io");
-        let file_io = switch.then(|| table.get("host").and_then(|h| h.get("io")).cloned());
+        // (What the overrides give, and the file's tags and host.io they may switch.)
+        let given = (!sets.is_empty()).then(|| crate::loader::sets_table(sets));
+        let tags = given.as_ref().map(|_| tagged::tags(&table));
+        let file_io = given
+            .as_ref()
+            .filter(|g| crate::loader::gives(g, "host.io"))
+            .map(|_| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
+        let mut notes = match (&given, &tags) {
+            (Some(given), Some(tags)) => tagged::switch(tags, &mut table, given),
+            _ => Vec::new(),
+        };
         let mut scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        let note = file_io.and_then(|f| {
-            let given = crate::loader::sets_table(sets);
-            scenario.leave_out_unread_mode_keys(f, &|key| crate::loader::gives(&given, key))
-        });
+        if let (Some(f), Some(given)) = (file_io, &given) {
+            notes.extend(scenario.leave_out_unread_mode_keys(f, &|key| crate::loader::gives(given, key)));
+        }
         let mut sc = scenario.resolve(origin, base_dir)?;
-        sc.notes.extend(note);
+        sc.notes.extend(notes);
         Ok(sc)
     }
 

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check_range;
+use super::tagged::{keys_of, part, Tagged};
 use super::traffic::Proto;
 use crate::error::{ConfigError, Result};
 use crate::units::Duration;
@@ -19,22 +20,6 @@ pub enum TxVector {
     Separate,
     /// The same TxRx vector as the rx ring (forwarding out of the ingress port).
     Shared,
-}
-
-/// Interrupt moderation policy of a vector.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ItrMode {
-    /// No throttling: every cause interrupts at once (`rx-usecs 0`).
-    Off,
-    /// A fixed interval (`rx-usecs N`, in 2.048 us steps).
-    Static,
-    /// ixgbe's dynamic ITR: states lowest / low / bulk, smoothed by 002 Eq. 1.
-    #[default]
-    Dynamic,
-    /// The kernel's generic dynamic interrupt moderation (`net_dim`) stepping through the
-    /// five (µs, frames) entries of `nic.itr.profile`.
-    Dim,
 }
 
 /// The profile table `net_dim` steps through (`nic.itr.mode = "dim"`).
@@ -54,31 +39,129 @@ pub enum DimProfile {
     Ice,
 }
 
-/// Interrupt throttling (ITR) of the NIC's vectors.
+/// Interrupt throttling (ITR) of the NIC's vectors: `mode` picks the moderation policy, and
+/// the section's other keys are that policy's (a tagged section: `scenario/tagged.rs`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+#[schemars(transform = super::tagged::schema_default::<ItrSpec>)]
+pub enum ItrSpec {
+    /// No throttling: every cause interrupts at once (`rx-usecs 0`).
+    Off(ItrOff),
+    /// A fixed interval (`rx-usecs N`, in 2.048 us steps).
+    Static(ItrStatic),
+    /// ixgbe's dynamic ITR: states lowest / low / bulk, smoothed by 002 Eq. 1 (the default).
+    Dynamic(ItrDynamic),
+    /// The kernel's generic dynamic interrupt moderation (`net_dim`) stepping through the
+    /// five (µs, frames) entries of a device's profile table.
+    Dim(ItrDim),
+}
+
+/// `nic.itr.mode = "off"`: no keys.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItrOff {}
+
+/// `nic.itr.mode = "static"`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ItrSpec {
-    #[serde(default)]
-    pub mode: ItrMode,
+pub struct ItrStatic {
     /// Static interval (`ethtool -C rx-usecs`, also accepted as `rx_usecs`, with a unit:
-    /// "50us"); the NIC rounds down to 2.048 us steps.
-    #[serde(default, skip_serializing_if = "Option::is_none", alias = "rx_usecs")]
-    pub interval: Option<Duration>,
+    /// "50us"); the NIC rounds down to 2.048 us steps. At most 1022us (ixgbe's range).
+    #[serde(alias = "rx_usecs")]
+    pub interval: Duration,
+}
+
+/// `nic.itr.mode = "dynamic"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItrDynamic {
     /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
     #[serde(default = "default_bulk_rate")]
     pub bulk_rate: u32,
-    /// The device's DIM profile table (mode = "dim"): "mlx5-eqe", "mlx5-cqe" or "ice".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub profile: Option<DimProfile>,
+}
+
+/// `nic.itr.mode = "dim"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ItrDim {
+    /// The device's DIM profile table: "mlx5-eqe", "mlx5-cqe" or "ice".
+    pub profile: DimProfile,
 }
 
 fn default_bulk_rate() -> u32 {
     8000
 }
 
+impl Default for ItrDynamic {
+    fn default() -> Self {
+        ItrDynamic { bulk_rate: default_bulk_rate() }
+    }
+}
+
 impl Default for ItrSpec {
     fn default() -> Self {
-        ItrSpec { mode: ItrMode::Dynamic, interval: None, bulk_rate: default_bulk_rate(), profile: None }
+        ItrSpec::Dynamic(ItrDynamic::default())
+    }
+}
+
+impl ItrSpec {
+    /// The `mode` value, as the scenario format writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ItrSpec::Off(_) => "off",
+            ItrSpec::Static(_) => "static",
+            ItrSpec::Dynamic(_) => "dynamic",
+            ItrSpec::Dim(_) => "dim",
+        }
+    }
+
+    /// Each policy's own keys in range.
+    fn validate(&self, origin: &str) -> Result<()> {
+        match self {
+            ItrSpec::Static(s) if s.interval.ps > 1_022_000_000 => Err(ConfigError::new(
+                origin,
+                "nic.itr.interval",
+                Some(format!("{:?}", s.interval.to_string())),
+                "at most 1022us (ixgbe's rx-usecs range)",
+            )
+            .into()),
+            ItrSpec::Dynamic(d) => check_range(
+                origin,
+                "nic.itr.bulk_rate",
+                d.bulk_rate as u64,
+                956,
+                488_281,
+                "an interrupt rate in interrupts per second (ixgbe's range)",
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Tagged for ItrSpec {
+    const TAG: &'static str = "mode";
+    const DEFAULT: &'static str = "dynamic";
+    fn alternatives() -> Vec<(&'static str, &'static [&'static str])> {
+        vec![
+            ("off", keys_of::<ItrOff>()),
+            ("static", keys_of::<ItrStatic>()),
+            ("dynamic", keys_of::<ItrDynamic>()),
+            ("dim", keys_of::<ItrDim>()),
+        ]
+    }
+    fn build(name: &str, rest: toml::Value) -> std::result::Result<Self, String> {
+        Ok(match name {
+            "off" => ItrSpec::Off(part(rest)?),
+            "static" => ItrSpec::Static(part(rest)?),
+            "dim" => ItrSpec::Dim(part(rest)?),
+            _ => ItrSpec::Dynamic(part(rest)?),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ItrSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        super::tagged::deserialize(d)
     }
 }
 
@@ -223,8 +306,8 @@ impl Default for NicSpec {
 }
 
 impl NicSpec {
-    /// Ring, refill, tx-work and qdisc sizes in range; an ITR interval exactly when the mode
-    /// is static (at most ixgbe's 1022 us); queue names given once; filters naming known
+    /// Ring, refill, tx-work and qdisc sizes in range; the moderation policy's own keys
+    /// ([`ItrSpec`]); queue names given once; filters naming known
     /// queues, with valid prefixes, DSCP and PCP; tx queues from 1 to 4096.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
@@ -239,76 +322,7 @@ impl NicSpec {
         )?;
         range("nic.tx_work_limit", self.tx_work_limit as u64, 1, 1 << 20, "a number of packets")?;
         range("nic.qdisc_len", self.qdisc_len as u64, 0, 1 << 24, "a number of packets")?;
-        range(
-            "nic.itr.bulk_rate",
-            self.itr.bulk_rate as u64,
-            956,
-            488_281,
-            "an interrupt rate in interrupts per second (ixgbe's range)",
-        )?;
-        match (self.itr.mode, self.itr.interval) {
-            (ItrMode::Static, None) => {
-                return Err(ConfigError::new(
-                    origin,
-                    "nic.itr.interval",
-                    None,
-                    "an interval for mode = \"static\", e.g. \"50us\"",
-                )
-                .into())
-            }
-            // (Not a guard on the arm: a static interval in range must not reach the next.)
-            #[allow(clippy::collapsible_match)]
-            (ItrMode::Static, Some(i)) => {
-                if i.ps > 1_022_000_000 {
-                    return Err(ConfigError::new(
-                        origin,
-                        "nic.itr.interval",
-                        Some(format!("{:?}", i.to_string())),
-                        "at most 1022us (ixgbe's rx-usecs range)",
-                    )
-                    .into());
-                }
-            }
-            (mode, Some(i)) => {
-                return Err(ConfigError::new(
-                    origin,
-                    "nic.itr.interval",
-                    Some(format!("{:?}", i.to_string())),
-                    format!(
-                        "no interval with mode = {:?} (only mode = \"static\" reads it)",
-                        format!("{mode:?}").to_lowercase()
-                    ),
-                )
-                .into())
-            }
-            _ => {}
-        }
-        match (self.itr.mode, self.itr.profile) {
-            (ItrMode::Dim, None) => {
-                return Err(ConfigError::new(
-                    origin,
-                    "nic.itr.profile",
-                    None,
-                    "a DIM profile table for mode = \"dim\": \"mlx5-eqe\", \"mlx5-cqe\" or \"ice\"",
-                )
-                .into())
-            }
-            (mode, Some(p)) if mode != ItrMode::Dim => {
-                let name =
-                    serde_json::to_value(p).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-                return Err(ConfigError::new(
-                    origin,
-                    "nic.itr.profile",
-                    Some(format!("{name:?}")),
-                    format!(
-                        "no profile with mode = {:?} (only mode = \"dim\" reads it)",
-                        format!("{mode:?}").to_lowercase()
-                    ),
-                )
-                .into());
-            }
-            _ => {}
-        }
+        self.itr.validate(origin)?;
         if self.queues.is_empty() {
             return Err(ConfigError::new(origin, "nic.queues", Some("[]".into()), "at least one queue name").into());
         }
@@ -398,43 +412,101 @@ mod tests {
     use super::*;
     use crate::error::config_error;
 
-    fn with_itr(mode: ItrMode, interval_us: Option<u64>) -> NicSpec {
-        let itr =
-            ItrSpec { mode, interval: interval_us.map(|us| Duration::from_ps(us * 1_000_000)), ..ItrSpec::default() };
-        NicSpec { itr, ..NicSpec::default() }
+    /// `[nic]` from TOML text, read and checked as a scenario's.
+    fn nic(text: &str) -> Result<NicSpec> {
+        #[derive(Deserialize)]
+        struct File {
+            nic: NicSpec,
+        }
+        let f: File = crate::loader::deserialize_toml(text, "t")?;
+        f.nic.validate("t")?;
+        Ok(f.nic)
+    }
+
+    #[test]
+    fn the_mode_picks_the_policy_and_its_keys() {
+        let us = |n: u64| Duration::from_ps(n * 1_000_000);
+        let itr = |text: &str| nic(&format!("[nic.itr]\n{text}")).map(|n| n.itr);
+        assert_eq!(itr("").unwrap(), ItrSpec::Dynamic(ItrDynamic { bulk_rate: 8000 }));
+        assert_eq!(itr("bulk_rate = 12000").unwrap(), ItrSpec::Dynamic(ItrDynamic { bulk_rate: 12000 }));
+        assert_eq!(itr("mode = \"off\"").unwrap(), ItrSpec::Off(ItrOff {}));
+        assert_eq!(
+            itr("mode = \"static\"\ninterval = \"50us\"").unwrap(),
+            ItrSpec::Static(ItrStatic { interval: us(50) })
+        );
+        assert_eq!(
+            itr("mode = \"static\"\nrx_usecs = \"20us\"").unwrap(),
+            ItrSpec::Static(ItrStatic { interval: us(20) })
+        );
+        assert_eq!(
+            itr("mode = \"dim\"\nprofile = \"ice\"").unwrap(),
+            ItrSpec::Dim(ItrDim { profile: DimProfile::Ice })
+        );
+        // Written out as read, the tag first.
+        let text = toml::to_string(&ItrSpec::Static(ItrStatic { interval: us(50) })).unwrap();
+        assert_eq!(text, "mode = \"static\"\ninterval = \"50us\"\n");
+    }
+
+    #[test]
+    fn the_alternatives_are_the_formats_own() {
+        // The tag values the reader knows are those serde writes.
+        let written: Vec<String> = [
+            ItrSpec::Off(ItrOff {}),
+            ItrSpec::Static(ItrStatic { interval: Duration::from_ps(1) }),
+            ItrSpec::Dynamic(ItrDynamic::default()),
+            ItrSpec::Dim(ItrDim { profile: DimProfile::Ice }),
+        ]
+        .iter()
+        .map(|i| {
+            assert_eq!(serde_json::to_value(i).unwrap()["mode"], i.name());
+            i.name().to_string()
+        })
+        .collect();
+        let known: Vec<&str> = ItrSpec::alternatives().iter().map(|(n, _)| *n).collect();
+        assert_eq!(written, known);
+        let keys: Vec<&[&str]> = ItrSpec::alternatives().iter().map(|(_, k)| *k).collect();
+        assert_eq!(keys, [&[][..], &["interval", "rx_usecs"], &["bulk_rate"], &["profile"]]);
     }
 
     #[test]
     fn static_itr_needs_an_interval() {
-        assert!(with_itr(ItrMode::Static, Some(50)).validate("t").is_ok());
-        let e = config_error(with_itr(ItrMode::Static, None).validate("t"));
-        assert_eq!(e.to_string(), "t: nic.itr.interval: an interval for mode = \"static\", e.g. \"50us\"");
-        let e = config_error(with_itr(ItrMode::Static, Some(1023)).validate("t"));
-        assert_eq!(e.to_string(), "t: nic.itr.interval = \"1023us\": expected at most 1022us (ixgbe's rx-usecs range)");
+        let e = nic("[nic.itr]\nmode = \"static\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.interval: a value with mode = \"static\", which has no default for it");
+        let e = nic("[nic.itr]\nmode = \"static\"\ninterval = \"1023us\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.interval = \"1023us\": expected at most 1022us (ixgbe's rx-usecs range)");
+        let e = nic("[nic.itr]\nmode = \"static\"\ninterval = 50").unwrap_err();
+        assert_eq!(config_error::<()>(Err(e)).path, "nic.itr.interval");
     }
 
     #[test]
-    fn only_static_itr_reads_an_interval() {
-        assert!(with_itr(ItrMode::Dynamic, None).validate("t").is_ok());
-        let e = config_error(with_itr(ItrMode::Dynamic, Some(50)).validate("t"));
-        assert_eq!(e.to_string(), "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
-        assert_eq!(config_error(with_itr(ItrMode::Off, Some(50)).validate("t")).path, "nic.itr.interval");
-    }
-
-    #[test]
-    fn dim_needs_a_profile_and_only_dim_reads_one() {
-        let dim = |profile| NicSpec {
-            itr: ItrSpec { mode: ItrMode::Dim, profile, ..ItrSpec::default() },
-            ..NicSpec::default()
-        };
-        assert!(dim(Some(DimProfile::Ice)).validate("t").is_ok());
-        assert_eq!(config_error(dim(None).validate("t")).path, "nic.itr.profile");
-        let nic =
-            NicSpec { itr: ItrSpec { profile: Some(DimProfile::Mlx5Cqe), ..ItrSpec::default() }, ..NicSpec::default() };
+    fn a_key_of_another_policy_is_refused_naming_the_policies_that_read_it() {
+        let e = nic("[nic.itr]\nmode = \"dynamic\"\ninterval = \"50us\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
+        let e = nic("[nic.itr]\nmode = \"off\"\nrx_usecs = \"50us\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.rx_usecs = \"50us\": expected no rx_usecs with mode = \"off\" (only mode = \"static\" reads it)");
+        let e = nic("[nic.itr]\nprofile = \"mlx5-cqe\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.profile = \"mlx5-cqe\": expected no profile with mode = \"dynamic\" (only mode = \"dim\" reads it)");
         assert_eq!(
-            config_error(nic.validate("t")).to_string(),
-            "t: nic.itr.profile = \"mlx5-cqe\": expected no profile with mode = \"dynamic\" (only mode = \"dim\" reads it)"
+            nic("[nic.itr]\nmode = \"dim\"").unwrap_err().to_string(),
+            "t: nic.itr.profile: a value with mode = \"dim\", which has no default for it"
         );
+        let e = nic("[nic.itr]\nmode = \"dim\"\nprofile = \"mlx6\"").unwrap_err().to_string();
+        assert!(e.starts_with("t: nic.itr.profile = \"mlx6\": expected one of"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_mode_or_key_is_refused_with_a_hint() {
+        let e = nic("[nic.itr]\nmode = \"statc\"").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "t: nic.itr.mode = \"statc\": expected one of `off`, `static`, `dynamic`, `dim` (did you mean `static`?)"
+        );
+        let e = nic("[nic.itr]\nmode = 5").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.mode = 5: expected a string, one of `off`, `static`, `dynamic`, `dim`");
+        let e = nic("[nic.itr]\nmode = \"static\"\nintervl = \"5us\"").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.intervl: no such key here: did you mean `interval`? (known keys: `mode`, `interval`, `rx_usecs`)");
+        let e = nic("[nic.itr]\nbulk_rate = 100").unwrap_err().to_string();
+        assert_eq!(e, "t: nic.itr.bulk_rate = 100: expected an interrupt rate in interrupts per second (ixgbe's range) from 956 to 488281");
     }
 
     #[test]

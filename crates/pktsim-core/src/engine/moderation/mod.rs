@@ -18,16 +18,17 @@
 //! [`Moderation::timer_from_first_cause`] its timer runs from the first cause after the
 //! vector is re-armed instead of from the last interrupt (mlx5 CQE-based moderation).
 //!
-//! To add a policy: a file here with the policy, its `impl Moderation` and its tests; a
-//! variant of [`ItrMode`] (with any keys it reads in [`crate::scenario::ItrSpec`], checked
-//! where that spec is validated); one arm in [`build`].
+//! To add a policy: a file here with the policy, its `impl Moderation` and its tests; an
+//! alternative of the tagged [`ItrSpec`] (`scenario/nic.rs`: a variant, the struct of the
+//! keys it reads, its name in `ItrSpec::alternatives`, its checks in `ItrSpec::validate`);
+//! one arm in [`build`].
 
 pub mod dim;
 pub mod fixed;
 pub mod ixgbe_dynamic;
 pub mod off;
 
-use crate::scenario::{ItrMode, ItrSpec};
+use crate::scenario::ItrSpec;
 
 use super::time::{Instant, Span};
 
@@ -75,10 +76,10 @@ pub trait Moderation: Send {
 /// The policy a scenario asks for, for a vector that serves an rx ring (`rx`) or only a tx
 /// ring (the one place policies are registered).
 pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
-    match spec.mode {
-        ItrMode::Off => Box::new(NoThrottle),
-        ItrMode::Static => Box::new(Fixed::from_usecs((spec.interval.map_or(0, |d| d.ps) / 1_000_000) as u32)),
-        ItrMode::Dynamic => Box::new(IxgbeDynamic::new(spec.bulk_rate)),
-        ItrMode::Dim => Box::new(Dim::new(spec.profile.unwrap_or_default(), rx)),
+    match spec {
+        ItrSpec::Off(_) => Box::new(NoThrottle),
+        ItrSpec::Static(s) => Box::new(Fixed::from_usecs((s.interval.ps / 1_000_000) as u32)),
+        ItrSpec::Dynamic(d) => Box::new(IxgbeDynamic::new(d.bulk_rate)),
+        ItrSpec::Dim(d) => Box::new(Dim::new(d.profile, rx)),
     }
 }
