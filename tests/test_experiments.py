@@ -239,7 +239,9 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
     run_cli("reproduce", "all", "--report", report)
     index = report / "index.html"
     html = index.read_text()
-    for paper in ("000", "001", "002", "003", "004"):
+    from pktsim.reproduce import PAPERS
+
+    for paper in PAPERS:
         assert f"id='p{paper}'" in html
     dom = subprocess.run(
         [browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000", "--dump-dom", index.as_uri()],
@@ -263,14 +265,13 @@ def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
 def test_report_fig_9_bars_are_the_tables_predictions(tmp_path, monkeypatch):
     """The Fig. 9 bars show each flow count's C_total as the Table IV rows predict it."""
     import pktsim.calibrate as cal
-    from pktsim.report import _figures_000
-    from pktsim.reproduce import reproduce
+    from pktsim.reproduce import paper000, reproduce
 
     drawn = {}
     monkeypatch.setattr(cal, "bar_chart", lambda bars, path, title, reported=None: drawn.setdefault(path.name, (bars, reported)))
     monkeypatch.setattr("pktsim.plots.reported_vs_predicted", lambda *a, **k: None)
     res = reproduce("000")
-    _figures_000(tmp_path, res)
+    paper000.figures(tmp_path, res)
     bars, reported = drawn["000-fig9.png"]
     totals = [sum(groups.values()) for _, groups in bars]
     rows = [r for r in res["rows"] if r["quantity"].startswith("C_total,") and "flows" in r["quantity"]]
@@ -375,8 +376,7 @@ def test_figure_options_are_checked(tmp_path):
 def test_report_figures_carry_the_papers_own_numbers(tmp_path, monkeypatch):
     """Where a paper gives a number with its load, the report's figure draws it."""
     import pktsim.plots as plots
-    from pktsim.report import _figures_002, _figures_003
-    from pktsim.reproduce import reproduce
+    from pktsim.reproduce import paper002, paper003, reproduce
 
     calls = {}
 
@@ -385,7 +385,7 @@ def test_report_figures_carry_the_papers_own_numbers(tmp_path, monkeypatch):
 
     for name in ("latency_vs_load", "irq_and_polls_vs_load", "throughput_vs_load"):
         monkeypatch.setattr(plots, name, spy(name))
-    caps = _figures_002(tmp_path, reproduce("002")) + _figures_003(tmp_path, reproduce("003"))
+    caps = paper002.figures(tmp_path, reproduce("002")) + paper003.figures(tmp_path, reproduce("003"))
     assert calls["002-fig5.png"]["paper"] == [(44.6e3, 8000.0)]
     # 002's own IRQ rates; the polls per packet are 003's measurement, drawn in 003's figure.
     assert calls["002-fig6.png"]["paper_irq"] and not calls["002-fig6.png"].get("paper_polls")

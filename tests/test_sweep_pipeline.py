@@ -331,12 +331,12 @@ def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
     assert "/18" in text and "run" in text and "paper 003" in text, text
     # The count the bar's ETA relies on is still the paper's.
     runs = []
-    from pktsim.reproduce import reproduce
+    from pktsim.reproduce import PAPERS, reproduce
     from pktsim.sim import observe_runs
 
     with observe_runs(runs.append):
         reproduce("003")
-    assert len(runs) == commands._REPRODUCE_RUNS["003"]
+    assert len(runs) == PAPERS["003"].runs
 
 
 def test_each_parquet_file_says_which_table_it_holds(tmp_path):

@@ -168,6 +168,8 @@ def _later(name: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .reproduce import PAPERS  # the list alone: the papers' modules come when one runs
+
     ap = argparse.ArgumentParser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
     ap.add_argument("--version", action="version", version=f"pktsim {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
@@ -270,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         "relation: a claim that holds or not). The output ends with a summary: predicted rows with their median and "
         "worst |error| (fitted and derived rows left out), relations held; rows with |error| > 10% are flagged.",
     )
-    r.add_argument("paper", metavar="PAPER", help="000, 001, 002, 003, 004, xdp2018, or all")
+    r.add_argument("paper", metavar="PAPER", help=", ".join(PAPERS) + ", or all")
     r.add_argument(
         "--json",
         action="store_true",

@@ -574,22 +574,19 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-# Simulations each reproduction runs (counted with pktsim.sim.observe_runs), for the ETA of
-# `pktsim reproduce`'s progress bar; the bar adapts when a paper runs more or fewer.
-_REPRODUCE_RUNS = {"000": 0, "001": 122, "002": 49, "003": 18, "004": 24}
-
-
 def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
     """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
-    tqdm: terminal or Jupyter)."""
+    tqdm: terminal or Jupyter). The ETA counts on each paper's ``runs``
+    (:data:`pktsim.reproduce.PAPERS`); the bar adapts when a paper runs more or fewer."""
     if not show:
         return [reproduce(p) for p in papers]
     from tqdm.auto import tqdm
 
+    from .reproduce import PAPERS
     from .sim import observe_runs
 
     out = []
-    expected = [_REPRODUCE_RUNS.get(p, 0) for p in papers]
+    expected = [PAPERS[p].runs for p in papers]
     with tqdm(total=max(sum(expected), 1), unit="run", file=sys.stderr, dynamic_ncols=True, leave=False) as bar:
         done = 0
         for p, n in zip(papers, expected):

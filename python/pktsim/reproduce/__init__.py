@@ -21,36 +21,104 @@ has; the summary over all papers is ``summary(row for p in papers for row in p["
 
 A row is built by :func:`pktsim.reproduce.rows.row` and shown by ``rows.text_table`` /
 ``rows.html_table``; that module stands alone (the paper modules import it, not this one).
+
+The papers are listed once, here (:data:`PAPERS`, a :class:`Paper` each): the command
+line's help and ``reproduce all``, the progress bar and the HTML report read them from
+this list. A paper's module (its ``TITLE``, ``reproduce()`` and ``figures()``) and
+:mod:`~pktsim.reproduce.rows` are imported when first used, so that the command line
+reads the list without them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+__all__ = ["AUTHORS", "KINDS", "PAPERS", "Paper", "paper_id", "reproduce", "row", "summary"]
 
-from . import paper000, paper001, paper002, paper003, paper004, paper_xdp
-from .rows import KINDS, row, summary
 
-__all__ = ["AUTHORS", "KINDS", "PAPERS", "paper_id", "reproduce", "row", "summary"]
+class Paper:
+    """One reproduction: its ``key`` ("000", "xdp2018"), the ``aliases`` it is also found
+    by (its first authors' names, lower case), the ``module`` of this package that reproduces it, the
+    simulations its reproduction ``runs`` (for the progress bar's ETA; the tests hold it to
+    the count) and the bundled ``scenario`` the report shows, if any.
 
-# Paper id -> (title, the function that reproduces it).
-PAPERS: dict[str, tuple[str, Callable[[], dict]]] = {
-    "000": (paper000.TITLE, paper000.reproduce),
-    "001": (paper001.TITLE, paper001.reproduce),
-    "002": (paper002.TITLE, paper002.reproduce),
-    "003": (paper003.TITLE, paper003.reproduce),
-    "004": (paper004.TITLE, paper004.reproduce),
-    # Beyond the seed papers: published figures of today's receive path.
-    "xdp2018": (paper_xdp.TITLE, paper_xdp.reproduce),
+    ``title``, ``reproduce`` and ``figures`` are the module's ``TITLE``, ``reproduce()`` and
+    ``figures(directory, result)`` (the report's plots: (file name, caption) each). Indexed,
+    a paper is the (title, reproduce) pair :data:`PAPERS` held before it held papers."""
+
+    __slots__ = ("key", "aliases", "module", "runs", "scenario")
+
+    def __init__(self, key: str, aliases: tuple, module: str, runs: int, scenario: str | None = None):
+        self.key, self.aliases, self.module, self.runs, self.scenario = key, aliases, module, runs, scenario
+
+    def __repr__(self) -> str:
+        return f"Paper({self.key!r}, {self.aliases!r}, {self.module!r}, runs={self.runs})"
+
+    def _module(self):
+        import importlib
+
+        return importlib.import_module(f".{self.module}", __name__)
+
+    @property
+    def title(self) -> str:
+        return self._module().TITLE
+
+    @property
+    def reproduce(self):
+        return self._module().reproduce
+
+    @property
+    def figures(self):
+        return self._module().figures
+
+    def __getitem__(self, i: int):
+        return (self.title, self.reproduce)[i]
+
+
+# Paper key -> the paper, in the order `reproduce all` runs them.
+PAPERS: dict[str, Paper] = {
+    p.key: p
+    for p in (
+        Paper("000", ("raumer",), "paper000", runs=0),
+        Paper("001", ("meyer",), "paper001", runs=122, scenario="meyer2014-rt"),
+        Paper("002", ("beifuss",), "paper002", runs=49, scenario="beifuss2015-napi"),
+        Paper("003", ("bolla",), "paper003", runs=18),
+        Paper("004", ("rizzo",), "paper004", runs=24),
+        # Beyond the seed papers: published figures of today's receive path.
+        Paper("xdp2018", ("hoiland", "høiland", "xdp"), "paper_xdp", runs=55),
+    )
 }
-
 
 # First authors: a paper can be named by number, by author, or author and year
 # ("raumer2015", "Meyer").
-AUTHORS = {"raumer": "000", "meyer": "001", "beifuss": "002", "bolla": "003", "rizzo": "004", "hoiland": "xdp2018", "høiland": "xdp2018", "xdp": "xdp2018"}
+AUTHORS = {alias: p.key for p in PAPERS.values() for alias in p.aliases}
+
+# Names of pktsim.reproduce.rows, imported with it when first used.
+_ROWS = ("KINDS", "row", "summary")
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _ROWS:
+        value = getattr(importlib.import_module(".rows", __name__), name)
+    elif not name.startswith("_"):
+        try:  # a paper's module: pktsim.reproduce.paper000, ...
+            value = importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_ROWS))
 
 
 def paper_id(name: str) -> str | None:
-    """The paper's number for ``name`` ("000", "raumer", "raumer2015", "Raumer et al."), or None."""
+    """The paper's key for ``name`` ("000", "raumer", "raumer2015", "Raumer et al."), or None."""
     if name in PAPERS:
         return name
     import re
@@ -61,10 +129,12 @@ def paper_id(name: str) -> str | None:
 
 def reproduce(paper: str) -> dict:
     """The result of one paper's reproduction (``pktsim reproduce PAPER --json``), with its
-    ``summary``. ``paper`` is a number ("001") or a first author ("meyer2014")."""
+    ``summary``. ``paper`` is a key ("001") or a first author ("meyer2014")."""
+    from .rows import summary
+
     paper = paper_id(paper) or paper
     if paper not in PAPERS:
         raise KeyError(paper)
-    res = PAPERS[paper][1]()
+    res = PAPERS[paper].reproduce()
     res["summary"] = summary(res["rows"])
     return res

@@ -30,6 +30,8 @@ What each row is (``kind``, see ``rows``):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..model import predict
 from ..scenario import Scenario
 from .rows import row
@@ -172,3 +174,49 @@ def knee_routes() -> tuple[int, int]:
     """The doubling of the FIB (flows = routes) over which the model's routing cost rises most."""
     lo, hi = predict(node(64, "raumer2015-flows-1", 1))["fib"]["knee_routes"]
     return int(lo), int(hi)
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    from .. import plots
+    from ..calibrate import bar_chart
+
+    def groups(profile, flows=1):
+        return predict(node(64, profile, flows))["cycles_by_group"]
+
+    bar_chart(
+        [(f"{s} B", groups(f"raumer2015-{s}B")) for s in TABLE_II_SIZES],
+        d / "000-fig7.png",
+        "000 Fig. 7 / Table II: cycles per packet by group",
+        reported=[TABLE_I[s][2] for s in TABLE_II_SIZES],
+    )
+
+    # Fig. 9 / Table IV: each flow count's own groups with the FIB model's routing, the
+    # same predictions as the table's C_total rows.
+    def table_iv(n):
+        others = {g: v for g, v in zip(GROUPS, TABLE_IV[n][0]) if g != "routing"}
+        return predict(node(64, "raumer2015-flows-1", n, cycles=others))["cycles_by_group"]
+
+    bar_chart(
+        [(f"{n:,} flow{'s' * (n != 1)}", table_iv(n)) for n in TABLE_IV],
+        d / "000-fig9.png",
+        "000 Fig. 9 / Table IV: cycles by group vs flows",
+        reported=[TABLE_IV[n][1] for n in TABLE_IV],
+    )
+    flows = [2**e for e in range(0, 25)]
+    routing = [predict(node(64, "raumer2015-flows-1", f))["cycles_by_group"]["routing"] for f in flows]
+    reported = {1: 200, 256: 350, 16384: 406, 1048576: 720}
+    plots.reported_vs_predicted(
+        {"C_routing": [(f, reported.get(f, float("nan")), c) for f, c in zip(flows, routing)]},
+        d / "000-routing.png",
+        "flows (= routes)",
+        "routing cycles per packet",
+        "",
+        logx=True,
+    )
+    return [
+        ("000-fig7.png", "000 Fig. 7 / Table II: cycles per packet by group (x: Table I's C_total)"),
+        ("000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows (x: Table IV's C_total)"),
+        ("000-routing.png", "000 V-C/V-D: routing cycles vs FIB size (markers: Table IV)"),
+    ]

@@ -44,6 +44,8 @@ cap 1518 B frames at 813 kpps, below the 990 kpps the cores can serve).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..scenario import Scenario
 from ..scenarios import path
 from ..sim import run
@@ -252,3 +254,25 @@ def reproduce(duration: str | None = None) -> dict:
         )
     )
     return {"paper": "001", "title": TITLE, "rows": rows, "curves": {"rt_share": rs, "utilisation": ut}}
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    import pandas as pd
+
+    from .. import plots
+
+    rs = pd.DataFrame(res["curves"]["rt_share"])
+    ut = pd.DataFrame(res["curves"]["utilisation"])
+    rs["rt_share_pct"] = 100 * rs["rt_share"]
+    ut["utilisation_pct"] = 100 * ut["utilisation"]
+    strategies = ["sq", "rr", "prio", "priowfq"]
+    plots.per_class_latency(rs, d / "001-fig5.png", "rt_share_pct", ["rt", "nrt"], strategies, "RT share [%]", "001 Fig. 5: mean latency vs RT share, 80% load")
+    plots.per_class_latency(
+        ut, d / "001-fig6.png", "utilisation_pct", ["rt", "nrt"], strategies, "utilisation [%]", "001 Fig. 6: mean latency vs utilisation, 30% RT"
+    )
+    return [
+        ("001-fig5.png", "001 Fig. 5: mean latency vs RT share at 80% load (001's figures are lost: its claims are the relations above)"),
+        ("001-fig6.png", "001 Fig. 6: mean latency vs utilisation, 30% RT"),
+    ]

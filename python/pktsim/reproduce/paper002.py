@@ -28,6 +28,8 @@ router: they are held against pktsim in 003's reproduction, not here.)
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..scenario import Scenario
 from ..scenarios import path
 from ..sim import run
@@ -174,3 +176,23 @@ def reproduce() -> dict:
         )
     )
     return {"paper": "002", "title": TITLE, "rows": rows, "curve": pts}
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    import pandas as pd
+
+    from .. import plots
+
+    c = pd.DataFrame(res["curve"])
+    top = float(c["offered_pps"].max())
+    # 002's own numbers where it gives the load they belong to (VI-A, VI-B).
+    plots.latency_vs_load(c, d / "002-fig5.png", title="002 Fig. 5: latency vs offered load, one core", paper=[(44.6e3, 8000.0)])
+    plots.irq_and_polls_vs_load(c, d / "002-fig6.png", title="002 Fig. 6: interrupts and polls vs offered load", paper_irq=[(0.5e6, 27e3), (1.0e6, 27e3)])
+    plots.throughput_vs_load(c, d / "002-throughput.png", title="002: forwarding rate vs offered load", paper=[(top, 1.87e6)])
+    return [
+        ("002-fig5.png", "002 Fig. 5: latency percentiles vs offered load (x: 002's p50 of 8 us at 44.6 kpps)"),
+        ("002-fig6.png", "002 Fig. 6: IRQs and polls vs load (crosses: up to 27k IRQ/s at 0.5-1.0 Mpps)"),
+        ("002-throughput.png", "002: forwarding rate vs offered load (x: the measured 1.87 Mpps maximum)"),
+    ]

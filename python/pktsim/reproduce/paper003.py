@@ -30,6 +30,8 @@ interrupt moderation with a bulk rate of 8000/s, Linux 2.6's net_rx_action loop.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..sim import run
 from .rows import row
 
@@ -176,3 +178,26 @@ def reproduce() -> dict:
         )
     )
     return {"paper": "003", "title": TITLE, "rows": rows, "curve": curve}
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    import pandas as pd
+
+    from .. import plots
+
+    c = pd.DataFrame(res["curve"])
+    c["latency_p25_ns"] = c["latency_p50_ns"]
+    sat = next((r["reported"] * 1e3 for r in res["rows"] if r["quantity"].startswith("skb recycling")), 1.39e6)
+    plots.latency_vs_load(c, d / "003-fig3.png", percentiles=("p50",), title="003 Fig. 3: median latency vs offered load, skb recycling")
+    plots.irq_and_polls_vs_load(
+        c.assign(irq_per_s=c["irqs_per_packet"] * c["throughput_pps"]),
+        d / "003-fig7.png",
+        title="003 Fig. 7: interrupts and rx polls vs offered load",
+        paper_polls=[(0.01 * sat, 2.0), (0.9 * sat, 0.22)],
+    )
+    return [
+        ("003-fig3.png", "003 Fig. 3: latency step at saturation (skb recycling; 003 gives no load for its values)"),
+        ("003-fig7.png", "003 Fig. 7: IRQs and rx polls vs load (crosses: 2 polls per packet at 1% load, 0.22 at 90%)"),
+    ]

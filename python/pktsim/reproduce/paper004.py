@@ -16,6 +16,8 @@ original Click over netmapcap, and the pool over libpcap with burst 50.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..sim import run
 from .rows import row
 
@@ -105,3 +107,21 @@ def reproduce() -> dict:
         "rows": rows,
         "fits": {**fits, "click": {"allocator_ns": alloc, "per_burst_ns": per_burst, "libpcap_ns": base["libpcap"], "netmapcap_ns": base["netmapcap"]}},
     }
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    from .. import plots
+
+    series = {}
+    for r in res["rows"]:
+        if r["source"] != "004 Fig. 6":
+            continue
+        lib = r["quantity"].split(" over ")[1].split(",")[0]
+        b = int(r["quantity"].rsplit(" ", 1)[1])
+        series.setdefault(lib, []).append((b, r["reported"], r["predicted"], r["kind"] == "fitted"))
+    plots.reported_vs_predicted(
+        series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: OpenvSwitch throughput vs batch size, 64 B, one core", logx=True
+    )
+    return [("004-fig6.png", "004 Fig. 6: throughput vs batch size (markers: 004; fitted at 2 and 50)")]

@@ -26,6 +26,8 @@ and bends the drop curve above four cores (the paper says so: those rows are fla
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..sim import run
 from .rows import row
 
@@ -163,3 +165,34 @@ def reproduce() -> dict:
         "curve": curve,
         "fits": {"t_drop_ns": t_drop, "t_xmit_tx_ns": t_tx, "t_xmit_redirect_ns": t_redirect, "t_linux_drop_ns": t_linux, "t_irq_ns": t_irq},
     }
+
+
+def figures(d: Path, res: dict) -> list[tuple[str, str]]:
+    """The plots that correspond to the paper's figures, drawn into ``d`` from the
+    reproduction's result ``res``: (file name, caption) each, for the report."""
+    from .. import plots
+
+    cores: dict[str, list] = {}
+    for r in res["rows"]:
+        if r["unit"] == "Mpps":
+            label, n = r["quantity"].rsplit(", ", 1)
+            cores.setdefault(label, []).append((int(n.split()[0]), r["reported"], r["predicted"], r["kind"] == "fitted"))
+    plots.reported_vs_predicted(cores, d / "xdp2018-cores.png", "cores", "rate [Mpps]", "xdp2018 Figs. 3, 5: drop and forwarding rate vs cores, 64 B")
+    cpu: dict[str, list] = {}
+    for c in res["curve"]:
+        cpu.setdefault(f"{c['path']} drop", []).append((c["offered_pps"] / 1e6, c["reported_pct"], c["cpu_pct"], c.get("kind") == "fitted"))
+    plots.reported_vs_predicted(
+        cpu,
+        d / "xdp2018-cpu.png",
+        "offered load [Mpps]",
+        "CPU load of the core [%]",
+        "xdp2018 Fig. 4: CPU load of one core vs offered load, drop test",
+        logx=True,
+    )
+    return [
+        (
+            "xdp2018-cores.png",
+            "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)",
+        ),
+        ("xdp2018-cpu.png", "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 5 Mpps)"),
+    ]
