@@ -118,7 +118,8 @@ pub fn load_table(
     let before: Vec<Option<toml::Value>> =
         nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
     // And the tags of its tagged sections (nic.itr.mode).
-    let tags: Vec<_> = nodes.iter().map(|n| n.as_table().map(tagged::tags).unwrap_or_default()).collect();
+    let tags: Vec<_> =
+        nodes.iter().map(|n| n.as_table().map(|t| tagged::tags(super::TAGGED, t)).unwrap_or_default()).collect();
     let nodes = before.len();
     loader::apply_sets(&mut table, sets)?;
     // The overrides of each node, as a table of their keys.
@@ -295,16 +296,16 @@ fn resolve_over(
         switched.push([by_keys, by_sets]);
         // A tagged section's tag switched: by the node's keys over its file's, then by the
         // overrides over the node's own (its keys', else its file's).
-        let file_tags = tagged::tags(&t);
+        let file_tags = tagged::tags(super::TAGGED, &t);
         merge(&mut t, &inline);
-        let mut notes = if from_file { tagged::switch(&file_tags, &mut t, &inline) } else { Vec::new() };
+        let mut notes = if from_file { tagged::switch(super::TAGGED, &file_tags, &mut t, &inline) } else { Vec::new() };
         if let Some((own, g)) = overrides.as_ref().and_then(|o| Some((o.tags.get(i)?, o.given.get(i)?))) {
             let own: Vec<_> = own
                 .iter()
                 .zip(&file_tags)
                 .map(|(own, file)| own.clone().or(if from_file { file.clone() } else { None }))
                 .collect();
-            notes.extend(tagged::switch(&own, &mut t, g));
+            notes.extend(tagged::switch(super::TAGGED, &own, &mut t, g));
         }
         tag_notes.push(notes);
         let node_name =

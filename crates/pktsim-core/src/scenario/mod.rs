@@ -122,6 +122,10 @@ pub struct Scenario {
     pub sweep: Option<SweepSpec>,
 }
 
+/// Every tagged section of a scenario, the one place they are registered (see
+/// [`tagged`]).
+pub const TAGGED: &[tagged::Section] = &[tagged::Section::of::<ItrSpec>("nic.itr")];
+
 fn default_seed() -> u64 {
     1
 }
@@ -257,14 +261,14 @@ impl Scenario {
     ) -> Result<ResolvedScenario> {
         // (What the overrides give, and the file's tags and host.io they may switch.)
         let given = (!sets.is_empty()).then(|| crate::loader::sets_table(sets));
-        let tags = given.as_ref().map(|_| tagged::tags(&table));
+        let tags = given.as_ref().map(|_| tagged::tags(TAGGED, &table));
         let file_io = given
             .as_ref()
             .filter(|g| crate::loader::gives(g, "host.io"))
             .map(|_| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
         let mut notes = match (&given, &tags) {
-            (Some(given), Some(tags)) => tagged::switch(tags, &mut table, given),
+            (Some(given), Some(tags)) => tagged::switch(TAGGED, tags, &mut table, given),
             _ => Vec::new(),
         };
         let mut scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;

@@ -8,7 +8,7 @@
 //! interval = "50us"   # a key of that alternative
 //! ```
 //!
-//! One rule serves every tagged section, registered in [`SECTIONS`]:
+//! One rule serves every tagged section, registered in `scenario::TAGGED` (`scenario/mod.rs`):
 //!
 //! - **Reading** ([`deserialize`]): a key that another alternative reads is refused, naming
 //!   the alternatives that read it (`no profile with mode = "static" (only mode = "dim"
@@ -52,9 +52,6 @@ impl Section {
         Section { path, tag: T::TAG, default: T::DEFAULT, alternatives: T::alternatives }
     }
 }
-
-/// Every tagged section of a scenario (the one place they are registered).
-pub const SECTIONS: &[Section] = &[Section::of::<super::nic::ItrSpec>("nic.itr")];
 
 /// Read a tagged section: the tag (or the default), then the keys, each read by the chosen
 /// alternative or refused (see the module's header).
@@ -147,9 +144,9 @@ pub fn keys_of<T: DeserializeOwned>() -> &'static [&'static str] {
     fields
 }
 
-/// Each registered section's tag as `table` gives it (None: not given, the default).
-pub fn tags(table: &toml::Table) -> Vec<Option<toml::Value>> {
-    SECTIONS.iter().map(|s| lookup(table, &join_path(s.path, s.tag)).cloned()).collect()
+/// Each of `sections`' tag as `table` gives it (None: not given, the default).
+pub fn tags(sections: &[Section], table: &toml::Table) -> Vec<Option<toml::Value>> {
+    sections.iter().map(|s| lookup(table, &join_path(s.path, s.tag)).cloned()).collect()
 }
 
 /// Where the overrides (`given`, a table of the keys they give) change a tagged section's
@@ -157,9 +154,14 @@ pub fn tags(table: &toml::Table) -> Vec<Option<toml::Value>> {
 /// alternative does not read left out of `table` (the file with the overrides applied): a
 /// note for each section that lost some. Keys the overrides give themselves stay, to be
 /// refused.
-pub fn switch(before: &[Option<toml::Value>], table: &mut toml::Table, given: &toml::Table) -> Vec<String> {
+pub fn switch(
+    sections: &[Section],
+    before: &[Option<toml::Value>],
+    table: &mut toml::Table,
+    given: &toml::Table,
+) -> Vec<String> {
     let mut notes = Vec::new();
-    for (s, before) in SECTIONS.iter().zip(before) {
+    for (s, before) in sections.iter().zip(before) {
         let tag_path = join_path(s.path, s.tag);
         if !crate::loader::gives(given, &tag_path) {
             continue;
