@@ -315,7 +315,7 @@ class _Tty(io.StringIO):
 def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
     err = _Tty()
     seen = []
-    from pktsim import commands
+    from pktsim.commands import reproduce as commands
 
     real = commands._reproduce_with_progress
 

@@ -156,8 +156,8 @@ def _measurement_args(p: argparse.ArgumentParser, freq_help: str) -> None:
 
 
 def _later(name: str):
-    """Command `name` of :mod:`pktsim.commands`, imported when it runs: `pktsim run` starts
-    without compiling or loading the other commands' code."""
+    """Command `name` of :mod:`pktsim.commands`, imported when it runs (its family's module
+    alone): `pktsim run` starts without compiling or loading the other commands' code."""
 
     def call(args) -> int:
         from . import commands

@@ -1,0 +1,99 @@
+"""``pktsim tune``: the knobs to set for a target, with the files that apply them."""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import UsageError
+from ..textio import json_text
+from .common import _writable_dir
+
+
+def cmd_tune(args) -> int:
+    from ..scenario import Scenario
+    from ..tune import GoalError, KnobError, TuneError, output, tune
+    from ..tune import knobs as knob_registry
+
+    if args.list_knobs:
+        data = Scenario.load(args.file, args.set).data if args.file else {"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}
+        print(knob_registry.describe(data))
+        return 0
+    if not args.file:
+        raise UsageError("tune: give a scenario FILE")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
+    sc = Scenario.load(args.file, args.set)
+    if args.output:
+        _writable_dir("-o", args.output)
+    spec = [k for item in (args.knobs or []) for k in _split_knobs(item)] or None
+    bar = None
+    progress = None
+    if not args.json and sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=args.budget, unit="cand", file=sys.stderr, leave=False)
+
+        def show(done, total, label):
+            bar.total = total
+            bar.n = done
+            bar.set_postfix_str(label, refresh=False)
+            bar.refresh()
+
+        progress = show
+
+    try:
+        t = tune(
+            sc,
+            load=args.load,
+            load_range=args.load_range,
+            loads=args.loads,
+            minimize=args.minimize,
+            maximize=args.maximize,
+            subject_to=args.subject_to,
+            knobs=spec,
+            budget=args.budget,
+            replications=args.replications,
+            seed=args.seed,
+            jobs=args.jobs,
+            dask=args.dask,
+            node=args.node,
+            progress=progress,
+        )
+    except (GoalError, KnobError, TuneError) as e:
+        raise UsageError(str(e)) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    if args.output:
+        try:
+            written = output.write(t, sc, args.output)
+        except OSError as e:
+            raise UsageError(f"-o {args.output}: cannot write the tune's files ({e.strerror or e})") from None
+    if args.json:
+        print(json_text(t))
+    else:
+        print(output.text(t))
+        if args.output:
+            print("\nwrote " + ", ".join(str(p) for p in written))
+    if not t["recommended"]:
+        print(f"pktsim tune: no recommendation: {t.get('why_none', 'no candidate meets the constraints')}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _split_knobs(item: str) -> list:
+    """``--knobs a,b`` (commas between knobs; a key's value list ``k=v1,v2`` keeps its commas)."""
+    out: list = []
+    for part in item.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if out and "=" in out[-1] and "=" not in part and not _looks_like_knob(part):
+            out[-1] += "," + part
+        else:
+            out.append(part)
+    return out
+
+
+def _looks_like_knob(text: str) -> bool:
+    return "." in text and text.split(".")[0] in ("nic", "host", "socket", "cpu", "app", "traffic")
