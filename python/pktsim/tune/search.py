@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .. import _core
-from ..experiments import Task, _profile_files, _run_dask, _worker_init, chunks, run_chunk
+from ..experiments.tasks import Task, _profile_files
+from ..experiments.workers import _run_dask, _worker_init, chunks, run_chunk
 from .goals import value
 from .knobs import Selection, same, value_text
 
