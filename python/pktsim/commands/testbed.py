@@ -249,7 +249,8 @@ def cmd_testbed_tune_check(args) -> int:
 
 
 def cmd_testbed_teardown(args) -> int:
-    from ..testbed.topology import LockBusy, require_root, teardown_all
+    from ..testbed.leftovers import LockBusy, teardown_all
+    from ..testbed.topology import require_root
 
     require_root()
     try:
