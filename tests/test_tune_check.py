@@ -6,6 +6,7 @@ root) a short real check that leaves nothing behind and restores every knob."""
 import copy
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -159,6 +160,23 @@ def test_sets_map_onto_the_duts_knobs_and_equal_keys_are_left_alone(good):
     assert ch["host.budget_time"].knob.name == "net.core.netdev_budget_usecs"
     # Not in the current sets: the tuned side sets it, the current side leaves the dut's value.
     assert (ch["host.gro_normal_batch"].current, ch["host.gro_normal_batch"].tuned) == (None, 16)
+
+
+def test_the_duts_knobs_are_the_tunes_keys_with_their_linux_names():
+    from pktsim.tune import knobs
+
+    for path, dut in tunecheck.KNOBS.items():
+        for key, k in dut.items():
+            assert k.key == key and k.name == k.param.linux
+            if k.where in ("sysfs", "sysctl"):
+                # What the testbed writes: a file of the veth or a sysctl, by its plain name.
+                assert re.fullmatch(r"[a-z_]+(\.[a-z_]+)*", k.name), (path, key, k.name)
+            try:
+                declared = knobs.param(key)
+            except KeyError:
+                continue  # a key no tune knob turns (threaded, gro_normal_batch)
+            if k.where != "forwarder":  # the forwarder's --batch is pktsim-tb's option, not the kernel's
+                assert k.param == declared, (path, key)
 
 
 @pytest.mark.parametrize(

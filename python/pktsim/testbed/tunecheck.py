@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..reproduce.rows import row, summary
+from ..tune.knobs import Param, param
 from . import runner
 from .errors import TestbedError
 
@@ -292,17 +293,28 @@ CONTEXT = {
 
 
 @dataclass(frozen=True)
-class Knob:
-    """A scenario key the testbed can set: ``where`` is ``sysfs`` (a file of the dut's
-    ingress veth), ``sysctl`` (a global one under /proc/sys) or ``forwarder`` (the AF_XDP
-    forwarder's option); ``name`` the file, sysctl or option; ``parse`` turns the set's
+class DutKnob:
+    """A knob's key as the testbed's dut applies it. ``param`` is the key's
+    :class:`pktsim.tune.knobs.Param`: the scenario key and its Linux name (the file, sysctl
+    or option written), the tune's own Param where a knob declares the key, one of its own
+    here for a key no knob turns or the forwarder's option; ``where`` is
+    ``sysfs`` (a file of the dut's ingress veth), ``sysctl`` (a global one under /proc/sys),
+    ``forwarder`` (the AF_XDP forwarder's option) or ``fixed``; ``parse`` turns the set's
     text into the integer written (raises ValueError with what was expected)."""
 
-    key: str
+    param: Param
     where: str
-    name: str
     parse: object
     doc: str
+
+    @property
+    def key(self) -> str:
+        return self.param.key
+
+    @property
+    def name(self) -> str:
+        """The file, sysctl or option: the key's Linux name."""
+        return self.param.linux
 
 
 def _int(lo: int, hi: int):
@@ -340,24 +352,27 @@ def _threaded(text: str) -> int:
 
 
 _NAPI = (
-    Knob("nic.napi.defer_hard_irqs", "sysfs", "napi_defer_hard_irqs", _int(0, 2**31 - 1), "/sys/class/net/tb-dut0/napi_defer_hard_irqs"),
-    Knob("nic.napi.gro_flush_timeout", "sysfs", "gro_flush_timeout", _duration(1000, 10**12, "written in ns"), "/sys/class/net/tb-dut0/gro_flush_timeout"),
-    Knob("nic.napi.threaded", "fixed", "threaded", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
-    Knob("host.budget", "sysctl", "net.core.netdev_budget", _int(1, 2**31 - 1), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
-    Knob(
-        "host.budget_time",
+    DutKnob(param("nic.napi.defer_hard_irqs"), "sysfs", _int(0, 2**31 - 1), "/sys/class/net/tb-dut0/napi_defer_hard_irqs"),
+    DutKnob(param("nic.napi.gro_flush_timeout"), "sysfs", _duration(1000, 10**12, "written in ns"), "/sys/class/net/tb-dut0/gro_flush_timeout"),
+    DutKnob(Param("nic.napi.threaded", (), linux="threaded"), "fixed", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
+    DutKnob(param("host.budget"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
+    DutKnob(
+        param("host.budget_time"),
         "sysctl",
-        "net.core.netdev_budget_usecs",
         _duration(10**6, 10**12, "written in whole us"),
         "sysctl net.core.netdev_budget_usecs (global; threaded NAPI does not use it)",
     ),
-    Knob("host.gro_normal_batch", "sysctl", "net.core.gro_normal_batch", _int(1, 2**31 - 1), "sysctl net.core.gro_normal_batch (global)"),
+    DutKnob(Param("host.gro_normal_batch", (), linux="net.core.gro_normal_batch"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.gro_normal_batch (global)"),
 )
 KNOBS = {
     "stack": {k.key: k for k in _NAPI},
     "defer": {k.key: k for k in _NAPI},
     "afxdp": {k.key: k for k in _NAPI}
-    | {"host.af_xdp.batch": Knob("host.af_xdp.batch", "forwarder", "--batch", _int(1, 256), "pktsim-tb xskfwd --batch (frames per batch, 1 to 256)")},
+    | {
+        "host.af_xdp.batch": DutKnob(
+            Param("host.af_xdp.batch", (), linux="--batch"), "forwarder", _int(1, 256), "pktsim-tb xskfwd --batch (frames per batch, 1 to 256)"
+        )
+    },
 }
 # Why a key that is not applicable is not, where there is more to say than "no such knob".
 NOT_ON_VETH = {
@@ -374,7 +389,7 @@ AFXDP_BATCH = 64  # the model's default host.af_xdp.batch: the forwarder's batch
 @dataclass
 class Change:
     key: str
-    knob: Knob
+    knob: DutKnob
     current: int | None  # None: as the dut has it before the run
     tuned: int | None
     current_text: str | None
@@ -434,7 +449,7 @@ def _sysctl_path(name: str) -> Path:
     return Path("/proc/sys") / name.replace(".", "/")
 
 
-def read_knob(knob: Knob) -> int | None:
+def read_knob(knob: DutKnob) -> int | None:
     """The knob's value on the testbed now (None for the forwarder's, which has none)."""
     from .topology import DUT, DUT_IN, _sh
 
@@ -448,7 +463,7 @@ def read_knob(knob: Knob) -> int | None:
     return None
 
 
-def write_knob(knob: Knob, value: int) -> None:
+def write_knob(knob: DutKnob, value: int) -> None:
     from .topology import DUT, DUT_IN, _sh
 
     if knob.where == "sysfs":

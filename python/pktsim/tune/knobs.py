@@ -295,9 +295,24 @@ def _knobs(data: dict) -> dict:
     return {k.name: k for k in knobs}
 
 
+# A scenario with everything a knob can apply to (an application, a device with DIM profiles).
+_EVERYTHING = {"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}
+
+
 def names() -> list:
     """Every knob's name (as for a scenario with everything: the list ``--knobs`` accepts)."""
-    return list(_knobs({"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}))
+    return list(_knobs(_EVERYTHING))
+
+
+def param(key: str) -> Param:
+    """The :class:`Param` a knob declares for ``key`` (as for a scenario with everything):
+    the one place its Linux name is written, which the testbed's tune-check also applies.
+    Raises ``KeyError`` for a key no knob sets."""
+    for k in _knobs(_EVERYTHING).values():
+        for p in k.params:
+            if p.key == key:
+                return p
+    raise KeyError(key)
 
 
 class KnobError(ValueError):
