@@ -24,20 +24,62 @@ testbed counterpart. ``cpu_utilization`` is the dut CPU's share spent by the NAP
 ``cpu_by_activity.interference`` (time the CPU spent elsewhere, which the thread's
 runtime does not contain). veth has no interrupts: ``irq_per_s`` is held against the NAPI
 thread's wake-ups per second.
+
+Reading tune.json and its metrics is :mod:`~pktsim.testbed.tunefile`, the dut's knobs
+:mod:`~pktsim.testbed.dutknobs`; measuring, comparing and the text and figure are here,
+which also gives those modules' names.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..reproduce.rows import row, summary
-from ..tune.knobs import Param, param
 from . import runner
+from .dutknobs import AFXDP_BATCH, KNOBS, NOT_ON_VETH, Applied, Change, DutKnob, batch_of, plan, read_knob, write_knob
 from .errors import TestbedError
+from .tunefile import ALIASES, CONTEXT, METRICS, OPS, Metric, Refused, _num, _show, load, lookup
+
+__all__ = [
+    "run",
+    "load",
+    "plan",
+    "measure",
+    "compare",
+    "text",
+    "plot",
+    "Refused",
+    "lookup",
+    "OPS",
+    "Metric",
+    "METRICS",
+    "ALIASES",
+    "CONTEXT",
+    "DutKnob",
+    "KNOBS",
+    "NOT_ON_VETH",
+    "AFXDP_BATCH",
+    "Change",
+    "batch_of",
+    "read_knob",
+    "write_knob",
+    "Applied",
+    "SOURCE",
+    "GOAL",
+    "PATHS",
+    "ROUNDS",
+    "MAX_SHARE",
+    "model_capacity",
+    "t95",
+    "stats",
+    "improvement",
+    "compare_metric",
+    "BURSTY_FRAMES_PER_SEND",
+    "offered_traffic",
+    "fmt",
+]
 
 SOURCE = "testbed"
 GOAL = 0.25  # the measured improvement within this share of the predicted one
@@ -45,468 +87,6 @@ PATHS = ("stack", "defer", "afxdp")
 ROUNDS = (3, 2)  # (full, quick) rounds of current + tuned
 # Measured below this share of the dut's capacity: a load above it is refused (see --load-share).
 MAX_SHARE = 0.98
-
-
-class Refused(TestbedError):
-    """tune.json or the command line asks for what tune-check cannot do (exit 2, as a usage error)."""
-
-
-# ------------------------------------------------------------------------------ tune.json
-
-
-def _show(v) -> str:
-    text = json.dumps(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _bad(file: Path, key: str, value, expected: str) -> Refused:
-    return Refused(f"{file}: {key} = {_show(value)}: expected {expected}")
-
-
-def _missing(file: Path, key: str, expected: str) -> Refused:
-    return Refused(f"{file}: {key} is missing: expected {expected}")
-
-
-def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def lookup(obj: dict, dotted: str, missing=None):
-    """``obj["latency_ns"]["p99"]`` for ``"latency_ns.p99"`` (the whole key first: some
-    keys of a run's JSON contain no dot but a path does); ``missing`` when absent."""
-    if dotted in obj:
-        return obj[dotted]
-    cur = obj
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return missing
-        cur = cur[part]
-    return cur
-
-
-def load(directory: str | Path) -> dict:
-    """``DIR/tune.json``, checked: every key tune-check uses, with its type and range.
-    Raises :class:`Refused` naming the file, the key path, the value and what was expected."""
-    d = Path(directory)
-    f = d / "tune.json"
-    if not d.is_dir():
-        raise Refused(f"{d}: not a directory; expected the directory `pktsim tune ... -o DIR` wrote (with DIR/tune.json)")
-    try:
-        text = f.read_text()
-    except FileNotFoundError:
-        raise Refused(f"{f}: no such file; expected the tune.json `pktsim tune ... -o {d}` writes") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise Refused(f"{f}: cannot read it ({getattr(e, 'strerror', None) or e}); expected the tune.json of `pktsim tune -o`") from None
-    try:
-        t = json.loads(text)
-    except ValueError as e:
-        raise Refused(f"{f}: not JSON ({e}); expected the tune.json of `pktsim tune -o`") from None
-    if not isinstance(t, dict):
-        raise Refused(f"{f}: the top level is {type(t).__name__}; expected a JSON object (the tune.json of `pktsim tune -o`)")
-
-    def need(key: str, ok, expected: str, obj=None, path=None):
-        obj = t if obj is None else obj
-        path = path or key
-        if key not in obj:
-            raise _missing(f, path, expected)
-        if not ok(obj[key]):
-            raise _bad(f, path, obj[key], expected)
-        return obj[key]
-
-    need("scenario", lambda v: isinstance(v, str) and v, "the path of the scenario the tune ran (a text)")
-    if t.get("load_pps") is None and "load_pps" in t and isinstance(t.get("current"), dict) and isinstance(t["current"].get("predicted"), dict):
-        t["load_pps"] = t["current"]["predicted"].get("offered_pps")  # the tune ran at the scenario's own rate
-    need("load_pps", lambda v: _num(v) and v > 0, "the target load in packets per second, a number above 0")
-    if "sets" in t:
-        need("sets", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v), 'a list of "KEY=VALUE" texts')
-    objectives = need("objectives", lambda v: isinstance(v, list) and v, "a non-empty list of {metric, direction}")
-    for i, o in enumerate(objectives):
-        p = f"objectives[{i}]"
-        if not isinstance(o, dict):
-            raise _bad(f, p, o, 'an object {"metric": ..., "direction": "minimize" | "maximize"}')
-        o["metric"] = _metric(
-            f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. cpu_utilization", o, f"{p}.metric"), f"{p}.metric"
-        )
-        need("direction", lambda v: v in ("minimize", "maximize"), '"minimize" or "maximize"', o, f"{p}.direction")
-    constraints = need("constraints", lambda v: isinstance(v, list), "a list of {metric, op, bound} (may be empty)") if "constraints" in t else []
-    t.setdefault("constraints", constraints)
-    for i, c in enumerate(constraints):
-        p = f"constraints[{i}]"
-        if not isinstance(c, dict):
-            raise _bad(f, p, c, 'an object {"metric": ..., "op": "<=", "bound": ...}')
-        c["metric"] = _metric(
-            f, need("metric", lambda v: isinstance(v, str), "a metric key of `pktsim run --json`, e.g. latency_ns.p99", c, f"{p}.metric"), f"{p}.metric"
-        )
-        need("op", lambda v: v in OPS, " or ".join(f'"{o}"' for o in OPS), c, f"{p}.op")
-        need("bound", _num, "a finite number in the metric's base unit (ns, pps, a fraction)", c, f"{p}.bound")
-    metrics = [o["metric"] for o in objectives] + [c["metric"] for c in constraints]
-    if "recommended" in t and t["recommended"] is None:
-        raise Refused(f"{f}: recommended = null: the tune found no configuration that meets its constraints; nothing to check")
-    for side in ("current", "recommended"):
-        s = need(side, lambda v: isinstance(v, dict), "an object {sets, predicted}")
-        sets = need("sets", lambda v: isinstance(v, dict), 'an object {"KEY": "VALUE", ...} of `pktsim run --set` texts', s, f"{side}.sets")
-        for k, v in sets.items():
-            if not (isinstance(v, str) or _num(v) or isinstance(v, bool)):
-                raise _bad(f, f"{side}.sets.{k}", v, 'a value as `pktsim run --set` takes it, e.g. "50us" or "2"')
-            sets[k] = _text(v)
-        pred = need("predicted", lambda v: isinstance(v, dict), "the `pktsim run --json` object at load_pps", s, f"{side}.predicted")
-        for m in metrics:
-            for key in METRICS[m].needs:
-                v = lookup(pred, key, _ABSENT)
-                if v is _ABSENT:
-                    raise _missing(f, f"{side}.predicted.{key}", f"a number (the model's {key} at load_pps, for {m})")
-                if not _num(v):
-                    raise _bad(f, f"{side}.predicted.{key}", v, f"a finite number (the model's {key} at load_pps)")
-    t["_file"] = str(f)
-    return t
-
-
-_ABSENT = object()
-
-
-def _text(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return v if isinstance(v, str) else f"{v:g}"
-
-
-def _metric(f: Path, m: str, path: str) -> str:
-    m = ALIASES.get(m, m)
-    if m not in METRICS:
-        raise _bad(f, path, m, f"a metric the testbed measures: {', '.join(METRICS)} (or {', '.join(ALIASES)})")
-    return m
-
-
-OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
-
-
-# ------------------------------------------------------------------------------ metrics
-
-
-@dataclass(frozen=True)
-class Metric:
-    """A metric of ``pktsim run --json`` and its testbed counterpart: ``label`` and
-    ``unit`` for the table, ``scale`` from the base unit to it, ``needs`` (keys of the
-    run's JSON the prediction reads), ``predicted(run)`` and ``measured(point)`` in base
-    units (None where not measured)."""
-
-    label: str
-    unit: str
-    scale: float
-    needs: tuple
-    predicted: object
-    measured: object
-
-
-def _own_cpu(r: dict) -> float:
-    """The dut CPU's share the model's packet work used: ``cpu_utilization`` less the
-    time the CPU spent elsewhere (``cpu_by_activity.interference``)."""
-    return r["cpu_utilization"] - (lookup(r, "cpu_by_activity.interference") or 0.0)
-
-
-def _own_cores(r: dict) -> float:
-    """``cpu_cores`` (the sum of ``cpu_per_core``) less the interference of every core."""
-    per_core = r.get("cpu_per_core")
-    if isinstance(per_core, list) and per_core:
-        return float(sum(per_core)) - len(per_core) * (lookup(r, "cpu_by_activity.interference") or 0.0)
-    return _own_cpu(r)
-
-
-def _inv(x):
-    return 1 / x if x else None
-
-
-def _wakeups(r: dict) -> float | None:
-    """Wake-ups of the NAPI thread per forwarded frame in a run's JSON (veth's threaded NAPI
-    reports ``io.wakeups``, a device's NAPI thread ``io.thread_wakeups``)."""
-    io = r.get("io") or {}
-    w = io.get("wakeups", io.get("thread_wakeups"))
-    fwd = r.get("forwarded_packets")
-    return w / fwd if w is not None and fwd else None
-
-
-METRICS = {
-    "cpu_utilization": Metric("dut CPU share", "%", 100, ("cpu_utilization",), _own_cpu, lambda p: p["dut_utilization"]),
-    # `pktsim tune`'s derived figures: the cores' worth of CPU, and that CPU per offered packet.
-    "cpu_cores": Metric("dut CPU", "cores", 1, ("cpu_utilization",), _own_cores, lambda p: p["dut_utilization"]),
-    "cpu_ns_per_packet": Metric(
-        "dut CPU per offered frame",
-        "us",
-        1e-3,
-        ("cpu_utilization", "offered_pps"),
-        lambda r: _own_cores(r) * 1e9 / r["offered_pps"] if r["offered_pps"] else None,
-        lambda p: p["dut_utilization"] * 1e9 / p["offered_pps"] if p["offered_pps"] else None,
-    ),
-    "throughput_pps": Metric("forwarded", "kpps", 1e-3, ("throughput_pps",), lambda r: r["throughput_pps"], lambda p: p["forwarded_pps"]),
-    "loss_ratio": Metric("loss", "%", 100, ("loss_ratio",), lambda r: r["loss_ratio"], lambda p: p["loss_ratio"]),
-    **{
-        f"latency_ns.{q}": Metric(
-            f"latency {q.replace('p999', 'p99.9')}",
-            "us",
-            1e-3,
-            (f"latency_ns.{q}",),
-            (lambda pct: lambda r: lookup(r, f"latency_ns.{pct}"))(q),
-            (lambda pct: lambda p: p["latency_ns"][pct])(q),
-        )
-        for q in runner.PERCENTILES
-    },
-    "polls_per_packet": Metric("polls per frame", "", 1, ("polls_per_packet",), lambda r: r["polls_per_packet"], lambda p: _inv(p["packets_per_poll"])),
-    "packets_per_poll.mean": Metric(
-        "frames per poll", "frames", 1, ("packets_per_poll.mean",), lambda r: lookup(r, "packets_per_poll.mean"), lambda p: p["packets_per_poll"]
-    ),
-    "irq_per_s": Metric(
-        "NAPI thread wake-ups per second (veth: no IRQ)",
-        "k/s",
-        1e-3,
-        ("forwarded_packets", "throughput_pps"),
-        lambda r: _wakeups(r) * r["throughput_pps"] if _wakeups(r) is not None else None,
-        lambda p: p["forwarded_pps"] / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
-    ),
-}
-# `pktsim tune`'s short names.
-ALIASES = {
-    "cpu": "cpu_cores",
-    "latency": "latency_ns.p99",
-    "p50": "latency_ns.p50",
-    "p99": "latency_ns.p99",
-    "p999": "latency_ns.p999",
-    "loss": "loss_ratio",
-    "throughput": "throughput_pps",
-}
-# Shown for every check, after the objectives and constraints: what the dial does to the
-# dut's work (``derived``: from the run's cpu_utilization and throughput, and its counts).
-CONTEXT = {
-    "cpu_per_frame": Metric(
-        "dut CPU per frame",
-        "us",
-        1e-3,
-        ("cpu_utilization", "throughput_pps"),
-        lambda r: _own_cpu(r) * 1e9 / r["throughput_pps"] if r["throughput_pps"] else None,
-        lambda p: p["dut_ns_per_packet"],
-    ),
-    "wakeups_per_frame": Metric("wake-ups per frame", "", 1, (), _wakeups, lambda p: _inv(p["packets_per_wakeup"])),
-    "packets_per_poll.mean": METRICS["packets_per_poll.mean"],
-}
-
-
-# ------------------------------------------------------------------------------ knobs
-
-
-@dataclass(frozen=True)
-class DutKnob:
-    """A knob's key as the testbed's dut applies it. ``param`` is the key's
-    :class:`pktsim.tune.knobs.Param`: the scenario key and its Linux name (the file, sysctl
-    or option written), the tune's own Param where a knob declares the key, one of its own
-    here for a key no knob turns or the forwarder's option; ``where`` is
-    ``sysfs`` (a file of the dut's ingress veth), ``sysctl`` (a global one under /proc/sys),
-    ``forwarder`` (the AF_XDP forwarder's option) or ``fixed``; ``parse`` turns the set's
-    text into the integer written (raises ValueError with what was expected)."""
-
-    param: Param
-    where: str
-    parse: object
-    doc: str
-
-    @property
-    def key(self) -> str:
-        return self.param.key
-
-    @property
-    def name(self) -> str:
-        """The file, sysctl or option: the key's Linux name."""
-        return self.param.linux
-
-
-def _int(lo: int, hi: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(str(text).strip().replace("_", ""))
-        except ValueError:
-            raise ValueError(f"a whole number from {lo} to {hi}") from None
-        if not lo <= v <= hi:
-            raise ValueError(f"a whole number from {lo} to {hi}")
-        return v
-
-    return parse
-
-
-def _duration(unit_ps: int, hi_ps: int, what: str):
-    def parse(text: str) -> int:
-        from ..model import parse_quantity
-
-        try:
-            ps = parse_quantity("duration", str(text))
-        except ValueError:
-            raise ValueError(f'a time with its unit, e.g. "50us" ({what})') from None
-        if not 0 <= ps <= hi_ps:
-            raise ValueError(f"a time from 0 to {hi_ps / 1e12:g} s ({what})")
-        return int(round(ps / unit_ps))
-
-    return parse
-
-
-def _threaded(text: str) -> int:
-    if str(text).strip().lower() in ("true", "1"):
-        return 1
-    raise ValueError("true: the path's NAPI is always threaded (its kernel thread is the one measured)")
-
-
-_NAPI = (
-    DutKnob(param("nic.napi.defer_hard_irqs"), "sysfs", _int(0, 2**31 - 1), "/sys/class/net/tb-dut0/napi_defer_hard_irqs"),
-    DutKnob(param("nic.napi.gro_flush_timeout"), "sysfs", _duration(1000, 10**12, "written in ns"), "/sys/class/net/tb-dut0/gro_flush_timeout"),
-    DutKnob(Param("nic.napi.threaded", (), linux="threaded"), "fixed", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
-    DutKnob(param("host.budget"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
-    DutKnob(
-        param("host.budget_time"),
-        "sysctl",
-        _duration(10**6, 10**12, "written in whole us"),
-        "sysctl net.core.netdev_budget_usecs (global; threaded NAPI does not use it)",
-    ),
-    DutKnob(Param("host.gro_normal_batch", (), linux="net.core.gro_normal_batch"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.gro_normal_batch (global)"),
-)
-KNOBS = {
-    "stack": {k.key: k for k in _NAPI},
-    "defer": {k.key: k for k in _NAPI},
-    "afxdp": {k.key: k for k in _NAPI}
-    | {
-        "host.af_xdp.batch": DutKnob(
-            Param("host.af_xdp.batch", (), linux="--batch"), "forwarder", _int(1, 256), "pktsim-tb xskfwd --batch (frames per batch, 1 to 256)"
-        )
-    },
-}
-# Why a key that is not applicable is not, where there is more to say than "no such knob".
-NOT_ON_VETH = {
-    "nic.rx_ring": "veth's ring is fixed (VETH_RING_SIZE = 256 entries)",
-    "nic.tx_ring": "veth has no tx ring to size",
-    "nic.itr": "veth has no interrupt moderation (no interrupts)",
-    "nic.napi.irq_suspend_timeout": "it acts only with epoll busy polling, which the path does not run",
-    "host.weight": "veth's NAPI weight is fixed (NAPI_POLL_WEIGHT = 64)",
-    "host.af_xdp": "only --path afxdp runs an AF_XDP forwarder",
-}
-AFXDP_BATCH = 64  # the model's default host.af_xdp.batch: the forwarder's batch when the sets do not give one
-
-
-@dataclass
-class Change:
-    key: str
-    knob: DutKnob
-    current: int | None  # None: as the dut has it before the run
-    tuned: int | None
-    current_text: str | None
-    tuned_text: str | None
-
-
-def plan(tune: dict, path: str) -> list[Change]:
-    """The knobs to turn between current and tuned (keys whose values differ), each
-    checked; raises :class:`Refused` for a key the path cannot apply, naming it and
-    listing what the path can."""
-    if path not in KNOBS:
-        raise Refused(f"--path {path}: expected one of {', '.join(KNOBS)}")
-    knobs = KNOBS[path]
-    cur, rec = tune["current"]["sets"], tune["recommended"]["sets"]
-    f = tune.get("_file", "tune.json")
-    out = []
-    for key in sorted(set(cur) | set(rec), key=lambda k: (list(rec) + list(cur)).index(k)):
-        a, b = cur.get(key), rec.get(key)
-        if a == b:
-            continue  # the same in both: nothing to apply
-        knob = knobs.get(key)
-        if knob is None:
-            why = next((w for p, w in NOT_ON_VETH.items() if key == p or key.startswith(p + ".")), None)
-            raise Refused(
-                f"{f}: {key} = {_show(a)} (current), {_show(b)} (recommended): the {path} path cannot apply it"
-                + (f" ({why})" if why else "")
-                + f"; it can apply {', '.join(knobs)}"
-            )
-        vals = []
-        for side, text in (("current", a), ("recommended", b)):
-            if text is None:
-                vals.append(None)
-                continue
-            try:
-                vals.append(knob.parse(text))
-            except ValueError as e:
-                raise _bad(Path(f), f"{side}.sets.{key}", text, f"{e} ({knob.doc})") from None
-        out.append(Change(key, knob, vals[0], vals[1], a, b))
-    return out
-
-
-def batch_of(changes: list[Change], side: str, tune: dict) -> int:
-    """The AF_XDP forwarder's batch size for one side (its set, else the model's default)."""
-    for c in changes:
-        if c.key == "host.af_xdp.batch":
-            v = c.current if side == "current" else c.tuned
-            if v is not None:
-                return v
-    v = tune[side]["sets"].get("host.af_xdp.batch")
-    return KNOBS["afxdp"]["host.af_xdp.batch"].parse(v) if v is not None else AFXDP_BATCH
-
-
-# ------------------------------------------------------------------------------ applying
-
-
-def _sysctl_path(name: str) -> Path:
-    return Path("/proc/sys") / name.replace(".", "/")
-
-
-def read_knob(knob: DutKnob) -> int | None:
-    """The knob's value on the testbed now (None for the forwarder's, which has none)."""
-    from .topology import DUT, DUT_IN, _sh
-
-    if knob.where == "sysfs":
-        return int(_sh("cat", f"/sys/class/net/{DUT_IN}/{knob.name}", ns=DUT).strip())
-    if knob.where == "sysctl":
-        try:
-            return int(_sysctl_path(knob.name).read_text().split()[0])
-        except (OSError, ValueError, IndexError) as e:
-            raise TestbedError(f"cannot read sysctl {knob.name}: {e}") from None
-    return None
-
-
-def write_knob(knob: DutKnob, value: int) -> None:
-    from .topology import DUT, DUT_IN, _sh
-
-    if knob.where == "sysfs":
-        _sh("sh", "-c", f"echo {int(value)} > /sys/class/net/{DUT_IN}/{knob.name}", ns=DUT)
-    elif knob.where == "sysctl":
-        try:
-            _sysctl_path(knob.name).write_text(f"{int(value)}\n")
-        except OSError as e:
-            raise TestbedError(f"cannot set sysctl {knob.name} = {value}: {e.strerror or e}") from None
-
-
-class Applied:
-    """The knobs of a check on the testbed: :meth:`set` puts one side's values in place,
-    :meth:`restore` (always called, with signals held) the values found before."""
-
-    def __init__(self, topo, changes: list[Change]):
-        self.topo = topo
-        self.changes = [c for c in changes if c.knob.where in ("sysfs", "sysctl")]
-        self.before = {c.key: read_knob(c.knob) for c in self.changes}
-        sysctls = {c.knob.name: self.before[c.key] for c in self.changes if c.knob.where == "sysctl"}
-        if sysctls and getattr(topo, "_lock", None) is not None:
-            # A run killed before it restores them: the next run's reap() writes them back.
-            topo._lock.write(sysctls=sysctls)
-
-    def set(self, side: str) -> None:
-        for c in self.changes:
-            v = c.current if side == "current" else c.tuned
-            write_knob(c.knob, self.before[c.key] if v is None else v)
-
-    def restore(self) -> None:
-        from .topology import _signals_held
-
-        with _signals_held():
-            for c in self.changes:
-                try:
-                    write_knob(c.knob, self.before[c.key])
-                except TestbedError:
-                    pass
-            if getattr(self.topo, "_lock", None) is not None and any(c.knob.where == "sysctl" for c in self.changes):
-                self.topo._lock.write(sysctls={})
-
-
-# ------------------------------------------------------------------------------ measuring
 
 
 def model_capacity(tune: dict) -> float:
@@ -588,8 +168,6 @@ def _capacity(topo, path: str, batch: int | None) -> dict:
         runner.measure(topo, None, runner.WARMUP_S, run_id=998, app_pid=fwd.pid)
         return runner.measure(topo, None, 1.0, run_id=999, app_pid=fwd.pid)
 
-
-# ------------------------------------------------------------------------------ comparing
 
 # Two-sided 95% Student t quantiles by degrees of freedom (for more than 30, 1.96 is close enough).
 _T95 = {
@@ -808,9 +386,6 @@ def run(
         "machine": validate.machine(),
         "measurements": ms,
     }
-
-
-# ------------------------------------------------------------------------------ text and figure
 
 
 def fmt(v, scale=1.0, digits=3) -> str:
