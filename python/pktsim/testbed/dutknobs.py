@@ -168,6 +168,9 @@ def batch_of(changes: list[Change], side: str, tune: dict) -> int:
     return KNOBS["afxdp"]["host.af_xdp.batch"].parse(v) if v is not None else AFXDP_BATCH
 
 
+# ------------------------------------------------------------------------------ applying
+
+
 def _sysctl_path(name: str) -> Path:
     return Path("/proc/sys") / name.replace(".", "/")
 

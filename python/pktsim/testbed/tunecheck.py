@@ -89,6 +89,9 @@ ROUNDS = (3, 2)  # (full, quick) rounds of current + tuned
 MAX_SHARE = 0.98
 
 
+# ------------------------------------------------------------------------------ measuring
+
+
 def model_capacity(tune: dict) -> float:
     """The model's saturation rate (pps) for the tune's scenario and base sets with the
     current sets: the throughput when offered five times the target load."""
@@ -170,6 +173,9 @@ def _capacity(topo, path: str, batch: int | None) -> dict:
 
 
 # Two-sided 95% Student t quantiles by degrees of freedom (for more than 30, 1.96 is close enough).
+# ------------------------------------------------------------------------------ comparing
+
+
 _T95 = {
     1: 12.706,
     2: 4.303,
@@ -386,6 +392,9 @@ def run(
         "machine": validate.machine(),
         "measurements": ms,
     }
+
+
+# ------------------------------------------------------------------------------ text and figure
 
 
 def fmt(v, scale=1.0, digits=3) -> str:

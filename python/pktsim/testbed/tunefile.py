@@ -18,6 +18,9 @@ class Refused(TestbedError):
     """tune.json or the command line asks for what tune-check cannot do (exit 2, as a usage error)."""
 
 
+# ------------------------------------------------------------------------------ tune.json
+
+
 def _show(v) -> str:
     text = json.dumps(v)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -142,6 +145,9 @@ def _metric(f: Path, m: str, path: str) -> str:
 
 
 OPS = {"<=": lambda a, b: a <= b, "<": lambda a, b: a < b, ">=": lambda a, b: a >= b, ">": lambda a, b: a > b}
+
+
+# ------------------------------------------------------------------------------ metrics
 
 
 @dataclass(frozen=True)
