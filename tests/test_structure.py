@@ -113,6 +113,16 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+MAX_LINES = 600
+
+
+def test_no_module_is_over_600_lines():
+    # A module that grows past this is split along its seams (a package of modules that
+    # still gives every name it gave).
+    long = {name: n for name, path in modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
 def test_every_module_imports():
     for name in modules():
         if name == f"{PACKAGE}.__main__":
