@@ -36,13 +36,13 @@ __all__ = ["AUTHORS", "KINDS", "PAPERS", "Paper", "paper_id", "reproduce", "row"
 
 class Paper:
     """One reproduction: its ``key`` ("000", "xdp2018"), the ``aliases`` it is also found
-    by (its first authors' names, lower case), the ``module`` of this package that reproduces it, the
-    simulations its reproduction ``runs`` (for the progress bar's ETA; the tests hold it to
-    the count) and the bundled ``scenario`` the report shows, if any.
+    by (its first authors' names, lower case), the ``module`` of this package that
+    reproduces it, the simulations its reproduction ``runs`` (for the progress bar's ETA;
+    the tests hold it to the count) and the bundled ``scenario`` the report shows, if any.
 
     ``title``, ``reproduce`` and ``figures`` are the module's ``TITLE``, ``reproduce()`` and
-    ``figures(directory, result)`` (the report's plots: (file name, caption) each). Indexed,
-    a paper is the (title, reproduce) pair :data:`PAPERS` held before it held papers."""
+    ``figures(directory, result)`` (the report's plots: (file name, caption) each).
+    Indexed, a paper is still the (title, reproduce) pair that :data:`PAPERS` used to hold."""
 
     __slots__ = ("key", "aliases", "module", "runs", "scenario")
 
