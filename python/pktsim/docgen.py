@@ -63,16 +63,35 @@ def _one_line(text: str | None) -> str:
     return " ".join((text or "").split()).replace("|", "\\|")
 
 
+def _alternative(schema: dict, alt: dict) -> dict:
+    """One alternative of a tagged section as one table: its own keys (the tag among them)
+    and those of the struct it refers to."""
+    target = _resolve(schema, alt) if "$ref" in alt else alt
+    return {
+        **target,
+        "properties": {**alt.get("properties", {}), **target.get("properties", {})},
+        "required": alt.get("required", []) + target.get("required", []),
+        "description": alt.get("description") or target.get("description"),
+    }
+
+
 def _alternatives(schema: dict, node: dict) -> list[dict]:
     """A tagged section's alternatives (each a table of its own), or []."""
     r = _resolve(schema, node)
-    alts = [_resolve(schema, a) for a in r.get("oneOf", [])]
-    return alts if alts and all(a.get("properties") for a in alts) else []
+    alts = [_alternative(schema, a) for a in r.get("oneOf", [])]
+    return alts if alts and all(any("const" in v for v in a.get("properties", {}).values()) for a in alts) else []
 
 
 def _tag_of(alt: dict) -> tuple[str, str]:
     """The tag's key and value of one alternative of a tagged section."""
     return next((k, v["const"]) for k, v in alt["properties"].items() if "const" in v)
+
+
+def _row(schema: dict, key: str, sub: dict, required: bool, defaults: dict | None = None) -> str:
+    d = sub.get("default", (defaults or {}).get(key, ""))
+    d = "" if d in ("", None) or isinstance(d, (dict, list)) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
+    desc = _one_line(sub.get("description") or _resolve(schema, sub).get("description"))
+    return f"| `{key}` | {_kind(schema, sub)} | {d} | {desc}{' (required)' if required else ''} |"
 
 
 def _tagged(schema: dict, node: dict, path: str, out: list[str]) -> None:
@@ -85,6 +104,14 @@ def _tagged(schema: dict, node: dict, path: str, out: list[str]) -> None:
         out += [_one_line(r["description"]), ""]
     values = ", ".join(f"`{_tag_of(a)[1]}`" for a in alts)
     out += [f"`{tag}` picks one of {values}" + (f" (default: `{default}`)" if default else "") + "; each reads only the keys listed under it.", ""]
+    # Keys every alternative reads, beside the tag.
+    common = r.get("properties") or {}
+    if common:
+        out += ["Every alternative reads:", "", "| key | value | default | meaning |", "|---|---|---|---|"]
+        out += [_row(schema, k, v, k in r.get("required", [])) for k, v in common.items()]
+        out.append("")
+    # Tables of their own, described once after the alternatives, with those that read them.
+    nested: dict[str, list[tuple[dict, str]]] = {}
     for alt in alts:
         value = _tag_of(alt)[1]
         out += [f'### `{path}.{tag} = "{value}"`', ""]
@@ -96,11 +123,36 @@ def _tagged(schema: dict, node: dict, path: str, out: list[str]) -> None:
             continue
         out += ["| key | value | default | meaning |", "|---|---|---|---|"]
         for key, sub in keys.items():
-            d = sub.get("default", "")
-            d = "" if d in ("", None) or isinstance(d, (dict, list)) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
-            required = " (required)" if key in alt.get("required", []) else ""
-            out.append(f"| `{key}` | {_kind(schema, sub)} | {d} | {_one_line(sub.get('description') or _resolve(schema, sub).get('description'))}{required} |")
+            full = f"{path}.{key}"
+            if _resolve(schema, sub).get("properties") or _alternatives(schema, sub):
+                nested.setdefault(full, []).append((sub, value))
+                out.append(f"| `{key}` | table | | see [`[{full}]`](#{full.replace('.', '')}) |")
+            else:
+                out.append(_row(schema, key, sub, key in alt.get("required", [])))
         out.append("")
+    for full, subs in nested.items():
+        node = subs[0][0]
+        refs = {json.dumps(sub, sort_keys=True) for sub, _ in subs}
+        if len(refs) > 1:
+            # One table that alternatives read differently: every key, each said where only
+            # some of them read it.
+            tables = [(_resolve(schema, sub), v) for sub, v in subs]
+            props: dict = {}
+            for t, _ in tables:
+                props.update(t.get("properties", {}))
+            for key, sub in props.items():
+                only = [v for t, v in tables if key in t.get("properties", {})]
+                if len(only) < len(tables):
+                    where = ", ".join(f'`{path}.{tag} = "{v}"`' for v in only)
+                    props[key] = {**sub, "description": f"{sub.get('description', '')} (only {where})"}
+            common = (tables[0][0].get("description") or "").split(" (")[0]
+            node = {"type": "object", "properties": props, "description": common}
+        at = len(out)
+        _table(schema, node, full, out)
+        if len(out) > at + 1:
+            modes = ", ".join(f'`{path}.{tag} = "{v}"`' for _, v in subs)
+            out.insert(at + 2, f"Read with {modes}.")
+            out.insert(at + 3, "")
 
 
 def _table(schema: dict, node: dict, path: str, out: list[str]) -> None:

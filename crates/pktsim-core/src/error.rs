@@ -17,9 +17,15 @@ pub(crate) fn nest(path: &str, message: &str) -> String {
     format!("{PATH_SEP}{path}{PATH_SEP}{message}")
 }
 
+/// Stands in a tagged section's message for the section's own path (`host.`), which only
+/// [`unnest`] knows: `no \u{1d}batch.t_empty with \u{1d}io = ...` reads `no host.batch.t_empty
+/// with host.io = ...`.
+pub(crate) const SECTION_MARK: char = '\u{1d}';
+
 /// A deserializer's message with the paths [`nest`]ed in it joined onto `path`, the path
-/// the message was raised at.
-pub(crate) fn unnest(mut path: String, mut message: &str) -> (String, &str) {
+/// the message was raised at (the section's, where [`SECTION_MARK`] stands).
+pub(crate) fn unnest(mut path: String, mut message: &str) -> (String, String) {
+    let section = if path.is_empty() { String::new() } else { format!("{path}.") };
     while let Some(rest) = message.strip_prefix(PATH_SEP) {
         let Some((inner, after)) = rest.split_once(PATH_SEP) else { break };
         if !inner.is_empty() {
@@ -27,7 +33,7 @@ pub(crate) fn unnest(mut path: String, mut message: &str) -> (String, &str) {
         }
         message = after;
     }
-    (path, message)
+    (path, message.replace(SECTION_MARK, &section))
 }
 
 /// A rejected scenario, cost profile or command-line value.

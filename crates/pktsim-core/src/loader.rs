@@ -32,7 +32,7 @@ where
         let message = message.split("\nin `").next().unwrap_or_default().trim();
         // (A tagged section's message carries the key path inside it.)
         let (path, message) = crate::error::unnest(path_string(e.path()), message);
-        Error::Config(ConfigError::from_serde(origin, path, message))
+        Error::Config(ConfigError::from_serde(origin, path, &message))
     })
 }
 

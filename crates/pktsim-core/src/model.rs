@@ -257,7 +257,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let (topo, loads) = core_loads(sc);
     let hold_ps = |c: usize| {
         if mode.tx_lock && topo.sharers(topo.tx_of_core(c)) > 1 {
-            s.host.tx_lock.ps as f64
+            s.host.io.tx_lock().ps as f64
         } else {
             0.0
         }
@@ -294,7 +294,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     // A preferred busy poller's NAPI, polled only every poll_gap after a poll ends while
     // its reader is busy, takes at most a weight per (gap + that poll's time); a reader
     // fast enough to empty its socket meanwhile busy polls and drives the NAPI itself.
-    let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
+    let weight = s.host.io.poll().weight.min(s.nic.rx_ring).max(1) as f64;
     let app_s_gap = mode.app.as_ref().map(|a| a.frame_ps / 1e12);
     let mut drives = vec![mode.app.as_ref().is_some_and(|a| a.drives.is_some()); topo.cores()];
     if mode.poll_gap_ps > 0.0 {
@@ -354,7 +354,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
             * (own_s[c] + drives_ps / 1e12 + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 })
             + clean_s * cleaned;
         if mode.poll_gap_ps > 0.0 && loads[c].0 > 0.0 {
-            let weight = s.host.weight.min(s.nic.rx_ring).max(1) as f64;
+            let weight = s.host.io.poll().weight.min(s.nic.rx_ring).max(1) as f64;
             first_sat = first_sat.min(weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]) / loads[c].0);
         }
         if per_rate > 0.0 {
@@ -625,9 +625,9 @@ mod tests {
     #[test]
     fn explicit_times_and_per_byte_service_price_the_frame() {
         let mut n = node("");
-        n.scenario.host.t_proc = Some(crate::units::Duration::from_ps(497_000));
-        n.scenario.host.t_proc_per_byte = Some(crate::units::TimePerByte { fs_per_byte: 2_334_000 });
-        n.scenario.host.io = crate::scenario::IoModeKind::Server;
+        n.scenario.host.stack.t_proc = Some(crate::units::Duration::from_ps(497_000));
+        n.scenario.host.stack.t_proc_per_byte = Some(crate::units::TimePerByte { fs_per_byte: 2_334_000 });
+        n.scenario.host.io = crate::scenario::IoSpec::Server(Default::default());
         n.sources[0].size = crate::scenario::PacketSize::Fixed(crate::units::Bytes::new(1518));
         let p = predict(&n);
         let x_ns = 497.0 + 2.334 * 1518.0;
@@ -641,10 +641,15 @@ mod tests {
     fn partial_load_cpu_is_bracketed_by_the_amortised_and_the_per_frame_event_costs() {
         let mut n = node("");
         let h = &mut n.scenario.host;
-        h.io = crate::scenario::IoModeKind::ThreadedNapi;
-        h.t_proc = Some(crate::units::Duration::from_ps(7_000_000));
-        h.t_poll = crate::units::Duration::from_ps(4_000_000);
-        h.thread.t_wakeup = crate::units::Duration::from_ps(9_000_000);
+        h.io = crate::scenario::IoSpec::ThreadedNapi(crate::scenario::ThreadedNapiIo {
+            poll: crate::scenario::Poll { t_poll: crate::units::Duration::from_ps(4_000_000), weight: 64 },
+            thread: crate::scenario::ThreadSpec {
+                t_wakeup: crate::units::Duration::from_ps(9_000_000),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        h.stack.t_proc = Some(crate::units::Duration::from_ps(7_000_000));
         n.scenario.traffic.rate = Some(crate::units::OfferedRate::Packets(crate::units::PacketRate { pps: 20_000.0 }));
         let p = predict(&n);
         assert!((p.cpu_load - 20e3 * (7e-6 + 4e-6 / 64.0)).abs() < 1e-12, "{}", p.cpu_load);

@@ -252,14 +252,14 @@ fn keys_a_mode_does_not_read_are_refused() {
     ];
     for (key, value, wrong, right, path) in cases {
         let refused = message(&with(wrong, key, value));
-        assert_names(&refused, &[path, &format!("host.io = \"{wrong}\""), &format!("\"{right}\""), "read it"]);
+        assert_names(&refused, &[path, &format!("host.io = \"{wrong}\""), &format!("\"{right}\""), "read"]);
         let taken = load_with(&with(right, key, value));
         assert!(taken.is_ok(), "{key} with {right}: {:?}", taken.err().map(|e| e.to_string()));
     }
     // One strategy per core is a strategy too.
     let per_core =
         [("host.io", "napi"), ("cpu.cores", "2"), ("host.core_strategies", "[{ kind = \"sq\" }, { kind = \"sq\" }]")];
-    assert_names(&message(&per_core), &["host.core_strategies", "poll-list order"]);
+    assert_names(&message(&per_core), &["host.core_strategies", "host.io = \"napi\"", "host.io = \"server\""]);
 }
 
 /// An override that switches `host.io` (modes compared on one file) puts the file's keys
@@ -281,7 +281,7 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     assert_eq!(switched.notes.len(), 1, "{:?}", switched.notes);
     assert_names(
         &format!("sc.toml: {}", switched.notes[0]),
-        &["host.io = \"server\"", "\"napi\"", "host.t_irq, host.budget, host.net_rx_action, nic.itr"],
+        &["host.io = \"server\"", "\"napi\"", "host.net_rx_action, host.netdev_budget, host.t_irq, nic.itr left out"],
     );
     // The note reaches the run's report.
     let report = pktsim_core::engine::run(
@@ -304,8 +304,8 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     );
     // (A key of another moderation policy than the file's is refused by the section itself.)
     assert_names(
-        &load(&napi, &[("host.io", "server"), ("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(),
-        &["nic.itr.bulk_rate = 12000", "mode = \"off\"", "only mode = \"dynamic\" reads it"],
+        &load(&napi, &[("nic.itr.bulk_rate", "12000")]).err().unwrap().to_string(),
+        &["nic.itr.bulk_rate = 12000", "nic.itr.mode = \"off\"", "only nic.itr.mode = \"dynamic\" reads it"],
     );
     // The file's own mode: its keys stay, no note.
     let same = load(&napi, &[("host.io", "napi")]).unwrap();
@@ -320,18 +320,18 @@ fn an_override_of_the_mode_leaves_out_the_files_keys_it_does_not_read() {
     // A key the overrides give by its Linux name is theirs too: refused, not reset.
     assert_names(
         &load(&napi, &[("host.io", "server"), ("host.netdev_budget", "600")]).err().unwrap().to_string(),
-        &["host.budget = 600", "host.io = \"server\""],
+        &["host.netdev_budget = 600", "host.io = \"server\""],
     );
     // The sections of other modes: an XDP program, a NAPI thread (and the device NAPI's
     // thread it needs, both left out together), deferral.
     let xdp = format!("{BASE}[host]\nio = \"xdp\"\nt_proc = \"300ns\"\n[host.xdp]\naction = \"drop\"\nt_prog = \"5ns\"\nt_driver = \"35ns\"\n");
     let to_napi = load(&xdp, &[("host.io", "napi")]).unwrap();
-    assert_eq!(to_napi.scenario.host.xdp, Default::default());
-    assert_names(&format!("sc.toml: {}", to_napi.notes[0]), &["host.xdp left at the defaults"]);
+    assert_eq!(to_napi.scenario.host.io.xdp(), None);
+    assert_names(&format!("sc.toml: {}", to_napi.notes[0]), &["host.xdp left out"]);
     let threaded = format!("{BASE}[host]\nio = \"napi\"\nt_proc = \"300ns\"\n[host.thread]\nwake_latency = \"5us\"\n[nic.napi]\nthreaded = true\ndefer_hard_irqs = 2\ngro_flush_timeout = \"20us\"\n");
     let to_server = load(&threaded, &[("host.io", "server")]).unwrap();
     assert_eq!(
-        (to_server.scenario.host.thread.clone(), to_server.scenario.nic.napi.clone()),
+        (to_server.scenario.host.io.thread(), to_server.scenario.nic.napi.clone()),
         (Default::default(), Default::default())
     );
     assert_names(
@@ -393,7 +393,11 @@ fn an_override_of_a_tag_leaves_out_the_files_keys_the_new_alternative_does_not_r
     // A key the overrides give themselves is theirs: refused, not left out.
     assert_names(
         &load(&dim, &[("nic.itr.mode", "off"), ("nic.itr.profile", "ice")]).err().unwrap().to_string(),
-        &["nic.itr.profile = \"ice\"", "no profile with mode = \"off\"", "only mode = \"dim\" reads it"],
+        &[
+            "nic.itr.profile = \"ice\"",
+            "no nic.itr.profile with nic.itr.mode = \"off\"",
+            "only nic.itr.mode = \"dim\" reads it",
+        ],
     );
     // The file's own tag: its keys stay, no note; a file is held to its own tag's keys.
     let same = load(&dim, &[("nic.itr.mode", "dim")]).unwrap();
@@ -407,4 +411,31 @@ fn an_override_of_a_tag_leaves_out_the_files_keys_the_new_alternative_does_not_r
     )
     .unwrap();
     assert!(report.notes.iter().any(|n| n.contains("nic.itr.profile left out")), "{:?}", report.notes);
+}
+
+/// A switch of `host.io` leaves out keys inside a part's own table the new mode does not
+/// read (a sleeper's wake-up under a busy poller) and keeps the others (the calls), and a
+/// key a mode reads only beside another (a device NAPI's thread, with nic.napi.threaded)
+/// stays where that one is given.
+#[test]
+fn a_switch_leaves_out_keys_of_a_parts_table_and_keys_read_only_beside_another() {
+    let load = |text: &str, sets: &[(&str, &str)]| {
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Scenario::load_toml(text, "sc.toml", Path::new("."), &sets)
+    };
+    let syscall = format!("{BASE}[host]\nio = \"batched-syscall\"\nt_irq = \"1us\"\n[host.batch]\nsize = 8\nt_call = \"1us\"\nt_wakeup = \"2us\"\n");
+    let spin = load(&syscall, &[("host.io", "busy-poll")]).unwrap();
+    assert_eq!(spin.scenario.host.io.batch().map(|b| (b.size, b.t_call.ps)), Some((8, 1_000_000)));
+    assert_eq!(
+        spin.notes,
+        ["host.io = \"busy-poll\" (set over the file's \"batched-syscall\"): the file's host.batch.t_wakeup, host.t_irq left out, as \"busy-poll\" does not read them"]
+    );
+    let threaded =
+        format!("{BASE}[host]\nio = \"threaded-napi\"\nt_proc = \"1us\"\n[host.thread]\nwake_latency = \"5us\"\n");
+    let napi = load(&threaded, &[("host.io", "napi")]).unwrap();
+    assert_eq!(napi.scenario.host.io.thread(), Default::default());
+    assert!(napi.notes[0].contains("the file's host.thread left out"), "{:?}", napi.notes);
+    let device_thread = load(&threaded, &[("host.io", "napi"), ("nic.napi.threaded", "true")]).unwrap();
+    assert_eq!(device_thread.scenario.host.io.thread().wake_latency.ps, 5_000_000);
+    assert!(device_thread.notes.is_empty(), "{:?}", device_thread.notes);
 }

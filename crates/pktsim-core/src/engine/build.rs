@@ -3,7 +3,7 @@
 //! statistics. No simulation happens here; `mod.rs` runs the node and `report.rs` reads
 //! its figures.
 
-use crate::scenario::{IoModeKind, ResolvedScenario, TxVector};
+use crate::scenario::{BatchCalls, IoModeKind, ResolvedScenario, TxVector};
 
 use super::costs::Costs;
 use super::ingress::Ingress;
@@ -98,7 +98,8 @@ impl SimNode {
             t_plus,
             from: m.latency_from,
             to: m.latency_to,
-            max_per_poll: (s.host.weight as usize).max(s.host.batch.size as usize),
+            max_per_poll: (s.host.io.poll().weight as usize)
+                .max(s.host.io.batch().map_or(BatchCalls::default().size, |b| b.size) as usize),
             interval: m.interval.map(Into::into),
             batches: m.batches as usize,
             classes: class_names.len(),
@@ -160,8 +161,8 @@ pub fn classes(sc: &ResolvedScenario) -> (Vec<String>, Vec<usize>) {
 fn notes(sc: &ResolvedScenario) -> Vec<String> {
     let h = &sc.scenario.host;
     let mut out = sc.notes.clone();
-    if matches!(h.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall)
-        && h.t_irq.ps == 0
+    if matches!(h.io.kind(), IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall)
+        && h.io.t_irq().ps == 0
     {
         out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
     }

@@ -132,16 +132,18 @@ impl CostTerms {
         let f = s.cpu.frequency.hz;
         let (groups, _) = sc.group_cycles();
         let ps = |c: f64| c / f * 1e12;
-        let clean_ps = match s.host.t_clean {
+        let clean_ps = match s.host.stack.t_clean {
             Some(d) => d.ps as f64,
-            None if s.host.t_proc.is_some() => 0.0,
+            None if s.host.stack.t_proc.is_some() => 0.0,
             None => ps(groups.get(Group::Free)),
         };
         let routing_extra_ps = ps((groups.get(Group::Routing) - sc.cost.fixed.get(Group::Routing)).max(0.0));
-        let (proc_ps, proc_fs_per_byte) = match s.host.t_proc {
+        let (proc_ps, proc_fs_per_byte) = match s.host.stack.t_proc {
             // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
             // x = a S + b + c (001): t_proc = b + c, t_proc_per_byte = a.
-            Some(d) => (d.ps as f64 + routing_extra_ps, s.host.t_proc_per_byte.map_or(0, |a| a.fs_per_byte) as f64),
+            Some(d) => {
+                (d.ps as f64 + routing_extra_ps, s.host.stack.t_proc_per_byte.map_or(0, |a| a.fs_per_byte) as f64)
+            }
             None => {
                 // group_cycles is at the mean size; take the per-byte part out again.
                 let per_byte = sc.cost.per_byte.0.iter().sum::<f64>() - sc.cost.per_byte.get(Group::Free);
@@ -153,10 +155,10 @@ impl CostTerms {
             proc_ps,
             proc_fs_per_byte,
             clean_ps,
-            clean_in_proc: !matches!(s.host.io, IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp),
+            clean_in_proc: !matches!(s.host.io.kind(), IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp),
             contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
-            routing_extra_ps: if s.host.t_proc.is_some() { routing_extra_ps } else { 0.0 },
-            explicit: s.host.t_proc.is_some(),
+            routing_extra_ps: if s.host.stack.t_proc.is_some() { routing_extra_ps } else { 0.0 },
+            explicit: s.host.stack.t_proc.is_some(),
         }
     }
 
@@ -177,24 +179,24 @@ impl Costs {
         let span = |ps: f64| Span::from_ps(ps.round() as u64);
         // Explicit times are whole picoseconds; only the FIB's extra is rounded.
         let proc = if k.explicit {
-            Span::from(s.host.t_proc.unwrap_or_default()) + span(k.routing_extra_ps)
+            Span::from(s.host.stack.t_proc.unwrap_or_default()) + span(k.routing_extra_ps)
         } else {
             span(k.proc_ps)
         };
-        let clean = match s.host.t_clean {
+        let clean = match s.host.stack.t_clean {
             Some(d) => d.into(),
             None => span(k.clean_ps),
         };
         let (proc, clean) = if k.clean_in_proc { (proc + clean, Span::ZERO) } else { (proc, clean) };
         Costs {
-            t_irq: s.host.t_irq.into(),
-            tx_lock: s.host.tx_lock.into(),
-            t_poll: s.host.t_poll.into(),
+            t_irq: s.host.io.t_irq().into(),
+            tx_lock: s.host.io.tx_lock().into(),
+            t_poll: s.host.io.poll().t_poll.into(),
             t_clean: clean,
             proc_fixed: proc + span(k.contention_ps),
             proc_per_byte_fs: k.proc_fs_per_byte.round() as u64,
             contention: span(k.contention_ps),
-            dist: s.host.service,
+            dist: s.host.stack.service,
             rngs: Vec::new(),
             seed: s.seed,
         }

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check_range;
-use super::host::{HostSpec, IoModeKind, XdpAction};
+use super::host::{HostSpec, IoSpec, XdpAction};
 use crate::error::{ConfigError, Result};
 use crate::units::{Bytes, Duration};
 
@@ -172,7 +172,7 @@ pub(super) fn validate(
         }
         return Ok(());
     };
-    if host.io == IoModeKind::AfXdp {
+    if let IoSpec::AfXdp(io) = &host.io {
         // The AF_XDP thread reads the socket's rx ring: its batch and busy polling are
         // host.af_xdp's, and there is no socket buffer.
         if app.batch != 1 {
@@ -193,7 +193,7 @@ pub(super) fn validate(
             )
             .into());
         }
-        if host.af_xdp.busy_poll && app.core != AppCore::Same {
+        if io.af_xdp.busy_poll && app.core != AppCore::Same {
             return Err(ConfigError::new(
                 origin,
                 "app.core",
@@ -202,7 +202,7 @@ pub(super) fn validate(
             )
             .into());
         }
-        if host.af_xdp.busy_poll && host.t_poll.ps == 0 {
+        if io.af_xdp.busy_poll && io.napi.poll.t_poll.ps == 0 {
             return Err(ConfigError::new(
                 origin,
                 "host.t_poll",
@@ -213,9 +213,9 @@ pub(super) fn validate(
         }
         return Ok(());
     }
-    let delivers = match host.io {
-        IoModeKind::Napi => true,
-        IoModeKind::Xdp => host.xdp.action == XdpAction::Pass,
+    let delivers = match &host.io {
+        IoSpec::Napi(_) => true,
+        IoSpec::Xdp(x) => x.xdp.action == XdpAction::Pass,
         _ => false,
     };
     if !delivers {
@@ -262,7 +262,7 @@ pub(super) fn validate(
         )
         .into());
     }
-    if busy.1.ps > 0 && host.t_poll.ps == 0 {
+    if busy.1.ps > 0 && host.io.poll().t_poll.ps == 0 {
         return Err(ConfigError::new(
             origin,
             "host.t_poll",
@@ -304,7 +304,7 @@ mod tests {
         let napi = HostSpec::default();
         let app = AppSpec::default();
         assert!(validate("t", Some(&app), &SocketSpec::default(), &napi, &n).is_ok());
-        let busy = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
+        let busy = super::super::host::host("io = \"busy-poll\"\n[batch]\nt_empty = \"50ns\"");
         assert_eq!(config_error(validate("t", Some(&app), &SocketSpec::default(), &busy, &n)).path, "app");
         let small = SocketSpec { rcvbuf: Bytes::new(100), ..SocketSpec::default() };
         assert_eq!(
@@ -322,7 +322,7 @@ mod tests {
     fn busy_polling_is_checked_against_the_wait_the_core_and_the_poll_cost() {
         let us = |n: u64| Duration::from_ps(n * 1_000_000);
         let n = super::super::nic::NapiSpec::default();
-        let host = HostSpec { t_poll: Duration::from_ps(200_000), ..HostSpec::default() };
+        let host = super::super::host::host("t_poll = \"200ns\"");
         let app = AppSpec::default();
         let sock = SocketSpec { busy_poll: us(50), prefer_busy_poll: true, ..SocketSpec::default() };
         assert!(validate("t", Some(&app), &sock, &host, &n).is_ok());

@@ -113,14 +113,12 @@ pub fn load_table(
     base_dir: &Path,
     sets: &[(String, String)],
 ) -> Result<ResolvedChain> {
-    // Each node's own host.io before the overrides (where the chain gives it).
+    // Each node's own tags (host.io, nic.itr.mode) before the overrides (where the chain
+    // gives them).
     let nodes = table.get("nodes").and_then(|n| n.as_array()).map_or(&[][..], Vec::as_slice);
-    let before: Vec<Option<toml::Value>> =
-        nodes.iter().map(|n| n.get("host").and_then(|h| h.get("io")).cloned()).collect();
-    // And the tags of its tagged sections (nic.itr.mode).
-    let tags: Vec<_> =
-        nodes.iter().map(|n| n.as_table().map(|t| tagged::tags(super::TAGGED, t)).unwrap_or_default()).collect();
-    let nodes = before.len();
+    let empty = toml::Table::new();
+    let tags: Vec<_> = nodes.iter().map(|n| tagged::tags(super::TAGGED, n.as_table().unwrap_or(&empty))).collect();
+    let nodes = tags.len();
     loader::apply_sets(&mut table, sets)?;
     // The overrides of each node, as a table of their keys.
     let mut given = vec![toml::Table::new(); nodes];
@@ -136,7 +134,7 @@ pub fn load_table(
             }
         }
     }
-    resolve_over(&table, origin, base_dir, Some(Overrides { io: before, tags, given }))
+    resolve_over(&table, origin, base_dir, Some(Overrides { tags, given }))
 }
 
 /// Resolve a chain file's table (overrides already applied: `nodes.1.host.t_proc` sets a
@@ -147,8 +145,6 @@ pub fn resolve(table: &toml::Table, origin: &str, base_dir: &Path) -> Result<Res
 
 /// Per node, what the `--set` overrides found and gave (see [`load_table`]).
 struct Overrides {
-    /// The node's own host.io before them (where the chain gives it).
-    io: Vec<Option<toml::Value>>,
     /// The node's own tags before them ([`tagged::tags`] of its keys).
     tags: Vec<Vec<Option<toml::Value>>>,
     /// The keys they give the node, as a table.
@@ -209,7 +205,6 @@ fn resolve_over(
     let mut dirs = Vec::new();
     let mut names = Vec::new();
     // Per node: its file's own host.io where the chain's keys switch it, and those keys.
-    let mut switched = Vec::new();
     let mut tag_notes = Vec::new();
     for (i, node) in nodes.iter().enumerate() {
         let path = format!("nodes.{i}");
@@ -282,18 +277,6 @@ fn resolve_over(
             }
         }
         inline.remove("seed").map(|v| t.insert("seed".into(), v));
-        // The node's file's mode, switched by the node's keys; the node's mode before the
-        // overrides (its keys', else its file's), switched by them.
-        let file_io = t.get("host").and_then(|h| h.get("io")).cloned();
-        let switch = from_file && inline.get("host").and_then(|h| h.get("io")).is_some();
-        let by_keys = switch.then(|| (file_io.clone(), inline.clone()));
-        // (Overrides that replace the list of nodes give no node's key one by one.)
-        let by_sets = overrides.as_ref().and_then(|o| {
-            let g = o.given.get(i)?;
-            let own = o.io.get(i).cloned().flatten().or(if from_file { file_io.clone() } else { None });
-            loader::gives(g, "host.io").then(|| (own, g.clone()))
-        });
-        switched.push([by_keys, by_sets]);
         // A tagged section's tag switched: by the node's keys over its file's, then by the
         // overrides over the node's own (its keys', else its file's).
         let file_tags = tagged::tags(super::TAGGED, &t);
@@ -337,18 +320,8 @@ fn resolve_over(
         }
     }
     let mut resolved = Vec::new();
-    for ((((t, o), dir), switched), mut notes) in
-        tables.into_iter().zip(&origins).zip(&dirs).zip(switched).zip(tag_notes)
-    {
-        let mut s: Scenario = loader::deserialize_value(toml::Value::Table(t), o)?;
-        // A node's keys that switch its file's mode, then overrides that switch the node's:
-        // as an override of a single file does.
-        notes.extend(
-            switched
-                .into_iter()
-                .flatten()
-                .filter_map(|(io, keys)| s.leave_out_unread_mode_keys(io, &|key| loader::gives(&keys, key))),
-        );
+    for (((t, o), dir), notes) in tables.into_iter().zip(&origins).zip(&dirs).zip(tag_notes) {
+        let s = Scenario::from_table(t, o)?;
         let mut r = s.resolve(o, dir)?;
         r.notes.extend(notes);
         resolved.push(r);
@@ -420,16 +393,18 @@ mod tests {
             resolve(&loader::parse_toml_table(&text, "c.toml").unwrap(), "c.toml", &examples)
         };
         let c = of("[nodes.host]\nio = \"server\"\n").unwrap();
-        assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
+        assert_eq!(c.nodes[0].scenario.host.io.t_irq(), crate::units::Duration::default());
         assert_eq!(c.nodes[0].notes.len(), 1, "{:?}", c.nodes[0].notes);
         assert!(
-            c.nodes[0].notes[0].contains("the file's host.t_irq, host.net_rx_action left at the defaults"),
+            c.nodes[0].notes[0].contains("host.t_irq")
+                && c.nodes[0].notes[0].contains("left out, as \"server\" does not read them"),
             "{:?}",
             c.nodes[0].notes
         );
         let file = of("").unwrap();
         assert!(
-            file.nodes[0].notes.is_empty() && file.nodes[0].scenario.host.t_irq > crate::units::Duration::default()
+            file.nodes[0].notes.is_empty()
+                && file.nodes[0].scenario.host.io.t_irq() > crate::units::Duration::default()
         );
         let e = of("[nodes.host]\nio = \"server\"\nt_irq = \"1us\"\n").unwrap_err().to_string();
         assert!(e.contains("host.t_irq") && e.contains("host.io = \"server\""), "{e}");
@@ -446,9 +421,9 @@ mod tests {
             load_table(loader::parse_toml_table(&napi_node, "c.toml").unwrap(), "c.toml", Path::new("."), &sets)
         };
         let c = load(&[("nodes.0.host.io", "server")]).unwrap();
-        assert_eq!(c.nodes[0].scenario.host.t_irq, crate::units::Duration::default());
+        assert_eq!(c.nodes[0].scenario.host.io.t_irq(), crate::units::Duration::default());
         assert!(
-            c.nodes[0].notes.iter().any(|n| n.contains("the file's host.t_irq left at the defaults")),
+            c.nodes[0].notes.iter().any(|n| n.contains("the file's host.t_irq left out")),
             "{:?}",
             c.nodes[0].notes
         );
@@ -457,11 +432,7 @@ mod tests {
         assert!(e.contains("host.t_irq = \"2us\""), "{e}");
         // Two overrides in one table of a node: the mode's switch is still seen.
         let two = load(&[("nodes.0.host.io", "server"), ("nodes.0.host.t_proc", "2us")]).unwrap();
-        assert!(
-            two.nodes[0].notes.iter().any(|n| n.contains("host.t_irq left at the defaults")),
-            "{:?}",
-            two.nodes[0].notes
-        );
+        assert!(two.nodes[0].notes.iter().any(|n| n.contains("host.t_irq left out")), "{:?}", two.nodes[0].notes);
         // Not switched: the chain as it is.
         assert_eq!(
             load(&[("nodes.0.host.io", "napi")]).unwrap().nodes[0].scenario,
@@ -497,7 +468,7 @@ mod tests {
         assert!(c.nodes[0].notes.iter().any(|n| n.contains("nic.itr.profile left out")), "{:?}", c.nodes[0].notes);
         // Given by the override itself: refused.
         let e = load(dim, &[("nodes.0.nic.itr.mode", "off"), ("nodes.0.nic.itr.profile", "ice")]).unwrap_err();
-        assert!(e.to_string().contains("no profile with mode = \"off\""), "{e}");
+        assert!(e.to_string().contains("no nic.itr.profile with nic.itr.mode = \"off\""), "{e}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::host::{HostSpec, IoModeKind};
+use super::host::HostSpec;
 use crate::cost::{load_profile, CostProfile, CostProfileFile, Group, Groups, GROUP_NAMES};
 use crate::error::{ConfigError, Result};
 use crate::units::{Cycles, CyclesPerByte, Frequency};
@@ -98,11 +98,11 @@ impl CostSpec {
         // `host.t_proc` is a frame's whole time (with `t_proc_per_byte` its per-byte part):
         // cycles of the groups it stands for would be read by nothing. Only routing's
         // cycles still count with it: the FIB model's base for the extra a bigger FIB adds.
-        if let (Some(a), None) = (host.t_proc_per_byte, host.t_proc) {
+        if let (Some(a), None) = (host.stack.t_proc_per_byte, host.stack.t_proc) {
             let expected = "only with host.t_proc, whose per-byte part it is (x = a S + b + c); without host.t_proc, per-byte costs come from the cost profile or [cost.per_byte]";
             return Err(ConfigError::new(origin, "host.t_proc_per_byte", Some(format!("\"{a}\"")), expected).into());
         }
-        if host.t_proc.is_some() {
+        if host.stack.t_proc.is_some() {
             let cycles = self.cycles.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
             let per_byte = self.per_byte.as_array().into_iter().map(|c| c.map(|c| c.to_string()));
             let given = GROUP_NAMES
@@ -129,9 +129,9 @@ impl CostSpec {
             // model and the simulator describe the same node (t_clean frees the transmitted
             // skbs: C_free; the rest of the path is in t_proc, reported under C_other).
             let f = frequency.hz;
-            if let Some(t) = host.t_proc {
+            if let Some(t) = host.stack.t_proc {
                 cost.fixed.set(Group::Other, t.as_secs() * f);
-                cost.fixed.set(Group::Free, host.t_clean.map_or(0.0, |c| c.as_secs() * f));
+                cost.fixed.set(Group::Free, host.stack.t_clean.map_or(0.0, |c| c.as_secs() * f));
                 cost.name = "host times".into();
                 // Times measured on this node already include its own FIB.
                 cost.reference_flows = total_flows;
@@ -178,7 +178,7 @@ impl CostSpec {
             }
         }
         if (b.recycling || b.page_pool.is_some() || b.shared_lock.cycles > 0.0)
-            && (host.t_proc.is_some() || !groups_given)
+            && (host.stack.t_proc.is_some() || !groups_given)
         {
             return Err(ConfigError::new(
                 origin,
@@ -188,14 +188,12 @@ impl CostSpec {
             )
             .into());
         }
-        let batched = matches!(host.io, IoModeKind::BusyPoll | IoModeKind::BatchedSyscall);
-        let batch_cost =
-            batched && (host.batch.t_call.ps > 0 || host.batch.t_packet.ps > 0 || host.batch.t_byte.is_some());
+        let batch_cost = host.io.batch().is_some_and(|b| b.t_call.ps > 0 || b.t_packet.ps > 0 || b.t_byte.is_some());
         // An XDP program that ends frames before the stack prices them itself.
-        let x = &host.xdp;
-        let xdp_cost = matches!(host.io, IoModeKind::Xdp | IoModeKind::AfXdp)
-            && x.action != super::XdpAction::Pass
-            && (x.t_prog.ps > 0 || x.t_driver.ps > 0 || x.t_xmit.ps > 0 || x.t_skb.is_some_and(|d| d.ps > 0));
+        let xdp_cost = host.io.xdp().is_some_and(|x| {
+            x.action != super::XdpAction::Pass
+                && (x.t_prog.ps > 0 || x.t_driver.ps > 0 || x.t_xmit.ps > 0 || x.t_skb.is_some_and(|d| d.ps > 0))
+        });
         if !(cost.fixed.total() > 0.0) && !batch_cost && !xdp_cost {
             return Err(ConfigError::new(
                 origin,
@@ -213,8 +211,6 @@ impl CostSpec {
 mod tests {
     use super::*;
     use crate::error::config_error;
-    use crate::scenario::BatchSpec;
-    use crate::units::Duration;
 
     const GHZ_3: Frequency = Frequency { hz: 3e9 };
 
@@ -262,7 +258,7 @@ mod tests {
     #[test]
     fn the_buffer_model_needs_alloc_and_free_cycles() {
         let lock = BufferSpec { shared_lock: Cycles::new(10.0), ..BufferSpec::default() };
-        let host = HostSpec { t_proc: Some(Duration::from_ps(100_000)), ..HostSpec::default() };
+        let host = super::super::host::host("t_proc = \"100ns\"");
         assert_eq!(
             config_error(resolve(&CostSpec { buffers: lock.clone(), ..CostSpec::default() }, &host)).path,
             "cost.buffers"
@@ -272,11 +268,7 @@ mod tests {
 
     #[test]
     fn host_times_stand_in_for_a_profile() {
-        let host = HostSpec {
-            t_proc: Some(Duration::from_ps(100_000)),
-            t_clean: Some(Duration::from_ps(20_000)),
-            ..HostSpec::default()
-        };
+        let host = super::super::host::host("t_proc = \"100ns\"\nt_clean = \"20ns\"");
         let cost = resolve(&CostSpec::default(), &host).unwrap();
         assert_eq!(cost.name, "host times");
         assert!((cost.fixed.get(Group::Other) - 300.0).abs() < 1e-9);
@@ -288,8 +280,7 @@ mod tests {
     fn a_packet_must_cost_something() {
         let e = config_error(resolve(&CostSpec::default(), &HostSpec::default()));
         assert_eq!(e.path, "cost");
-        let batch = BatchSpec { t_call: Duration::from_ps(50_000), ..Default::default() };
-        let busy_poll = HostSpec { io: IoModeKind::BusyPoll, batch, ..HostSpec::default() };
+        let busy_poll = super::super::host::host("io = \"busy-poll\"\n[batch]\nt_call = \"50ns\"");
         assert!(resolve(&CostSpec::default(), &busy_poll).is_ok());
     }
 }

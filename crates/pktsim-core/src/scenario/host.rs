@@ -1,10 +1,19 @@
-//! `[host]`: host-side packet I/O (the I/O mode, IRQ and NAPI costs and limits, batched I/O,
-//! the NAPI thread) and how each core schedules its rx rings; and their checks.
+//! `[host]`: host-side packet I/O and its checks. `host.io` is a tagged section
+//! (`scenario/tagged.rs`): each I/O mode is a type of its own ([`IoSpec`]), made of parts
+//! that each declare their keys once ([`Irq`], [`Poll`], [`Softirq`], [`TxLock`],
+//! [`Rings`], [`GroBatch`], and the tables `[host.batch]`, `[host.thread]`, `[host.xdp]`,
+//! `[host.af_xdp]`), so a mode reads exactly its parts' keys and refuses the others'. Keys
+//! of `[nic]` only some modes read (`nic.itr`, deferral, `nic.napi.threaded`) are declared
+//! with the mode too ([`IoSpec`]'s `elsewhere`). What every mode reads is [`StackSpec`].
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check_range;
+use super::nic::ItrSpec;
+#[cfg(test)]
+use super::tagged::keys_of;
+use super::tagged::{self, Elsewhere, Key, Keys, Tagged};
 use crate::error::{ConfigError, Result};
 use crate::units::{Bytes, Duration, TimePerByte};
 
@@ -165,7 +174,8 @@ pub struct XdpSpec {
     pub t_skb: Option<Duration>,
 }
 
-/// The NAPI kernel thread of io = "threaded-napi".
+/// The NAPI's kernel thread: io = "threaded-napi"'s, or a device NAPI's with
+/// `nic.napi.threaded = true`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadSpec {
@@ -184,7 +194,7 @@ pub struct ThreadSpec {
 /// frames go to the tx ring together at the end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BatchSpec {
+pub struct BatchCalls {
     /// Most frames one call moves (rx burst size).
     #[serde(default = "default_batch")]
     pub size: u32,
@@ -197,29 +207,53 @@ pub struct BatchSpec {
     /// Copy cost per byte (libpcap copies frames; netmap and DPDK do not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_byte: Option<TimePerByte>,
-    /// Cost of a call that finds nothing (busy-poll).
-    #[serde(default)]
-    pub t_empty: Duration,
-    /// From the interrupt to the sleeping thread running again (batched-syscall).
-    #[serde(default)]
-    pub t_wakeup: Duration,
 }
 
 fn default_batch() -> u32 {
     32
 }
 
-impl Default for BatchSpec {
+impl Default for BatchCalls {
     fn default() -> Self {
-        BatchSpec {
-            size: default_batch(),
-            t_call: Duration::default(),
-            t_packet: Duration::default(),
-            t_byte: None,
-            t_empty: Duration::default(),
-            t_wakeup: Duration::default(),
-        }
+        BatchCalls { size: default_batch(), t_call: Duration::default(), t_packet: Duration::default(), t_byte: None }
     }
+}
+
+/// A busy poller's call that finds nothing.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyCall {
+    /// Cost of a call that finds nothing.
+    #[serde(default)]
+    pub t_empty: Duration,
+}
+
+/// A sleeping thread's wake-up.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Wakeup {
+    /// From the interrupt to the sleeping thread running again.
+    #[serde(default)]
+    pub t_wakeup: Duration,
+}
+
+/// `[host.batch]`: batched I/O's calls (io = "busy-poll": and what an empty one costs).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct BusyPollBatch {
+    #[serde(flatten)]
+    pub calls: BatchCalls,
+    #[serde(flatten)]
+    pub empty: EmptyCall,
+}
+
+/// `[host.batch]`: batched I/O's calls (io = "batched-syscall": and the sleeping thread's
+/// wake-up).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct SyscallBatch {
+    #[serde(flatten)]
+    pub calls: BatchCalls,
+    #[serde(flatten)]
+    pub wake: Wakeup,
 }
 
 /// Which `net_rx_action` loop the kernel runs.
@@ -244,15 +278,30 @@ pub enum ServiceDist {
     Exponential,
 }
 
-/// Host-side costs and NAPI limits.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// `[host]`: what the stack does with a frame, whatever the I/O mode (`stack`), and the
+/// I/O mode (`io`) with its own keys.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
 pub struct HostSpec {
-    #[serde(default)]
-    pub io: IoModeKind,
-    /// Cost of one hard IRQ (it preempts softirq work).
-    #[serde(default)]
-    pub t_irq: Duration,
+    #[serde(flatten)]
+    pub stack: StackSpec,
+    #[serde(flatten)]
+    pub io: IoSpec,
+}
+
+impl<'de> Deserialize<'de> for HostSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let mut table = toml::Table::deserialize(d)?;
+        let stack = tagged::part(tagged::take(&mut table, &tagged::leaves::<StackSpec>())).map_err(D::Error::custom)?;
+        let io = tagged::read_tagged(table).map_err(D::Error::custom)?;
+        Ok(HostSpec { stack, io })
+    }
+}
+
+/// The stack's work on a frame: every I/O mode reads these.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StackSpec {
     /// Rx-clean cost per packet (driver rx to descriptor in the tx ring). Default: the cost
     /// profile's C_total minus C_free, at the CPU frequency.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -260,21 +309,46 @@ pub struct HostSpec {
     /// Tx-clean cost per completed packet. Default: the profile's C_free.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_clean: Option<Duration>,
-    /// Fixed cost of one poll() call.
-    #[serde(default)]
-    pub t_poll: Duration,
     /// Distribution of t_proc around its mean.
     #[serde(default)]
     pub service: ServiceDist,
+    /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_proc_per_byte: Option<TimePerByte>,
+}
+
+/// A hard IRQ (io = "napi", "xdp", "af-xdp", "batched-syscall": the others take none).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Irq {
+    /// Cost of one hard IRQ (it preempts softirq work).
+    #[serde(default)]
+    pub t_irq: Duration,
+}
+
+/// A NAPI poll (io = "napi", "xdp", "af-xdp", "threaded-napi").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Poll {
+    /// Fixed cost of one poll() call.
+    #[serde(default)]
+    pub t_poll: Duration,
     /// NAPI poll weight (packets per poll).
     #[serde(default = "default_weight")]
     pub weight: u32,
-    /// `net.core.gro_normal_batch`: frames GRO hands to the stack together. On a veth with
-    /// threaded NAPI (`host.io = "threaded-napi"`) a poll consumes frames from the ring one
-    /// by one and processes them in lists of this many; frames that come while a list
-    /// shorter than this (the ring ran empty) is processed wait for the next poll.
-    #[serde(default = "default_gro_normal_batch")]
-    pub gro_normal_batch: u32,
+}
+
+impl Default for Poll {
+    fn default() -> Self {
+        Poll { t_poll: Duration::default(), weight: default_weight() }
+    }
+}
+
+/// The NET_RX softirq's `net_rx_action` (io = "napi", "xdp", "af-xdp": a NAPI thread polls
+/// by weight alone).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Softirq {
     /// `net.core.netdev_budget`: packets per net_rx_action (also accepted as
     /// `netdev_budget`).
     #[serde(default = "default_budget", alias = "netdev_budget")]
@@ -283,35 +357,380 @@ pub struct HostSpec {
     /// (also accepted as `netdev_budget_usecs`, with a unit: "2000us").
     #[serde(default = "default_budget_time", alias = "netdev_budget_usecs")]
     pub budget_time: Duration,
-    /// Kernel tick rate (CONFIG_HZ), for jiffy-granular time limits.
+    /// Kernel tick rate (CONFIG_HZ), for the jiffy-granular time limit.
     #[serde(default = "default_hz")]
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
-    /// Per-byte part of t_proc: x = a*S + b + c (001 V-B: a ~ 2ns/B).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub t_proc_per_byte: Option<TimePerByte>,
+}
+
+impl Default for Softirq {
+    fn default() -> Self {
+        Softirq {
+            budget: default_budget(),
+            budget_time: default_budget_time(),
+            hz: default_hz(),
+            net_rx_action: NetRxAction::default(),
+        }
+    }
+}
+
+/// A tx queue's lock, where several cores share it (io = "napi", "server", "xdp").
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxLock {
     /// Lock hold time per packet on a tx queue shared by several cores.
     #[serde(default)]
     pub tx_lock: Duration,
-    /// How a core chooses among its rx rings (io = "server").
+}
+
+/// How a core chooses among its rx rings (io = "server", "busy-poll", "batched-syscall": a
+/// NAPI polls its core's rings in poll-list order).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rings {
+    /// How a core chooses among its rx rings.
     #[serde(default)]
     pub strategy: StrategySpec,
     /// One strategy per core, overriding `strategy` (as many entries as cpu.cores).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub core_strategies: Vec<StrategySpec>,
-    /// Batched I/O costs (io = "busy-poll" or "batched-syscall").
+}
+
+/// GRO's lists on a software device (io = "threaded-napi").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroBatch {
+    /// `net.core.gro_normal_batch`: frames GRO hands to the stack together. On a veth with
+    /// threaded NAPI a poll consumes frames from the ring one by one and processes them in
+    /// lists of this many; frames that come while a list shorter than this (the ring ran
+    /// empty) is processed wait for the next poll.
+    #[serde(default = "default_gro_normal_batch")]
+    pub gro_normal_batch: u32,
+}
+
+impl Default for GroBatch {
+    fn default() -> Self {
+        GroBatch { gro_normal_batch: default_gro_normal_batch() }
+    }
+}
+
+/// A device's NAPI: its interrupt, its polls, the softirq that runs them and, with
+/// `nic.napi.threaded`, the kernel thread that polls it instead (`[host.thread]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct DeviceNapi {
+    #[serde(flatten)]
+    pub irq: Irq,
+    #[serde(flatten)]
+    pub poll: Poll,
+    #[serde(flatten)]
+    pub softirq: Softirq,
+    /// The NAPI thread's wake-up (only with nic.napi.threaded = true).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub thread: ThreadSpec,
+}
+
+/// Linux NAPI with an ixgbe-style driver: hard IRQ, poll list, tx clean + rx clean.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct NapiIo {
+    #[serde(flatten)]
+    pub napi: DeviceNapi,
+    #[serde(flatten)]
+    pub lock: TxLock,
+}
+
+/// A plain single server: FIFO service from the rx ring, no IRQ or NAPI effects (for checks
+/// against queueing theory).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct ServerIo {
+    #[serde(flatten)]
+    pub rings: Rings,
+    #[serde(flatten)]
+    pub lock: TxLock,
+}
+
+/// DPDK-style: the core spins on its rings, each call moves up to `host.batch.size` frames;
+/// no interrupts; an empty call costs `host.batch.t_empty`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct BusyPollIo {
+    #[serde(flatten)]
+    pub rings: Rings,
+    /// Batched I/O costs.
     #[serde(default)]
-    pub batch: BatchSpec,
-    /// The NAPI thread's wake-up (io = "threaded-napi").
+    pub batch: BusyPollBatch,
+}
+
+/// netmap / libpcap style: a system call moves up to `host.batch.size` frames; with nothing
+/// to move the thread sleeps until an interrupt wakes it (`host.batch.t_wakeup`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct BatchedSyscallIo {
+    #[serde(flatten)]
+    pub irq: Irq,
+    #[serde(flatten)]
+    pub rings: Rings,
+    /// Batched I/O costs.
+    #[serde(default)]
+    pub batch: SyscallBatch,
+}
+
+/// Threaded NAPI on a software device (veth): no hard IRQ; the sender schedules the NAPI,
+/// whose kernel thread wakes after `host.thread.wake_latency`, pays `host.thread.t_wakeup`,
+/// then polls up to `host.weight` packets per poll until the ring is empty and sleeps again.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct ThreadedNapiIo {
+    #[serde(flatten)]
+    pub poll: Poll,
+    #[serde(flatten)]
+    pub gro: GroBatch,
+    /// The NAPI thread's wake-up.
     #[serde(default)]
     pub thread: ThreadSpec,
-    /// The XDP program (io = "xdp", "af-xdp").
+}
+
+/// NAPI with an XDP program (`[host.xdp]`): native, in the driver's rx clean before any skb
+/// exists, or generic, after the skb is built; its action decides each frame's fate.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct XdpIo {
+    #[serde(flatten)]
+    pub napi: DeviceNapi,
+    #[serde(flatten)]
+    pub lock: TxLock,
+    /// The XDP program.
     #[serde(default)]
     pub xdp: XdpSpec,
-    /// The AF_XDP socket (io = "af-xdp").
+}
+
+/// AF_XDP: an XDP program (`[host.xdp]`, action "redirect") sends every frame to an AF_XDP
+/// socket of its queue, read by the `[app]` thread in user space (`[host.af_xdp]`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, JsonSchema)]
+pub struct AfXdpIo {
+    #[serde(flatten)]
+    pub napi: DeviceNapi,
+    /// The XDP program.
+    #[serde(default)]
+    pub xdp: XdpSpec,
+    /// The AF_XDP socket.
     #[serde(default)]
     pub af_xdp: AfXdpSpec,
+}
+
+crate::plain_keys!(
+    StackSpec, Irq, Poll, Softirq, TxLock, Rings, GroBatch, BatchCalls, EmptyCall, Wakeup, ThreadSpec, XdpSpec,
+    AfXdpSpec
+);
+crate::parts!(BusyPollBatch { groups: calls: BatchCalls, empty: EmptyCall; tables: });
+crate::parts!(SyscallBatch { groups: calls: BatchCalls, wake: Wakeup; tables: });
+crate::parts!(DeviceNapi { groups: irq: Irq, poll: Poll, softirq: Softirq; tables: thread: ThreadSpec where "nic.napi.threaded" });
+crate::parts!(NapiIo { groups: napi: DeviceNapi, lock: TxLock; tables: });
+crate::parts!(ServerIo { groups: rings: Rings, lock: TxLock; tables: });
+crate::parts!(BusyPollIo { groups: rings: Rings; tables: batch: BusyPollBatch });
+crate::parts!(BatchedSyscallIo { groups: irq: Irq, rings: Rings; tables: batch: SyscallBatch });
+crate::parts!(ThreadedNapiIo { groups: poll: Poll, gro: GroBatch; tables: thread: ThreadSpec });
+crate::parts!(XdpIo { groups: napi: DeviceNapi, lock: TxLock; tables: xdp: XdpSpec });
+crate::parts!(AfXdpIo { groups: napi: DeviceNapi; tables: xdp: XdpSpec, af_xdp: AfXdpSpec });
+
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
+}
+
+/// How a core moves packets between rings and the stack (`host.io`): a tagged section,
+/// each mode with its own keys of `[host]` and its own tables.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "io", rename_all = "kebab-case")]
+#[schemars(transform = tagged::schema_default::<IoSpec>)]
+pub enum IoSpec {
+    /// Linux NAPI with an ixgbe-style driver: hard IRQ, poll list, tx clean + rx clean (the
+    /// default).
+    Napi(NapiIo),
+    /// A plain single server: FIFO service from the rx ring, no IRQ or NAPI effects (for
+    /// checks against queueing theory).
+    Server(ServerIo),
+    /// DPDK-style busy polling: the core spins on its rings in calls of up to
+    /// `host.batch.size` frames.
+    BusyPoll(BusyPollIo),
+    /// netmap / libpcap style: system calls of up to `host.batch.size` frames, sleeping
+    /// until an interrupt when there is nothing to move.
+    BatchedSyscall(BatchedSyscallIo),
+    /// Threaded NAPI on a software device (veth), polled by its kernel thread.
+    ThreadedNapi(ThreadedNapiIo),
+    /// NAPI with an XDP program (`[host.xdp]`).
+    Xdp(XdpIo),
+    /// AF_XDP: an XDP program redirects every frame to an AF_XDP socket read by the `[app]`
+    /// thread (`[host.xdp]`, `[host.af_xdp]`).
+    AfXdp(AfXdpIo),
+}
+
+impl Default for IoSpec {
+    fn default() -> Self {
+        IoSpec::Napi(NapiIo::default())
+    }
+}
+
+impl<'de> Deserialize<'de> for IoSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        tagged::deserialize(d)
+    }
+}
+
+/// The modes whose device NAPI takes interrupts, polled by net_rx_action.
+const DEVICE_NAPI: &[&str] = &["napi", "xdp", "af-xdp"];
+/// Every mode with a NAPI.
+const ANY_NAPI: &[&str] = &["napi", "xdp", "af-xdp", "threaded-napi"];
+
+impl Tagged for IoSpec {
+    const TAG: &'static str = "io";
+    const DEFAULT: &'static str = "napi";
+    fn alternatives() -> Vec<(&'static str, Vec<Key>)> {
+        vec![
+            ("napi", NapiIo::keys()),
+            ("server", ServerIo::keys()),
+            ("busy-poll", BusyPollIo::keys()),
+            ("batched-syscall", BatchedSyscallIo::keys()),
+            ("threaded-napi", ThreadedNapiIo::keys()),
+            ("xdp", XdpIo::keys()),
+            ("af-xdp", AfXdpIo::keys()),
+        ]
+    }
+    fn build(name: &str, rest: toml::Table) -> std::result::Result<Self, String> {
+        Ok(match name {
+            "server" => IoSpec::Server(Keys::read(rest)?),
+            "busy-poll" => IoSpec::BusyPoll(Keys::read(rest)?),
+            "batched-syscall" => IoSpec::BatchedSyscall(Keys::read(rest)?),
+            "threaded-napi" => IoSpec::ThreadedNapi(Keys::read(rest)?),
+            "xdp" => IoSpec::Xdp(Keys::read(rest)?),
+            "af-xdp" => IoSpec::AfXdp(Keys::read(rest)?),
+            _ => IoSpec::Napi(Keys::read(rest)?),
+        })
+    }
+    fn common() -> Vec<Key> {
+        tagged::leaves::<StackSpec>()
+    }
+    fn elsewhere() -> Vec<Elsewhere> {
+        vec![
+            // Moderation throttles a device's NAPI interrupts; the others take none, or
+            // wake on the first write-back (batched-syscall).
+            Elsewhere {
+                path: "nic.itr",
+                aliases: &[],
+                readers: DEVICE_NAPI,
+                is_default: tagged::is_default::<ItrSpec>,
+            },
+            // Deferral belongs to a NAPI.
+            Elsewhere {
+                path: "nic.napi.defer_hard_irqs",
+                aliases: &["nic.napi.napi_defer_hard_irqs"],
+                readers: ANY_NAPI,
+                is_default: tagged::is_default::<u32>,
+            },
+            Elsewhere {
+                path: "nic.napi.gro_flush_timeout",
+                aliases: &[],
+                readers: ANY_NAPI,
+                is_default: tagged::is_default::<Duration>,
+            },
+            // A NAPI thread polls a device's NAPI (threaded-napi's is one already).
+            Elsewhere {
+                path: "nic.napi.threaded",
+                aliases: &[],
+                readers: DEVICE_NAPI,
+                is_default: tagged::is_default::<bool>,
+            },
+        ]
+    }
+}
+
+impl IoSpec {
+    /// The mode, as the engine tells modes apart.
+    pub fn kind(&self) -> IoModeKind {
+        match self {
+            IoSpec::Napi(_) => IoModeKind::Napi,
+            IoSpec::Server(_) => IoModeKind::Server,
+            IoSpec::BusyPoll(_) => IoModeKind::BusyPoll,
+            IoSpec::BatchedSyscall(_) => IoModeKind::BatchedSyscall,
+            IoSpec::ThreadedNapi(_) => IoModeKind::ThreadedNapi,
+            IoSpec::Xdp(_) => IoModeKind::Xdp,
+            IoSpec::AfXdp(_) => IoModeKind::AfXdp,
+        }
+    }
+    /// The `host.io` value, as the scenario format writes it.
+    pub fn name(&self) -> String {
+        self.kind().name()
+    }
+    /// A device's NAPI (napi, xdp, af-xdp).
+    pub fn device_napi(&self) -> Option<&DeviceNapi> {
+        match self {
+            IoSpec::Napi(n) => Some(&n.napi),
+            IoSpec::Xdp(x) => Some(&x.napi),
+            IoSpec::AfXdp(a) => Some(&a.napi),
+            _ => None,
+        }
+    }
+    /// A hard IRQ's cost (0 where the mode takes none).
+    pub fn t_irq(&self) -> Duration {
+        match self {
+            IoSpec::BatchedSyscall(b) => b.irq.t_irq,
+            _ => self.device_napi().map_or(Duration::default(), |n| n.irq.t_irq),
+        }
+    }
+    /// A NAPI's poll (its default where the mode has no NAPI).
+    pub fn poll(&self) -> Poll {
+        match self {
+            IoSpec::ThreadedNapi(t) => t.poll.clone(),
+            _ => self.device_napi().map_or(Poll::default(), |n| n.poll.clone()),
+        }
+    }
+    /// The NET_RX softirq's limits (their defaults where the mode runs none).
+    pub fn softirq(&self) -> Softirq {
+        self.device_napi().map_or(Softirq::default(), |n| n.softirq.clone())
+    }
+    /// A shared tx queue's lock (0 where the mode takes none).
+    pub fn tx_lock(&self) -> Duration {
+        match self {
+            IoSpec::Napi(n) => n.lock.tx_lock,
+            IoSpec::Server(s) => s.lock.tx_lock,
+            IoSpec::Xdp(x) => x.lock.tx_lock,
+            _ => Duration::default(),
+        }
+    }
+    /// How the cores choose among their rings (server, busy-poll, batched-syscall).
+    pub fn rings(&self) -> Option<&Rings> {
+        match self {
+            IoSpec::Server(s) => Some(&s.rings),
+            IoSpec::BusyPoll(b) => Some(&b.rings),
+            IoSpec::BatchedSyscall(b) => Some(&b.rings),
+            _ => None,
+        }
+    }
+    /// Batched I/O's calls (busy-poll, batched-syscall).
+    pub fn batch(&self) -> Option<&BatchCalls> {
+        match self {
+            IoSpec::BusyPoll(b) => Some(&b.batch.calls),
+            IoSpec::BatchedSyscall(b) => Some(&b.batch.calls),
+            _ => None,
+        }
+    }
+    /// A NAPI thread's wake-up (threaded-napi; a device's NAPI with nic.napi.threaded).
+    pub fn thread(&self) -> ThreadSpec {
+        match self {
+            IoSpec::ThreadedNapi(t) => t.thread.clone(),
+            _ => self.device_napi().map_or(ThreadSpec::default(), |n| n.thread.clone()),
+        }
+    }
+    /// The XDP program (xdp, af-xdp).
+    pub fn xdp(&self) -> Option<&XdpSpec> {
+        match self {
+            IoSpec::Xdp(x) => Some(&x.xdp),
+            IoSpec::AfXdp(a) => Some(&a.xdp),
+            _ => None,
+        }
+    }
+    /// The AF_XDP socket (af-xdp).
+    pub fn af_xdp(&self) -> Option<&AfXdpSpec> {
+        match self {
+            IoSpec::AfXdp(a) => Some(&a.af_xdp),
+            _ => None,
+        }
+    }
 }
 
 /// Ring-scheduling strategy of a core (001 V-C and friends).
@@ -393,42 +812,15 @@ fn default_hz() -> u32 {
     1000
 }
 
-impl Default for HostSpec {
-    fn default() -> Self {
-        HostSpec {
-            io: IoModeKind::default(),
-            t_irq: Duration::default(),
-            t_proc: None,
-            t_clean: None,
-            t_poll: Duration::default(),
-            service: ServiceDist::default(),
-            weight: default_weight(),
-            gro_normal_batch: default_gro_normal_batch(),
-            budget: default_budget(),
-            budget_time: default_budget_time(),
-            hz: default_hz(),
-            net_rx_action: NetRxAction::default(),
-            t_proc_per_byte: None,
-            tx_lock: Duration::default(),
-            strategy: StrategySpec::default(),
-            core_strategies: Vec::new(),
-            batch: BatchSpec::default(),
-            thread: ThreadSpec::default(),
-            xdp: XdpSpec::default(),
-            af_xdp: AfXdpSpec::default(),
-        }
-    }
-}
-
 impl HostSpec {
-    /// The strategies' parameters, batched I/O, the NAPI thread and the NAPI limits.
+    /// Each part of the mode in range: the strategies, batched I/O, the NAPI and its thread,
+    /// the XDP program and the AF_XDP socket.
     ///
     /// Strategies are checked against the neighbouring sections, passed in: `queues` is the
     /// number of rx queues per core (`nic.queues`; priowfq and drr give one slice or weight
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        // (Other modes' keys are refused by check_mode_keys, after these checks.)
         self.validate_xdp(origin)?;
         range(
             "nic.napi.defer_hard_irqs",
@@ -437,6 +829,147 @@ impl HostSpec {
             i32::MAX as u64,
             "a number of empty polls (the kernel's s32)",
         )?;
+        if let Some(rings) = self.io.rings() {
+            rings.validate(origin, queues, cores)?;
+        }
+        if let Some(b) = self.io.batch() {
+            range("host.batch.size", b.size as u64, 1, 1 << 16, "a number of frames per call")?;
+        }
+        if let IoSpec::BusyPoll(b) = &self.io {
+            if b.batch.empty.t_empty.ps == 0 && b.batch.calls.t_call.ps == 0 {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.batch.t_empty",
+                    Some("\"0ns\"".into()),
+                    "a cost above 0 for an empty poll (or host.batch.t_call): a core spinning for free never lets time pass",
+                )
+                .into());
+            }
+        }
+        if matches!(self.io, IoSpec::Napi(_) | IoSpec::Xdp(_) | IoSpec::AfXdp(_) | IoSpec::ThreadedNapi(_)) {
+            range("host.weight", self.io.poll().weight as u64, 1, 1 << 16, "a number of packets")?;
+        }
+        if let IoSpec::ThreadedNapi(t) = &self.io {
+            range("host.gro_normal_batch", t.gro.gro_normal_batch as u64, 1, 1 << 16, "a number of frames")?;
+        }
+        if let Some(n) = self.io.device_napi() {
+            let s = &n.softirq;
+            range("host.budget", s.budget as u64, 1, 1 << 24, "a number of packets")?;
+            range("host.hz", s.hz as u64, 100, 10_000, "a tick rate in Hz")?;
+            if s.budget_time.ps == 0 {
+                return Err(
+                    ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into()
+                );
+            }
+            // (Its thread's keys are read only where a thread polls it.)
+            if !napi.threaded && n.thread != ThreadSpec::default() {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.thread",
+                    None,
+                    format!(
+                        "no host.thread with host.io = \"{}\" unless nic.napi.threaded = true: only a NAPI thread has a wake-up (host.io = \"threaded-napi\", or a device's NAPI with nic.napi.threaded)",
+                        self.io.name()
+                    ),
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// The XDP program's times only where its mode and action read them; the AF_XDP socket's
+    /// rings in range, and its program a native redirect.
+    fn validate_xdp(&self, origin: &str) -> Result<()> {
+        if let IoSpec::AfXdp(io) = &self.io {
+            let (a, x) = (&io.af_xdp, &io.xdp);
+            check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
+            check_range(origin, "host.af_xdp.rx_size", a.rx_size as u64, 2, 1 << 24, "a number of ring entries")?;
+            if !a.rx_size.is_power_of_two() {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.af_xdp.rx_size",
+                    Some(a.rx_size.to_string()),
+                    "a power of two (the kernel's rings are)",
+                )
+                .into());
+            }
+            if a.zero_copy && (a.t_copy.ps > 0 || a.t_copy_per_byte.is_some()) {
+                return Err(
+                    ConfigError::new(origin, "host.af_xdp.t_copy", None, "no copy cost with zero_copy = true").into()
+                );
+            }
+            if x.mode != XdpMode::Native || x.action != XdpAction::Redirect {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.xdp.action",
+                    Some(format!("{:?}", format!("{:?}", x.action).to_lowercase())),
+                    "\"redirect\" in native mode with host.io = \"af-xdp\": the program redirects every frame to the socket (XSKMAP)",
+                )
+                .into());
+            }
+            if x.t_xmit.ps > 0 {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.xdp.t_xmit",
+                    Some(format!("\"{}\"", x.t_xmit)),
+                    "0 or no key with host.io = \"af-xdp\": host.af_xdp.t_xsk is the socket's cost",
+                )
+                .into());
+            }
+            return Ok(());
+        }
+        let IoSpec::Xdp(io) = &self.io else { return Ok(()) };
+        let x = &io.xdp;
+        let native = x.mode == XdpMode::Native;
+        let sends = matches!(x.action, XdpAction::Tx | XdpAction::Redirect);
+        let action = format!("{:?}", x.action).to_lowercase();
+        let unread = |key: &str, d: Duration, why: String| -> Result<()> {
+            if d.ps > 0 {
+                return Err(ConfigError::new(
+                    origin,
+                    format!("host.xdp.{key}"),
+                    Some(format!("\"{d}\"")),
+                    format!("0 or no key: {why}"),
+                )
+                .into());
+            }
+            Ok(())
+        };
+        if !native {
+            unread("t_driver", x.t_driver, "generic XDP runs after the driver built the skb (host.xdp.t_skb)".into())?;
+            unread("t_flush", x.t_flush, "generic XDP sends each frame at once, with no bulk to flush".into())?;
+        } else if let Some(d) = x.t_skb {
+            unread("t_skb", d, "native XDP runs before any skb exists".into())?;
+        }
+        if x.action == XdpAction::Pass {
+            unread(
+                "t_driver",
+                x.t_driver,
+                "XDP_PASS frames go on to the stack, whose t_proc includes the driver's work".into(),
+            )?;
+        }
+        if !sends {
+            unread("t_xmit", x.t_xmit, format!("action = \"{action}\" sends nothing"))?;
+            unread("t_flush", x.t_flush, format!("action = \"{action}\" sends nothing"))?;
+        }
+        if !native && x.action != XdpAction::Pass && x.t_skb.is_none() && self.stack.t_proc.is_some() {
+            return Err(ConfigError::new(
+                origin,
+                "host.xdp.t_skb",
+                None,
+                "a time for generic XDP with host.t_proc given: the part of t_proc before the hook (driver rx and skb allocation), e.g. \"150ns\"",
+            )
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl Rings {
+    /// One strategy per core where given per core, and each strategy's keys in range.
+    fn validate(&self, origin: &str, queues: usize, cores: u32) -> Result<()> {
+        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
                 origin,
@@ -478,23 +1011,6 @@ impl HostSpec {
                 _ => {}
             }
         }
-        range("host.batch.size", self.batch.size as u64, 1, 1 << 16, "a number of frames per call")?;
-        if self.io == IoModeKind::BusyPoll && self.batch.t_empty.ps == 0 && self.batch.t_call.ps == 0 {
-            return Err(ConfigError::new(
-                origin,
-                "host.batch.t_empty",
-                Some("\"0ns\"".into()),
-                "a cost above 0 for an empty poll (or host.batch.t_call): a core spinning for free never lets time pass",
-            )
-            .into());
-        }
-        range("host.weight", self.weight as u64, 1, 1 << 16, "a number of packets")?;
-        range("host.gro_normal_batch", self.gro_normal_batch as u64, 1, 1 << 16, "a number of frames")?;
-        range("host.budget", self.budget as u64, 1, 1 << 24, "a number of packets")?;
-        range("host.hz", self.hz as u64, 100, 10_000, "a tick rate in Hz")?;
-        if self.budget_time.ps == 0 {
-            return Err(ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into());
-        }
         Ok(())
     }
 }
@@ -506,306 +1022,146 @@ impl IoModeKind {
     }
 }
 
-/// A key that only some I/O modes read, as a scenario gives it (see
-/// [`HostSpec::unread_mode_keys`]).
-pub struct ModeKey {
-    /// Its path (`host.t_irq`, `nic.itr`).
-    pub key: &'static str,
-    /// Its Linux names, also accepted (`host.netdev_budget`).
-    aliases: &'static [&'static str],
-    /// Its value where it is given, not at its default (a table: ""); None where it is not.
-    value: Option<String>,
-    /// The modes that read it, and why the others do not.
-    modes: &'static [IoModeKind],
-    why: &'static str,
-    /// Put it back to its default.
-    reset: fn(&mut HostSpec, &mut super::nic::NicSpec),
-}
-
-impl ModeKey {
-    /// Its path and its Linux names.
-    pub fn paths(&self) -> impl Iterator<Item = &'static str> {
-        std::iter::once(self.key).chain(self.aliases.iter().copied())
-    }
-
-    /// Back to its default: as if the scenario had not given it.
-    pub fn reset(&self, host: &mut HostSpec, nic: &mut super::nic::NicSpec) {
-        (self.reset)(host, nic)
-    }
-}
-
-impl HostSpec {
-    /// Keys that only some I/O modes read, given (not at their defaults) with another mode:
-    /// each names the modes that read it and why the others do not (a value nothing reads
-    /// would change nothing, silently). `nic` is `[nic]` (its `itr` and `napi`).
-    pub fn unread_mode_keys(&self, nic: &super::nic::NicSpec) -> Vec<ModeKey> {
-        use IoModeKind::*;
-        const NAPI: &[IoModeKind] = &[Napi, Xdp, AfXdp];
-        const NAPI_OR_THREAD: &[IoModeKind] = &[Napi, Xdp, AfXdp, ThreadedNapi];
-        const PICKERS: &[IoModeKind] = &[Server, BusyPoll, BatchedSyscall];
-        let (d, b) = (HostSpec::default(), BatchSpec::default());
-        let napi = &nic.napi;
-        let calls = BatchSpec { t_empty: b.t_empty, t_wakeup: b.t_wakeup, ..self.batch.clone() } != b;
-        // (A value is written out only where it is given.)
-        fn given(changed: bool, v: impl FnOnce() -> String) -> Option<String> {
-            changed.then(v)
-        }
-        let time = |x: Duration, y: Duration| given(x != y, || format!("\"{x}\""));
-        let table = |changed: bool| given(changed, String::new);
-        let key = |key, value, modes, why, reset| ModeKey { key, aliases: &[], value, modes, why, reset };
-        let keys = [
-            key("host.t_irq", time(self.t_irq, d.t_irq), &[Napi, Xdp, AfXdp, BatchedSyscall], "the others take no hard IRQ (a server and a busy poller never sleep, a software device's sender schedules its NAPI thread)", |h, _| h.t_irq = HostSpec::default().t_irq),
-            key("host.t_poll", time(self.t_poll, d.t_poll), NAPI_OR_THREAD, "only a NAPI is polled", |h, _| h.t_poll = HostSpec::default().t_poll),
-            key("host.weight", given(self.weight != d.weight, || self.weight.to_string()), NAPI_OR_THREAD, "only a NAPI poll has a weight (a call moves up to host.batch.size frames)", |h, _| h.weight = HostSpec::default().weight),
-            ModeKey { aliases: &["host.netdev_budget"], ..key("host.budget", given(self.budget != d.budget, || self.budget.to_string()), NAPI, "only net_rx_action has a budget (a NAPI thread polls by weight alone)", |h, _| h.budget = HostSpec::default().budget) },
-            ModeKey { aliases: &["host.netdev_budget_usecs"], ..key("host.budget_time", time(self.budget_time, d.budget_time), NAPI, "only net_rx_action has a time limit", |h, _| h.budget_time = HostSpec::default().budget_time) },
-            key("host.net_rx_action", given(self.net_rx_action != d.net_rx_action, || format!("\"{:?}\"", self.net_rx_action).to_lowercase()), NAPI, "only a device's softirq runs net_rx_action", |h, _| h.net_rx_action = HostSpec::default().net_rx_action),
-            key("host.gro_normal_batch", given(self.gro_normal_batch != d.gro_normal_batch, || self.gro_normal_batch.to_string()), &[ThreadedNapi], "only the software device's poll hands frames on in gro_normal lists here", |h, _| h.gro_normal_batch = HostSpec::default().gro_normal_batch),
-            key("host.strategy", table(self.strategy != d.strategy), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.strategy = HostSpec::default().strategy),
-            key("host.core_strategies", table(!self.core_strategies.is_empty()), PICKERS, "a NAPI polls its core's rings in poll-list order", |h, _| h.core_strategies.clear()),
-            key("host.batch.t_empty", time(self.batch.t_empty, b.t_empty), &[BusyPoll], "only a busy poller makes empty calls (batched-syscall sleeps)", |h, _| h.batch.t_empty = BatchSpec::default().t_empty),
-            key("host.batch.t_wakeup", time(self.batch.t_wakeup, b.t_wakeup), &[BatchedSyscall], "only a sleeping thread wakes up", |h, _| h.batch.t_wakeup = BatchSpec::default().t_wakeup),
-            key("host.batch", table(calls), &[BusyPoll, BatchedSyscall], "only batched I/O makes calls", |h, _| h.batch = BatchSpec { t_empty: h.batch.t_empty, t_wakeup: h.batch.t_wakeup, ..BatchSpec::default() }),
-            key("nic.itr", table(nic.itr != super::nic::ItrSpec::default()), NAPI, "moderation throttles a device's NAPI interrupts; the others take none, or wake on the first write-back (batched-syscall)", |_, n| n.itr = super::nic::ItrSpec::default()),
-            ModeKey { aliases: &["nic.napi.napi_defer_hard_irqs"], ..key("nic.napi.defer_hard_irqs", given(napi.defer_hard_irqs > 0, || napi.defer_hard_irqs.to_string()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.defer_hard_irqs = 0) },
-            key("nic.napi.gro_flush_timeout", time(napi.gro_flush_timeout, Duration::default()), NAPI_OR_THREAD, "deferral belongs to a NAPI", |_, n| n.napi.gro_flush_timeout = Duration::default()),
-            key("nic.napi.threaded", given(napi.threaded, || "true".into()), NAPI, "a NAPI thread polls a device's NAPI (threaded-napi's is one already)", |_, n| n.napi.threaded = false),
-            // (Read by a threaded device NAPI too: nic.napi.threaded, itself refused where
-            // no device NAPI is.)
-            key("host.thread", table(self.thread != ThreadSpec::default() && !napi.threaded), &[ThreadedNapi], "only a NAPI thread has a wake-up (with a device's NAPI: nic.napi.threaded = true)", |h, _| h.thread = ThreadSpec::default()),
-            key("host.xdp", table(self.xdp != XdpSpec::default()), &[Xdp, AfXdp], "only these run an XDP program", |h, _| h.xdp = XdpSpec::default()),
-            key("host.af_xdp", table(self.af_xdp != AfXdpSpec::default()), &[AfXdp], "only an AF_XDP socket has these rings and costs", |h, _| h.af_xdp = AfXdpSpec::default()),
-            key("host.tx_lock", time(self.tx_lock, d.tx_lock), &[Napi, Server, Xdp], "only these take a shared tx queue's lock", |h, _| h.tx_lock = HostSpec::default().tx_lock),
-        ];
-        keys.into_iter().filter(|k| k.value.is_some() && !k.modes.contains(&self.io)).collect()
-    }
-
-    /// [`HostSpec::unread_mode_keys`], refused: the first one is the error.
-    pub(super) fn check_mode_keys(&self, origin: &str, nic: &super::nic::NicSpec) -> Result<()> {
-        let Some(k) = self.unread_mode_keys(nic).into_iter().next() else { return Ok(()) };
-        let value = k.value.unwrap_or_default();
-        let names: Vec<String> = k.modes.iter().map(|m| format!("\"{}\"", m.name())).collect();
-        let expected =
-            format!("no {} with host.io = \"{}\": only {} read it; {}", k.key, self.io.name(), names.join(", "), k.why);
-        Err(ConfigError::new(origin, k.key, (!value.is_empty()).then_some(value), expected).into())
-    }
-}
-
-impl HostSpec {
-    /// `[host.xdp]` only with io = "xdp", and each of its times only where its mode and
-    /// action read it.
-    fn validate_xdp(&self, origin: &str) -> Result<()> {
-        let x = &self.xdp;
-        if self.io == IoModeKind::AfXdp {
-            let a = &self.af_xdp;
-            check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
-            check_range(origin, "host.af_xdp.rx_size", a.rx_size as u64, 2, 1 << 24, "a number of ring entries")?;
-            if !a.rx_size.is_power_of_two() {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.af_xdp.rx_size",
-                    Some(a.rx_size.to_string()),
-                    "a power of two (the kernel's rings are)",
-                )
-                .into());
-            }
-            if a.zero_copy && (a.t_copy.ps > 0 || a.t_copy_per_byte.is_some()) {
-                return Err(
-                    ConfigError::new(origin, "host.af_xdp.t_copy", None, "no copy cost with zero_copy = true").into()
-                );
-            }
-            if x.mode != XdpMode::Native || x.action != XdpAction::Redirect {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.xdp.action",
-                    Some(format!("{:?}", format!("{:?}", x.action).to_lowercase())),
-                    "\"redirect\" in native mode with host.io = \"af-xdp\": the program redirects every frame to the socket (XSKMAP)",
-                )
-                .into());
-            }
-            if x.t_xmit.ps > 0 {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.xdp.t_xmit",
-                    Some(format!("\"{}\"", x.t_xmit)),
-                    "0 or no key with host.io = \"af-xdp\": host.af_xdp.t_xsk is the socket's cost",
-                )
-                .into());
-            }
-            return Ok(());
-        }
-        if self.io != IoModeKind::Xdp {
-            // ([host.xdp] elsewhere: check_mode_keys.)
-            return Ok(());
-        }
-        let native = x.mode == XdpMode::Native;
-        let sends = matches!(x.action, XdpAction::Tx | XdpAction::Redirect);
-        let action = format!("{:?}", x.action).to_lowercase();
-        let unread = |key: &str, d: Duration, why: String| -> Result<()> {
-            if d.ps > 0 {
-                return Err(ConfigError::new(
-                    origin,
-                    format!("host.xdp.{key}"),
-                    Some(format!("\"{d}\"")),
-                    format!("0 or no key: {why}"),
-                )
-                .into());
-            }
-            Ok(())
-        };
-        if !native {
-            unread("t_driver", x.t_driver, "generic XDP runs after the driver built the skb (host.xdp.t_skb)".into())?;
-            unread("t_flush", x.t_flush, "generic XDP sends each frame at once, with no bulk to flush".into())?;
-        } else if let Some(d) = x.t_skb {
-            unread("t_skb", d, "native XDP runs before any skb exists".into())?;
-        }
-        if x.action == XdpAction::Pass {
-            unread(
-                "t_driver",
-                x.t_driver,
-                "XDP_PASS frames go on to the stack, whose t_proc includes the driver's work".into(),
-            )?;
-        }
-        if !sends {
-            unread("t_xmit", x.t_xmit, format!("action = \"{action}\" sends nothing"))?;
-            unread("t_flush", x.t_flush, format!("action = \"{action}\" sends nothing"))?;
-        }
-        if !native && x.action != XdpAction::Pass && x.t_skb.is_none() && self.t_proc.is_some() {
-            return Err(ConfigError::new(
-                origin,
-                "host.xdp.t_skb",
-                None,
-                "a time for generic XDP with host.t_proc given: the part of t_proc before the hook (driver rx and skb allocation), e.g. \"150ns\"",
-            )
-            .into());
-        }
-        Ok(())
-    }
+/// `[host]` from the text of its table (tests).
+#[cfg(test)]
+pub(crate) fn host(text: &str) -> HostSpec {
+    crate::loader::deserialize_toml(text, "t").unwrap()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::config_error;
+    use crate::scenario::nic::NapiSpec;
 
-    fn with_strategy(strategy: StrategySpec) -> HostSpec {
-        HostSpec { strategy, ..HostSpec::default() }
+    /// `[host]` read and checked as a scenario's, with `queues` rx queues per core, `cores`
+    /// cores and the device's NAPI threaded or not.
+    fn check(text: &str, queues: usize, cores: u32, threaded: bool) -> Result<HostSpec> {
+        #[derive(Deserialize)]
+        struct File {
+            host: HostSpec,
+        }
+        let text = format!("[host]\n{text}").replace("\n[", "\n[host.");
+        let f: File = crate::loader::deserialize_toml(&text, "t")?;
+        f.host.validate("t", queues, cores, &NapiSpec { threaded, ..NapiSpec::default() })?;
+        Ok(f.host)
+    }
+
+    fn message(text: &str) -> String {
+        check(text, 1, 1, false).err().map(|e| e.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn each_mode_reads_its_parts_keys_and_refuses_the_others() {
+        let server = check("io = \"server\"\ntx_lock = \"40ns\"\nt_proc = \"1us\"", 1, 1, false).unwrap();
+        assert_eq!(server.io.kind(), IoModeKind::Server);
+        assert_eq!(
+            (server.io.tx_lock(), server.stack.t_proc),
+            (Duration::from_ps(40_000), Some(Duration::from_ps(1_000_000)))
+        );
+        let napi = check("t_irq = \"1us\"\nnetdev_budget = 600\nhz = 250", 1, 1, false).unwrap();
+        assert_eq!(
+            (napi.io.t_irq(), napi.io.softirq().budget, napi.io.softirq().hz),
+            (Duration::from_ps(1_000_000), 600, 250)
+        );
+        assert_eq!(
+            message("io = \"server\"\nt_irq = \"1us\""),
+            "t: host.t_irq = \"1us\": expected no host.t_irq with host.io = \"server\" (only host.io = \"napi\", host.io = \"batched-syscall\", host.io = \"xdp\", host.io = \"af-xdp\" read it)"
+        );
+        assert_eq!(
+            message("io = \"napi\"\n[xdp]\naction = \"drop\""),
+            "t: host.xdp: no host.xdp with host.io = \"napi\" (only host.io = \"xdp\", host.io = \"af-xdp\" read it)"
+        );
+        // In a part's own table too: an empty call is a busy poller's, a wake-up a sleeper's.
+        assert_eq!(
+            message("io = \"batched-syscall\"\n[batch]\nt_empty = \"5ns\""),
+            "t: host.batch.t_empty = \"5ns\": expected no host.batch.t_empty with host.io = \"batched-syscall\" (only host.io = \"busy-poll\" reads it)"
+        );
+        assert!(message("io = \"busy-poll\"\n[batch]\nt_emptyy = \"5ns\"")
+            .starts_with("t: host.batch.t_emptyy: no such key here: did you mean `t_empty`?"));
+        assert!(message("io = \"server\"\nt_prc = \"5ns\"")
+            .starts_with("t: host.t_prc: no such key here: did you mean `t_proc`?"));
+        assert!(message("io = \"serve\"").starts_with("t: host.io = \"serve\": expected one of `napi`, `server`"));
+        // Errors inside a part keep their whole path.
+        assert!(message("io = \"busy-poll\"\n[batch]\nsize = \"x\"").starts_with("t: host.batch.size = string \"x\""));
+        assert_eq!(message("weight = -1").split(" =").next(), Some("t: host.weight"));
+    }
+
+    #[test]
+    fn a_mode_writes_out_what_it_reads() {
+        let text = "io = \"busy-poll\"\nt_proc = \"1us\"\n[batch]\nsize = 8\nt_call = \"100ns\"\nt_empty = \"5ns\"\n";
+        let h = host(text);
+        let back = toml::to_string(&h).unwrap();
+        assert_eq!(host(&back), h, "{back}");
+        assert!(back.starts_with("t_proc = \"1us\"\nservice = \"constant\"\nio = \"busy-poll\""), "{back}");
+        assert!(!back.contains("t_irq") && !back.contains("weight") && back.contains("t_empty = \"5ns\""), "{back}");
+        assert_eq!(keys_of::<HostSpec>(), &[] as &[&str], "a HostSpec is read key by key, not as one struct");
     }
 
     #[test]
     fn priowfq_gives_one_slice_per_queue() {
-        let slices = vec![Duration::from_ps(1_000_000); 2];
-        let st = StrategySpec { kind: StrategyKind::Priowfq, slices, ..StrategySpec::default() };
-        assert!(with_strategy(st.clone()).validate("t", 2, 1, &Default::default()).is_ok());
-        let e = config_error(with_strategy(st.clone()).validate("t", 3, 1, &Default::default()));
+        let st = "io = \"server\"\n[strategy]\nkind = \"priowfq\"\nslices = [\"1us\", \"1us\"]";
+        assert!(check(st, 2, 1, false).is_ok());
+        let e = check(st, 3, 1, false).err().unwrap();
         assert_eq!(e.to_string(), "t: host.strategy.slices = 2 slices: expected one time slice above 0 per queue in nic.queues (3), highest priority first");
-        let zero = StrategySpec { slices: vec![Duration::from_ps(1_000_000), Duration::from_ps(0)], ..st };
-        assert_eq!(
-            config_error(with_strategy(zero).validate("t", 2, 1, &Default::default())).path,
-            "host.strategy.slices"
-        );
+        let zero = "io = \"server\"\n[strategy]\nkind = \"priowfq\"\nslices = [\"1us\", \"0us\"]";
+        assert_eq!(config_error(check(zero, 2, 1, false)).path, "host.strategy.slices");
     }
 
     #[test]
     fn drr_gives_one_weight_per_queue_and_a_quantum() {
-        let st = StrategySpec { kind: StrategyKind::Drr, weights: vec![3, 1], ..StrategySpec::default() };
-        assert!(with_strategy(st.clone()).validate("t", 2, 1, &Default::default()).is_ok());
-        assert_eq!(
-            config_error(with_strategy(st.clone()).validate("t", 1, 1, &Default::default())).path,
-            "host.strategy.weights"
-        );
-        let no_quantum = StrategySpec { quantum: Bytes::new(0), ..st };
-        assert_eq!(
-            config_error(with_strategy(no_quantum).validate("t", 2, 1, &Default::default())).path,
-            "host.strategy.weights"
-        );
+        let st = "io = \"server\"\n[strategy]\nkind = \"drr\"\nweights = [3, 1]";
+        assert!(check(st, 2, 1, false).is_ok());
+        assert_eq!(config_error(check(st, 1, 1, false)).path, "host.strategy.weights");
+        assert_eq!(config_error(check(&format!("{st}\nquantum = \"0B\""), 2, 1, false)).path, "host.strategy.weights");
     }
 
     #[test]
     fn core_strategies_give_one_per_core_and_are_checked_each() {
-        let quota = StrategySpec { kind: StrategyKind::Quota, quota: 0, ..StrategySpec::default() };
-        let host = HostSpec { core_strategies: vec![StrategySpec::default(), quota], ..HostSpec::default() };
+        let st = "io = \"server\"\ncore_strategies = [{ kind = \"sq\" }, { kind = \"quota\", quota = 0 }]";
         assert_eq!(
-            config_error(host.validate("t", 1, 3, &Default::default())).to_string(),
+            config_error(check(st, 1, 3, false)).to_string(),
             "t: host.core_strategies = 2 entries: expected one strategy per core (3)"
         );
-        assert_eq!(config_error(host.validate("t", 1, 2, &Default::default())).path, "host.core_strategies[1].quota");
+        assert_eq!(config_error(check(st, 1, 2, false)).path, "host.core_strategies[1].quota");
     }
 
     #[test]
     fn busy_polling_for_free_is_rejected() {
-        let host = HostSpec { io: IoModeKind::BusyPoll, ..HostSpec::default() };
-        assert_eq!(config_error(host.validate("t", 1, 1, &Default::default())).path, "host.batch.t_empty");
-        let batch = BatchSpec { t_call: Duration::from_ps(10_000), ..BatchSpec::default() };
-        assert!(HostSpec { batch, ..host }.validate("t", 1, 1, &Default::default()).is_ok());
+        assert_eq!(config_error(check("io = \"busy-poll\"", 1, 1, false)).path, "host.batch.t_empty");
+        assert!(check("io = \"busy-poll\"\n[batch]\nt_call = \"10ns\"", 1, 1, false).is_ok());
     }
 
     #[test]
-    fn only_threaded_napi_has_a_thread() {
-        let thread = ThreadSpec { wake_latency: Duration::from_ps(1_000_000), t_wakeup: Duration::default() };
-        let host = HostSpec { thread, ..HostSpec::default() };
-        let nic = |threaded: bool| super::super::nic::NicSpec {
-            napi: super::super::nic::NapiSpec { threaded, ..Default::default() },
-            ..Default::default()
-        };
-        let check = |h: &HostSpec, threaded: bool| {
-            h.validate("t", 1, 1, &nic(threaded).napi).and_then(|()| h.check_mode_keys("t", &nic(threaded)))
-        };
-        assert_eq!(config_error(check(&host, false)).path, "host.thread");
-        assert!(check(&host, true).is_ok(), "a device's NAPI threads");
-        assert_eq!(
-            config_error(check(&HostSpec { io: IoModeKind::Server, ..host.clone() }, true)).path,
-            "nic.napi.threaded"
-        );
-        assert_eq!(
-            config_error(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host.clone() }, true)).path,
-            "nic.napi.threaded"
-        );
-        assert!(check(&HostSpec { io: IoModeKind::ThreadedNapi, ..host }, false).is_ok());
+    fn only_a_napi_thread_has_a_wake_up() {
+        let thread = "[thread]\nwake_latency = \"1us\"";
+        assert_eq!(config_error(check(thread, 1, 1, false)).path, "host.thread");
+        assert!(check(thread, 1, 1, true).is_ok(), "a device's NAPI threads");
+        assert_eq!(config_error(check(&format!("io = \"server\"\n{thread}"), 1, 1, false)).path, "host.thread");
+        let t = check(&format!("io = \"threaded-napi\"\n{thread}"), 1, 1, false).unwrap();
+        assert_eq!(t.io.thread().wake_latency, Duration::from_ps(1_000_000));
     }
 
     #[test]
     fn xdp_keys_are_read_where_mode_and_action_use_them() {
-        let ns = |n: u64| Duration::from_ps(n * 1000);
-        let xdp = |x: XdpSpec| HostSpec { io: IoModeKind::Xdp, xdp: x, ..HostSpec::default() };
-        let v = |h: HostSpec| h.validate("t", 1, 1, &Default::default());
-        let drop = XdpSpec { action: XdpAction::Drop, t_prog: ns(5), t_driver: ns(35), ..XdpSpec::default() };
-        assert!(v(xdp(drop.clone())).is_ok());
-        assert_eq!(config_error(v(xdp(XdpSpec { t_xmit: ns(5), ..drop.clone() }))).path, "host.xdp.t_xmit");
-        assert_eq!(config_error(v(xdp(XdpSpec { mode: XdpMode::Generic, ..drop.clone() }))).path, "host.xdp.t_driver");
-        let generic = XdpSpec { mode: XdpMode::Generic, action: XdpAction::Tx, t_xmit: ns(10), ..XdpSpec::default() };
-        assert!(v(xdp(generic.clone())).is_ok(), "t_skb from the cost profile");
-        let explicit = HostSpec { t_proc: Some(ns(500)), ..xdp(generic.clone()) };
-        assert_eq!(config_error(v(explicit.clone())).path, "host.xdp.t_skb");
-        assert!(v(HostSpec { xdp: XdpSpec { t_skb: Some(ns(150)), ..generic.clone() }, ..explicit }).is_ok());
-        assert_eq!(config_error(v(xdp(XdpSpec { t_flush: ns(10), ..generic }))).path, "host.xdp.t_flush");
-        assert_eq!(
-            config_error(v(xdp(XdpSpec { t_driver: ns(10), ..XdpSpec::default() }))).path,
-            "host.xdp.t_driver",
-            "pass"
-        );
-        let e = config_error(HostSpec { xdp: drop, ..HostSpec::default() }.check_mode_keys("t", &Default::default()));
-        assert_eq!(e.to_string(), "t: host.xdp: no host.xdp with host.io = \"napi\": only \"xdp\", \"af-xdp\" read it; only these run an XDP program");
+        let v = |xdp: &str, host: &str| check(&format!("io = \"xdp\"\n{host}\n[xdp]\n{xdp}"), 1, 1, false);
+        let drop = "action = \"drop\"\nt_prog = \"5ns\"\nt_driver = \"35ns\"";
+        assert!(v(drop, "").is_ok());
+        assert_eq!(config_error(v(&format!("{drop}\nt_xmit = \"5ns\""), "")).path, "host.xdp.t_xmit");
+        assert_eq!(config_error(v(&format!("{drop}\nmode = \"generic\""), "")).path, "host.xdp.t_driver");
+        let generic = "mode = \"generic\"\naction = \"tx\"\nt_xmit = \"10ns\"";
+        assert!(v(generic, "").is_ok(), "t_skb from the cost profile");
+        assert_eq!(config_error(v(generic, "t_proc = \"500ns\"")).path, "host.xdp.t_skb");
+        assert!(v(&format!("{generic}\nt_skb = \"150ns\""), "t_proc = \"500ns\"").is_ok());
+        assert_eq!(config_error(v(&format!("{generic}\nt_flush = \"10ns\""), "")).path, "host.xdp.t_flush");
+        assert_eq!(config_error(v("t_driver = \"10ns\"", "")).path, "host.xdp.t_driver", "pass");
     }
 
     #[test]
     fn napi_limits_are_in_range() {
-        assert!(HostSpec::default().validate("t", 1, 1, &Default::default()).is_ok());
-        let e = config_error(HostSpec { weight: 0, ..HostSpec::default() }.validate("t", 1, 1, &Default::default()));
-        assert_eq!(e.to_string(), "t: host.weight = 0: expected a number of packets from 1 to 65536");
-        assert_eq!(
-            config_error(HostSpec { hz: 99, ..HostSpec::default() }.validate("t", 1, 1, &Default::default())).path,
-            "host.hz"
-        );
-        assert_eq!(
-            config_error(HostSpec { budget_time: Duration::from_ps(0), ..HostSpec::default() }.validate(
-                "t",
-                1,
-                1,
-                &Default::default()
-            ))
-            .path,
-            "host.budget_time"
-        );
+        assert!(check("", 1, 1, false).is_ok());
+        assert_eq!(message("weight = 0"), "t: host.weight = 0: expected a number of packets from 1 to 65536");
+        assert_eq!(config_error(check("hz = 99", 1, 1, false)).path, "host.hz");
+        assert_eq!(config_error(check("budget_time = \"0us\"", 1, 1, false)).path, "host.budget_time");
     }
 }

@@ -69,23 +69,30 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
         }
         Ok(())
     };
-    let h = &s.host;
+    let (h, io) = (&s.host, &s.host.io);
+    let batch = io.batch().cloned().unwrap_or_default();
+    let (t_empty, t_wakeup) = match io {
+        crate::scenario::IoSpec::BusyPoll(b) => (b.batch.empty.t_empty, Duration::default()),
+        crate::scenario::IoSpec::BatchedSyscall(b) => (Duration::default(), b.batch.wake.t_wakeup),
+        _ => (Duration::default(), Duration::default()),
+    };
+    let thread = io.thread();
     let mut times: Vec<(String, Duration)> = vec![
-        ("host.t_irq".into(), h.t_irq),
-        ("host.t_poll".into(), h.t_poll),
+        ("host.t_irq".into(), io.t_irq()),
+        ("host.t_poll".into(), io.poll().t_poll),
         ("nic.napi.gro_flush_timeout".into(), s.nic.napi.gro_flush_timeout),
-        ("host.tx_lock".into(), h.tx_lock),
-        ("host.budget_time".into(), h.budget_time),
-        ("host.batch.t_call".into(), h.batch.t_call),
-        ("host.batch.t_packet".into(), h.batch.t_packet),
-        ("host.batch.t_empty".into(), h.batch.t_empty),
-        ("host.batch.t_wakeup".into(), h.batch.t_wakeup),
-        ("host.thread.wake_latency".into(), h.thread.wake_latency),
-        ("host.thread.t_wakeup".into(), h.thread.t_wakeup),
+        ("host.tx_lock".into(), io.tx_lock()),
+        ("host.budget_time".into(), io.softirq().budget_time),
+        ("host.batch.t_call".into(), batch.t_call),
+        ("host.batch.t_packet".into(), batch.t_packet),
+        ("host.batch.t_empty".into(), t_empty),
+        ("host.batch.t_wakeup".into(), t_wakeup),
+        ("host.thread.wake_latency".into(), thread.wake_latency),
+        ("host.thread.t_wakeup".into(), thread.t_wakeup),
         ("nic.dma_delay".into(), s.nic.dma_delay),
         ("measure.t_off".into(), m.t_off),
     ];
-    let (x, a) = (&h.xdp, &h.af_xdp);
+    let (x, a) = (&io.xdp().cloned().unwrap_or_default(), &io.af_xdp().cloned().unwrap_or_default());
     times.extend([
         ("host.xdp.t_prog".into(), x.t_prog),
         ("host.xdp.t_driver".into(), x.t_driver),
@@ -107,11 +114,12 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
             ("app.t_wakeup".into(), app.t_wakeup),
         ]);
     }
-    times.extend(h.t_proc.map(|d| ("host.t_proc".to_string(), d)));
-    times.extend(h.t_clean.map(|d| ("host.t_clean".to_string(), d)));
+    times.extend(h.stack.t_proc.map(|d| ("host.t_proc".to_string(), d)));
+    times.extend(h.stack.t_clean.map(|d| ("host.t_clean".to_string(), d)));
     times.extend(m.t_plus.as_ref().map(|tp| ("measure.t_plus.t_dma".to_string(), tp.t_dma)));
-    let strategies = std::iter::once(("host.strategy".to_string(), &h.strategy))
-        .chain(h.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
+    let rings = io.rings().cloned().unwrap_or_default();
+    let strategies = std::iter::once(("host.strategy".to_string(), &rings.strategy))
+        .chain(rings.core_strategies.iter().enumerate().map(|(i, st)| (format!("host.core_strategies[{i}]"), st)));
     for (base, st) in strategies {
         times.push((format!("{base}.slice"), st.slice));
         times.extend(st.slices.iter().enumerate().map(|(i, d)| (format!("{base}.slices[{i}]"), *d)));
@@ -132,7 +140,7 @@ pub(super) fn check(sc: &ResolvedScenario) -> Result<()> {
     // Per-frame times at the largest frame.
     let max_frame = sc.sources.iter().flat_map(|src| src.size.distribution()).map(|(b, _)| b).max().unwrap_or(0) as f64;
     let mean_frame = sc.mean_frame_bytes();
-    for (key, per_byte) in [("host.t_proc_per_byte", h.t_proc_per_byte), ("host.batch.t_byte", h.batch.t_byte)] {
+    for (key, per_byte) in [("host.t_proc_per_byte", h.stack.t_proc_per_byte), ("host.batch.t_byte", batch.t_byte)] {
         if let Some(tpb) = per_byte {
             let ps = tpb.fs_per_byte as f64 * max_frame / 1e3;
             if !(ps <= MAX_STEP_PS as f64) {
@@ -220,7 +228,7 @@ mod tests {
         refused(&[("socket.busy_poll", "11s"), ("app.t_call", "1us"), ("host.t_poll", "1us")], "socket.busy_poll");
         refused(&[("cpu.cores", "4096"), ("nic.queues", "[\"a\", \"b\", \"c\", \"d\"]")], "nic.queues");
         refused(&[("cpu.cores", "2000")], "cpu.cores");
-        refused(&[("host.strategy.slice", "1h")], "host.strategy.slice");
+        refused(&[("host.io", "server"), ("host.strategy.slice", "1h")], "host.strategy.slice");
         refused(&[("link.overhead", "1MB"), ("traffic.rate", "100%")], "link.overhead");
         refused(&[("link.rate", "1bit/s"), ("traffic.rate", "100%")], "link.rate");
         refused(&[("link.rate", "1e30Gbit/s")], "link.rate");

@@ -62,8 +62,10 @@ pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
 pub use self::cpu::{Cpu, Interference};
 pub use self::host::{
-    AfXdpSpec, BatchSpec, HostSpec, IoModeKind, NetRxAction, ServiceDist, StrategyKind, StrategySpec, ThreadSpec,
-    XdpAction, XdpMode, XdpSpec,
+    AfXdpIo, AfXdpSpec, BatchCalls, BatchedSyscallIo, BusyPollBatch, BusyPollIo, DeviceNapi, EmptyCall, GroBatch,
+    HostSpec, IoModeKind, IoSpec, Irq, NapiIo, NetRxAction, Poll, Rings, ServerIo, ServiceDist, Softirq, StackSpec,
+    StrategyKind, StrategySpec, SyscallBatch, ThreadSpec, ThreadedNapiIo, TxLock, Wakeup, XdpAction, XdpIo, XdpMode,
+    XdpSpec,
 };
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
@@ -124,7 +126,8 @@ pub struct Scenario {
 
 /// Every tagged section of a scenario, the one place they are registered (see
 /// [`tagged`]).
-pub const TAGGED: &[tagged::Section] = &[tagged::Section::of::<ItrSpec>("nic.itr")];
+pub const TAGGED: &[tagged::Section] =
+    &[tagged::Section::of::<IoSpec>("host"), tagged::Section::of::<ItrSpec>("nic.itr")];
 
 fn default_seed() -> u64 {
     1
@@ -245,73 +248,36 @@ impl Scenario {
 
     /// Apply the `--set` overrides to a parsed table, deserialize and resolve it.
     ///
-    /// Where an override switches the tag of a tagged section (`nic.itr.mode`), the file's
-    /// keys the new alternative does not read are left out, each named in a note
-    /// ([`tagged::switch`]).
-    ///
-    /// Where an override switches `host.io` (comparing I/O modes on one file), the file's
-    /// keys that only its own mode reads (`host.t_irq` of a NAPI file under a server, say)
-    /// are put back to their defaults, each named in a note of the result; an override that
-    /// itself gives a key the mode does not read is still refused.
+    /// Where an override switches the tag of a tagged section (`host.io`, comparing I/O
+    /// modes on one file; `nic.itr.mode`), the file's keys the new alternative does not
+    /// read are left out, each named in a note of the result ([`tagged::switch`]); an
+    /// override that itself gives a key the alternative does not read is still refused.
     pub fn load_table(
         mut table: toml::Table,
         origin: &str,
         base_dir: &Path,
         sets: &[(String, String)],
     ) -> Result<ResolvedScenario> {
-        // (What the overrides give, and the file's tags and host.io they may switch.)
+        // (What the overrides give, and the file's tags they may switch.)
         let given = (!sets.is_empty()).then(|| crate::loader::sets_table(sets));
         let tags = given.as_ref().map(|_| tagged::tags(TAGGED, &table));
-        let file_io = given
-            .as_ref()
-            .filter(|g| crate::loader::gives(g, "host.io"))
-            .map(|_| table.get("host").and_then(|h| h.get("io")).cloned());
         apply_sets(&mut table, sets)?;
-        let mut notes = match (&given, &tags) {
+        let notes = match (&given, &tags) {
             (Some(given), Some(tags)) => tagged::switch(TAGGED, tags, &mut table, given),
             _ => Vec::new(),
         };
-        let mut scenario: Scenario = deserialize_value(toml::Value::Table(table), origin)?;
-        if let (Some(f), Some(given)) = (file_io, &given) {
-            notes.extend(scenario.leave_out_unread_mode_keys(f, &|key| crate::loader::gives(given, key)));
-        }
+        let scenario = Self::from_table(table, origin)?;
         let mut sc = scenario.resolve(origin, base_dir)?;
         sc.notes.extend(notes);
         Ok(sc)
     }
 
-    /// Where overrides (`--set` keys, a chain's keys for its node) switched `host.io` from
-    /// `file_io`, the file's own (None: the default), the file's keys the new mode does not
-    /// read back to their defaults: a note naming them (none where there are none). Keys
-    /// the overrides give themselves (`given`) stay, to be refused.
-    pub(crate) fn leave_out_unread_mode_keys(
-        &mut self,
-        file_io: Option<toml::Value>,
-        given: &dyn Fn(&str) -> bool,
-    ) -> Option<String> {
-        // (A file whose own mode is not one is refused without the overrides anyway.)
-        let from = file_io.map_or(Ok(IoModeKind::default()), |v| v.try_into::<IoModeKind>()).ok()?;
-        if from == self.host.io {
-            return None;
-        }
-        // (Until none is left: a key read only beside another, host.thread beside
-        // nic.napi.threaded, is unread once that one is reset.)
-        let mut names: Vec<&str> = Vec::new();
-        for _ in 0..4 {
-            let left: Vec<_> =
-                self.host.unread_mode_keys(&self.nic).into_iter().filter(|k| !k.paths().any(given)).collect();
-            if left.is_empty() {
-                break;
-            }
-            for k in &left {
-                k.reset(&mut self.host, &mut self.nic);
-            }
-            names.extend(left.iter().map(|k| k.key));
-        }
-        (!names.is_empty()).then(|| {
-            let io = self.host.io.name();
-            format!("host.io = \"{io}\" (set over the file's \"{}\"): the file's {} left at the defaults, as \"{io}\" does not read them", from.name(), names.join(", "))
-        })
+    /// Read a scenario's table (overrides applied): its keys, and those of other sections
+    /// that only some alternatives of a tagged section read ([`tagged::check_elsewhere`]).
+    pub(crate) fn from_table(table: toml::Table, origin: &str) -> Result<Scenario> {
+        tagged::check_elsewhere(TAGGED, &table)
+            .map_err(|(path, message)| Error::Config(ConfigError::from_serde(origin, path, &message)))?;
+        deserialize_value(toml::Value::Table(table), origin)
     }
 
     /// Validate and resolve the cost profile.
@@ -324,13 +290,12 @@ impl Scenario {
         fib::validate(&self.fib, origin)?;
         self.nic.validate(origin)?;
         self.host.validate(origin, self.nic.queues.len(), self.cpu.cores, &self.nic.napi)?;
-        self.host.check_mode_keys(origin, &self.nic)?;
         app::validate(origin, self.app.as_ref(), &self.socket, &self.host, &self.nic.napi)?;
         self.measure.validate(origin)?;
-        let ends = match (&self.app, self.host.io) {
+        let ends = match (&self.app, &self.host.io) {
             (Some(_), _) => Some("an [app] reads every frame"),
-            (None, IoModeKind::AfXdp) => Some("an AF_XDP socket takes every frame"),
-            (None, IoModeKind::Xdp) if self.host.xdp.action == XdpAction::Drop => Some("XDP_DROP ends every frame"),
+            (None, IoSpec::AfXdp(_)) => Some("an AF_XDP socket takes every frame"),
+            (None, IoSpec::Xdp(x)) if x.xdp.action == XdpAction::Drop => Some("XDP_DROP ends every frame"),
             _ => None,
         };
         self.measure.check_latency_end(origin, ends)?;

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::check_range;
-use super::tagged::{keys_of, part, Tagged};
+use super::tagged::{leaves, part, Key, Tagged};
 use super::traffic::Proto;
 use crate::error::{ConfigError, Result};
 use crate::units::Duration;
@@ -141,15 +141,15 @@ impl ItrSpec {
 impl Tagged for ItrSpec {
     const TAG: &'static str = "mode";
     const DEFAULT: &'static str = "dynamic";
-    fn alternatives() -> Vec<(&'static str, &'static [&'static str])> {
+    fn alternatives() -> Vec<(&'static str, Vec<Key>)> {
         vec![
-            ("off", keys_of::<ItrOff>()),
-            ("static", keys_of::<ItrStatic>()),
-            ("dynamic", keys_of::<ItrDynamic>()),
-            ("dim", keys_of::<ItrDim>()),
+            ("off", leaves::<ItrOff>()),
+            ("static", leaves::<ItrStatic>()),
+            ("dynamic", leaves::<ItrDynamic>()),
+            ("dim", leaves::<ItrDim>()),
         ]
     }
-    fn build(name: &str, rest: toml::Value) -> std::result::Result<Self, String> {
+    fn build(name: &str, rest: toml::Table) -> std::result::Result<Self, String> {
         Ok(match name {
             "off" => ItrSpec::Off(part(rest)?),
             "static" => ItrSpec::Static(part(rest)?),
@@ -464,14 +464,15 @@ mod tests {
         .collect();
         let known: Vec<&str> = ItrSpec::alternatives().iter().map(|(n, _)| *n).collect();
         assert_eq!(written, known);
-        let keys: Vec<&[&str]> = ItrSpec::alternatives().iter().map(|(_, k)| *k).collect();
-        assert_eq!(keys, [&[][..], &["interval", "rx_usecs"], &["bulk_rate"], &["profile"]]);
+        let keys: Vec<Vec<&str>> =
+            ItrSpec::alternatives().iter().map(|(_, k)| k.iter().map(|k| k.name).collect()).collect();
+        assert_eq!(keys, [vec![], vec!["interval", "rx_usecs"], vec!["bulk_rate"], vec!["profile"]]);
     }
 
     #[test]
     fn static_itr_needs_an_interval() {
         let e = nic("[nic.itr]\nmode = \"static\"").unwrap_err().to_string();
-        assert_eq!(e, "t: nic.itr.interval: a value with mode = \"static\", which has no default for it");
+        assert_eq!(e, "t: nic.itr.interval: a value with nic.itr.mode = \"static\", which has no default for it");
         let e = nic("[nic.itr]\nmode = \"static\"\ninterval = \"1023us\"").unwrap_err().to_string();
         assert_eq!(e, "t: nic.itr.interval = \"1023us\": expected at most 1022us (ixgbe's rx-usecs range)");
         let e = nic("[nic.itr]\nmode = \"static\"\ninterval = 50").unwrap_err();
@@ -481,14 +482,14 @@ mod tests {
     #[test]
     fn a_key_of_another_policy_is_refused_naming_the_policies_that_read_it() {
         let e = nic("[nic.itr]\nmode = \"dynamic\"\ninterval = \"50us\"").unwrap_err().to_string();
-        assert_eq!(e, "t: nic.itr.interval = \"50us\": expected no interval with mode = \"dynamic\" (only mode = \"static\" reads it)");
+        assert_eq!(e, "t: nic.itr.interval = \"50us\": expected no nic.itr.interval with nic.itr.mode = \"dynamic\" (only nic.itr.mode = \"static\" reads it)");
         let e = nic("[nic.itr]\nmode = \"off\"\nrx_usecs = \"50us\"").unwrap_err().to_string();
-        assert_eq!(e, "t: nic.itr.rx_usecs = \"50us\": expected no rx_usecs with mode = \"off\" (only mode = \"static\" reads it)");
+        assert_eq!(e, "t: nic.itr.rx_usecs = \"50us\": expected no nic.itr.rx_usecs with nic.itr.mode = \"off\" (only nic.itr.mode = \"static\" reads it)");
         let e = nic("[nic.itr]\nprofile = \"mlx5-cqe\"").unwrap_err().to_string();
-        assert_eq!(e, "t: nic.itr.profile = \"mlx5-cqe\": expected no profile with mode = \"dynamic\" (only mode = \"dim\" reads it)");
+        assert_eq!(e, "t: nic.itr.profile = \"mlx5-cqe\": expected no nic.itr.profile with nic.itr.mode = \"dynamic\" (only nic.itr.mode = \"dim\" reads it)");
         assert_eq!(
             nic("[nic.itr]\nmode = \"dim\"").unwrap_err().to_string(),
-            "t: nic.itr.profile: a value with mode = \"dim\", which has no default for it"
+            "t: nic.itr.profile: a value with nic.itr.mode = \"dim\", which has no default for it"
         );
         let e = nic("[nic.itr]\nmode = \"dim\"\nprofile = \"mlx6\"").unwrap_err().to_string();
         assert!(e.starts_with("t: nic.itr.profile = \"mlx6\": expected one of"), "{e}");

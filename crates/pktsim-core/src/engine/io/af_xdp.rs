@@ -32,7 +32,7 @@ const FOREVER: Span = Span::from_ps(u64::MAX / 4);
 /// Kernel time per frame onto the socket's rx ring (the copy in copy mode), ps, for a
 /// frame of `bytes` bytes.
 pub fn xsk_ps(sc: &ResolvedScenario, bytes: f64) -> f64 {
-    let a = &sc.scenario.host.af_xdp;
+    let a = &sc.scenario.host.io.af_xdp().cloned().unwrap_or_default();
     let copy = if a.zero_copy {
         0.0
     } else {
@@ -43,7 +43,7 @@ pub fn xsk_ps(sc: &ResolvedScenario, bytes: f64) -> f64 {
 
 /// Per-byte part of the kernel's per-frame time (copy mode), fs per byte.
 pub fn xsk_fs_per_byte(sc: &ResolvedScenario) -> u64 {
-    let a = &sc.scenario.host.af_xdp;
+    let a = &sc.scenario.host.io.af_xdp().cloned().unwrap_or_default();
     if a.zero_copy {
         0
     } else {
@@ -54,7 +54,7 @@ pub fn xsk_fs_per_byte(sc: &ResolvedScenario) -> u64 {
 /// The user thread as the application the NAPI delivers to: the rx ring is its socket
 /// (`rx_size` entries), its batch and busy polling are `[host.af_xdp]`'s.
 pub fn app_params(sc: &ResolvedScenario) -> Option<AppParams> {
-    let (a, x) = (sc.scenario.app.as_ref()?, &sc.scenario.host.af_xdp);
+    let (a, x) = (sc.scenario.app.as_ref()?, &sc.scenario.host.io.af_xdp().cloned().unwrap_or_default());
     let kick = if x.need_wakeup { Span::ZERO } else { x.t_syscall.into() };
     Some(AppParams {
         t_packet: a.t_packet.into(),
@@ -74,8 +74,8 @@ pub fn app_params(sc: &ResolvedScenario) -> Option<AppParams> {
 /// frame, the user thread as the application, and with busy polling and deferral the
 /// NAPI left to the deferral timer while the thread is busy reading.
 pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> ModeCosts {
-    let (x, n) = (&sc.scenario.host.af_xdp, &sc.scenario.nic);
-    let per_poll = sc.scenario.host.weight.min(n.rx_ring).max(1) as f64;
+    let (x, n) = (&sc.scenario.host.io.af_xdp().cloned().unwrap_or_default(), &sc.scenario.nic);
+    let per_poll = sc.scenario.host.io.poll().weight.min(n.rx_ring).max(1) as f64;
     // xdp.rs prices a redirect's flush per devmap bulk; the socket's is per poll.
     m.terms = m
         .terms

@@ -27,7 +27,7 @@ use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy, Turn};
 use crate::engine::time::{Instant, Period, Span};
 use crate::engine::topology::Topology;
-use crate::scenario::{IoModeKind, ResolvedScenario};
+use crate::scenario::{BatchCalls, IoSpec, ResolvedScenario};
 
 /// What a core does when its rings are empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,13 +87,7 @@ pub struct Batched {
 
 impl Batched {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
-        let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
-        let wait = match h.io {
-            IoModeKind::BusyPoll => {
-                Wait::Spin { t_empty: Period::new(if b.t_empty.ps > 0 { b.t_empty.into() } else { b.t_call.into() }) }
-            }
-            _ => Wait::Sleep { t_irq: h.t_irq.into(), t_wakeup: b.t_wakeup.into() },
-        };
+        let (b, wait) = calls_and_wait(&sc.scenario.host.io);
         let costs = CallCosts {
             batch: b.size as usize,
             t_call: b.t_call.into(),
@@ -471,7 +465,7 @@ impl IoMode for Batched {
 /// `t_byte`; busy-poll spins at any load, batched-syscall pays an interrupt and a wake-up
 /// whenever it slept (never at saturation).
 pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
-    let (h, b) = (&sc.scenario.host, &sc.scenario.host.batch);
+    let (b, wait) = calls_and_wait(&sc.scenario.host.io);
     let per_call = b.size.min(sc.scenario.nic.rx_ring).max(1) as f64;
     let mut terms = vec![
         super::IoCost::per_event("call", b.t_call.ps as f64, per_call, 1.0),
@@ -480,11 +474,30 @@ pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
             ..super::IoCost::per_frame("frame I/O", b.t_packet.ps as f64)
         },
     ];
-    let busy_poll = h.io == IoModeKind::BusyPoll;
-    if !busy_poll {
-        terms.push(super::IoCost::per_event("wake-up", (h.t_irq.ps + b.t_wakeup.ps) as f64, f64::INFINITY, 1.0));
+    let busy_poll = matches!(wait, Wait::Spin { .. });
+    if let Wait::Sleep { t_irq, t_wakeup } = wait {
+        let ps = t_irq.ps() + t_wakeup.ps();
+        terms.push(super::IoCost::per_event("wake-up", ps as f64, f64::INFINITY, 1.0));
     }
     super::ModeCosts { terms, always_busy: busy_poll, ..Default::default() }
+}
+
+/// A batched mode's calls, and how its cores wait when there is nothing to move: spinning
+/// in empty calls (busy-poll; an empty call costs `t_empty`, else `t_call`), or asleep until
+/// an interrupt and a wake-up (batched-syscall).
+fn calls_and_wait(io: &IoSpec) -> (BatchCalls, Wait) {
+    match io {
+        IoSpec::BusyPoll(p) => {
+            let (c, e) = (&p.batch.calls, &p.batch.empty);
+            let t_empty = if e.t_empty.ps > 0 { e.t_empty.into() } else { c.t_call.into() };
+            (c.clone(), Wait::Spin { t_empty: Period::new(t_empty) })
+        }
+        IoSpec::BatchedSyscall(s) => {
+            (s.batch.calls.clone(), Wait::Sleep { t_irq: s.irq.t_irq.into(), t_wakeup: s.batch.wake.t_wakeup.into() })
+        }
+        // (Only the batched modes are built here: see io::build.)
+        _ => (BatchCalls::default(), Wait::Sleep { t_irq: Span::ZERO, t_wakeup: Span::ZERO }),
+    }
 }
 
 #[cfg(test)]

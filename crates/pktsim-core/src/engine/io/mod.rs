@@ -20,8 +20,8 @@
 //! frame with these, so model and simulator apply one cost semantics.
 //!
 //! To add a mode: a file here with its state machine, `impl IoMode`, its `mode_costs` and
-//! a hand-traced test; a variant of [`IoModeKind`] (its keys in
-//! [`crate::scenario::HostSpec`], checked where that spec is validated); one arm in
+//! a hand-traced test; an alternative of the tagged [`crate::scenario::IoSpec`] (its keys,
+//! in parts, and its checks: `scenario/host.rs`) and of [`IoModeKind`]; one arm in
 //! [`build`] and one in [`mode_costs`].
 
 pub mod af_xdp;
@@ -128,7 +128,7 @@ pub trait IoMode: Send {
 
 /// The mode a scenario asks for (the one place modes are registered).
 pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
-    match sc.scenario.host.io {
+    match sc.scenario.host.io.kind() {
         IoModeKind::Napi => Box::new(napi::Napi::of(sc, topo, false)),
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Box::new(batched::Batched::new(sc, topo)),
         IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
@@ -224,7 +224,7 @@ pub struct AppCosts {
 
 /// The mode's costs (the one place, besides [`build`], modes are registered).
 pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
-    match sc.scenario.host.io {
+    match sc.scenario.host.io.kind() {
         IoModeKind::Napi => napi::mode_costs(sc, costs),
         IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => batched::mode_costs(sc),
         IoModeKind::Server => server::mode_costs(),
@@ -236,9 +236,9 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
 
 /// Each core's ring strategy (`host.core_strategies`, else `host.strategy`).
 pub fn core_strategies(sc: &ResolvedScenario, topo: &Topology) -> Vec<Box<dyn Strategy>> {
-    let host = &sc.scenario.host;
+    let rings = sc.scenario.host.io.rings().cloned().unwrap_or_default();
     (0..topo.cores())
-        .map(|c| strategy::build(host.core_strategies.get(c).unwrap_or(&host.strategy), topo.queues_per_core()))
+        .map(|c| strategy::build(rings.core_strategies.get(c).unwrap_or(&rings.strategy), topo.queues_per_core()))
         .collect()
 }
 

@@ -287,23 +287,24 @@ pub struct Napi {
 
 impl Napi {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
-        let (h, n) = (&sc.scenario.host, &sc.scenario.nic);
+        let (io, n) = (&sc.scenario.host.io, &sc.scenario.nic);
+        let (poll, softirq, thread) = (io.poll(), io.softirq(), io.thread());
         Self::with_params(
             *topo,
             NapiParams {
-                weight: h.weight,
-                budget: h.budget,
-                budget_time: h.budget_time.into(),
-                hz: h.hz,
+                weight: poll.weight,
+                budget: softirq.budget,
+                budget_time: softirq.budget_time.into(),
+                hz: softirq.hz,
                 tx_work_limit: n.tx_work_limit,
                 refill_batch: n.refill_batch,
                 refill_at_poll_end: n.refill_at_poll_end,
-                net_rx_action: h.net_rx_action,
+                net_rx_action: softirq.net_rx_action,
                 defer_hard_irqs: n.napi.defer_hard_irqs,
                 gro_flush_timeout: n.napi.gro_flush_timeout.into(),
                 threaded: n.napi.threaded,
-                wake_latency: h.thread.wake_latency.into(),
-                t_wakeup: h.thread.t_wakeup.into(),
+                wake_latency: thread.wake_latency.into(),
+                t_wakeup: thread.t_wakeup.into(),
                 busy_poll_budget: sc.scenario.socket.busy_poll_budget,
                 prefer_busy_poll: sc.scenario.socket.prefer_busy_poll,
                 irq_suspend_timeout: n.napi.irq_suspend_timeout.into(),
@@ -415,7 +416,7 @@ impl Napi {
     /// AF_XDP: the program redirects to the queue's socket, whose user thread is the
     /// application, busy polling (preferred, its batch a poll) when asked to.
     pub fn af_xdp(sc: &ResolvedScenario, topo: &Topology) -> Self {
-        let x = &sc.scenario.host.af_xdp;
+        let x = &sc.scenario.host.io.af_xdp().cloned().unwrap_or_default();
         let mut napi = Napi { xdp: Some(Xdp::to_xsk(sc)), ..Self::new(sc, topo) };
         napi.p.busy_poll_budget = x.batch;
         napi.p.prefer_busy_poll = x.busy_poll;
@@ -1077,8 +1078,9 @@ impl IoMode for Napi {
 /// masked while polls use their whole weight). At low load a frame may pay an rx interrupt
 /// and poll, and with `nic.tx_vector = "separate"` a tx interrupt and poll as well.
 pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
-    let (h, n) = (&sc.scenario.host, &sc.scenario.nic);
-    let per_poll = h.weight.min(n.rx_ring).max(1) as f64;
+    let (io, n) = (&sc.scenario.host.io, &sc.scenario.nic);
+    let weight = io.poll().weight;
+    let per_poll = weight.min(n.rx_ring).max(1) as f64;
     let vectors = if n.tx_vector == crate::scenario::TxVector::Shared { 1.0 } else { 2.0 };
     let mut notes = Vec::new();
     if vectors > 1.0 && costs.t_poll > Span::ZERO {
@@ -1095,7 +1097,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     ];
     if n.napi.threaded {
         // A thread that never runs out of work never sleeps; alone, a frame may wake it.
-        terms.push(super::IoCost::per_event("wake-up", h.thread.t_wakeup.ps as f64, f64::INFINITY, vectors + deferred));
+        terms.push(super::IoCost::per_event(
+            "wake-up",
+            io.thread().t_wakeup.ps as f64,
+            f64::INFINITY,
+            vectors + deferred,
+        ));
     }
     let sock = &sc.scenario.socket;
     let suspends = n.napi.irq_suspend_timeout.ps > 0;
@@ -1124,7 +1131,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         tx_lock: app.is_none(),
         tx_clean_ps: if app.is_some() { 0.0 } else { costs.t_clean.ps() as f64 },
         app,
-        cleans_per_rx: n.tx_work_limit as f64 / h.weight.max(1) as f64,
+        cleans_per_rx: n.tx_work_limit as f64 / weight.max(1) as f64,
         notes,
         ..Default::default()
     }

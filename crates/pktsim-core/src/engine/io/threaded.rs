@@ -98,15 +98,20 @@ pub struct ThreadedNapi {
 
 impl ThreadedNapi {
     pub fn new(sc: &ResolvedScenario, topo: &Topology) -> Self {
-        let h = &sc.scenario.host;
+        let io = &sc.scenario.host.io;
+        let gro_normal_batch = match io {
+            crate::scenario::IoSpec::ThreadedNapi(t) => t.gro.gro_normal_batch,
+            _ => crate::scenario::GroBatch::default().gro_normal_batch,
+        };
+        let (poll, thread) = (io.poll(), io.thread());
         let napi = &sc.scenario.nic.napi;
         Self::with_params(
             *topo,
             ThreadParams {
-                weight: h.weight,
-                gro_normal_batch: h.gro_normal_batch,
-                wake_latency: h.thread.wake_latency.into(),
-                t_wakeup: h.thread.t_wakeup.into(),
+                weight: poll.weight,
+                gro_normal_batch,
+                wake_latency: thread.wake_latency.into(),
+                t_wakeup: thread.t_wakeup.into(),
                 defer_hard_irqs: napi.defer_hard_irqs,
                 gro_flush_timeout: napi.gro_flush_timeout.into(),
             },
@@ -346,7 +351,7 @@ impl IoMode for ThreadedNapi {
 /// Per poll `t_poll` (a full weight of frames when the ring never runs dry), per wake-up
 /// `t_wakeup` (none then: the thread never sleeps).
 pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
-    let per_poll = sc.scenario.host.weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
+    let per_poll = sc.scenario.host.io.poll().weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let napi = &sc.scenario.nic.napi;
     let deferred = if napi.gro_flush_timeout.ps > 0 { napi.defer_hard_irqs as f64 } else { 0.0 };
@@ -355,7 +360,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
             super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
             super::IoCost::per_event(
                 "wake-up",
-                sc.scenario.host.thread.t_wakeup.ps as f64,
+                sc.scenario.host.io.thread().t_wakeup.ps as f64,
                 f64::INFINITY,
                 1.0 + deferred,
             ),

@@ -71,9 +71,9 @@ pub struct Xdp {
 /// the cost profile's RX and alloc groups, ps.
 fn t_skb_ps(sc: &ResolvedScenario) -> f64 {
     let s = &sc.scenario;
-    match s.host.xdp.t_skb {
+    match s.host.io.xdp().and_then(|x| x.t_skb) {
         Some(d) => d.ps as f64,
-        None if s.host.t_proc.is_some() => 0.0,
+        None if s.host.stack.t_proc.is_some() => 0.0,
         None => {
             let (groups, _) = sc.group_cycles();
             (groups.get(Group::Rx) + groups.get(Group::Alloc)) / s.cpu.frequency.hz * 1e12
@@ -83,7 +83,7 @@ fn t_skb_ps(sc: &ResolvedScenario) -> f64 {
 
 impl Xdp {
     pub fn new(sc: &ResolvedScenario) -> Self {
-        let x = &sc.scenario.host.xdp;
+        let x = &sc.scenario.host.io.xdp().cloned().unwrap_or_default();
         let native = x.mode == XdpMode::Native;
         Xdp {
             mode: x.mode,
@@ -147,9 +147,9 @@ impl Xdp {
 /// redirect: one per 16 frames).
 pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> ModeCosts {
     let mut m = napi;
-    let x = &sc.scenario.host.xdp;
+    let x = &sc.scenario.host.io.xdp().cloned().unwrap_or_default();
     let native = x.mode == XdpMode::Native;
-    let per_poll = sc.scenario.host.weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
+    let per_poll = sc.scenario.host.io.poll().weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
     m.terms.push(super::IoCost::per_frame("xdp program", x.t_prog.ps as f64));
     if x.action != XdpAction::Pass {
         m.proc_share = 0.0;
