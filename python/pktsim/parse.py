@@ -14,7 +14,7 @@ import numbers
 import os
 from collections.abc import Iterable, Mapping
 
-from . import _core
+from . import _core, schema_info
 from .errors import ScenarioError
 
 # typing is only needed by type checkers (annotations are not evaluated): not imported at
@@ -59,9 +59,8 @@ BASE_UNITS = {
 _UNIT_SCALE = {"TimePerByte": 1e9}
 
 
-@functools.cache
 def _schema_defs() -> tuple[dict, dict]:
-    s = json.loads(_core.schema("scenario"))
+    s = schema_info.schema()
     return s, s.get("$defs", {})
 
 
