@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from .. import _core
+from .. import _core, schema_info
 from ..scenario import as_scenario
 from . import goals, knobs, search
 from .goals import GoalError
@@ -443,20 +443,23 @@ def _alternatives(plan: search.Plan, cands: list, current, recommended, start: i
             chosen["nic.itr.profile"] = sets["nic.itr.profile"]
         return search.Candidate(chosen, origin=origin)
 
+    # rx-usecs on a doubling grid (2us, 4us, ...), and the largest the driver takes.
+    grid = [us for us in knobs.RX_USECS if int(us[:-2]) & (int(us[:-2]) - 1) == 0]
+    grid += [knobs.RX_USECS[-1]] if grid[-1] != knobs.RX_USECS[-1] else []
     static = []
     if "nic.itr.mode" in keys:
         static.append(cand({"nic.itr.mode": "off", **no_defer}))
-        for us in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1022):
-            static.append(cand({"nic.itr.mode": "static", "nic.itr.interval": f"{us}us", **no_defer}))
+        for us in grid:
+            static.append(cand({"nic.itr.mode": "static", "nic.itr.interval": us, **no_defer}))
     elif "nic.itr.interval" in keys:
-        for us in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1022):
-            static.append(cand({"nic.itr.interval": f"{us}us", **no_defer}))
+        for us in grid:
+            static.append(cand({"nic.itr.interval": us, **no_defer}))
     else:
         static.append(cand(dict(no_defer)))
     extra: list = []
     if "nic.itr.mode" in keys:
         extra.append(("adaptive ITR (ixgbe dynamic)", cand({"nic.itr.mode": "dynamic", **no_defer})))
-        for prof in ("mlx5-eqe", "mlx5-cqe", "ice"):
+        for prof in schema_info.values("nic.itr.profile"):
             extra.append((f"DIM {prof}", cand({"nic.itr.mode": "dim", "nic.itr.profile": prof, **no_defer})))
     if "nic.napi.defer_hard_irqs" in keys:
         itr_off = {"nic.itr.mode": "off"} if "nic.itr.mode" in keys else {}

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .. import schema_info
 from ..values import numeric_value
 
 Cond = Callable[[Mapping[str, str], dict], bool]
@@ -93,13 +94,17 @@ def _ns(text: str, key: str) -> int:
 
 
 def _io(data: dict) -> str:
-    return (data.get("host") or {}).get("io", "napi")
+    return (data.get("host") or {}).get("io", schema_info.tagged("host.io").default)
 
 
-def _io_in(*modes: str) -> Callable[[dict], str]:
+def _read_by(key: str) -> Callable[[dict], str]:
+    """A knob's ``applies``: whether the scenario's I/O mode reads ``key`` (as the scenario
+    format declares it, :mod:`pktsim.schema_info`)."""
+
     def check(data: dict) -> str:
         io = _io(data)
-        return "" if io in modes else f"host.io = {io!r}: it matters only with host.io = " + " or ".join(repr(m) for m in modes)
+        readers = schema_info.tagged("host.io").readers(key)
+        return "" if io in readers else f"host.io = {io!r}: it matters only with host.io = " + " or ".join(repr(m) for m in readers)
 
     return check
 
@@ -107,7 +112,10 @@ def _io_in(*modes: str) -> Callable[[dict], str]:
 def _has_app(data: dict) -> str:
     if "app" not in data:
         return "the scenario has no [app] (an application reading a socket) for busy polling to serve"
-    return _io_in("napi")(data)
+    # (The core also lets an [app] with "xdp" passing frames busy poll; the knob is
+    # offered with the kernel stack's NAPI alone.)
+    io = _io(data)
+    return "" if io == "napi" else f"host.io = {io!r}: it matters only with host.io = 'napi'"
 
 
 def _always(data: dict) -> str:
@@ -120,12 +128,22 @@ def _chosen(chosen: Mapping[str, str], data: dict, key: str) -> str:
 
 # ----- the knobs -------------------------------------------------------------------------
 
-RX_USECS = tuple(f"{n}us" for n in range(2, 1023, 2))
+# rx-usecs as ixgbe takes it (even microseconds, 1 meaning adaptive), up to the largest
+# static interval the core takes.
+RX_USECS = tuple(f"{n}us" for n in range(2, schema_info.largest("nic.itr.interval", "us", (("nic.itr.mode", "static"),)) + 1, 2))
+
+
+def _itr_reads(key: str) -> Cond:
+    """Whether the candidate's moderation policy reads ``key``."""
+    return lambda c, d: schema_info.tagged("nic.itr.mode").reads(_chosen(c, d, "nic.itr.mode"), key)
 
 
 def _itr_modes(data: dict) -> tuple:
-    profile = get_path(data, "nic.itr.profile")
-    return ("off", "static", "dynamic", "dim") if profile else ("off", "static", "dynamic")
+    """The moderation policies to try: each one whose keys the tune chooses (the interval)
+    or the scenario gives (a device's DIM table)."""
+    itr = schema_info.tagged("nic.itr.mode")
+    chosen = {"interval"}
+    return tuple(a.name for a in itr.alternatives.values() if all(k in chosen or get_path(data, f"nic.itr.{k}") for k in a.required))
 
 
 def _itr_commands(v: Mapping[str, str], data: dict) -> list:
@@ -205,6 +223,8 @@ def _busy_params(data: dict) -> tuple:
 
 
 _POW2 = tuple(str(1 << n) for n in range(6, 13))
+# The DIM tables of mlx5 devices, between which its private flag rx_cqe_moder switches.
+_MLX5 = tuple(p for p in schema_info.values("nic.itr.profile") if p.startswith("mlx5"))
 
 
 def _knobs(data: dict) -> dict:
@@ -216,16 +236,16 @@ def _knobs(data: dict) -> dict:
             "interrupt moderation: off, static rx-usecs, the driver's adaptive ITR, DIM",
             (
                 Param("nic.itr.mode", _itr_modes(data), ordered=False, linux="adaptive-rx / rx-usecs 0|1"),
-                Param("nic.itr.interval", RX_USECS, when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "static", linux="rx-usecs"),
+                Param("nic.itr.interval", RX_USECS, when=_itr_reads("nic.itr.interval"), linux="rx-usecs"),
                 Param(
                     "nic.itr.profile",
-                    ("mlx5-eqe", "mlx5-cqe"),
+                    _MLX5,
                     ordered=False,
-                    when=lambda c, d: _chosen(c, d, "nic.itr.mode") == "dim" and str(get_path(d, "nic.itr.profile") or "").startswith("mlx5"),
+                    when=lambda c, d: _itr_reads("nic.itr.profile")(c, d) and str(get_path(d, "nic.itr.profile") or "") in _MLX5,
                     linux="priv-flag rx_cqe_moder",
                 ),
             ),
-            _io_in("napi", "xdp", "af-xdp"),
+            _read_by("nic.itr"),
             _itr_commands,
         ),
         Knob(
@@ -246,7 +266,7 @@ def _knobs(data: dict) -> dict:
                     linux="irq-suspend-timeout",
                 ),
             ),
-            _io_in("napi", "threaded-napi", "xdp", "af-xdp"),
+            _read_by("nic.napi.defer_hard_irqs"),
             _napi_commands,
         ),
         Knob("socket.busy_poll", "busy polling by the application's socket", _busy_params(data), _has_app, _busy_commands),
@@ -257,7 +277,7 @@ def _knobs(data: dict) -> dict:
                 Param("host.budget", ("50", "64", "100", "128", "200", "300", "400", "600", "800", "1000", "2000"), linux="net.core.netdev_budget"),
                 Param("host.budget_time", ("1000us", "2000us", "4000us", "8000us"), linux="net.core.netdev_budget_usecs"),
             ),
-            _io_in("napi", "xdp", "af-xdp"),
+            _read_by("host.budget"),
             lambda v, d: [
                 f"sysctl -w net.core.netdev_budget={v.get('host.budget', value_text(d, 'host.budget'))}",
                 f"sysctl -w net.core.netdev_budget_usecs={_us(v.get('host.budget_time', value_text(d, 'host.budget_time')), 'host.budget_time')}",
@@ -281,7 +301,7 @@ def _knobs(data: dict) -> dict:
             "host.af_xdp.batch",
             "frames the AF_XDP application takes per batch",
             (Param("host.af_xdp.batch", tuple(str(1 << n) for n in range(0, 9)), linux="the application's batch size"),),
-            _io_in("af-xdp"),
+            _read_by("host.af_xdp.batch"),
             lambda v, d: [f"# in the AF_XDP application: take up to {v['host.af_xdp.batch']} frames per batch (and per busy poll)"],
         ),
         Knob(

@@ -8,20 +8,13 @@ import math
 import tomllib
 from pathlib import Path
 
-from .. import _core
+from .. import _core, schema_info
 from ..parse import read_scenario_file
 from ..scenario import Scenario
 from ..textio import atomic_write, si, table
 from . import goals
 from .knobs import get_path as _get
 from .knobs import same
-
-# Other spellings the scenario format accepts for a key a tune sets (dropped when it sets it).
-SPELLINGS = {
-    "nic.itr.interval": ("nic.itr.rx_usecs",),
-    "host.budget": ("host.netdev_budget",),
-    "host.budget_time": ("host.netdev_budget_usecs",),
-}
 
 
 def _fmt(metric: str, v) -> str:
@@ -169,8 +162,9 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
         doc = tomllib.loads(src)
     else:
         doc = json.loads(scenario.text)
+    # A tuned key is dropped in every spelling the format accepts (its Linux name too).
     for key in tuned_keys:
-        for spelling in (key, *SPELLINGS.get(key, ())):
+        for spelling in (key, *schema_info.aliases(key)):
             *path, last = spelling.split(".")
             parent = _get(doc, ".".join(path)) if path else doc
             if isinstance(parent, dict):
@@ -185,7 +179,7 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
         for p in parts[:-1]:
             node = node.setdefault(p, {})
         node[parts[-1]] = value
-        for other in SPELLINGS.get(key, ()):
+        for other in schema_info.aliases(key):
             parent = _get(doc, other.rsplit(".", 1)[0])
             if isinstance(parent, dict):
                 parent.pop(other.rsplit(".", 1)[1], None)
