@@ -28,6 +28,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import schema_info
 from .errors import ScenarioError
 
 FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "ethtool.txt", "sysctl.txt", "lscpu.txt", "interrupts.txt")
@@ -137,9 +138,9 @@ def parse_ethtool_c(text: str, host: Host, name: str) -> None:
         host.set("nic.itr", "mode", '"off"', f"ethtool -c: rx-usecs 0, no throttling ({name}:{n})")
     elif us == 1 and host.driver == "ixgbe":
         host.set("nic.itr", "mode", '"dynamic"', f"ethtool -c: rx-usecs 1 is ixgbe's dynamic ITR ({name}:{n})")
-    elif us > MAX_RX_USECS:
+    elif us > (most := max_rx_usecs()):
         host.notes.append(
-            f"ethtool -c: rx-usecs {us} is beyond the {MAX_RX_USECS} us of the ixgbe EITR that nic.itr models: not imported, set nic.itr yourself ({name}:{n})"
+            f"ethtool -c: rx-usecs {us} is beyond the {most} us of the ixgbe EITR that nic.itr models: not imported, set nic.itr yourself ({name}:{n})"
         )
     else:
         host.set("nic.itr", "mode", '"static"', f"ethtool -c: rx-usecs {us} ({name}:{n})")
@@ -161,17 +162,28 @@ SYSCTLS = {
 }
 
 
-# The longest static interval nic.itr takes (ixgbe's rx-usecs range).
-MAX_RX_USECS = 1022
+def max_rx_usecs() -> int:
+    """The longest static interval nic.itr takes (ixgbe's rx-usecs range), as the core checks it."""
+    return schema_info.largest("nic.itr.interval", "us", (("nic.itr.mode", "static"),))
+
+
+def max_cores() -> int:
+    """The most cores (one rx ring each) the core takes."""
+    return schema_info.largest("cpu.cores")
+
+
+def host_io(driver: str | None) -> str:
+    """The I/O mode of a driver's receive path: veth's NAPI runs in its own thread."""
+    return "threaded-napi" if driver == "veth" else "napi"
 
 
 def parse_sysctl(text: str, host: Host, name: str) -> None:
     for k, v, n in _kv(text, "="):
         if k in SYSCTLS and _int(v) is not None:
             section, key, fmt, what = SYSCTLS[k]
-            if host.driver == "veth":
-                # (The driver is read first.) veth's NAPI thread polls by its weight alone.
-                host.notes.append(f"sysctl {k} = {v}: a NAPI thread does not read it (io = threaded-napi), not imported ({name}:{n})")
+            io = host_io(host.driver)  # (the driver is read first)
+            if not schema_info.io_mode(io).reads(f"{section}.{key}"):
+                host.notes.append(f"sysctl {k} = {v}: a NAPI thread does not read it (io = {io}), not imported ({name}:{n})")
                 continue
             host.set(section, key, fmt(v), f"sysctl {k} = {v}: {what} ({name}:{n})")
         if k == "net.core.dev_weight" and _int(v) is not None:
@@ -335,21 +347,22 @@ def to_toml(host: Host, source: str) -> str:
     cores = s.get("cpu", {}).get("cores")
     if cores and host.cpus and int(cores.toml) > host.cpus:
         s["cpu"]["cores"] = Value(str(host.cpus), f"{cores.source}, capped at the {host.cpus} CPUs lscpu lists")
-    if cores and int(s["cpu"]["cores"].toml) > 1024:
-        s["cpu"]["cores"] = Value("1024", f"{cores.source}, capped at pktsim's 1,024 rings")
+    if cores and int(s["cpu"]["cores"].toml) > max_cores():
+        s["cpu"]["cores"] = Value(str(max_cores()), f"{cores.source}, capped at pktsim's {max_cores():,} rings")
     if "rate" not in s.get("link", {}):
         rate, why = DRIVER_LINK.get(driver, ("10Gbit/s", "unknown driver: 10 Gbit/s guessed"))
         s.setdefault("link", {})["rate"] = Value(f'"{rate}"', f"guessed from the driver ({why}); `ethtool {host.iface}` gives the speed")
     if "frequency" not in s.get("cpu", {}):
         s.setdefault("cpu", {})["frequency"] = Value('"3GHz"', "guessed: lscpu gave no frequency")
-    host_io = "threaded-napi" if driver == "veth" else "napi"
+    io = host_io(host.driver)
     s.setdefault("host", {})["io"] = Value(
-        f'"{host_io}"',
+        f'"{io}"',
         "veth's NAPI runs in its own thread (threaded NAPI)" if driver == "veth" else "the kernel stack: NAPI",
     )
+    if not schema_info.io_mode(io).reads("nic.itr"):
+        s.get("nic.itr", {}).clear()  # the mode's NAPI takes no moderated interrupts
     if driver == "veth":
         s["host"]["t_proc"] = Value('"7us"', "guessed: the forwarding cost through veth; calibrate it")
-        s.get("nic.itr", {}).clear()
         s.setdefault("nic", {})["dma_delay"] = Value('"0ns"', "veth has no DMA")
     order = ["cpu", "cpu.caches", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
