@@ -1,7 +1,6 @@
 """The Python front: the same schema as the TOML files, exported as JSON Schema."""
 
 import json
-import tomllib
 
 import jsonschema
 import pytest
@@ -9,6 +8,7 @@ from conftest import EXAMPLES, run_cli
 from golden import strip_wall
 
 import pktsim
+from pktsim.tomlread import tomllib
 
 
 def test_predict_from_a_dict_equals_the_toml_file():

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import GROUPS
+from ..tomlread import tomllib
 from .profiles import ProfileError, _error, decode_utf8
 
 RULES_DIR = Path(__file__).resolve().parent

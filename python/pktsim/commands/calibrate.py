@@ -93,10 +93,9 @@ def profile_groups(name: str) -> tuple[str, dict]:
     """A cost profile's label and cycles per group, as measured: at the FIB it was
     measured with, so that its routing cycles are as written (at another FIB size the
     model would move them)."""
-    import tomllib
-
     from ..model import predict
     from ..scenario import Scenario
+    from ..tomlread import tomllib
 
     file = Path(name).is_file()
     sc = {"cpu": {"frequency": "1GHz"}, "link": {"rate": "100Gbit/s"}, "traffic": {"rate": "1kpps"}, "cost": {"profile": Path(name).name if file else name}}

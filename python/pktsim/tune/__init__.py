@@ -262,10 +262,10 @@ def base_for(sc, keys, node):
         return without(sc, keys), ""
     import copy
     import json
-    import tomllib
     from pathlib import Path
 
     from ..scenario import Scenario
+    from ..tomlread import tomllib
 
     doc = tomllib.loads(sc.text) if sc.format == "toml" else json.loads(sc.text)
     # The overrides the chain was loaded with stay, but for the tuned node's tuned keys

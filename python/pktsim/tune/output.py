@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from pathlib import Path
 
 from .. import _core, schema_info
 from ..parse import read_scenario_file
 from ..scenario import Scenario
 from ..textio import atomic_write, si, table
+from ..tomlread import tomllib
 from . import goals
 from .knobs import get_path as _get
 from .knobs import same
