@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_cli
-from test_testbed import left_behind, root_only
+from test_testbed_live import left_behind, root_only
 
 from pktsim import sim
 from pktsim.testbed import topology, tunecheck, validate
