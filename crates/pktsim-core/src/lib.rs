@@ -7,8 +7,14 @@
 //!   per section (cpu, link, traffic, nic, host, measure, sweep, cost, fib).
 //! - [`cost`]: cycles per packet by processing group (000), bundled profiles.
 //! - [`fib`]: routing cost as a function of FIB size and caches.
-//! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores).
+//! - [`price`]: what a frame's processing and an I/O mode's events cost in time, priced
+//!   once for the model and the simulator; [`topology`]: how rings, queues, cores and
+//!   vectors are numbered, for both.
+//! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores); it imports nothing of
+//!   the simulator.
 //! - [`engine`]: the discrete-event simulator of a node (002, 003).
+//! - [`predict`]: the model assembled with the node's layout and its I/O mode's costs,
+//!   taken from the simulator's components.
 
 // Checks of a wanted range are written negated (`!(x > 0.0)`) so that NaN fails them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
@@ -20,7 +26,10 @@ pub mod fib;
 pub mod flame;
 pub mod loader;
 pub mod model;
+pub mod predict;
+pub mod price;
 pub mod scenario;
+pub mod topology;
 pub mod trace;
 pub mod units;
 

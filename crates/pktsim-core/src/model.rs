@@ -19,20 +19,21 @@
 //!               per-event cost paid by each frame alone (the bound at low load)
 //! ```
 //!
-//! The per-frame terms come from [`crate::engine::costs::CostTerms`] and each I/O mode's
-//! [`crate::engine::io::mode_costs`], the same numbers the simulator runs; the routing group
-//! is moved from the profile's FIB to the scenario's by [`crate::fib`].
+//! The per-frame terms come from [`crate::price`] ([`CostTerms`], and the I/O mode's
+//! [`ModeCosts`]), the same numbers the simulator runs; the routing group is moved from the
+//! profile's FIB to the scenario's by [`crate::fib`]. The model knows nothing of the
+//! simulator: the node's layout and the mode's costs come in as [`Inputs`], which
+//! [`crate::predict`] takes from the simulator's own components.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::cost::{Group, GroupCycles, GROUP_NAMES};
-use crate::engine::build::layout;
-use crate::engine::costs::{CostTerms, Costs};
-use crate::engine::io::mode_costs;
 use crate::fib::FibReport;
+use crate::price::{CostTerms, IoCost, ModeCosts};
 use crate::scenario::ResolvedScenario;
+use crate::topology::Topology;
 
 /// What the model says about one core.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -101,25 +102,6 @@ pub struct Prediction {
 /// [`ResolvedScenario::group_cycles`]).
 pub fn group_cycles(sc: &ResolvedScenario) -> (GroupCycles, FibReport) {
     sc.group_cycles()
-}
-
-/// Share of the offered frames and their mean size, per core, as RSS places flows.
-fn core_loads(sc: &ResolvedScenario) -> (crate::engine::topology::Topology, Vec<(f64, f64)>) {
-    let (topo, classifier) = layout(sc);
-    let mut load = vec![(0.0, 0.0); topo.cores()];
-    for (i, src) in sc.sources.iter().enumerate() {
-        let shares = classifier.ring_shares(i, src.flows);
-        let bytes = src.size.mean_bytes();
-        for (r, frac) in shares.iter().enumerate() {
-            let c = &mut load[topo.core_of_ring(r)];
-            c.0 += src.share * frac;
-            c.1 += src.share * frac * bytes;
-        }
-    }
-    for c in &mut load {
-        c.1 = if c.0 > 0.0 { c.1 / c.0 } else { sc.mean_frame_bytes() };
-    }
-    (topo, load)
 }
 
 /// Frames each core forwards at offered rate `rate` (infinite: every loaded core as busy
@@ -205,21 +187,33 @@ where
     (out, carried, busy, queue_limited)
 }
 
-/// The analytical prediction for a scenario.
-pub fn predict(sc: &ResolvedScenario) -> Prediction {
+/// What the model takes of the node besides its scenario: its layout and its I/O mode's
+/// costs.
+#[derive(Debug, Clone)]
+pub struct Inputs {
+    /// Rings, cores and tx queues, numbered.
+    pub topo: Topology,
+    /// Per core: its share of the offered frames and their mean size, as RSS places flows.
+    pub loads: Vec<(f64, f64)>,
+    /// What the I/O mode's own work costs.
+    pub mode: ModeCosts,
+}
+
+/// The analytical prediction for a scenario, with its layout and mode costs ([`Inputs`]).
+pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     let s = &sc.scenario;
     let f = s.cpu.frequency.hz;
     let k = s.cpu.cores;
     let terms = CostTerms::of(sc);
-    let mode = mode_costs(sc, &Costs::of(sc));
+    let mode = &inputs.mode;
     let mut notes: Vec<String> = sc.notes.iter().chain(&mode.notes).cloned().collect();
     let mean = sc.mean_frame_bytes();
 
     // Per-frame time at saturation for frames of `bytes`, and with every event paid alone.
-    let io_ps = |bytes: f64, per_frame: &dyn Fn(&crate::engine::io::IoCost) -> f64| -> f64 {
+    let io_ps = |bytes: f64, per_frame: &dyn Fn(&IoCost) -> f64| -> f64 {
         mode.terms.iter().map(|t| (t.ps + t.fs_per_byte * bytes / 1e3) * per_frame(t)).sum()
     };
-    let sat = |t: &crate::engine::io::IoCost| {
+    let sat = |t: &IoCost| {
         if t.frames_at_saturation.is_finite() {
             1.0 / t.frames_at_saturation
         } else {
@@ -254,7 +248,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
     let c_total = groups.total();
 
     // Per core: RSS share, saturated time, tx lock; tx clean on the tx queue's core.
-    let (topo, loads) = core_loads(sc);
+    let (topo, loads) = (inputs.topo, &inputs.loads);
     let hold_ps = |c: usize| {
         if mode.tx_lock && topo.sharers(topo.tx_of_core(c)) > 1 {
             s.host.io.tx_lock().ps as f64
@@ -289,7 +283,7 @@ pub fn predict(sc: &ResolvedScenario) -> Prediction {
         loads.iter().enumerate().map(|(c, &(_, bytes))| (t_sat_ps(bytes) + hold_ps(c)) / 1e12 * stretch).collect();
     let cleans = |c: usize| (0..queues).filter(move |&q| topo.core_of_tx(q) == c);
     let solve =
-        |rate: f64| forwarding(rate, &loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
+        |rate: f64| forwarding(rate, loads, &own_s, (clean_s, mode.cleans_per_rx), &lock_pps, &on_queue, &cleans);
     let (mut fwd, per_queue, mut busy, queue_limited) = solve(offered);
     // A preferred busy poller's NAPI, polled only every poll_gap after a poll ends while
     // its reader is busy, takes at most a weight per (gap + that poll's time); a reader
@@ -526,181 +520,6 @@ pub fn from_measurement(
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::scenario::Scenario;
-    use std::path::Path;
-
-    fn node(extra: &str) -> ResolvedScenario {
-        let text = format!(
-            r#"
-            [cpu]
-            frequency = "3.3GHz"
-            [link]
-            rate = "10Gbit/s"
-            [traffic]
-            size = "64B"
-            [cost]
-            profile = "raumer2015-64B"
-            {extra}
-            "#
-        );
-        Scenario::load_toml(&text, "t.toml", Path::new("."), &[]).unwrap()
-    }
-
-    #[test]
-    fn eq1_and_eq2_for_table_ii_64b() {
-        let p = predict(&node(""));
-        assert_eq!(p.c_total_cycles, 1978.0); // Table II row sums to 1978 (printed total 1979)
-        assert!((p.r_max_pps - 3.3e9 / 1978.0).abs() < 1e-6);
-        assert_eq!(p.bottleneck, "cpu");
-        assert!(p.saturated, "offered defaults to line rate");
-        assert!((p.cpu_load - 1.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn line_rate_of_64b_frames_at_10g_is_14_88_mpps() {
-        let p = predict(&node(""));
-        assert!((p.line_rate_pps - 14_880_952.380952).abs() < 1e-3, "{}", p.line_rate_pps);
-    }
-
-    #[test]
-    fn below_capacity_the_prediction_is_the_offered_rate() {
-        let n = Scenario::load_toml(
-            r#"
-            [cpu]
-            frequency = "3.3GHz"
-            [link]
-            rate = "10Gbit/s"
-            [traffic]
-            rate = "1Mpps"
-            [cost]
-            profile = "raumer2015-64B"
-            "#,
-            "t",
-            Path::new("."),
-            &[],
-        )
-        .unwrap();
-        let p = predict(&n);
-        assert_eq!(p.predicted_pps, 1e6);
-        assert!(!p.saturated);
-        assert!((p.cpu_load - 1e6 * 1978.0 / 3.3e9).abs() < 1e-12);
-    }
-
-    #[test]
-    fn cores_scale_linearly_without_contention_and_sublinearly_with() {
-        let mut n = node("");
-        n.sources[0].flows = 4096;
-        let one = predict(&n);
-        n.scenario.cpu.cores = 4;
-        let four = predict(&n);
-        assert!((four.r_cpu_pps / one.r_cpu_pps - 4.0).abs() < 1e-9, "{} vs {}", four.r_cpu_pps, one.r_cpu_pps);
-        n.scenario.cpu.contention = crate::units::Cycles::new(100.0);
-        let four_c = predict(&n);
-        assert!(
-            (four_c.r_cpu_pps / (4.0 * 3.3e9 / (one.c_total_cycles + 300.0)) - 1.0).abs() < 1e-9,
-            "{}",
-            four_c.r_cpu_pps
-        );
-    }
-
-    /// RSS places a flow on one core: one flow on four cores forwards what one core does,
-    /// and the node is loss-free only up to that.
-    #[test]
-    fn one_flow_uses_one_core_of_four() {
-        let one = predict(&node(""));
-        let mut n = node("");
-        n.scenario.cpu.cores = 4;
-        let four = predict(&n);
-        assert_eq!(four.per_core.iter().filter(|c| c.share > 0.0).count(), 1);
-        assert!((four.r_cpu_pps / one.r_cpu_pps - 1.0).abs() < 1e-12);
-        assert!((four.predicted_pps / one.predicted_pps - 1.0).abs() < 1e-12);
-        assert!((four.cpu_load - 0.25).abs() < 1e-12, "one of four cores busy: {}", four.cpu_load);
-    }
-
-    /// Explicit host times with a per-byte term (001's x = a S + b + c): 4.04 us per
-    /// 1518 B frame, whatever the cost profile says.
-    #[test]
-    fn explicit_times_and_per_byte_service_price_the_frame() {
-        let mut n = node("");
-        n.scenario.host.stack.t_proc = Some(crate::units::Duration::from_ps(497_000));
-        n.scenario.host.stack.t_proc_per_byte = Some(crate::units::TimePerByte { fs_per_byte: 2_334_000 });
-        n.scenario.host.io = crate::scenario::IoSpec::Server(Default::default());
-        n.sources[0].size = crate::scenario::PacketSize::Fixed(crate::units::Bytes::new(1518));
-        let p = predict(&n);
-        let x_ns = 497.0 + 2.334 * 1518.0;
-        assert!((p.ns_per_packet - x_ns).abs() < 1e-6, "{} vs {x_ns}", p.ns_per_packet);
-        assert!((p.r_max_pps - 1e9 / x_ns).abs() < 1e-3);
-    }
-
-    /// Below saturation the CPU load lies between the saturated-cost estimate and the
-    /// bound with each frame paying a poll and a wake-up alone (threaded NAPI).
-    #[test]
-    fn partial_load_cpu_is_bracketed_by_the_amortised_and_the_per_frame_event_costs() {
-        let mut n = node("");
-        let h = &mut n.scenario.host;
-        h.io = crate::scenario::IoSpec::ThreadedNapi(crate::scenario::ThreadedNapiIo {
-            poll: crate::scenario::Poll { t_poll: crate::units::Duration::from_ps(4_000_000), weight: 64 },
-            thread: crate::scenario::ThreadSpec {
-                t_wakeup: crate::units::Duration::from_ps(9_000_000),
-                ..Default::default()
-            },
-            ..Default::default()
-        });
-        h.stack.t_proc = Some(crate::units::Duration::from_ps(7_000_000));
-        n.scenario.traffic.rate = Some(crate::units::OfferedRate::Packets(crate::units::PacketRate { pps: 20_000.0 }));
-        let p = predict(&n);
-        assert!((p.cpu_load - 20e3 * (7e-6 + 4e-6 / 64.0)).abs() < 1e-12, "{}", p.cpu_load);
-        assert!((p.cpu_load_max - 20e3 * (7e-6 + 4e-6 + 9e-6)).abs() < 1e-12, "{}", p.cpu_load_max);
-        assert!(p.cpu_load_basis.starts_with("saturated-cost estimate"));
-    }
-
-    #[test]
-    fn page_pool_replaces_alloc_and_free_by_its_fast_path_or_its_ring() {
-        let pp = "[cost.buffers.page_pool]\nfast = \"20cycles\"\nring = \"70cycles\"\nalloc = \"400cycles\"\nalloc_share = 0.01";
-        let p = predict(&node(pp));
-        assert!(
-            (p.cycles_by_group["alloc"] - (20.0 + 4.0)).abs() < 1e-9,
-            "forwarded frames recycle in the NAPI: {}",
-            p.cycles_by_group["alloc"]
-        );
-        assert_eq!(p.cycles_by_group["free"], 0.0);
-        // Four cores sharing one tx queue: three of four cores' frames are cleaned by core 0.
-        let mut n = node(&format!("{pp}\n[nic]\ntx_queues = 1"));
-        n.scenario.cpu.cores = 4;
-        let shared = predict(&n);
-        assert!(
-            (shared.cycles_by_group["alloc"] - (0.25 * 20.0 + 0.75 * 70.0 + 4.0)).abs() < 1e-9,
-            "{}",
-            shared.cycles_by_group["alloc"]
-        );
-    }
-
-    #[test]
-    fn recycling_replaces_alloc_and_free_and_a_shared_allocator_costs_per_core() {
-        let base = predict(&node(""));
-        let rec = predict(&node("[cost.buffers]\nrecycling = true\nrecycle = \"40cycles\""));
-        assert_eq!(rec.cycles_by_group["alloc"], 40.0);
-        assert_eq!(rec.cycles_by_group["free"], 0.0);
-        assert_eq!(base.c_total_cycles - rec.c_total_cycles, 144.0 + 231.0 - 40.0);
-        let mut shared = node("[cost.buffers]\nshared_lock = \"30cycles\"");
-        shared.scenario.cpu.cores = 4;
-        assert_eq!(predict(&shared).cycles_by_group["alloc"], 144.0 + 3.0 * 30.0);
-    }
-
-    #[test]
-    fn routing_follows_the_flow_count() {
-        let few = predict(&node(""));
-        let mut n = node("");
-        n.sources[0].flows = 1_048_576;
-        let many = predict(&n);
-        let d = many.cycles_by_group["routing"] - few.cycles_by_group["routing"];
-        assert!((d - 520.0).abs() < 520.0 * 0.02, "routing grows by ~520 cycles at 1 Mi flows, got {d}");
-    }
-}
-
 /// The share of a core `[cpu.interference]` takes: the tick's mean time per period plus
 /// the preemptions' rate times their mean length.
 pub fn interference_share(i: &crate::scenario::Interference) -> f64 {
@@ -740,8 +559,12 @@ pub struct ChainPrediction {
     pub nodes: Vec<Prediction>,
 }
 
-pub fn predict_chain(chain: &crate::scenario::chain::ResolvedChain) -> ChainPrediction {
-    let nodes: Vec<Prediction> = chain.nodes.iter().map(predict).collect();
+/// A chain's prediction from each node's (`node`: [`crate::predict::predict`]).
+pub fn predict_chain(
+    chain: &crate::scenario::chain::ResolvedChain,
+    node: &dyn Fn(&ResolvedScenario) -> Prediction,
+) -> ChainPrediction {
+    let nodes: Vec<Prediction> = chain.nodes.iter().map(node).collect();
     let link_rate_pps: Vec<f64> = chain
         .links
         .iter()

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{close, load, sim};
-use pktsim_core::model::predict;
+use pktsim_core::predict::predict;
 
 const ROUTER: &str = r#"
 [cpu]

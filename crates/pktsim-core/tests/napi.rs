@@ -176,7 +176,7 @@ fn simulator_and_analytical_model_agree_on_saturation_including_the_fib() {
     };
     for flows in [1, 1_048_576] {
         let sc = load(&text(flows), "fib.toml", &[]);
-        let analytic = pktsim_core::model::predict(&sc);
+        let analytic = pktsim_core::predict::predict(&sc);
         let sim = sim(&sc);
         assert!(
             close(sim.throughput_pps, analytic.r_max_pps, 0.003),

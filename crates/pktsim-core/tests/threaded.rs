@@ -4,7 +4,6 @@ mod common;
 
 use common::{close, load};
 use pktsim_core::engine::SimResult;
-use pktsim_core::model;
 
 fn scenario(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
     let text = r#"
@@ -93,7 +92,7 @@ fn saturation_polls_full_weights_and_the_ring_overflows() {
     let service_ns = 1e9 / cap;
     assert!(r.latency_ns.p50 > 256.0 * service_ns && r.latency_ns.p50 < 320.0 * service_ns, "{:?}", r.latency_ns);
     // The analytical model gives the same capacity.
-    let p = model::predict(&sc);
+    let p = pktsim_core::predict::predict(&sc);
     assert!(close(p.r_max_pps, cap, 1e-9), "{}", p.r_max_pps);
 }
 

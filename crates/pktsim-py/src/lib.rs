@@ -141,7 +141,7 @@ impl Chain {
     /// The analytical model of every node, the links and the bottleneck.
     #[pyo3(signature = (as_json = false))]
     fn predict<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
-        out(py, &model::predict_chain(&self.c), as_json)
+        out(py, &pktsim_core::predict::predict_chain(&self.c), as_json)
     }
 
     /// Simulate the chain: end to end (also at the top level), loss by node, each node.
@@ -184,7 +184,7 @@ impl Resolved {
     /// The analytical prediction (000).
     #[pyo3(signature = (as_json = false))]
     fn predict<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
-        out(py, &model::predict(&self.sc), as_json)
+        out(py, &pktsim_core::predict::predict(&self.sc), as_json)
     }
 
     /// Simulate: the `pktsim run --json` object as a dict (or, with `as_json`, its text;

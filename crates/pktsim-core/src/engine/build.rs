@@ -17,10 +17,10 @@ use super::nic::{Nic, NicParts};
 use super::queue::EventQueue;
 use super::stats::{self, Stats, StatsConfig};
 use super::time::{Instant, Span};
-use super::topology::Topology;
 use super::trace::TraceReplay;
 use super::traffic::Traffic;
 use super::{ReportInfo, SimNode};
+use crate::topology::Topology;
 
 /// The node's rings, queues and cores, and the classifier that places frames on them.
 pub fn layout(sc: &ResolvedScenario) -> (Topology, Classifier) {

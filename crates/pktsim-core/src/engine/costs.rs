@@ -14,11 +14,11 @@
 //!   threaded-napi: completions are reclaimed in the same call path), `t_clean` is part of
 //!   each frame's processing (napi and xdp clean completions in the poll's tx phase).
 //!
-//! The analytical model ([`crate::model`]) builds its per-frame cost from this same
-//! struct, so the two describe one node.
+//! These are [`CostTerms`] (`price.rs`, which the analytical model prices a frame with too)
+//! in integer time.
 
-use crate::cost::Group;
-use crate::scenario::{IoModeKind, ResolvedScenario, ServiceDist};
+use crate::price::CostTerms;
+use crate::scenario::{ResolvedScenario, ServiceDist};
 
 use super::ingress::Packet;
 use super::rng::Stream;
@@ -104,71 +104,6 @@ pub struct Costs {
     /// ring's frames draw the same times whatever order the cores run in.
     rngs: Vec<Draws>,
     seed: u64,
-}
-
-/// The scenario's times before they are rounded to integer time: what the simulator runs
-/// ([`Costs`]) and what the analytical model prices a frame with.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CostTerms {
-    /// Fixed part of a frame's processing (without contention or a folded tx clean), ps.
-    pub proc_ps: f64,
-    /// Per-byte part of a frame's processing, fs per byte.
-    pub proc_fs_per_byte: f64,
-    /// Tx clean per frame (`host.t_clean`, else C_free), ps.
-    pub clean_ps: f64,
-    /// The mode has no tx-clean stage: the clean is part of each frame's processing.
-    pub clean_in_proc: bool,
-    /// `cpu.contention` for each other core, per frame, ps.
-    pub contention_ps: f64,
-    /// Routing time the FIB model adds to explicit host times, ps (in `proc_ps`).
-    pub routing_extra_ps: f64,
-    /// `host.t_proc` is given (the time is not split into 000's groups).
-    pub explicit: bool,
-}
-
-impl CostTerms {
-    pub fn of(sc: &ResolvedScenario) -> CostTerms {
-        let s = &sc.scenario;
-        let f = s.cpu.frequency.hz;
-        let (groups, _) = sc.group_cycles();
-        let ps = |c: f64| c / f * 1e12;
-        let clean_ps = match s.host.stack.t_clean {
-            Some(d) => d.ps as f64,
-            None if s.host.stack.t_proc.is_some() => 0.0,
-            None => ps(groups.get(Group::Free)),
-        };
-        let routing_extra_ps = ps((groups.get(Group::Routing) - sc.cost.fixed.get(Group::Routing)).max(0.0));
-        let (proc_ps, proc_fs_per_byte) = match s.host.stack.t_proc {
-            // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
-            // x = a S + b + c (001): t_proc = b + c, t_proc_per_byte = a.
-            Some(d) => {
-                (d.ps as f64 + routing_extra_ps, s.host.stack.t_proc_per_byte.map_or(0, |a| a.fs_per_byte) as f64)
-            }
-            None => {
-                // group_cycles is at the mean size; take the per-byte part out again.
-                let per_byte = sc.cost.per_byte.0.iter().sum::<f64>() - sc.cost.per_byte.get(Group::Free);
-                let fixed_cycles = groups.total() - groups.get(Group::Free) - per_byte * sc.mean_frame_bytes();
-                (ps(fixed_cycles), per_byte / f * 1e15)
-            }
-        };
-        CostTerms {
-            proc_ps,
-            proc_fs_per_byte,
-            clean_ps,
-            clean_in_proc: !matches!(s.host.io.kind(), IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp),
-            contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
-            routing_extra_ps: if s.host.stack.t_proc.is_some() { routing_extra_ps } else { 0.0 },
-            explicit: s.host.stack.t_proc.is_some(),
-        }
-    }
-
-    /// Mean time of a frame of `bytes` bytes, everything per frame included, ps.
-    pub fn frame_ps(&self, bytes: f64) -> f64 {
-        self.proc_ps
-            + self.contention_ps
-            + if self.clean_in_proc { self.clean_ps } else { 0.0 }
-            + self.proc_fs_per_byte * bytes / 1e3
-    }
 }
 
 impl Costs {

@@ -11,10 +11,11 @@
 //! ingress link), [`nic`] (classifier, rx and tx rings, vectors with their [`moderation`]),
 //! [`io`] (the host's I/O mode, with [`costs`] and ring [`strategy`]s), [`app`] (a socket
 //! and the application reading it, where the stack delivers frames locally), [`stats`]
-//! (measurement). [`topology`] numbers rings, queues, cores and vectors for all of them.
+//! (measurement). [`crate::topology`] numbers rings, queues, cores and vectors for all of
+//! them (the analytical model too).
 //!
-//! A [`SimNode`] is assembled from a scenario ([`build`]), runs ([`SimNode::run`]) and
-//! reports ([`report`]). Time is typed ([`time`]: instants and spans in integer
+//! A [`SimNode`] is assembled from a scenario ([`build`]), runs its event loop ([`mod@run`]:
+//! [`SimNode::run`]) and reports ([`report`]). Time is typed ([`time`]: instants and spans in integer
 //! picoseconds); events run in (time, insertion) order and components own keyed,
 //! cancellable timers ([`queue`]); each component draws from its own seeded random stream
 //! ([`rng`]). Same scenario + same seed = identical results.
@@ -31,28 +32,28 @@ pub mod nic;
 pub mod queue;
 pub mod report;
 pub mod rng;
+pub mod run;
 pub mod stats;
 pub mod strategy;
 #[cfg(test)]
 pub mod testing;
 pub mod time;
-pub mod topology;
 pub mod trace;
 pub mod traffic;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scenario::ResolvedScenario;
 
+use crate::topology::Topology;
 use costs::Costs;
-use io::{Ctx, IoMode};
+use io::IoMode;
 use nic::{Egress, Nic};
-use queue::{EventKind, EventQueue, Key};
+use queue::EventQueue;
 use stats::Stats;
 use time::{Instant, Span};
-use topology::Topology;
 
 pub use report::{PerPoll, RingSummary, SimResult};
 pub use stats::LatencySummary;
@@ -117,88 +118,6 @@ impl SimNode {
     pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
         self.nic.cancel_on(flag.clone());
         self.cancel = flag;
-    }
-
-    /// Run to the end of the measurement window; a cancelled run returns
-    /// `Error::Invalid("interrupted")` and leaves the node's figures incomplete.
-    pub fn run(&mut self) -> Result<()> {
-        if self.run_ahead.is_some() {
-            // Each core's own events apart: a core runs ahead of the others' events.
-            let (wake, defer) = self.mode.timer_cores();
-            self.queue.track_cores(
-                self.topo.cores(),
-                queue::TimerCores { vector: self.topo.core_of_each_vector(), wake, defer },
-            );
-        }
-        self.queue.schedule(self.stop, EventKind::End);
-        let mode = &mut *self.mode;
-        let cancel = &*self.cancel;
-        let interference = &mut self.interference;
-        let mut ctx = Ctx {
-            now: Instant::ZERO,
-            queue: &mut self.queue,
-            nic: &mut self.nic,
-            stats: &mut self.stats,
-            costs: &mut self.costs,
-            cancel,
-            run_ahead: self.run_ahead,
-            topo: self.topo,
-        };
-        mode.start(&mut ctx);
-        if let Some(i) = interference.as_mut() {
-            i.start(ctx.queue);
-        }
-        deliver_wakeups(mode, &mut ctx);
-
-        while let Some((t, kind)) = ctx.queue.pop() {
-            if cancel.load(Ordering::Relaxed) {
-                return Err(Error::Invalid(INTERRUPTED.into()));
-            }
-            ctx.now = t;
-            ctx.nic.set_safe(t);
-            match kind {
-                EventKind::End => {
-                    // Frames that reached the NIC in the window count as offered (or
-                    // dropped) even if nobody looked at their ring before it closed; work
-                    // under way is charged up to the end.
-                    ctx.nic.advance_all_before(t, ctx.stats);
-                    mode.end(t, &mut ctx);
-                    ctx.stats.flush();
-                    break;
-                }
-                EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),
-                EventKind::Timer(key @ (Key::Irq(_) | Key::TxCause(_)), gen) => {
-                    if let Some(irq) = ctx.nic.on_timer(key, gen, t, ctx.queue, ctx.stats) {
-                        mode.on_irq(irq, &mut ctx);
-                    }
-                }
-                EventKind::Timer(Key::Interfere(c), gen) => {
-                    if let Some(d) = interference.as_mut().and_then(|i| i.fire(c as usize, gen, t, ctx.queue)) {
-                        mode.preempt(c as usize, t, d, &mut ctx);
-                    }
-                }
-                EventKind::Timer(key, gen) => mode.on_timer(key, gen, &mut ctx),
-            }
-            deliver_wakeups(mode, &mut ctx);
-        }
-        if cancel.load(Ordering::Relaxed) {
-            return Err(Error::Invalid(INTERRUPTED.into()));
-        }
-        Ok(())
-    }
-}
-
-/// Tell the mode of rings that received frames it asked to hear of (arming a ring keeps
-/// an arrival event in the queue; see [`Nic::arm`]).
-fn deliver_wakeups(mode: &mut dyn IoMode, ctx: &mut Ctx) {
-    loop {
-        let woken = ctx.nic.take_woken();
-        if woken.is_empty() {
-            return;
-        }
-        for (ring, t) in woken {
-            mode.on_rx_wake(ring, t, ctx);
-        }
     }
 }
 

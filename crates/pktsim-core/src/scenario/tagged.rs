@@ -24,7 +24,7 @@
 //!
 //! What an alternative reads is a tree of [`Key`]s taken from its types: a plain struct's
 //! keys from serde's own list of the names and aliases it accepts ([`leaves`]), a struct of
-//! parts (its [`Keys`] written with [`parts!`]) from its parts; so no list of keys is kept by
+//! parts (its [`Keys`] written with [`crate::parts!`]) from its parts; so no list of keys is kept by
 //! hand, and a parameter is declared once, in the part that holds it.
 
 use serde::de::{DeserializeOwned, Deserializer, Error as _, Visitor};
@@ -50,12 +50,12 @@ impl Key {
 }
 
 /// A type whose keys are read one by one: a plain serde struct ([`leaves`]), or a struct of
-/// parts ([`parts!`]).
+/// parts ([`crate::parts!`]).
 pub trait Keys: Sized {
     /// The keys it reads.
     fn keys() -> Vec<Key>;
     /// Read it from a table of its keys (any other key refused); an error carries its key
-    /// path inside the table ([`nest`]).
+    /// path inside the table (`nest`).
     fn read(table: toml::Table) -> Result<Self, String>;
 }
 
@@ -326,7 +326,7 @@ macro_rules! parts {
     };
 }
 
-/// A table part's `where` in [`parts!`]: the one key it names, if any.
+/// A table part's `where` in [`crate::parts!`]: the one key it names, if any.
 pub fn when(keys: &[&'static str]) -> Option<&'static str> {
     keys.first().copied()
 }

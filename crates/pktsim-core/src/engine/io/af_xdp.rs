@@ -20,10 +20,10 @@
 //! and fill ring sizes are not modelled) and frames are consumed by the thread: an
 //! `l2fwd` thread's transmit path is not modelled.
 
-use super::ModeCosts;
 use crate::engine::app::{AppParams, DropKind};
 use crate::engine::costs::Costs;
 use crate::engine::time::Span;
+use crate::price::ModeCosts;
 use crate::scenario::{AppCore, ResolvedScenario};
 
 /// A busy-polling AF_XDP thread never sleeps: its loop has no timeout.
@@ -77,22 +77,28 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
     let (x, n) = (&sc.scenario.host.io.af_xdp().cloned().unwrap_or_default(), &sc.scenario.nic);
     let per_poll = sc.scenario.host.io.poll().weight.min(n.rx_ring).max(1) as f64;
     // xdp.rs prices a redirect's flush per devmap bulk; the socket's is per poll.
-    m.terms = m
-        .terms
-        .into_iter()
-        .filter(|t| t.name != "xdp xmit")
-        .map(|t| if t.name == "xdp flush" { super::IoCost::per_event("xdp flush", t.ps, per_poll, 1.0) } else { t })
-        .collect();
-    m.terms.push(super::IoCost {
+    m.terms =
+        m.terms
+            .into_iter()
+            .filter(|t| t.name != "xdp xmit")
+            .map(|t| {
+                if t.name == "xdp flush" {
+                    crate::price::IoCost::per_event("xdp flush", t.ps, per_poll, 1.0)
+                } else {
+                    t
+                }
+            })
+            .collect();
+    m.terms.push(crate::price::IoCost {
         fs_per_byte: xsk_fs_per_byte(sc) as f64,
-        ..super::IoCost::per_frame("xsk rx ring", xsk_ps(sc, 0.0))
+        ..crate::price::IoCost::per_frame("xsk rx ring", xsk_ps(sc, 0.0))
     });
     m.tx_clean_ps = 0.0;
     m.tx_lock = false;
     m.notes.clear();
     let p = app_params(sc);
     let extra = costs.t_poll.ps() as f64 * (1.0 / x.batch.max(1) as f64 - 1.0 / per_poll);
-    m.app = p.map(|p| super::AppCosts {
+    m.app = p.map(|p| crate::price::AppCosts {
         frame_ps: p.t_packet.ps() as f64 + p.t_call.ps() as f64 / p.batch.max(1) as f64,
         same_core: p.same_core,
         drives: None,

@@ -26,8 +26,8 @@ use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy, Turn};
 use crate::engine::time::{Instant, Period, Span};
-use crate::engine::topology::Topology;
 use crate::scenario::{BatchCalls, IoSpec, ResolvedScenario};
+use crate::topology::Topology;
 
 /// What a core does when its rings are empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -464,22 +464,22 @@ impl IoMode for Batched {
 /// Per call `t_call` (a full batch when the rings never run dry), per frame `t_packet` and
 /// `t_byte`; busy-poll spins at any load, batched-syscall pays an interrupt and a wake-up
 /// whenever it slept (never at saturation).
-pub fn mode_costs(sc: &ResolvedScenario) -> super::ModeCosts {
+pub fn mode_costs(sc: &ResolvedScenario) -> crate::price::ModeCosts {
     let (b, wait) = calls_and_wait(&sc.scenario.host.io);
     let per_call = b.size.min(sc.scenario.nic.rx_ring).max(1) as f64;
     let mut terms = vec![
-        super::IoCost::per_event("call", b.t_call.ps as f64, per_call, 1.0),
-        super::IoCost {
+        crate::price::IoCost::per_event("call", b.t_call.ps as f64, per_call, 1.0),
+        crate::price::IoCost {
             fs_per_byte: b.t_byte.map_or(0.0, |x| x.fs_per_byte as f64),
-            ..super::IoCost::per_frame("frame I/O", b.t_packet.ps as f64)
+            ..crate::price::IoCost::per_frame("frame I/O", b.t_packet.ps as f64)
         },
     ];
     let busy_poll = matches!(wait, Wait::Spin { .. });
     if let Wait::Sleep { t_irq, t_wakeup } = wait {
         let ps = t_irq.ps() + t_wakeup.ps();
-        terms.push(super::IoCost::per_event("wake-up", ps as f64, f64::INFINITY, 1.0));
+        terms.push(crate::price::IoCost::per_event("wake-up", ps as f64, f64::INFINITY, 1.0));
     }
-    super::ModeCosts { terms, always_busy: busy_poll, ..Default::default() }
+    crate::price::ModeCosts { terms, always_busy: busy_poll, ..Default::default() }
 }
 
 /// A batched mode's calls, and how its cores wait when there is nothing to move: spinning

@@ -16,7 +16,7 @@
 //!
 //! Each mode also states what its own work costs per frame ([`ModeCosts`]: per-frame terms
 //! and per-event terms such as a poll, a call or a wake-up, with how many frames share one
-//! event when the rings never run dry): the analytical model ([`crate::model`]) prices a
+//! event when the rings never run dry): the analytical model (`model.rs`) prices a
 //! frame with these, so model and simulator apply one cost semantics.
 //!
 //! To add a mode: a file here with its state machine, `impl IoMode`, its `mode_costs` and
@@ -34,6 +34,7 @@ pub mod xdp;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::price::ModeCosts;
 use crate::scenario::{IoModeKind, ResolvedScenario};
 
 use super::costs::Costs;
@@ -43,7 +44,7 @@ use super::queue::{EventQueue, Key};
 use super::stats::Stats;
 use super::strategy::{self, RingView, Strategy};
 use super::time::{Instant, Span};
-use super::topology::Topology;
+use crate::topology::Topology;
 
 /// What an I/O mode may touch while handling an event.
 pub struct Ctx<'a> {
@@ -136,90 +137,6 @@ pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
         IoModeKind::Xdp => Box::new(napi::Napi::of(sc, topo, true)),
         IoModeKind::AfXdp => Box::new(napi::Napi::af_xdp(sc, topo)),
     }
-}
-
-/// One kind of work a mode does for frames, priced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct IoCost {
-    /// What it is ("poll", "call", "wake-up", ...).
-    pub name: &'static str,
-    /// Time of one occurrence, in picoseconds, plus `fs_per_byte` for each byte it moves.
-    pub ps: f64,
-    pub fs_per_byte: f64,
-    /// Frames sharing one occurrence when the rings never run dry (1: a per-frame term;
-    /// infinite: the event does not happen then, as an interrupt while NAPI keeps polling).
-    pub frames_at_saturation: f64,
-    /// Occurrences per frame at most (at low load each frame may pay every event alone).
-    pub max_per_frame: f64,
-}
-
-impl IoCost {
-    pub fn per_frame(name: &'static str, ps: f64) -> Self {
-        IoCost { name, ps, fs_per_byte: 0.0, frames_at_saturation: 1.0, max_per_frame: 1.0 }
-    }
-    pub fn per_event(name: &'static str, ps: f64, frames_at_saturation: f64, max_per_frame: f64) -> Self {
-        IoCost { name, ps, fs_per_byte: 0.0, frames_at_saturation, max_per_frame }
-    }
-}
-
-/// What a mode's own work costs, besides each frame's processing (`Costs::t_proc`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ModeCosts {
-    pub terms: Vec<IoCost>,
-    /// Frames pass a shared tx queue's lock (`host.tx_lock`).
-    pub tx_lock: bool,
-    /// Tx clean per frame, ps, done by the core whose vector the frame's tx queue
-    /// completes on (NAPI), not by the core that sent it.
-    pub tx_clean_ps: f64,
-    /// Most tx cleans per rx frame on a core busy with both: its polls alternate rx
-    /// (`host.weight`) and tx clean (`nic.tx_work_limit`). Infinite where cleaning is not
-    /// bounded per poll.
-    pub cleans_per_rx: f64,
-    /// The core never sleeps: it is fully busy at any load (useful work apart).
-    pub always_busy: bool,
-    /// How much of the stack's per-frame processing (`CostTerms::frame_ps` without
-    /// contention) a frame pays: 1, or 0 where XDP ends it before the stack.
-    pub proc_share: f64,
-    /// An application reads what the stack delivers (`[app]`).
-    pub app: Option<AppCosts>,
-    /// At saturation each NAPI is polled only every this long after a poll ends (a
-    /// preferred busy poller's NAPI, serviced by the deferral timer while the application
-    /// is busy reading), ps; 0: polled back to back.
-    pub poll_gap_ps: f64,
-    /// Costs of this mode the terms leave out, said in the model's output.
-    pub notes: Vec<String>,
-}
-
-impl Default for ModeCosts {
-    fn default() -> Self {
-        ModeCosts {
-            terms: Vec::new(),
-            tx_lock: false,
-            tx_clean_ps: 0.0,
-            cleans_per_rx: f64::INFINITY,
-            always_busy: false,
-            proc_share: 1.0,
-            app: None,
-            poll_gap_ps: 0.0,
-            notes: Vec::new(),
-        }
-    }
-}
-
-/// The application's work per frame when its socket never runs dry (`t_packet`, and a
-/// call's `t_call` shared by `batch` frames), and where it runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AppCosts {
-    pub frame_ps: f64,
-    /// On its NAPI's core, after the softirq work (else on a core of its own).
-    pub same_core: bool,
-    /// The application drives its NAPI (IRQ suspension): the stack processes only what
-    /// its busy polls take, a poll (`extra_ps` per frame more than the softirq's) per
-    /// `busy_poll_budget` frames.
-    pub drives: Option<f64>,
-    /// A busy poll's cost per frame more than the softirq's, ps (where the reader busy
-    /// polls and may drive its NAPI).
-    pub busy_extra_ps: f64,
 }
 
 /// The mode's costs (the one place, besides [`build`], modes are registered).

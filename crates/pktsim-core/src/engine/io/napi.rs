@@ -55,8 +55,8 @@ use crate::engine::nic::{Irq, Nic};
 use crate::engine::queue::{Key, Timer};
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
-use crate::engine::topology::Topology;
 use crate::scenario::{NetRxAction, ResolvedScenario};
+use crate::topology::Topology;
 use lone::Lone;
 
 /// A core's unit of work.
@@ -1077,7 +1077,7 @@ impl IoMode for Napi {
 /// weight when the rings never run dry); per interrupt `t_irq` (none then: the vector stays
 /// masked while polls use their whole weight). At low load a frame may pay an rx interrupt
 /// and poll, and with `nic.tx_vector = "separate"` a tx interrupt and poll as well.
-pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
+pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> crate::price::ModeCosts {
     let (io, n) = (&sc.scenario.host.io, &sc.scenario.nic);
     let weight = io.poll().weight;
     let per_poll = weight.min(n.rx_ring).max(1) as f64;
@@ -1092,12 +1092,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let deferred = if n.napi.gro_flush_timeout.ps > 0 { n.napi.defer_hard_irqs as f64 } else { 0.0 };
     let mut terms = vec![
-        super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
-        super::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
+        crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
+        crate::price::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
     ];
     if n.napi.threaded {
         // A thread that never runs out of work never sleeps; alone, a frame may wake it.
-        terms.push(super::IoCost::per_event(
+        terms.push(crate::price::IoCost::per_event(
             "wake-up",
             io.thread().t_wakeup.ps as f64,
             f64::INFINITY,
@@ -1106,7 +1106,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     }
     let sock = &sc.scenario.socket;
     let suspends = n.napi.irq_suspend_timeout.ps > 0;
-    let app = sc.scenario.app.as_ref().map(|a| super::AppCosts {
+    let app = sc.scenario.app.as_ref().map(|a| crate::price::AppCosts {
         frame_ps: a.t_packet.ps as f64 + a.t_call.ps as f64 / a.batch.max(1) as f64,
         same_core: a.core == crate::scenario::AppCore::Same,
         drives: suspends
@@ -1124,7 +1124,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     let s = &sc.scenario.socket;
     let prefer = app.is_some() && s.prefer_busy_poll && n.napi.defer_hard_irqs > 0 && n.napi.gro_flush_timeout.ps > 0;
     let poll_gap_ps = if prefer && !suspends { n.napi.gro_flush_timeout.ps as f64 } else { 0.0 };
-    super::ModeCosts {
+    crate::price::ModeCosts {
         terms,
         poll_gap_ps,
         // Frames an application reads are not sent.

@@ -26,8 +26,8 @@ use crate::engine::queue::Key;
 use crate::engine::stats::Activity;
 use crate::engine::strategy::{RingView, Strategy};
 use crate::engine::time::{Instant, Span};
-use crate::engine::topology::Topology;
 use crate::scenario::ResolvedScenario;
+use crate::topology::Topology;
 
 /// A core's unit of work. The frame it concerns is the core's `frame` (units stay small:
 /// see `units::run`).
@@ -291,8 +291,8 @@ impl IoMode for Server {
 }
 
 /// A served frame costs its processing only; a shared tx queue adds its lock.
-pub fn mode_costs() -> super::ModeCosts {
-    super::ModeCosts { tx_lock: true, ..Default::default() }
+pub fn mode_costs() -> crate::price::ModeCosts {
+    crate::price::ModeCosts { tx_lock: true, ..Default::default() }
 }
 
 #[cfg(test)]

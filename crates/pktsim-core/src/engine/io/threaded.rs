@@ -39,8 +39,8 @@ use crate::engine::nic::Nic;
 use crate::engine::queue::{Key, Timer};
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
-use crate::engine::topology::Topology;
 use crate::scenario::ResolvedScenario;
+use crate::topology::Topology;
 
 /// Timing of the NAPI thread.
 #[derive(Debug, Clone, Copy)]
@@ -350,15 +350,15 @@ impl IoMode for ThreadedNapi {
 
 /// Per poll `t_poll` (a full weight of frames when the ring never runs dry), per wake-up
 /// `t_wakeup` (none then: the thread never sleeps).
-pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> super::ModeCosts {
+pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) -> crate::price::ModeCosts {
     let per_poll = sc.scenario.host.io.poll().weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let napi = &sc.scenario.nic.napi;
     let deferred = if napi.gro_flush_timeout.ps > 0 { napi.defer_hard_irqs as f64 } else { 0.0 };
-    super::ModeCosts {
+    crate::price::ModeCosts {
         terms: vec![
-            super::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
-            super::IoCost::per_event(
+            crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
+            crate::price::IoCost::per_event(
                 "wake-up",
                 sc.scenario.host.io.thread().t_wakeup.ps as f64,
                 f64::INFINITY,

@@ -26,11 +26,11 @@
 //! NAPI poll's tx phase at `t_clean` each. XDP_PASS costs `t_prog` on top of the stack's
 //! processing in either mode (the XDP paper's 13.3 ns pass-through cost).
 
-use super::ModeCosts;
 use crate::cost::Group;
 use crate::engine::costs::Costs;
 use crate::engine::ingress::Packet;
 use crate::engine::time::Span;
+use crate::price::ModeCosts;
 use crate::scenario::{ResolvedScenario, XdpAction, XdpMode};
 
 /// `DEV_MAP_BULK_SIZE` (kernel/bpf/devmap.c): frames a devmap bulk queue holds before it
@@ -150,11 +150,11 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> Mode
     let x = &sc.scenario.host.io.xdp().cloned().unwrap_or_default();
     let native = x.mode == XdpMode::Native;
     let per_poll = sc.scenario.host.io.poll().weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
-    m.terms.push(super::IoCost::per_frame("xdp program", x.t_prog.ps as f64));
+    m.terms.push(crate::price::IoCost::per_frame("xdp program", x.t_prog.ps as f64));
     if x.action != XdpAction::Pass {
         m.proc_share = 0.0;
         let front = if native { x.t_driver.ps as f64 } else { t_skb_ps(sc) };
-        m.terms.push(super::IoCost::per_frame(if native { "xdp driver" } else { "skb" }, front));
+        m.terms.push(crate::price::IoCost::per_frame(if native { "xdp driver" } else { "skb" }, front));
     }
     match x.action {
         XdpAction::Drop => {
@@ -163,17 +163,17 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> Mode
             // Nothing is sent: no tx vector polls to leave out.
             m.notes.clear();
             if !native {
-                m.terms.push(super::IoCost::per_frame("skb free", costs.t_clean.ps() as f64));
+                m.terms.push(crate::price::IoCost::per_frame("skb free", costs.t_clean.ps() as f64));
             }
         }
         XdpAction::Pass => {}
         XdpAction::Tx | XdpAction::Redirect => {
-            m.terms.push(super::IoCost::per_frame("xdp xmit", x.t_xmit.ps as f64));
+            m.terms.push(crate::price::IoCost::per_frame("xdp xmit", x.t_xmit.ps as f64));
             if native {
                 m.tx_lock = false;
                 let per_flush =
                     if x.action == XdpAction::Redirect { per_poll.min(DEV_MAP_BULK_SIZE as f64) } else { per_poll };
-                m.terms.push(super::IoCost::per_event("xdp flush", x.t_flush.ps as f64, per_flush, 1.0));
+                m.terms.push(crate::price::IoCost::per_event("xdp flush", x.t_flush.ps as f64, per_flush, 1.0));
             }
         }
     }

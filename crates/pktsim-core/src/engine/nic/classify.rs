@@ -17,7 +17,7 @@
 use crate::scenario::{parse_prefix, Filter, Proto, ResolvedSource};
 
 use crate::engine::ingress::Packet;
-use crate::engine::topology::Topology;
+use crate::topology::Topology;
 use crate::trace::TraceFlow;
 
 /// The Toeplitz key most NICs and drivers default to (Microsoft's RSS verification key).

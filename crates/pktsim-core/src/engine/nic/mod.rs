@@ -1186,8 +1186,8 @@ mod tests {
     use crate::engine::queue::EventKind;
     use crate::engine::stats::StatsConfig;
     use crate::engine::testing::Scripted;
-    use crate::engine::topology::Topology;
     use crate::scenario::{LatencyFrom, LatencyTo, PacketSize, Pattern, ResolvedSource};
+    use crate::topology::Topology;
 
     fn us(x: f64) -> Instant {
         Instant::from_ps((x * 1e6).round() as u64)

@@ -18,7 +18,7 @@
 use crate::engine::moderation::{Episode, Moderation};
 use crate::engine::queue::Timer;
 use crate::engine::time::{Instant, Span};
-use crate::engine::topology::VectorLayout;
+use crate::topology::VectorLayout;
 
 /// What the policy says now, read once after each change: a policy changes only when it
 /// hears of an episode, so every interrupt, cause and unmask in between asks it without a
