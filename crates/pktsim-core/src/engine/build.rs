@@ -3,7 +3,7 @@
 //! statistics. No simulation happens here; `mod.rs` runs the node and `report.rs` reads
 //! its figures.
 
-use crate::scenario::{BatchCalls, IoModeKind, ResolvedScenario, TxVector};
+use crate::scenario::{BatchCalls, ResolvedScenario, TxVector};
 
 use super::costs::Costs;
 use super::ingress::Ingress;
@@ -161,9 +161,7 @@ pub fn classes(sc: &ResolvedScenario) -> (Vec<String>, Vec<usize>) {
 fn notes(sc: &ResolvedScenario) -> Vec<String> {
     let h = &sc.scenario.host;
     let mut out = sc.notes.clone();
-    if matches!(h.io.kind(), IoModeKind::Napi | IoModeKind::Xdp | IoModeKind::AfXdp | IoModeKind::BatchedSyscall)
-        && h.io.t_irq().ps == 0
-    {
+    if h.io.irq().is_some_and(|i| i.t_irq.ps == 0) {
         out.push("host.t_irq is 0: hard interrupts cost no CPU time (set host.t_irq to charge them)".to_string());
     }
     out

@@ -665,12 +665,16 @@ impl IoSpec {
             _ => None,
         }
     }
+    /// The mode's hard IRQ, where it takes one.
+    pub fn irq(&self) -> Option<&Irq> {
+        match self {
+            IoSpec::BatchedSyscall(b) => Some(&b.irq),
+            _ => self.device_napi().map(|n| &n.irq),
+        }
+    }
     /// A hard IRQ's cost (0 where the mode takes none).
     pub fn t_irq(&self) -> Duration {
-        match self {
-            IoSpec::BatchedSyscall(b) => b.irq.t_irq,
-            _ => self.device_napi().map_or(Duration::default(), |n| n.irq.t_irq),
-        }
+        self.irq().map_or(Duration::default(), |i| i.t_irq)
     }
     /// A NAPI's poll (its default where the mode has no NAPI).
     pub fn poll(&self) -> Poll {

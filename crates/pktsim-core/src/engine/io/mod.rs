@@ -127,28 +127,49 @@ pub trait IoMode: Send {
     fn general_path_only(&mut self) {}
 }
 
-/// The mode a scenario asks for (the one place modes are registered).
-pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
-    match sc.scenario.host.io.kind() {
-        IoModeKind::Napi => Box::new(napi::Napi::of(sc, topo, false)),
-        IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Box::new(batched::Batched::new(sc, topo)),
-        IoModeKind::Server => Box::new(server::Server::new(sc, topo)),
-        IoModeKind::ThreadedNapi => Box::new(threaded::ThreadedNapi::new(sc, topo)),
-        IoModeKind::Xdp => Box::new(napi::Napi::of(sc, topo, true)),
-        IoModeKind::AfXdp => Box::new(napi::Napi::af_xdp(sc, topo)),
+/// A registered mode: how its cores are built, and what its own work costs (the model's
+/// terms, [`ModeCosts`]).
+struct Registered {
+    build: fn(&ResolvedScenario, &Topology) -> Box<dyn IoMode>,
+    costs: fn(&ResolvedScenario, &Costs) -> ModeCosts,
+}
+
+/// The one place modes are registered: each `host.io` with its mode's parts.
+fn registered(kind: IoModeKind) -> Registered {
+    match kind {
+        IoModeKind::Napi => {
+            Registered { build: |sc, topo| Box::new(napi::Napi::of(sc, topo, false)), costs: napi::mode_costs }
+        }
+        IoModeKind::Server => {
+            Registered { build: |sc, topo| Box::new(server::Server::new(sc, topo)), costs: |_, _| server::mode_costs() }
+        }
+        IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => Registered {
+            build: |sc, topo| Box::new(batched::Batched::new(sc, topo)),
+            costs: |sc, _| batched::mode_costs(sc),
+        },
+        IoModeKind::ThreadedNapi => Registered {
+            build: |sc, topo| Box::new(threaded::ThreadedNapi::new(sc, topo)),
+            costs: threaded::mode_costs,
+        },
+        IoModeKind::Xdp => Registered {
+            build: |sc, topo| Box::new(napi::Napi::of(sc, topo, true)),
+            costs: |sc, costs| xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs)),
+        },
+        IoModeKind::AfXdp => Registered {
+            build: |sc, topo| Box::new(napi::Napi::af_xdp(sc, topo)),
+            costs: |sc, costs| af_xdp::mode_costs(sc, costs, xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs))),
+        },
     }
 }
 
-/// The mode's costs (the one place, besides [`build`], modes are registered).
+/// The mode a scenario asks for.
+pub fn build(sc: &ResolvedScenario, topo: &Topology) -> Box<dyn IoMode> {
+    (registered(sc.scenario.host.io.kind()).build)(sc, topo)
+}
+
+/// The costs of the mode a scenario asks for.
 pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs) -> ModeCosts {
-    match sc.scenario.host.io.kind() {
-        IoModeKind::Napi => napi::mode_costs(sc, costs),
-        IoModeKind::BusyPoll | IoModeKind::BatchedSyscall => batched::mode_costs(sc),
-        IoModeKind::Server => server::mode_costs(),
-        IoModeKind::ThreadedNapi => threaded::mode_costs(sc, costs),
-        IoModeKind::Xdp => xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs)),
-        IoModeKind::AfXdp => af_xdp::mode_costs(sc, costs, xdp::mode_costs(sc, costs, napi::mode_costs(sc, costs))),
-    }
+    (registered(sc.scenario.host.io.kind()).costs)(sc, costs)
 }
 
 /// Each core's ring strategy (`host.core_strategies`, else `host.strategy`).
