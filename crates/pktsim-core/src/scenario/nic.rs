@@ -171,8 +171,9 @@ impl<'de> Deserialize<'de> for ItrSpec {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NapiSpec {
-    /// `napi_defer_hard_irqs` (sysfs; netlink `defer-hard-irqs`): empty polls the timer
-    /// drives before the interrupt is unmasked again; 0 disables deferral.
+    /// `napi_defer_hard_irqs` (sysfs; netlink `defer-hard-irqs`; also accepted as
+    /// `napi_defer_hard_irqs`): empty polls the timer drives before the interrupt is
+    /// unmasked again; 0 disables deferral.
     #[serde(default, alias = "napi_defer_hard_irqs")]
     pub defer_hard_irqs: u32,
     /// `gro_flush_timeout`: the deferral timer's period; 0 disables deferral.
