@@ -17,6 +17,7 @@ OUT = Path(__file__).resolve().parents[2] / "docs" / "scenario-reference.md"
 # Quantities with units, as they are written.
 UNIT_KINDS = {
     "Duration": 'time ("479ns")',
+    "TimeSpan": 'time ("100ms")',
     "Bytes": 'size ("64B")',
     "Cycles": 'cycles ("200cycles")',
     "CyclesPerByte": 'cycles per byte ("0.5cycles/B")',

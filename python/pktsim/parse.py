@@ -53,6 +53,7 @@ BASE_UNITS = {
     "Cycles": "cycles",
     "CyclesPerByte": "cycles/B",
     "Duration": "s",
+    "TimeSpan": "s",  # a run's length, a trace's window: a Duration without the 10 s bound
     "Frequency": "Hz",
     "TimePerByte": "ns/B",  # the core has no s/B; plain numbers are taken in seconds per byte
 }

@@ -280,7 +280,7 @@ def _other_value(key: str) -> tuple:
         return key, "false" if d else "true"
     if kind == "integer":
         return key, str((d or 0) + 1)
-    if (n.get("$ref") or "").rsplit("/", 1)[-1] == "Duration":
+    if (n.get("$ref") or "").rsplit("/", 1)[-1] in ("Duration", "TimeSpan"):
         return key, "2us" if d == "1us" else "1us"
     raise KeyError(f"{key}: no value other than its default to ask the core with")
 

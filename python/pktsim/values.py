@@ -104,6 +104,7 @@ _KIND_OF_TYPE = {
     "Bytes": "bytes",
     "Cycles": "cycles",
     "Duration": "duration",
+    "TimeSpan": "duration",
     "Frequency": "frequency",
 }
 
@@ -120,7 +121,7 @@ def numeric_value(key: str, label: Any) -> float | None:
     kind = unit_kind(key)
     if kind in _KIND_OF_TYPE:
         v = _try(_KIND_OF_TYPE[kind], text)
-        if v is not None and kind == "Duration":
+        if v is not None and kind in ("Duration", "TimeSpan"):
             v = v / 1e12  # parse_quantity gives picoseconds
         elif v is None and kind != "OfferedRate":
             try:

@@ -110,6 +110,9 @@ fn trim_float(x: f64) -> String {
 
 macro_rules! quantity_serde {
     ($ty:ident, $expected:expr, $example:expr, $pattern:expr) => {
+        quantity_serde!($ty, $expected, $example, $pattern, |x: $ty| Ok::<$ty, QuantityError>(x));
+    };
+    ($ty:ident, $expected:expr, $example:expr, $pattern:expr, $accept:expr) => {
         impl<'de> serde::Deserialize<'de> for $ty {
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
                 struct V;
@@ -119,7 +122,7 @@ macro_rules! quantity_serde {
                         write!(f, "{}", $expected)
                     }
                     fn visit_str<E: de::Error>(self, v: &str) -> Result<$ty, E> {
-                        $ty::parse(v).map_err(|e| {
+                        $ty::parse(v).and_then($accept).map_err(|e| {
                             E::custom(format!("{:?}{}{}", e.value, crate::error::VALUE_SEP, e.expected))
                         })
                     }
@@ -237,6 +240,67 @@ quantity_serde!(
     Duration,
     Duration::EXPECTED,
     "479ns",
+    "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps|ns|us|µs|μs|ms|s)\\s*$",
+    Duration::within_a_step
+);
+
+/// The longest single cost or delay a scenario may give (10 s): every time the simulator
+/// adds up then fits its integer picoseconds (see `scenario/limits.rs`).
+pub const MAX_STEP_PS: u64 = 10 * 1_000_000_000_000;
+
+impl Duration {
+    /// A cost or delay the simulator takes as one step: at most [`MAX_STEP_PS`]. Every
+    /// `Duration` key of the scenario format is one; a run's length and a trace's window are
+    /// [`TimeSpan`]s.
+    pub fn within_a_step(self) -> Result<Self, QuantityError> {
+        if self.ps > MAX_STEP_PS {
+            return Err(QuantityError {
+                value: self.to_string(),
+                expected: "at most 10s (the longest single cost or delay the simulator takes)".into(),
+            });
+        }
+        Ok(self)
+    }
+}
+
+/// A stretch of time with no bound of one step: a run's warm-up and length, the interval of
+/// its time series, a trace's window (held as integer picoseconds, written as a
+/// [`Duration`] is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TimeSpan {
+    pub ps: u64,
+}
+
+impl TimeSpan {
+    pub const EXPECTED: &'static str = Duration::EXPECTED;
+
+    pub const fn from_ps(ps: u64) -> Self {
+        TimeSpan { ps }
+    }
+    pub fn parse(text: &str) -> Result<Self, QuantityError> {
+        Duration::parse(text).map(|d| TimeSpan { ps: d.ps })
+    }
+    pub fn as_secs(self) -> f64 {
+        self.ps as f64 / 1e12
+    }
+}
+
+impl fmt::Display for TimeSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Duration::from_ps(self.ps).fmt(f)
+    }
+}
+
+impl From<TimeSpan> for Duration {
+    fn from(t: TimeSpan) -> Duration {
+        Duration::from_ps(t.ps)
+    }
+}
+
+quantity_serde!(
+    TimeSpan,
+    TimeSpan::EXPECTED,
+    "10ms",
     "^\\s*\\+?[0-9_]*\\.?[0-9]+([eE][+-]?[0-9]+)?\\s*(ps|ns|us|µs|μs|ms|s)\\s*$"
 );
 

@@ -141,6 +141,12 @@ impl From<Duration> for Span {
     }
 }
 
+impl From<crate::units::TimeSpan> for Span {
+    fn from(d: crate::units::TimeSpan) -> Span {
+        Span(d.ps)
+    }
+}
+
 impl Add<Span> for Instant {
     type Output = Instant;
     #[inline]

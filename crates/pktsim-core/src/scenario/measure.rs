@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::check_range;
 use crate::error::{ConfigError, Result};
-use crate::units::Duration;
+use crate::units::{Duration, TimeSpan};
 
 /// Where a latency measurement starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -35,10 +35,10 @@ pub enum LatencyTo {
 pub struct MeasureSpec {
     /// Simulated time before statistics start.
     #[serde(default = "default_warmup")]
-    pub warmup: Duration,
+    pub warmup: TimeSpan,
     /// Simulated time measured after the warm-up.
     #[serde(default = "default_duration")]
-    pub duration: Duration,
+    pub duration: TimeSpan,
     /// Constant added to every latency (hardware not modelled: 002 t_off, 001 T+).
     #[serde(default)]
     pub t_off: Duration,
@@ -48,7 +48,7 @@ pub struct MeasureSpec {
     pub latency_to: LatencyTo,
     /// Width of the time-series buckets (none: no time series).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<Duration>,
+    pub interval: Option<TimeSpan>,
     /// 001's latency adder T+ = 4 T_DMA + 2 nic_batch x (x: the packet's service time).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_plus: Option<TPlus>,
@@ -71,11 +71,11 @@ fn default_batches() -> u32 {
     20
 }
 
-fn default_warmup() -> Duration {
-    Duration::from_ps(10_000_000_000)
+fn default_warmup() -> TimeSpan {
+    TimeSpan::from_ps(10_000_000_000)
 }
-fn default_duration() -> Duration {
-    Duration::from_ps(100_000_000_000)
+fn default_duration() -> TimeSpan {
+    TimeSpan::from_ps(100_000_000_000)
 }
 
 impl Default for MeasureSpec {
@@ -160,17 +160,17 @@ mod tests {
     #[test]
     fn at_most_a_million_time_series_buckets() {
         // 100 ms measured: 100 ns buckets are a million, 99 ns ones too many.
-        let m = MeasureSpec { interval: Some(Duration::from_ps(100_000)), ..MeasureSpec::default() };
+        let m = MeasureSpec { interval: Some(TimeSpan::from_ps(100_000)), ..MeasureSpec::default() };
         assert!(m.validate("t").is_ok());
-        let m = MeasureSpec { interval: Some(Duration::from_ps(99_000)), ..MeasureSpec::default() };
+        let m = MeasureSpec { interval: Some(TimeSpan::from_ps(99_000)), ..MeasureSpec::default() };
         assert_eq!(config_error(m.validate("t")).path, "measure.interval");
-        let m = MeasureSpec { interval: Some(Duration::from_ps(0)), ..MeasureSpec::default() };
+        let m = MeasureSpec { interval: Some(TimeSpan::from_ps(0)), ..MeasureSpec::default() };
         assert_eq!(config_error(m.validate("t")).path, "measure.interval");
     }
 
     #[test]
     fn a_duration_of_0_is_rejected() {
-        let m = MeasureSpec { duration: Duration::from_ps(0), ..MeasureSpec::default() };
+        let m = MeasureSpec { duration: TimeSpan::from_ps(0), ..MeasureSpec::default() };
         assert_eq!(config_error(m.validate("t")).path, "measure.duration");
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::link::{line_rate_pps, Link};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
 use crate::trace::{TraceSummary, Window};
-use crate::units::{Bytes, Duration, OfferedRate, Percent};
+use crate::units::{Bytes, OfferedRate, Percent, TimeSpan};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -178,10 +178,10 @@ pub struct Traffic {
     pub looped: bool,
     /// Replay the trace from this long after its first frame (default: from its first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pcap_start: Option<Duration>,
+    pub pcap_start: Option<TimeSpan>,
     /// Replay this much of the trace, from `pcap_start` (default: to its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pcap_length: Option<Duration>,
+    pub pcap_length: Option<TimeSpan>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -508,7 +508,10 @@ impl Traffic {
                 format!("a pcap or pcapng file (not found: {})", path.display()),
             ));
         }
-        let t = TraceSummary::cached(&path, Window::new(self.pcap_start, self.pcap_length))?;
+        let t = TraceSummary::cached(
+            &path,
+            Window::new(self.pcap_start.map(Into::into), self.pcap_length.map(Into::into)),
+        )?;
         if t.packets < 2 || t.span_ps == 0 {
             return Err(err(
                 "traffic.pcap",
