@@ -10,10 +10,10 @@ the core by loading a scenario. Python restates none of it.
 - :func:`io_modes` / :func:`io_mode`: the I/O modes, the one registry of them.
 - :func:`values`: the names a key takes (``nic.itr.profile``: the DIM tables).
 - :func:`aliases`: the other names the core accepts for a key (its Linux name), as the
-  key's doc string declares them ("also accepted as `rx_usecs`").
+  key declares them in the schema (``x-aliases``: ``rx_usecs`` for ``nic.itr.interval``).
 - :func:`largest`: the largest whole number a key takes, as the core's checks answer.
 
-Only ``json`` and the core are imported here (``re`` when aliases are asked for), so that
+Only ``json`` and the core are imported here, so that
 ``pktsim run`` can use it without slowing its start.
 """
 
@@ -210,15 +210,12 @@ def values(key: str) -> tuple:
 
 @functools.cache
 def _all_aliases() -> dict:
-    import re
-
-    spelled = re.compile(r"also\s+accepted\s+as\s+`([^`]+)`")
     out: dict = {}
 
     def walk(props: dict, prefix: str, seen: tuple) -> None:
         for k, v in props.items():
             path = f"{prefix}.{k}" if prefix else k
-            for other in spelled.findall(v.get("description") or ""):
+            for other in v.get("x-aliases") or ():
                 full = f"{prefix}.{other}" if prefix else other
                 if full not in out.setdefault(path, ()):
                     out[path] += (full,)
@@ -232,8 +229,8 @@ def _all_aliases() -> dict:
 
 def aliases(key: str) -> tuple:
     """The other names the core accepts for ``key``, as dotted paths
-    (``aliases("nic.itr.interval") == ("nic.itr.rx_usecs",)``): those its doc string
-    declares ("also accepted as `rx_usecs`")."""
+    (``aliases("nic.itr.interval") == ("nic.itr.rx_usecs",)``): those the key declares in
+    the schema (``x-aliases``, beside serde's ``alias``; a core test keeps the two equal)."""
     return _all_aliases().get(key, ())
 
 

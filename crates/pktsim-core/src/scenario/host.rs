@@ -352,10 +352,12 @@ pub struct Softirq {
     /// `net.core.netdev_budget`: packets per net_rx_action (also accepted as
     /// `netdev_budget`).
     #[serde(default = "default_budget", alias = "netdev_budget")]
+    #[schemars(extend("x-aliases" = ["netdev_budget"]))]
     pub budget: u32,
     /// `net.core.netdev_budget_usecs`: time limit of one net_rx_action, checked in jiffies
     /// (also accepted as `netdev_budget_usecs`, with a unit: "2000us").
     #[serde(default = "default_budget_time", alias = "netdev_budget_usecs")]
+    #[schemars(extend("x-aliases" = ["netdev_budget_usecs"]))]
     pub budget_time: Duration,
     /// Kernel tick rate (CONFIG_HZ), for the jiffy-granular time limit.
     #[serde(default = "default_hz")]

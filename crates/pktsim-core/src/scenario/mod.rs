@@ -334,3 +334,70 @@ pub fn profile_json_schema() -> serde_json::Value {
     let schema = schemars::schema_for!(CostProfileFile);
     serde_json::to_value(schema).unwrap_or(serde_json::Value::Null)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::tagged::keys_of;
+    use super::*;
+
+    /// A key's Linux names are declared beside it twice, for serde (`alias`) and for the
+    /// schema (`x-aliases`, which the Python side reads): the two agree for every struct
+    /// of the format.
+    #[test]
+    fn every_alias_serde_accepts_is_in_the_schema() {
+        fn check<T: serde::de::DeserializeOwned + schemars::JsonSchema>() {
+            let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+            let props = schema["properties"].as_object().cloned().unwrap_or_default();
+            let mut declared: Vec<String> = props
+                .values()
+                .flat_map(|p| p["x-aliases"].as_array().cloned().unwrap_or_default())
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect();
+            let mut accepted: Vec<String> =
+                keys_of::<T>().iter().filter(|k| !props.contains_key(**k)).map(|k| k.to_string()).collect();
+            declared.sort();
+            accepted.sort();
+            assert_eq!(declared, accepted, "{}", std::any::type_name::<T>());
+        }
+        macro_rules! each {
+            ($($t:ty),*) => {$(check::<$t>();)*};
+        }
+        each!(
+            Scenario,
+            Cpu,
+            Interference,
+            Link,
+            Traffic,
+            Source,
+            CostSpec,
+            BufferSpec,
+            PagePoolSpec,
+            NicSpec,
+            nic::NapiSpec,
+            Filter,
+            ItrStatic,
+            ItrDynamic,
+            ItrDim,
+            StackSpec,
+            Irq,
+            Poll,
+            Softirq,
+            TxLock,
+            Rings,
+            GroBatch,
+            BatchCalls,
+            EmptyCall,
+            Wakeup,
+            ThreadSpec,
+            XdpSpec,
+            AfXdpSpec,
+            StrategySpec,
+            SocketSpec,
+            AppSpec,
+            MeasureSpec,
+            TPlus
+        );
+        // (And the check sees an alias: one struct with one.)
+        assert_eq!(keys_of::<Softirq>().len(), 6);
+    }
+}

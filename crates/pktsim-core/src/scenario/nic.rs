@@ -68,6 +68,7 @@ pub struct ItrStatic {
     /// Static interval (`ethtool -C rx-usecs`, also accepted as `rx_usecs`, with a unit:
     /// "50us"); the NIC rounds down to 2.048 us steps. At most 1022us (ixgbe's range).
     #[serde(alias = "rx_usecs")]
+    #[schemars(extend("x-aliases" = ["rx_usecs"]))]
     pub interval: Duration,
 }
 
@@ -175,6 +176,7 @@ pub struct NapiSpec {
     /// `napi_defer_hard_irqs`): empty polls the timer drives before the interrupt is
     /// unmasked again; 0 disables deferral.
     #[serde(default, alias = "napi_defer_hard_irqs")]
+    #[schemars(extend("x-aliases" = ["napi_defer_hard_irqs"]))]
     pub defer_hard_irqs: u32,
     /// `gro_flush_timeout`: the deferral timer's period; 0 disables deferral.
     #[serde(default)]
@@ -220,6 +222,7 @@ pub struct NicSpec {
     /// Packets the qdisc holds while the tx ring is full (`ip link ... txqueuelen`, also
     /// accepted as `txqueuelen`).
     #[serde(default = "default_qdisc", alias = "txqueuelen")]
+    #[schemars(extend("x-aliases" = ["txqueuelen"]))]
     pub qdisc_len: u32,
     #[serde(default)]
     pub itr: ItrSpec,
