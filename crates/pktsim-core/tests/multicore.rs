@@ -171,7 +171,7 @@ fn each_core_can_run_its_own_strategy() {
         duration = "100ms"
     "#;
     let r = sim(&load(text, "per-core.toml", &[]));
-    assert_eq!(r.io["strategy_per_core"], serde_json::json!(["prio", "sq"]));
+    assert_eq!(r.io.json()["strategy_per_core"], serde_json::json!(["prio", "sq"]));
     let rt0 = r.per_ring[0].summary.latency_ns.mean; // core 0, rt ring
     let rt1 = r.per_ring[2].summary.latency_ns.mean; // core 1, rt ring
     assert!(rt0 < 0.7 * rt1, "prio core {rt0} vs fcfs core {rt1}");

@@ -243,7 +243,11 @@ fn one_frame_per_100us_with_one_deferral_is_one_irq_and_two_polls() {
     let r = with(&[("nic.napi.defer_hard_irqs", "1"), ("nic.napi.gro_flush_timeout", "50us")]);
     assert!(close(r.irqs_per_packet, 2.0, 1e-3), "{}", r.irqs_per_packet);
     assert!(close(r.polls_per_packet, 3.0, 1e-3), "{}", r.polls_per_packet);
-    assert!(close(r.io["deferral_timer_polls"].as_f64().unwrap() / r.forwarded_packets as f64, 1.0, 1e-2), "{}", r.io);
+    assert!(
+        close(r.io.json()["deferral_timer_polls"].as_f64().unwrap() / r.forwarded_packets as f64, 1.0, 1e-2),
+        "{:?}",
+        r.io
+    );
     let off = with(&[]);
     assert!(
         close(off.irqs_per_packet, 2.0, 1e-3) && close(off.polls_per_packet, 2.0, 1e-3),

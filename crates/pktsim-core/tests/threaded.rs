@@ -39,7 +39,7 @@ fn sim(sets: &[(&str, &str)]) -> SimResult {
 }
 
 fn wakeups(r: &SimResult) -> f64 {
-    r.io["wakeups"].as_u64().unwrap() as f64
+    r.io.json()["wakeups"].as_u64().unwrap() as f64
 }
 
 #[test]

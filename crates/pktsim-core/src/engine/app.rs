@@ -25,8 +25,6 @@
 
 use std::collections::VecDeque;
 
-use serde_json::json;
-
 use super::ingress::Packet;
 use super::queue::{EventQueue, Key, Timer};
 use super::stats::Stats;
@@ -267,14 +265,27 @@ impl App {
         }
     }
 
-    pub fn report(&self) -> serde_json::Value {
-        json!({
-            "wakeups": self.wakeups,
-            "calls": self.calls,
-            "core": if self.p.same_core { "same" } else { "other" },
-            "queued_at_end": self.threads.iter().map(|t| t.queue.len()).sum::<usize>(),
-        })
+    pub fn report(&self) -> AppReport {
+        AppReport {
+            calls: self.calls,
+            core: if self.p.same_core { "same" } else { "other" },
+            queued_at_end: self.threads.iter().map(|t| t.queue.len()).sum::<usize>(),
+            wakeups: self.wakeups,
+        }
     }
+}
+
+/// The application's figures in a run's result (`io.app`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct AppReport {
+    /// Its calls (each reading up to a batch of frames).
+    pub calls: u64,
+    /// Where it runs: on the NAPI's core ("same") or another ("other").
+    pub core: &'static str,
+    /// Frames left in its sockets when the run ended.
+    pub queued_at_end: usize,
+    /// Times its thread was woken.
+    pub wakeups: u64,
 }
 
 #[cfg(test)]
@@ -302,7 +313,7 @@ mod tests {
         assert!(dep.is_empty(), "nothing is forwarded");
         assert_eq!((r.consumed_packets, r.forwarded_packets), (2, 0));
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (8_500.0, 8_500.0), "to the application's read");
-        assert_eq!((r.io["app"]["wakeups"].as_u64(), r.io["app"]["calls"].as_u64()), (Some(1), Some(1)));
+        assert_eq!((r.io.json()["app"]["wakeups"].as_u64(), r.io.json()["app"]["calls"].as_u64()), (Some(1), Some(1)));
         assert!((r.cpu_by_activity["app"] - 2.5e-6 / 1e-3).abs() < 1e-12);
         assert!((r.cpu_by_activity["wakeup"] - 1e-6 / 1e-3).abs() < 1e-12);
         assert_eq!(r.irq_per_s * 1e-3, 2.0);
@@ -363,8 +374,8 @@ mod tests {
         let (epoll, epoll_dep, e) = busy("epoll", "busy_poll = \"10us\"");
         let (recvmsg, recvmsg_dep, r) = busy("recvmsg", "busy_read = \"10us\"");
         assert_eq!((e.consumed_packets, e.latency_ns.min, e.latency_ns.max), (2, 2_700.0, 2_750.0));
-        assert_eq!(e.io["busy_polls"], 64);
-        assert_eq!(r.io["busy_polls"], 64);
+        assert_eq!(e.io.json()["busy_polls"], 64);
+        assert_eq!(r.io.json()["busy_polls"], 64);
         assert_eq!(recvmsg, epoll);
         assert_eq!(recvmsg_dep, epoll_dep);
     }

@@ -365,7 +365,7 @@ fn end_to_end(
         t_proc_ns: first.t_proc_ns,
         t_clean_ns: first.t_clean_ns,
         t_irq_ns: first.t_irq_ns,
-        io: serde_json::json!({"chain": chain.nodes.len()}),
+        io: super::io::IoReport::Chain { chain: chain.nodes.len() },
         series: None,
         series_interval_s: None,
         notes,

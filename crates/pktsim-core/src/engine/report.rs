@@ -67,7 +67,7 @@ pub struct SimResult {
     pub t_proc_ns: f64,
     pub t_clean_ns: f64,
     pub t_irq_ns: f64,
-    pub io: serde_json::Value,
+    pub io: super::io::IoReport,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<stats::Bucket>>,
     #[serde(skip_serializing_if = "Option::is_none")]

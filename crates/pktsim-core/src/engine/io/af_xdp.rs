@@ -132,8 +132,8 @@ mod tests {
         assert!(dep.is_empty());
         assert_eq!(r.consumed_packets, 3);
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (4_610.0, 4_690.0));
-        assert_eq!(r.io["xdp"]["flushes"], 1);
-        assert_eq!(r.io["app"]["wakeups"], 1);
+        assert_eq!(r.io.json()["xdp"]["flushes"], 1);
+        assert_eq!(r.io.json()["app"]["wakeups"], 1);
     }
 
     /// Without need_wakeup each batch kicks the kernel with a system call (800 ns).

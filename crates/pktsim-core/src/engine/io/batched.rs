@@ -452,13 +452,27 @@ impl IoMode for Batched {
         true
     }
 
-    fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {
-        serde_json::json!({
-            "wait": match self.wait { Wait::Spin { .. } => "spin", Wait::Sleep { .. } => "sleep" },
-            "batch": self.costs.batch,
-            "strategy": self.cores.first().map(|c| c.strategy.name()),
+    fn report(&self, _nic: &crate::engine::nic::Nic) -> super::IoReport {
+        super::IoReport::Batched(BatchedReport {
+            batch: self.costs.batch,
+            strategy: self.cores.first().map(|c| c.strategy.name()),
+            wait: match self.wait {
+                Wait::Spin { .. } => "spin",
+                Wait::Sleep { .. } => "sleep",
+            },
         })
     }
+}
+
+/// A batched mode's figures in a run's result (`io`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct BatchedReport {
+    /// Most frames one call moves.
+    pub batch: usize,
+    /// The ring strategy of core 0.
+    pub strategy: Option<&'static str>,
+    /// How a core waits with nothing to move: "spin" (busy-poll) or "sleep".
+    pub wait: &'static str,
 }
 
 /// Per call `t_call` (a full batch when the rings never run dry), per frame `t_packet` and

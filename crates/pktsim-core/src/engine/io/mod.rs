@@ -89,6 +89,31 @@ impl Ctx<'_> {
     }
 }
 
+/// A mode's own figures in a run's result (`io` in `run --json`): one type per mode, each
+/// written out as its fields (keys in alphabetical order, as the contract has them).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum IoReport {
+    Napi(napi::NapiReport),
+    Server(server::ServerReport),
+    Batched(batched::BatchedReport),
+    Threaded(threaded::ThreadedReport),
+    /// A chain's end-to-end result: the number of its nodes (each node's own figures are
+    /// in its own result).
+    Chain {
+        chain: usize,
+    },
+    /// A mode with no figures of its own (`null`).
+    None,
+}
+
+impl IoReport {
+    /// As a JSON value (tests, and readers of single figures).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+}
+
 /// A pluggable I/O mode.
 pub trait IoMode: Send {
     /// Set up at time 0 (arm rings or vectors, start pollers).
@@ -118,8 +143,8 @@ pub trait IoMode: Send {
         RxRingKind::Descriptors
     }
     /// Mode-specific figures for the result (ITR intervals, wake-ups, ...).
-    fn report(&self, _nic: &Nic) -> serde_json::Value {
-        serde_json::Value::Null
+    fn report(&self, _nic: &Nic) -> IoReport {
+        IoReport::None
     }
     /// Tests: take no shortcut that has a general path beside it (a NAPI core's lone
     /// episodes), so that the two can be held equal.

@@ -41,8 +41,6 @@
 
 use std::collections::VecDeque;
 
-use serde_json::json;
-
 mod lone;
 
 use super::units::{self, Units, Worker};
@@ -1048,29 +1046,46 @@ impl IoMode for Napi {
         self.lone_pair = false;
     }
 
-    fn report(&self, nic: &Nic) -> serde_json::Value {
-        let mut r = json!({
-            "itr_interval_ns": nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect::<Vec<_>>(),
-            "moderation": nic.vectors().first().map(|v| v.moderation().name()),
-            "deferral_timer_polls": self.timer_polls,
-        });
-        if self.p.threaded {
-            r["thread_wakeups"] = self.wakeups.into();
-        }
-        if let Some(app) = &self.app {
-            r["app"] = app.report();
-            r["busy_polls"] = self.busy_polls.into();
-        }
-        if let Some(x) = &self.xdp {
-            r["xdp"] = x.report(self.flushes);
-        }
+    fn report(&self, nic: &Nic) -> super::IoReport {
         // A policy's own state at the end (DIM: profile index, windows, changes), per vector.
         let state: Vec<_> = nic.vectors().iter().map(|v| v.moderation().figures()).filter(|f| !f.is_null()).collect();
-        if !state.is_empty() {
-            r["moderation_state"] = state.into();
-        }
-        r
+        super::IoReport::Napi(NapiReport {
+            app: self.app.as_ref().map(|a| a.report()),
+            busy_polls: self.app.as_ref().map(|_| self.busy_polls),
+            deferral_timer_polls: self.timer_polls,
+            itr_interval_ns: nic.vectors().iter().map(|v| v.moderation().interval().as_ns_f64()).collect(),
+            moderation: nic.vectors().first().map(|v| v.moderation().name()),
+            moderation_state: (!state.is_empty()).then_some(state),
+            thread_wakeups: self.p.threaded.then_some(self.wakeups),
+            xdp: self.xdp.as_ref().map(|x| x.report(self.flushes)),
+        })
     }
+}
+
+/// A NAPI's figures in a run's result (`io`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NapiReport {
+    /// The application's, where an `[app]` (or AF_XDP's user thread) reads the frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub app: Option<crate::engine::app::AppReport>,
+    /// Polls the application made itself (busy polling), with an application.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_polls: Option<u64>,
+    /// Polls the deferral timer drove (`napi_defer_hard_irqs`).
+    pub deferral_timer_polls: u64,
+    /// Each vector's throttle interval at the end.
+    pub itr_interval_ns: Vec<f64>,
+    /// The moderation policy (`nic.itr.mode`).
+    pub moderation: Option<&'static str>,
+    /// Each vector's policy's own state at the end, where it has one (DIM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moderation_state: Option<Vec<serde_json::Value>>,
+    /// Wake-ups of the NAPI threads (`nic.napi.threaded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread_wakeups: Option<u64>,
+    /// The XDP program's figures (xdp, af-xdp).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xdp: Option<super::xdp::XdpReport>,
 }
 
 /// Per frame its tx clean, on the core its tx queue completes to; per poll `t_poll` (a full
@@ -1192,7 +1207,7 @@ mod tests {
         assert_eq!(t_tx, [13_500.0, 21_000.0]);
         assert_eq!(r.irq_per_s * 1e-3, 2.0, "IRQs at 10 and 32 us only");
         assert_eq!(r.polls_per_packet, 2.5, "polls at 11, 18.5, 26, 31.5 and 33 us");
-        assert_eq!(r.io["deferral_timer_polls"], 3);
+        assert_eq!(r.io.json()["deferral_timer_polls"], 3);
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (3_500.0, 7_000.0));
         assert!((r.cpu_by_activity["irq"] - 2e-6 / 1e-3).abs() < 1e-12);
         assert!((r.cpu_by_activity["poll"] - 2.5e-6 / 1e-3).abs() < 1e-12);
@@ -1224,8 +1239,8 @@ mod tests {
         let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [20_000.0, 21_000.0]);
-        assert_eq!(r.io["moderation_state"][0]["usec"], 8);
-        assert_eq!(r.io["moderation_state"][0]["frames"], 128);
+        assert_eq!(r.io.json()["moderation_state"][0]["usec"], 8);
+        assert_eq!(r.io.json()["moderation_state"][0]["frames"], 128);
         assert_eq!(r.irq_per_s * 1e-3, 2.0, "IRQs at 18 and 29 us");
         assert_eq!(r.polls_per_packet, 1.0);
     }
@@ -1280,7 +1295,7 @@ mod tests {
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [17_000.0, 19_000.0]);
         assert_eq!(r.irq_per_s * 1e-3, 3.0);
-        assert_eq!(r.io["thread_wakeups"], 3);
+        assert_eq!(r.io.json()["thread_wakeups"], 3);
         assert_eq!(r.softirqs_per_packet, 0.0, "no NET_RX softirq");
         assert!((r.cpu_by_activity["wakeup"] - 3e-6 / 1e-3).abs() < 1e-12);
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (7_000.0, 8_000.0));
@@ -1312,7 +1327,7 @@ mod tests {
         assert_eq!(r.irq_per_s * 1e-3, 2.0);
         // Busy polls: 12.7 .. 14.9 (12, the last one preempted to 16.1 and taking frame 2
         // to 17.1), its stop, then from 17.8 to 27.8 (50) and the stop: 64.
-        assert_eq!(r.io["busy_polls"], 64);
+        assert_eq!(r.io.json()["busy_polls"], 64);
     }
 
     /// The same with SO_PREFER_BUSY_POLL and deferral (2, 5 us): the interrupt masked by
@@ -1341,7 +1356,7 @@ mod tests {
             "frame 1's, and at 37.4 the cause frame 2 latched: none while the reader polled"
         );
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_750.0, 2_700.0));
-        assert_eq!(r.io["deferral_timer_polls"], 2, "at 32.0 and 37.2 us");
+        assert_eq!(r.io.json()["deferral_timer_polls"], 2, "at 32.0 and 37.2 us");
     }
 
     /// IRQ suspension (1 ms) on top of the previous test: the stop poll after the loop that
@@ -1354,7 +1369,7 @@ mod tests {
         let napi = "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\"\nirq_suspend_timeout = \"1ms\"";
         let (r, _) = trace(&busy_toml("prefer_busy_poll = true", napi), &[(10_000, 64), (15_050, 64)]);
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_750.0, 2_700.0));
-        assert_eq!(r.io["deferral_timer_polls"], 1, "at 32.2 us only");
+        assert_eq!(r.io.json()["deferral_timer_polls"], 1, "at 32.2 us only");
         assert_eq!(r.irq_per_s * 1e-3, 2.0);
         assert_eq!(r.softirqs_per_packet, 2.0, "at 11 (IRQ), 27.0 (resume), 32.2 (timer), 33.4 (IRQ)");
     }

@@ -283,11 +283,25 @@ impl IoMode for Server {
         }
     }
 
-    fn report(&self, _nic: &crate::engine::nic::Nic) -> serde_json::Value {
-        let names: Vec<&str> = self.cores.iter().map(|c| c.strategy.name()).collect();
-        let preemptions: u64 = self.cores.iter().map(|c| c.preemptions).sum();
-        serde_json::json!({ "strategy": names.first(), "strategy_per_core": names, "preemptions": preemptions })
+    fn report(&self, _nic: &crate::engine::nic::Nic) -> super::IoReport {
+        let names: Vec<&'static str> = self.cores.iter().map(|c| c.strategy.name()).collect();
+        super::IoReport::Server(ServerReport {
+            preemptions: self.cores.iter().map(|c| c.preemptions).sum(),
+            strategy: names.first().copied(),
+            strategy_per_core: names,
+        })
     }
+}
+
+/// A server's figures in a run's result (`io`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ServerReport {
+    /// Frames whose service a time slice cut (rr, priowfq).
+    pub preemptions: u64,
+    /// The ring strategy of core 0.
+    pub strategy: Option<&'static str>,
+    /// Each core's ring strategy.
+    pub strategy_per_core: Vec<&'static str>,
 }
 
 /// A served frame costs its processing only; a shared tx queue adds its lock.
@@ -339,7 +353,7 @@ mod tests {
         let toml = two_rings("kind = \"rr\"\nslice = \"1.5us\"");
         let (r, dep) = trace_sources(&toml, &[(10_000, 64, 0), (10_100, 64, 1), (10_200, 64, 0), (10_300, 64, 1)]);
         assert_eq!(posted(&dep), [17_000.0, 18_500.0, 25_500.0, 26_000.0]);
-        assert_eq!(r.io["preemptions"], 10, "each slice end but the last while both rings wait");
+        assert_eq!(r.io.json()["preemptions"], 10, "each slice end but the last while both rings wait");
         assert_cpu_exact(&r, 4);
         // Latency when the frame leaves: RT 7.0 and 15.3 us, n-RT 8.4 and 15.7 us.
         let mean = |ring: usize| r.per_ring[ring].summary.latency_ns.mean;
@@ -357,7 +371,7 @@ mod tests {
         let frames = [(10_000, 64, 0), (10_100, 64, 1), (10_200, 64, 0), (10_300, 64, 0), (10_400, 64, 1)];
         let (r, dep) = trace_sources(&toml, &frames);
         assert_eq!(posted(&dep), [14_000.0, 18_000.0, 23_500.0, 26_000.0, 30_000.0]);
-        assert_eq!(r.io["preemptions"], 2, "RT3 at 20 us, NRT1 at 21.5 us");
+        assert_eq!(r.io.json()["preemptions"], 2, "RT3 at 20 us, NRT1 at 21.5 us");
         assert_cpu_exact(&r, 5);
     }
 
@@ -367,7 +381,7 @@ mod tests {
         let toml = two_rings("kind = \"prio\"");
         let (r, dep) = trace_sources(&toml, &[(10_000, 64, 1), (10_100, 64, 0), (10_200, 64, 0), (10_300, 64, 1)]);
         assert_eq!(posted(&dep), [14_000.0, 18_000.0, 22_000.0, 26_000.0]);
-        assert_eq!(r.io["preemptions"], 0);
+        assert_eq!(r.io.json()["preemptions"], 0);
         assert_cpu_exact(&r, 4);
     }
 
@@ -386,7 +400,7 @@ mod tests {
         ] {
             let (r, dep) = trace_sources(&two_rings(strategy), &frames);
             assert_eq!(dep, fcfs, "{strategy}");
-            assert_eq!(r.io["preemptions"], 0, "{strategy}");
+            assert_eq!(r.io.json()["preemptions"], 0, "{strategy}");
             assert_eq!(r.cpu_utilization, sq.cpu_utilization, "{strategy}");
             assert_eq!(r.latency_ns.mean, sq.latency_ns.mean, "{strategy}");
         }

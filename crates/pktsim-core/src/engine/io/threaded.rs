@@ -29,8 +29,6 @@
 
 use std::collections::VecDeque;
 
-use serde_json::json;
-
 use super::units::{self, Units, Worker};
 use super::{Ctx, IoMode};
 use crate::engine::ingress::Packet;
@@ -337,15 +335,30 @@ impl IoMode for ThreadedNapi {
         (by_core.clone(), by_core)
     }
 
-    fn report(&self, _nic: &Nic) -> serde_json::Value {
-        json!({
-            "wakeups": self.wakeups,
-            "weight": self.p.weight,
-            "wake_latency_ns": self.p.wake_latency.as_ns_f64(),
-            "t_wakeup_ns": self.p.t_wakeup.as_ns_f64(),
-            "deferral_timer_polls": self.timer_polls,
+    fn report(&self, _nic: &Nic) -> super::IoReport {
+        super::IoReport::Threaded(ThreadedReport {
+            deferral_timer_polls: self.timer_polls,
+            t_wakeup_ns: self.p.t_wakeup.as_ns_f64(),
+            wake_latency_ns: self.p.wake_latency.as_ns_f64(),
+            wakeups: self.wakeups,
+            weight: self.p.weight,
         })
     }
+}
+
+/// A threaded NAPI's figures in a run's result (`io`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ThreadedReport {
+    /// Polls the deferral timer drove.
+    pub deferral_timer_polls: u64,
+    /// The thread's CPU time per wake-up.
+    pub t_wakeup_ns: f64,
+    /// From the sender's schedule to the thread running.
+    pub wake_latency_ns: f64,
+    /// Times the thread was woken.
+    pub wakeups: u64,
+    /// Frames per poll at most.
+    pub weight: u32,
 }
 
 /// Per poll `t_poll` (a full weight of frames when the ring never runs dry), per wake-up
@@ -385,7 +398,7 @@ mod tests {
         let (r, dep) = trace(&toml, &[(10_000, 64), (10_500, 64), (11_000, 64), (30_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_000.0, 15_000.0, 16_000.0, 34_000.0]);
-        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.io.json()["wakeups"], 2);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 2, 1], "polls of 2, 1 and 1 frames");
         assert!((r.cpu_by_activity["wakeup"] - 2e-6 / 1e-3).abs() < 1e-12);
     }
@@ -407,12 +420,12 @@ mod tests {
         );
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_500.0, 15_500.0, 20_200.0]);
-        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.io.json()["wakeups"], 2);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 1, 1], "a poll of 2 frames, then one of 1");
         let (r, dep) = trace(&node_toml(host, thread), &[(10_000, 64), (13_700, 64), (16_500, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_500.0, 16_000.0, 21_000.0]);
-        assert_eq!(r.io["wakeups"], 2);
+        assert_eq!(r.io.json()["wakeups"], 2);
         assert_eq!(r.packets_per_poll.histogram[..3], [0, 3, 0], "three polls of 1 frame");
     }
 
@@ -429,10 +442,10 @@ mod tests {
         let (r, dep) = trace(&toml, &[(10_000, 64), (12_000, 64)]);
         let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
         assert_eq!(t_tx, [14_500.0, 15_500.0]);
-        assert_eq!((r.io["wakeups"].as_u64(), r.io["deferral_timer_polls"].as_u64()), (Some(2), Some(1)));
+        assert_eq!((r.io.json()["wakeups"].as_u64(), r.io.json()["deferral_timer_polls"].as_u64()), (Some(2), Some(1)));
         assert_eq!(r.packets_per_poll.histogram[..3], [1, 0, 1], "a poll of 2, an empty one");
         assert!((r.cpu_by_activity["poll"] - 1e-6 / 1e-3).abs() < 1e-12);
         let (r, _) = trace(&node_toml(host, thread), &[(10_000, 64), (12_000, 64)]);
-        assert_eq!((r.io["wakeups"].as_u64(), r.polls_per_packet), (Some(1), 0.5));
+        assert_eq!((r.io.json()["wakeups"].as_u64(), r.polls_per_packet), (Some(1), 0.5));
     }
 }

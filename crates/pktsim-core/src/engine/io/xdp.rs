@@ -132,13 +132,20 @@ impl Xdp {
         costs.draw(mean, p)
     }
 
-    pub fn report(&self, flushes: u64) -> serde_json::Value {
-        serde_json::json!({
-            "mode": format!("{:?}", self.mode).to_lowercase(),
-            "action": format!("{:?}", self.action).to_lowercase(),
-            "flushes": flushes,
-        })
+    pub fn report(&self, flushes: u64) -> XdpReport {
+        XdpReport { action: self.action, flushes, mode: self.mode }
     }
+}
+
+/// The XDP program's figures in a run's result (`io.xdp`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct XdpReport {
+    /// Its verdict for every frame (`host.xdp.action`).
+    pub action: XdpAction,
+    /// Bulk flushes of frames it sent (`xdp_do_flush`).
+    pub flushes: u64,
+    /// Where it runs: native or generic (`host.xdp.mode`).
+    pub mode: XdpMode,
 }
 
 /// `napi`'s costs (interrupts, polls, tx clean: the NAPI this program runs in) with each
@@ -205,7 +212,7 @@ mod tests {
         assert_eq!(r.throughput_pps, 2e3, "consumed frames count as throughput");
         assert_eq!((r.latency_ns.min, r.latency_ns.max), (1_040.0, 1_070.0));
         assert!((r.cpu_by_activity["rx_clean"] - 80e-9 / 1e-3).abs() < 1e-12);
-        assert_eq!(r.io["xdp"]["action"], "drop");
+        assert_eq!(r.io.json()["xdp"]["action"], "drop");
     }
 
     /// Native XDP_REDIRECT of 17 frames that wait in the ring: each costs 30 + 10 + 20 ns;
@@ -223,7 +230,7 @@ mod tests {
         // the 17th 12.06-12.12, flush at the poll's end to 12.22.
         assert!(t_tx[..16].iter().all(|&t| t == 12_060.0), "{t_tx:?}");
         assert_eq!(t_tx[16], 12_220.0);
-        assert_eq!(r.io["xdp"]["flushes"], 2);
+        assert_eq!(r.io.json()["xdp"]["flushes"], 2);
         assert_eq!(r.forwarded_packets, 17);
     }
 
@@ -248,7 +255,7 @@ mod tests {
         let frames: Vec<(u64, u16)> = (0..17).map(|i| (10_000 + i, 64)).collect();
         let (r, dep) = trace(&toml, &frames);
         assert!(dep.iter().all(|d| d.0 == 12_120.0), "17 x 60 ns from 11, one flush: {dep:?}");
-        assert_eq!(r.io["xdp"]["flushes"], 1);
+        assert_eq!(r.io.json()["xdp"]["flushes"], 1);
     }
 
     /// Generic: XDP_DROP pays the skb (t_skb 150 ns), the program and the skb's free
