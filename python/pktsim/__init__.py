@@ -11,7 +11,7 @@ machinery, ``pktsim.plots`` matplotlib's side of pktsim), so that ``import pktsi
 (``pktsim.sim``, ``pktsim.experiments``, ...).
 """
 
-from . import _core
+from . import _core, _lazy
 from .errors import ScenarioError
 
 __version__ = _core.VERSION
@@ -61,22 +61,8 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    import importlib
-
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    elif not name.startswith("_"):
-        try:  # a submodule: pktsim.plots, pktsim.sim, ...
-            value = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    return _lazy.attribute(__name__, globals(), _LAZY, name)
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAZY))
+    return _lazy.names(globals(), _LAZY)

@@ -31,6 +31,8 @@ reads the list without them.
 
 from __future__ import annotations
 
+from .. import _lazy
+
 __all__ = ["AUTHORS", "KINDS", "PAPERS", "Paper", "paper_id", "reproduce", "row", "summary"]
 
 
@@ -96,25 +98,11 @@ _ROWS = ("KINDS", "row", "summary")
 
 
 def __getattr__(name: str):
-    import importlib
-
-    if name in _ROWS:
-        value = getattr(importlib.import_module(".rows", __name__), name)
-    elif not name.startswith("_"):
-        try:  # a paper's module: pktsim.reproduce.paper000, ...
-            value = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    return _lazy.attribute(__name__, globals(), dict.fromkeys(_ROWS, "rows"), name)
 
 
 def __dir__() -> list:
-    return sorted(set(globals()) | set(_ROWS))
+    return _lazy.names(globals(), _ROWS)
 
 
 def paper_id(name: str) -> str | None:

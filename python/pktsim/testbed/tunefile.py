@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..tune.goals import ALIASES  # `pktsim tune`'s short names
 from . import runner
 from .errors import TestbedError
 
@@ -229,18 +230,6 @@ METRICS = {
         lambda r: _wakeups(r) * r["throughput_pps"] if _wakeups(r) is not None else None,
         lambda p: p["forwarded_pps"] / p["packets_per_wakeup"] if p["packets_per_wakeup"] else None,
     ),
-}
-
-
-# `pktsim tune`'s short names.
-ALIASES = {
-    "cpu": "cpu_cores",
-    "latency": "latency_ns.p99",
-    "p50": "latency_ns.p50",
-    "p99": "latency_ns.p99",
-    "p999": "latency_ns.p999",
-    "loss": "loss_ratio",
-    "throughput": "throughput_pps",
 }
 
 
