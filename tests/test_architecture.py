@@ -31,6 +31,12 @@ KINDS = {
     ),
     "ring strategy": (CORE, r"\bDrr\b|\bdrr::", ["engine/strategy/drr.rs"], ["engine/strategy/mod.rs", "scenario/host.rs"]),
     "traffic pattern": (CORE, r"\bPattern::Burst\b", [], ["scenario/traffic.rs", "engine/traffic.rs"]),
+    "traffic source": (
+        CORE,
+        r"\b(PcapReplay|TraceReplay)\b",
+        ["engine/trace.rs"],
+        ["engine/build.rs", "scenario/traffic.rs", "scenario/mod.rs"],
+    ),
     "a tuning knob": (PACKAGE, r"[\"']host\.budget[\"']", [], ["tune/knobs.py", "testbed/dutknobs.py"]),
 }
 

@@ -119,9 +119,9 @@ def test_trace_keys_are_checked(tmp_path, trace):
     p = run_cli("run", scenario(tmp_path, 'rate = "1Mpps"\nrate_scale = 2.0'), check=False)
     assert p.returncode == 2 and "traffic.rate_scale" in p.stderr
     p = run_cli("run", scenario(tmp_path, 'size = "1500B"'), check=False)
-    assert p.returncode == 2 and "traffic.size: not with traffic.pcap" in p.stderr
+    assert p.returncode == 2 and 'traffic.size = "1500B": expected no traffic.size with traffic.kind = "pcap"' in p.stderr
     p = run_cli("run", EXAMPLES / "linux-router-64B.toml", "--set", "traffic.rate_scale=2", check=False)
-    assert p.returncode == 2 and "only with traffic.pcap" in p.stderr
+    assert p.returncode == 2 and 'only traffic.kind = "pcap" reads it' in p.stderr
 
 
 def test_the_bundled_trace_is_what_its_script_writes(tmp_path):

@@ -144,8 +144,9 @@ class Tagged:
             own = {k: v for k, v in a["properties"].items() if k != tag}
             keys = frozenset(f"{path}.{k}" for k in _leaves({**common, **own}, ""))
             required = tuple(k for k in a["required"] if k != tag)
-            # The default alternative is the one whose tag may be left out.
-            self.alternatives[name] = Alternative(self, name, a["description"], keys, required, tag not in a["required"])
+            # The default alternative is the one whose tag the schema gives as the default.
+            default = a["properties"][tag].get("default") == name
+            self.alternatives[name] = Alternative(self, name, a["description"], keys, required, default)
         defaults = [a.name for a in self.alternatives.values() if a.default]
         if len(defaults) != 1:
             raise KeyError(f"{tag_path}: the schema marks {len(defaults)} alternatives as the default")

@@ -439,3 +439,57 @@ fn a_switch_leaves_out_keys_of_a_parts_table_and_keys_read_only_beside_another()
     assert_eq!(device_thread.scenario.host.io.thread().wake_latency.ps, 5_000_000);
     assert!(device_thread.notes.is_empty(), "{:?}", device_thread.notes);
 }
+
+/// `[traffic]` is a tagged section too (`traffic.kind`, implied by `traffic.pcap`): a file
+/// that gives `pcap` replays it; an override that gives `pcap` on a synthetic file, or
+/// switches a trace file back with `kind = "synthetic"`, leaves out the file's keys the new
+/// kind does not read, with a note; a key of the other kind is refused, naming it.
+#[test]
+fn the_traffic_kind_is_a_tag_implied_by_pcap() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let load = |text: &str, sets: &[(&str, &str)]| {
+        let sets: Vec<(String, String)> = sets.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Scenario::load_toml(text, "sc.toml", &examples, &sets)
+    };
+    let head = "name = \"t\"\n[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"10Gbit/s\"\n[cost]\nprofile = \"raumer2015-64B\"\n";
+    let synthetic = format!("{head}[traffic]\nsize = \"1500B\"\npattern = \"poisson\"\nflows = 4\n");
+    let trace = format!("{head}[traffic]\npcap = \"trace-small.pcap\"\nloop = true\n");
+    let replay = load(&trace, &[]).unwrap();
+    assert!(replay.trace.is_some() && replay.scenario.traffic.pcap().is_some_and(|p| p.looped));
+    // The file's synthetic keys left out where an override gives a trace.
+    let to_trace = load(&synthetic, &[("traffic.pcap", "trace-small.pcap"), ("traffic.loop", "true")]).unwrap();
+    assert_eq!(to_trace.scenario, replay.scenario);
+    assert_eq!(
+        to_trace.notes,
+        ["traffic.kind = \"pcap\" (implied by the keys set over the file's \"synthetic\"): the file's traffic.flows, traffic.pattern, traffic.size left out, as \"pcap\" does not read them"]
+    );
+    // And back, by the tag.
+    let back = load(&trace, &[("traffic.kind", "synthetic")]).unwrap();
+    assert!(back.trace.is_none());
+    assert_names(&format!("sc.toml: {}", back.notes[0]), &["traffic.loop, traffic.pcap left out"]);
+    // A key of the other kind, in a file or given by an override: refused, naming the kind.
+    assert_names(
+        &load(&format!("{trace}pattern = \"cbr\"\n"), &[]).err().unwrap().to_string(),
+        &[
+            "traffic.pattern",
+            "no traffic.pattern with traffic.kind = \"pcap\"",
+            "only traffic.kind = \"synthetic\" reads it",
+        ],
+    );
+    assert_names(
+        &load(&synthetic, &[("traffic.kind", "synthetic"), ("traffic.rate_scale", "2")]).err().unwrap().to_string(),
+        &["traffic.rate_scale", "only traffic.kind = \"pcap\" reads it"],
+    );
+    assert_names(
+        &load(&trace, &[("traffic.kind", "synthetic"), ("traffic.pcap", "trace-small.pcap")])
+            .err()
+            .unwrap()
+            .to_string(),
+        &["traffic.pcap", "traffic.kind = \"synthetic\""],
+    );
+    // A trace kind with no trace: the key it needs.
+    assert_names(
+        &load(&synthetic, &[("traffic.kind", "pcap")]).err().unwrap().to_string(),
+        &["traffic.pcap", "kind = \"pcap\", which has no default for it"],
+    );
+}

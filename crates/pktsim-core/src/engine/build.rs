@@ -3,7 +3,7 @@
 //! statistics. No simulation happens here; `mod.rs` runs the node and `report.rs` reads
 //! its figures.
 
-use crate::scenario::{BatchCalls, ResolvedScenario, TxVector};
+use crate::scenario::{BatchCalls, ResolvedScenario, TrafficKind, TxVector};
 
 use super::costs::Costs;
 use super::ingress::Ingress;
@@ -49,13 +49,14 @@ impl SimNode {
     /// replays one).
     pub fn build(sc: &ResolvedScenario) -> SimNode {
         let s = &sc.scenario;
-        if let Some(t) = &sc.trace {
-            let replay =
-                TraceReplay::new(t.clone(), sc.offered_pps(), s.traffic.looped, s.link.rate.bps, s.link.overhead.bytes);
-            return Self::with_ingress(sc, Box::new(replay));
-        }
-        let traffic = Traffic::new(&sc.sources, sc.offered_pps(), s.link.rate.bps, s.link.overhead.bytes, s.seed);
-        Self::with_ingress(sc, Box::new(traffic))
+        let (rate_pps, link_bps, overhead) = (sc.offered_pps(), s.link.rate.bps, s.link.overhead.bytes);
+        let ingress: Box<dyn Ingress> = match (&s.traffic.kind, &sc.trace) {
+            (TrafficKind::Pcap(p), Some(t)) => {
+                Box::new(TraceReplay::new(t.clone(), rate_pps, p.looped, link_bps, overhead))
+            }
+            _ => Box::new(Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed)),
+        };
+        Self::with_ingress(sc, ingress)
     }
 
     /// The node a scenario describes, fed by `ingress` (the scenario's traffic keys then

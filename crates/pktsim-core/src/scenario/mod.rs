@@ -74,7 +74,8 @@ pub use self::nic::{
 };
 pub use self::sweep::{SweepSpec, SweepValues};
 pub use self::traffic::{
-    mean_frame_bytes, PacketSize, Pattern, Proto, ResolvedSource, Source, Traffic, MAX_FRAME_BYTES, MIN_FRAME_BYTES,
+    mean_frame_bytes, PacketSize, Pattern, PcapReplay, Proto, ResolvedSource, Source, Synthetic, Traffic, TrafficKind,
+    MAX_FRAME_BYTES, MIN_FRAME_BYTES,
 };
 pub use crate::loader::{
     apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets,
@@ -126,8 +127,11 @@ pub struct Scenario {
 
 /// Every tagged section of a scenario, the one place they are registered (see
 /// [`tagged`]).
-pub const TAGGED: &[tagged::Section] =
-    &[tagged::Section::of::<IoSpec>("host"), tagged::Section::of::<ItrSpec>("nic.itr")];
+pub const TAGGED: &[tagged::Section] = &[
+    tagged::Section::of::<IoSpec>("host"),
+    tagged::Section::of::<ItrSpec>("nic.itr"),
+    tagged::Section::of::<TrafficKind>("traffic"),
+];
 
 fn default_seed() -> u64 {
     1
@@ -202,7 +206,8 @@ impl ResolvedScenario {
     pub fn offered_pps(&self) -> f64 {
         let line = self.line_rate_pps();
         if let (Some(t), None) = (&self.trace, self.scenario.traffic.rate) {
-            return t.rate_pps() * self.scenario.traffic.rate_scale.unwrap_or(1.0);
+            let scale = self.scenario.traffic.pcap().and_then(|p| p.rate_scale);
+            return t.rate_pps() * scale.unwrap_or(1.0);
         }
         match self.scenario.traffic.rate {
             Some(r) => r.to_pps(self.mean_frame_bytes(), line),
@@ -299,12 +304,7 @@ impl Scenario {
             _ => None,
         };
         self.measure.check_latency_end(origin, ends)?;
-        let trace = self.traffic.resolve_trace(origin, base_dir, &self.link)?;
-        let (trace, sources) = match trace {
-            Some((t, source)) => (Some(t), vec![source]),
-            None => (None, self.traffic.resolve_sources(origin)?),
-        };
-        self.traffic.validate_rate(origin, &sources, &self.link)?;
+        let (trace, sources) = self.traffic.resolve(origin, base_dir, &self.link)?;
         let total_flows = sources.iter().map(|s| s.flows).sum();
         let cost = self.cost.resolve(origin, base_dir, self.cpu.frequency, &self.host, total_flows, self.fib.routes)?;
         let sc =
@@ -367,7 +367,8 @@ mod tests {
             Cpu,
             Interference,
             Link,
-            Traffic,
+            Synthetic,
+            PcapReplay,
             Source,
             CostSpec,
             BufferSpec,

@@ -78,6 +78,11 @@ pub trait Tagged: Sized {
     fn common() -> Vec<Key> {
         Vec::new()
     }
+    /// The alternative a section that gives no tag is, from the keys it has (`[traffic]`
+    /// with `pcap` replays it); None: [`Tagged::DEFAULT`].
+    fn implied(_section: &toml::Table) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A key of another section that only some alternatives of a tagged section read
@@ -106,6 +111,7 @@ pub struct Section {
     pub alternatives: fn() -> Vec<(&'static str, Vec<Key>)>,
     pub elsewhere: fn() -> Vec<Elsewhere>,
     pub common: fn() -> Vec<Key>,
+    pub implied: fn(&toml::Table) -> Option<&'static str>,
 }
 
 impl Section {
@@ -117,6 +123,19 @@ impl Section {
             alternatives: T::alternatives,
             elsewhere: T::elsewhere,
             common: T::common,
+            implied: T::implied,
+        }
+    }
+
+    /// The tag `table` (the scenario's) gives this section, or the one its keys imply; None
+    /// where it gives none and implies none (the default).
+    fn tag_in(&self, table: &toml::Table) -> Option<toml::Value> {
+        match lookup(table, &join_path(self.path, self.tag)) {
+            Some(v) => Some(v.clone()),
+            None => match lookup(table, self.path) {
+                Some(toml::Value::Table(section)) => (self.implied)(section).map(|n| toml::Value::String(n.into())),
+                _ => None,
+            },
         }
     }
 }
@@ -133,7 +152,7 @@ pub fn read_tagged<T: Tagged>(mut table: toml::Table) -> Result<T, String> {
     let alternatives = T::alternatives();
     let names = || alternatives.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
     let name = match table.remove(T::TAG) {
-        None => T::DEFAULT.to_string(),
+        None => T::implied(&table).unwrap_or(T::DEFAULT).to_string(),
         Some(toml::Value::String(s)) if alternatives.iter().any(|(n, _)| *n == s) => s,
         Some(toml::Value::String(s)) => {
             return Err(nest(T::TAG, &format!("unknown variant `{s}`, expected one of {}", names())));
@@ -351,13 +370,15 @@ pub fn nested(key: &str, message: impl AsRef<str>) -> String {
     nest(key, message.as_ref())
 }
 
-/// Each of `sections`' tag as `table` gives it (None: not given, the default).
+/// Each of `sections`' tag as `table` gives it or its keys imply it (None: neither, the
+/// default).
 pub fn tags(sections: &[Section], table: &toml::Table) -> Vec<Option<toml::Value>> {
-    sections.iter().map(|s| lookup(table, &join_path(s.path, s.tag)).cloned()).collect()
+    sections.iter().map(|s| s.tag_in(table)).collect()
 }
 
 /// Where the overrides (`given`, a table of the keys they give) change a tagged section's
-/// tag from the one the file gave (`before`, its [`tags`]), the file's keys the new
+/// tag from the one the file gave or implied (`before`, its [`tags`]), by giving the tag
+/// or a key that implies another alternative, the file's keys the new
 /// alternative does not read left out of `table` (the file with the overrides applied),
 /// keys of other sections ([`Elsewhere`]) and keys read only beside another (`when`)
 /// included: a note for each section that lost some. Keys the overrides give themselves
@@ -371,11 +392,8 @@ pub fn switch(
     let mut notes = Vec::new();
     for (s, before) in sections.iter().zip(before) {
         let tag_path = join_path(s.path, s.tag);
-        if !crate::loader::gives(given, &tag_path) {
-            continue;
-        }
         let name = |v: Option<&toml::Value>| v.map_or(Some(s.default.to_string()), |v| v.as_str().map(str::to_string));
-        let (Some(from), Some(to)) = (name(before.as_ref()), name(lookup(table, &tag_path))) else { continue };
+        let (Some(from), Some(to)) = (name(before.as_ref()), name(s.tag_in(table).as_ref())) else { continue };
         let alternatives = (s.alternatives)();
         let Some((_, reads)) = alternatives.iter().find(|(n, _)| *n == to) else { continue };
         if from == to {
@@ -409,8 +427,9 @@ pub fn switch(
         if left.is_empty() {
             continue;
         }
+        let how = if crate::loader::gives(given, &tag_path) { "set" } else { "implied by the keys set" };
         notes.push(format!(
-            "{tag_path} = \"{to}\" (set over the file's \"{from}\"): the file's {} left out, as \"{to}\" does not read {}",
+            "{tag_path} = \"{to}\" ({how} over the file's \"{from}\"): the file's {} left out, as \"{to}\" does not read {}",
             left.join(", "),
             if left.len() == 1 { "it" } else { "them" }
         ));
@@ -446,7 +465,8 @@ pub fn check_elsewhere(sections: &[Section], table: &toml::Table) -> Result<(), 
     for s in sections {
         let tag_path = join_path(s.path, s.tag);
         // (A tag of the wrong type is refused where the section is read.)
-        let name = match lookup(table, &tag_path) {
+        let tag = s.tag_in(table);
+        let name = match &tag {
             None => s.default,
             Some(v) => match v.as_str() {
                 Some(n) => n,
@@ -500,7 +520,7 @@ fn remove(t: &mut toml::Table, path: &str) {
 
 /// A tagged section's JSON Schema (`#[schemars(transform = ...)]`): one alternative per
 /// tag value, as schemars writes an internally tagged enum, with the tag of the default
-/// alternative optional, as the reader has it.
+/// alternative optional, as the reader has it, and its `default`.
 pub fn schema_default<T: Tagged>(schema: &mut schemars::Schema) {
     let Some(alternatives) = schema.get_mut("oneOf").and_then(|v| v.as_array_mut()) else { return };
     for alt in alternatives {
@@ -509,8 +529,15 @@ pub fn schema_default<T: Tagged>(schema: &mut schemars::Schema) {
             t.get("const").and_then(|c| c.as_str()) == Some(T::DEFAULT)
                 || t.get("enum").is_some_and(|e| e.as_array().is_some_and(|e| e.len() == 1 && e[0] == T::DEFAULT))
         });
-        if let (true, Some(required)) = (is_default, alt.get_mut("required").and_then(|r| r.as_array_mut())) {
+        if !is_default {
+            continue;
+        }
+        if let Some(required) = alt.get_mut("required").and_then(|r| r.as_array_mut()) {
             required.retain(|k| k != T::TAG);
+        }
+        // (The default is marked as such: another alternative's tag may be implied too.)
+        if let Some(tag) = alt.pointer_mut(&format!("/properties/{}", T::TAG)).and_then(|t| t.as_object_mut()) {
+            tag.insert("default".into(), T::DEFAULT.into());
         }
     }
 }

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::link::{line_rate_pps, Link};
+use super::tagged::{self, Key, Keys, Tagged};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
 use crate::trace::{TraceSummary, Window};
 use crate::units::{Bytes, OfferedRate, Percent, TimeSpan};
@@ -144,13 +145,99 @@ impl JsonSchema for PacketSize {
     }
 }
 
-/// The offered traffic. `rate` is the total of all sources.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// The offered traffic: synthetic sources or a trace to replay (the tagged section
+/// `traffic.kind`, implied by `traffic.pcap`), at the offered rate `rate`.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Traffic {
-    /// Total offered rate (default: the line rate).
+    /// Total offered rate (default: the line rate); with a trace, the trace's mean rate,
+    /// its gaps scaled keeping their shape (engine/trace.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<OfferedRate>,
+    #[serde(flatten)]
+    pub kind: TrafficKind,
+}
+
+impl Default for Traffic {
+    fn default() -> Self {
+        Traffic { rate: None, kind: TrafficKind::Synthetic(Synthetic::default()) }
+    }
+}
+
+/// The key every kind of traffic reads (`[traffic]` beside `kind`).
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Offered {
+    #[serde(default)]
+    rate: Option<OfferedRate>,
+}
+
+impl<'de> Deserialize<'de> for Traffic {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let mut table = toml::Table::deserialize(d)?;
+        let Offered { rate } =
+            tagged::part(tagged::take(&mut table, &tagged::leaves::<Offered>())).map_err(de::Error::custom)?;
+        let kind = tagged::read_tagged(table).map_err(de::Error::custom)?;
+        Ok(Traffic { rate, kind })
+    }
+}
+
+/// Where the frames come from (`traffic.kind`).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+#[schemars(transform = tagged::schema_default::<TrafficKind>)]
+#[schemars(transform = pcap_implies_its_kind)]
+pub enum TrafficKind {
+    /// Synthetic sources: an arrival pattern, frame sizes and flows, one source or several
+    /// sharing the rate (the default).
+    Synthetic(Synthetic),
+    /// A packet trace replayed (implied by `pcap`).
+    Pcap(PcapReplay),
+}
+
+impl Tagged for TrafficKind {
+    const TAG: &'static str = "kind";
+    const DEFAULT: &'static str = "synthetic";
+    fn alternatives() -> Vec<(&'static str, Vec<Key>)> {
+        vec![("synthetic", Synthetic::keys()), ("pcap", PcapReplay::keys())]
+    }
+    fn build(name: &str, rest: toml::Table) -> std::result::Result<Self, String> {
+        Ok(match name {
+            "pcap" => TrafficKind::Pcap(Keys::read(rest)?),
+            _ => TrafficKind::Synthetic(Keys::read(rest)?),
+        })
+    }
+    fn common() -> Vec<Key> {
+        tagged::leaves::<Offered>()
+    }
+    fn implied(section: &toml::Table) -> Option<&'static str> {
+        section.contains_key("pcap").then_some("pcap")
+    }
+}
+
+/// The schema of `[traffic]` as files give it: with `pcap`, `kind` may be left out (and
+/// the table is then not synthetic).
+fn pcap_implies_its_kind(schema: &mut schemars::Schema) {
+    let Some(alternatives) = schema.get_mut("oneOf").and_then(|v| v.as_array_mut()) else { return };
+    for alt in alternatives {
+        let kind = alt.pointer("/properties/kind/const").and_then(|c| c.as_str()).map(str::to_string);
+        let Some(alt) = alt.as_object_mut() else { continue };
+        match kind.as_deref() {
+            Some("pcap") => {
+                if let Some(required) = alt.get_mut("required").and_then(|r| r.as_array_mut()) {
+                    required.retain(|k| k != "kind");
+                }
+            }
+            _ => {
+                alt.insert("not".into(), serde_json::json!({"required": ["pcap"]}));
+            }
+        }
+    }
+}
+
+/// Synthetic sources (`traffic.kind = "synthetic"`, the default).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Synthetic {
     /// Arrival process (default for sources that do not say).
     #[serde(default)]
     pub pattern: Pattern,
@@ -163,12 +250,22 @@ pub struct Traffic {
     /// Several sources sharing the total rate; each inherits what it does not set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
-    /// A packet trace to replay instead of synthetic sources: a pcap or pcapng file (path
-    /// relative to the scenario file). Arrival times, frame sizes (original length + 4 B
-    /// FCS) and flows (5-tuples, for RSS and filters) come from it; `rate`, if given, is
-    /// the trace's mean rate, its gaps scaled keeping their shape (engine/trace.rs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pcap: Option<String>,
+}
+
+impl Default for Synthetic {
+    fn default() -> Self {
+        Synthetic { pattern: Pattern::default(), size: PacketSize::default(), flows: 1, sources: Vec::new() }
+    }
+}
+
+/// A packet trace replayed (`traffic.kind = "pcap"`, implied by `traffic.pcap`): arrival
+/// times, frame sizes (original length + 4 B FCS) and flows (5-tuples, for RSS and
+/// filters) come from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PcapReplay {
+    /// A pcap or pcapng file (path relative to the scenario file).
+    pub pcap: String,
     /// Multiply the trace's rate by this (its gaps divided by it; not with `rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_scale: Option<f64>,
@@ -182,6 +279,18 @@ pub struct Traffic {
     /// Replay this much of the trace, from `pcap_start` (default: to its end).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcap_length: Option<TimeSpan>,
+}
+
+crate::plain_keys!(Synthetic, PcapReplay);
+
+impl Traffic {
+    /// The trace it replays, if it replays one.
+    pub fn pcap(&self) -> Option<&PcapReplay> {
+        match &self.kind {
+            TrafficKind::Pcap(p) => Some(p),
+            TrafficKind::Synthetic(_) => None,
+        }
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -285,6 +394,27 @@ impl ResolvedSource {
 }
 
 impl Traffic {
+    /// The sources the models use, and the trace replayed if one is: each kind checks its
+    /// own keys; the offered rate must fit the link.
+    pub(super) fn resolve(
+        &self,
+        origin: &str,
+        base_dir: &Path,
+        link: &Link,
+    ) -> Result<(Option<Arc<TraceSummary>>, Vec<ResolvedSource>)> {
+        let (trace, sources) = match &self.kind {
+            TrafficKind::Pcap(p) => {
+                let (t, source) = p.resolve(self.rate, origin, base_dir, link)?;
+                (Some(t), vec![source])
+            }
+            TrafficKind::Synthetic(s) => (None, s.resolve_sources(origin)?),
+        };
+        self.validate_rate(origin, &sources, link)?;
+        Ok((trace, sources))
+    }
+}
+
+impl Synthetic {
     /// Check frame sizes and flows, then the sources (sizes, flows, `cv`, `burst`, shares
     /// adding up to 100%), and resolve each source with what it inherits from `[traffic]`.
     /// Without sources, `[traffic]` itself is the one source.
@@ -408,11 +538,13 @@ impl Traffic {
         }
         Ok(out)
     }
+}
 
+impl Traffic {
     /// The offered rate, if given, is above 0 and at most the line rate of `link` for the
     /// mean frame of the resolved `sources` (an offered load above line rate cannot reach
     /// the node).
-    pub(super) fn validate_rate(&self, origin: &str, sources: &[ResolvedSource], link: &Link) -> Result<()> {
+    fn validate_rate(&self, origin: &str, sources: &[ResolvedSource], link: &Link) -> Result<()> {
         let mean_frame = mean_frame_bytes(sources);
         let line_rate_pps = line_rate_pps(link.rate.bps, mean_frame, link.overhead.bytes as f64);
         if let Some(rate) = self.rate {
@@ -446,43 +578,23 @@ impl Traffic {
     }
 }
 
-impl Traffic {
-    /// With `pcap`: the trace's window read once (cached), and the one source it stands for
-    /// (named after the file; its sizes and flows the trace's); checks that no synthetic
-    /// key is given with it and that its rate fits the link. Without: None, and the trace
-    /// keys must not be given.
-    pub(super) fn resolve_trace(
+impl PcapReplay {
+    /// The trace's window read once (cached), and the one source it stands for (named after
+    /// the file; its sizes and flows the trace's); its rate (`rate`, or the trace's own
+    /// scaled by `rate_scale`) must fit the link.
+    fn resolve(
         &self,
+        rate: Option<OfferedRate>,
         origin: &str,
         base_dir: &Path,
         link: &Link,
-    ) -> Result<Option<(Arc<TraceSummary>, ResolvedSource)>> {
+    ) -> Result<(Arc<TraceSummary>, ResolvedSource)> {
         let err = |key: &str, value: Option<String>, expected: String| -> crate::error::Error {
             ConfigError::new(origin, key, value, expected).into()
         };
-        let Some(pcap) = &self.pcap else {
-            let given = [
-                ("traffic.rate_scale", self.rate_scale.is_some()),
-                ("traffic.loop", self.looped),
-                ("traffic.pcap_start", self.pcap_start.is_some()),
-                ("traffic.pcap_length", self.pcap_length.is_some()),
-            ];
-            if let Some((key, _)) = given.iter().find(|(_, g)| *g) {
-                return Err(err(key, None, "only with traffic.pcap (a trace to replay)".into()));
-            }
-            return Ok(None);
-        };
-        let synthetic = [
-            ("traffic.sources", !self.sources.is_empty()),
-            ("traffic.pattern", self.pattern != Pattern::default()),
-            ("traffic.size", self.size != PacketSize::default()),
-            ("traffic.flows", self.flows != 1),
-        ];
-        if let Some((key, _)) = synthetic.iter().find(|(_, g)| *g) {
-            return Err(err(key, None, "not with traffic.pcap: the trace gives the arrivals, sizes and flows".into()));
-        }
+        let pcap = &self.pcap;
         if let Some(scale) = self.rate_scale {
-            if self.rate.is_some() {
+            if rate.is_some() {
                 return Err(err(
                     "traffic.rate_scale",
                     Some(scale.to_string()),
@@ -529,7 +641,7 @@ impl Traffic {
             t.flows.len() as u64,
         );
         src.class = name;
-        if self.rate.is_none() {
+        if rate.is_none() {
             let mean = t.mean_frame_bytes();
             let line = line_rate_pps(link.rate.bps, mean, link.overhead.bytes as f64);
             let pps = t.rate_pps() * self.rate_scale.unwrap_or(1.0);
@@ -544,7 +656,7 @@ impl Traffic {
                 ));
             }
         }
-        Ok(Some((t, src)))
+        Ok((t, src))
     }
 }
 
@@ -572,19 +684,8 @@ mod tests {
         crate::loader::deserialize_toml(&format!("share = {share:?}"), "t").unwrap()
     }
 
-    fn traffic(sources: Vec<Source>) -> Traffic {
-        Traffic {
-            rate: None,
-            pattern: Pattern::Cbr,
-            size: PacketSize::default(),
-            flows: 1,
-            sources,
-            pcap: None,
-            rate_scale: None,
-            looped: false,
-            pcap_start: None,
-            pcap_length: None,
-        }
+    fn traffic(sources: Vec<Source>) -> Synthetic {
+        Synthetic { sources, ..Synthetic::default() }
     }
 
     #[test]
@@ -623,15 +724,15 @@ mod tests {
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].burst");
         let t = traffic(vec![Source { cv: -0.5, ..source("100%") }]);
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].cv");
-        let t = Traffic { flows: 0, ..traffic(vec![]) };
+        let t = Synthetic { flows: 0, ..traffic(vec![]) };
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.flows");
         // Flows are 32-bit in the generator: more are refused, not cut down.
-        let t = Traffic { flows: u32::MAX as u64 + 1, ..traffic(vec![]) };
+        let t = Synthetic { flows: u32::MAX as u64 + 1, ..traffic(vec![]) };
         assert_eq!(
             config_error(t.resolve_sources("t")).to_string(),
             "t: traffic.flows = 4294967296: expected a number of flows from 1 to 4294967295"
         );
-        assert!(Traffic { flows: u32::MAX as u64, ..traffic(vec![]) }.resolve_sources("t").is_ok());
+        assert!(Synthetic { flows: u32::MAX as u64, ..traffic(vec![]) }.resolve_sources("t").is_ok());
         let t = traffic(vec![Source { vlan_pcp: Some(8), ..source("100%") }]);
         assert_eq!(config_error(t.resolve_sources("t")).path, "traffic.sources[0].vlan_pcp");
     }
@@ -664,8 +765,8 @@ mod tests {
     #[test]
     fn the_offered_rate_is_at_most_the_line_rate() {
         let link = Link { rate: BitRate::from_bps(10e9), overhead: Bytes::new(20) };
-        let mut t = traffic(vec![]);
-        let sources = t.resolve_sources("t").unwrap();
+        let mut t = Traffic::default();
+        let sources = traffic(vec![]).resolve_sources("t").unwrap();
         t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.88e6)));
         assert!(t.validate_rate("t", &sources, &link).is_ok());
         t.rate = Some(OfferedRate::Packets(PacketRate::from_pps(14.89e6)));
