@@ -393,3 +393,19 @@ def test_keys_that_do_not_pay_stay_as_today(brute):
     assert rec["nic.rx_ring"] == "512" and rec["host.budget"] == "300"
     assert t["changed"] == ["nic.itr"]
     assert t["commands"] == [f"ethtool -C $DEV adaptive-rx off rx-usecs {feasible[-1][:-2]}"]
+
+
+def test_knobs_read_linux_names_and_ranges_from_the_cores_declarations():
+    from pktsim import schema_info
+    from pktsim.tune import knobs
+
+    for name in knobs.names():
+        for p in knobs._knobs(knobs._EVERYTHING)[name].params:
+            if schema_info.linux(p.key):
+                assert p.linux == schema_info.linux(p.key), p.key
+            lo, hi = schema_info.bounds(p.key)
+            ints = [int(v) for v in p.values if v.isdigit()]
+            assert all((lo is None or v >= lo) and (hi is None or v <= hi) for v in ints), p.key
+    # A value outside the declared range is not offered.
+    assert knobs.Param("nic.rx_ring", ("1", "64", "131072")).values == ("64",)
+    assert schema_info.bounds("nic.rx_ring") == (2, 65536) and knobs.param("nic.rx_ring").linux == "ethtool -G rx"

@@ -92,14 +92,21 @@ def _row(schema: dict, key: str, sub: dict, required: bool, defaults: dict | Non
     d = sub.get("default", (defaults or {}).get(key, ""))
     d = "" if d in ("", None) or isinstance(d, (dict, list)) else f"`{json.dumps(d) if not isinstance(d, str) else d}`"
     desc = _one_line(sub.get("description") or _resolve(schema, sub).get("description"))
-    return f"| `{key}` | {_kind(schema, sub)} | {d} | {desc}{' (required)' if required else ''} |"
+    kind = _kind(schema, sub)
+    # A declared range (scenario/ranges.rs) and the key's Linux name, as the core declares them.
+    if "x-quantity" in sub:
+        kind += f", {sub.get('minimum')} to {sub.get('maximum')}"
+    linux = sub.get("x-linux")
+    if linux and linux not in desc:
+        desc += f" Linux: `{linux}`."
+    return f"| `{key}` | {kind} | {d} | {desc}{' (required)' if required else ''} |"
 
 
 def _tagged(schema: dict, node: dict, path: str, out: list[str]) -> None:
     r = _resolve(schema, node)
     alts = _alternatives(schema, node)
     tag = _tag_of(alts[0])[0]
-    default = next((_tag_of(a)[1] for a in alts if tag not in a.get("required", [])), None)
+    default = next((_tag_of(a)[1] for a in alts if a["properties"][tag].get("default") == _tag_of(a)[1]), None)
     out += [f"## `[{path}]`", ""]
     if r.get("description"):
         out += [_one_line(r["description"]), ""]

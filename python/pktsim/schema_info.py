@@ -235,6 +235,24 @@ def aliases(key: str) -> tuple:
     return _all_aliases().get(key, ())
 
 
+def linux(key: str) -> str:
+    """The kernel's (or the driver's, or ethtool's) name for ``key`` as the core declares
+    it (``x-linux`` in the schema; ``linux("nic.rx_ring") == "ethtool -G rx"``), or ""."""
+    n = node(key)
+    return (n or {}).get("x-linux", "")
+
+
+def bounds(key: str) -> tuple:
+    """The declared range of a whole-number key, ``(minimum, maximum)`` (either None where
+    the schema gives none): the range the core checks (``scenario/ranges.rs``)."""
+    n = node(key) or {}
+    branches = [n, *(b for b in n.get("anyOf", ()) if isinstance(b, dict))]
+    for b in branches:
+        if "maximum" in b or "minimum" in b:
+            return b.get("minimum"), b.get("maximum")
+    return None, None
+
+
 # ----- asking the core --------------------------------------------------------------------
 
 
@@ -246,6 +264,21 @@ def _refusal(text: str, sets: tuple):
         _core.Parsed(text, "toml", "pktsim.schema_info", ".").resolve(list(sets))
     except ScenarioError as e:
         return e
+    return None
+
+
+def refused_with(data: dict, key: str, value: str):
+    """The core's refusal of ``key = value`` in scenario ``data`` (a dict), or None where it
+    takes it there (a refusal elsewhere in ``data``, a profile file it cannot find from
+    here, does not count)."""
+    import json
+
+    from .errors import ScenarioError
+
+    try:
+        _core.Parsed(json.dumps(data, default=str), "json", "pktsim.schema_info", ".").resolve([(key, value)])
+    except ScenarioError as e:
+        return e if _refused_at(e, key) else None
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..schema_info import bounds
 from ..tune.knobs import Param, param
 from .errors import TestbedError
 from .tunefile import Refused, _bad, _show
@@ -72,17 +73,17 @@ def _threaded(text: str) -> int:
 
 
 _NAPI = (
-    DutKnob(param("nic.napi.defer_hard_irqs"), "sysfs", _int(0, 2**31 - 1), "/sys/class/net/tb-dut0/napi_defer_hard_irqs"),
+    DutKnob(param("nic.napi.defer_hard_irqs"), "sysfs", _int(*bounds("nic.napi.defer_hard_irqs")), "/sys/class/net/tb-dut0/napi_defer_hard_irqs"),
     DutKnob(param("nic.napi.gro_flush_timeout"), "sysfs", _duration(1000, 10**12, "written in ns"), "/sys/class/net/tb-dut0/gro_flush_timeout"),
-    DutKnob(Param("nic.napi.threaded", (), linux="threaded"), "fixed", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
-    DutKnob(param("host.budget"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
+    DutKnob(Param("nic.napi.threaded", ()), "fixed", _threaded, "always on (/sys/class/net/tb-dut0/threaded = 1)"),
+    DutKnob(param("host.budget"), "sysctl", _int(*bounds("host.budget")), "sysctl net.core.netdev_budget (global; threaded NAPI does not use it)"),
     DutKnob(
         param("host.budget_time"),
         "sysctl",
         _duration(10**6, 10**12, "written in whole us"),
         "sysctl net.core.netdev_budget_usecs (global; threaded NAPI does not use it)",
     ),
-    DutKnob(Param("host.gro_normal_batch", (), linux="net.core.gro_normal_batch"), "sysctl", _int(1, 2**31 - 1), "sysctl net.core.gro_normal_batch (global)"),
+    DutKnob(Param("host.gro_normal_batch", ()), "sysctl", _int(*bounds("host.gro_normal_batch")), "sysctl net.core.gro_normal_batch (global)"),
 )
 
 

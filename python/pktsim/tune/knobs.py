@@ -34,7 +34,18 @@ class Param:
     # Whether the key matters, given the other keys' values in the candidate (texts, with
     # the scenario's values for keys not tuned) and the scenario's data.
     when: Cond | None = None
-    linux: str = ""  # the kernel's (or the driver's) name for it
+    # The kernel's (or the driver's) name for it: the core's declaration (``x-linux``)
+    # unless a knob says how it sets a key that has none.
+    linux: str = ""
+
+    def __post_init__(self):
+        if not self.linux:
+            object.__setattr__(self, "linux", schema_info.linux(self.key))
+        # Only values in the key's declared range (the core would refuse the others).
+        lo, hi = schema_info.bounds(self.key)
+        if lo is not None or hi is not None:
+            keep = tuple(v for v in self.values if not v.isdigit() or ((lo is None or int(v) >= lo) and (hi is None or int(v) <= hi)))
+            object.__setattr__(self, "values", keep)
 
     def active(self, chosen: Mapping[str, str], data: dict) -> bool:
         return self.when is None or self.when(chosen, data)
@@ -112,10 +123,9 @@ def _read_by(key: str) -> Callable[[dict], str]:
 def _has_app(data: dict) -> str:
     if "app" not in data:
         return "the scenario has no [app] (an application reading a socket) for busy polling to serve"
-    # (The core also lets an [app] with "xdp" passing frames busy poll; the knob is
-    # offered with the kernel stack's NAPI alone.)
-    io = _io(data)
-    return "" if io == "napi" else f"host.io = {io!r}: it matters only with host.io = 'napi'"
+    # Where the core takes busy polling for this scenario's I/O mode.
+    err = schema_info.refused_with(data, _busy_key(data), "50us")
+    return "" if err is None else f"host.io = {_io(data)!r}: {err.expected}"
 
 
 def _always(data: dict) -> str:
@@ -214,11 +224,10 @@ def _busy_commands(v: Mapping[str, str], data: dict) -> list:
 
 def _busy_params(data: dict) -> tuple:
     key = _busy_key(data)
-    linux = "net.core.busy_read" if key == "socket.busy_read" else "net.core.busy_poll"
     return (
-        Param(key, ("0ps",) + tuple(f"{n}us" for n in (5, 10, 20, 30, 50, 75, 100, 150, 200, 300)), linux=linux),
-        Param("socket.prefer_busy_poll", ("false", "true"), ordered=False, when=_busy_on, linux="SO_PREFER_BUSY_POLL"),
-        Param("socket.busy_poll_budget", ("8", "16", "32", "64"), when=_busy_on, linux="SO_BUSY_POLL_BUDGET"),
+        Param(key, ("0ps",) + tuple(f"{n}us" for n in (5, 10, 20, 30, 50, 75, 100, 150, 200, 300))),
+        Param("socket.prefer_busy_poll", ("false", "true"), ordered=False, when=_busy_on),
+        Param("socket.busy_poll_budget", ("8", "16", "32", "64"), when=_busy_on),
     )
 
 
@@ -236,13 +245,12 @@ def _knobs(data: dict) -> dict:
             "interrupt moderation: off, static rx-usecs, the driver's adaptive ITR, DIM",
             (
                 Param("nic.itr.mode", _itr_modes(data), ordered=False, linux="adaptive-rx / rx-usecs 0|1"),
-                Param("nic.itr.interval", RX_USECS, when=_itr_reads("nic.itr.interval"), linux="rx-usecs"),
+                Param("nic.itr.interval", RX_USECS, when=_itr_reads("nic.itr.interval")),
                 Param(
                     "nic.itr.profile",
                     _MLX5,
                     ordered=False,
                     when=lambda c, d: _itr_reads("nic.itr.profile")(c, d) and str(get_path(d, "nic.itr.profile") or "") in _MLX5,
-                    linux="priv-flag rx_cqe_moder",
                 ),
             ),
             _read_by("nic.itr"),
@@ -252,18 +260,16 @@ def _knobs(data: dict) -> dict:
             "nic.napi",
             "hard-IRQ deferral (napi_defer_hard_irqs, gro_flush_timeout) and IRQ suspension",
             (
-                Param("nic.napi.defer_hard_irqs", ("0", "1", "2", "3", "4", "5", "8", "10", "20", "50", "100"), linux="napi_defer_hard_irqs"),
+                Param("nic.napi.defer_hard_irqs", ("0", "1", "2", "3", "4", "5", "8", "10", "20", "50", "100")),
                 Param(
                     "nic.napi.gro_flush_timeout",
                     tuple(f"{n}us" for n in (1, 2, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 60, 75, 100, 125, 150, 200, 250, 300, 400, 500, 750, 1000)),
                     when=_defer_on,
-                    linux="gro_flush_timeout",
                 ),
                 Param(
                     "nic.napi.irq_suspend_timeout",
                     ("0ps", "100us", "200us", "500us", "1ms", "2ms", "5ms", "10ms"),
                     when=_suspend_matters,
-                    linux="irq-suspend-timeout",
                 ),
             ),
             _read_by("nic.napi.defer_hard_irqs"),
@@ -274,8 +280,8 @@ def _knobs(data: dict) -> dict:
             "host.budget",
             "net_rx_action's budget (net.core.netdev_budget, netdev_budget_usecs)",
             (
-                Param("host.budget", ("50", "64", "100", "128", "200", "300", "400", "600", "800", "1000", "2000"), linux="net.core.netdev_budget"),
-                Param("host.budget_time", ("1000us", "2000us", "4000us", "8000us"), linux="net.core.netdev_budget_usecs"),
+                Param("host.budget", ("50", "64", "100", "128", "200", "300", "400", "600", "800", "1000", "2000")),
+                Param("host.budget_time", ("1000us", "2000us", "4000us", "8000us")),
             ),
             _read_by("host.budget"),
             lambda v, d: [
@@ -286,14 +292,14 @@ def _knobs(data: dict) -> dict:
         Knob(
             "nic.rx_ring",
             "rx descriptors per ring (ethtool -G rx)",
-            (Param("nic.rx_ring", _POW2, linux="ethtool -G rx"),),
+            (Param("nic.rx_ring", _POW2),),
             _always,
             lambda v, d: [f"ethtool -G $DEV rx {v['nic.rx_ring']}"],
         ),
         Knob(
             "nic.tx_ring",
             "tx descriptors per ring (ethtool -G tx)",
-            (Param("nic.tx_ring", _POW2, linux="ethtool -G tx"),),
+            (Param("nic.tx_ring", _POW2),),
             _always,
             lambda v, d: [f"ethtool -G $DEV tx {v['nic.tx_ring']}"],
         ),
@@ -307,7 +313,7 @@ def _knobs(data: dict) -> dict:
         Knob(
             "cpu.cores",
             "queues and the cores that serve them (ethtool -L combined)",
-            (Param("cpu.cores", ("1", "2", "3", "4", "6", "8", "12", "16", "24", "32", "48", "64"), linux="ethtool -L combined"),),
+            (Param("cpu.cores", ("1", "2", "3", "4", "6", "8", "12", "16", "24", "32", "48", "64")),),
             _always,
             lambda v, d: [f"ethtool -L $DEV combined {v['cpu.cores']}", "# and one core per queue: /proc/irq/N/smp_affinity_list, or irqbalance"],
         ),

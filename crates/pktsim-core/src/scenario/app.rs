@@ -49,6 +49,7 @@ pub struct AppSpec {
     pub t_call: Duration,
     /// Most frames one call reads (`recvmmsg` vlen; 1: `recvmsg`).
     #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames per call"))]
     pub batch: u32,
     /// "same": the NAPI's core; "other": a core of its own.
     #[serde(default)]
@@ -100,18 +101,23 @@ pub struct SocketSpec {
     /// `net.core.busy_read` / `SO_BUSY_POLL`: how long a blocking read (`app.wait =
     /// "recvmsg"`) busy polls the NAPI before it sleeps; 0: no busy polling.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "net.core.busy_read"))]
     pub busy_read: Duration,
     /// `net.core.busy_poll`: how long `epoll_wait` (`app.wait = "epoll"`) busy polls.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "net.core.busy_poll"))]
     pub busy_poll: Duration,
     /// `SO_PREFER_BUSY_POLL`: with `nic.napi.defer_hard_irqs` and `gro_flush_timeout`, the
     /// interrupt stays masked after a busy poll (the timer is armed instead), and the
     /// softirq completes a full poll instead of polling again: the application drives the
     /// NAPI.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "SO_PREFER_BUSY_POLL"))]
     pub prefer_busy_poll: bool,
     /// `SO_BUSY_POLL_BUDGET`: frames per busy poll (`BUSY_POLL_BUDGET` = 8).
     #[serde(default = "default_busy_budget")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames per busy poll"))]
+    #[schemars(extend("x-linux" = "SO_BUSY_POLL_BUDGET"))]
     pub busy_poll_budget: u32,
 }
 
@@ -227,15 +233,6 @@ pub(super) fn validate(
         )
         .into());
     }
-    check_range(origin, "app.batch", app.batch as u64, 1, 1 << 16, "a number of frames per call")?;
-    check_range(
-        origin,
-        "socket.busy_poll_budget",
-        socket.busy_poll_budget as u64,
-        1,
-        1 << 16,
-        "a number of frames per busy poll",
-    )?;
     let (busy, other) = match app.wait {
         AppWait::Epoll => (("socket.busy_poll", socket.busy_poll), ("socket.busy_read", socket.busy_read)),
         AppWait::Recvmsg => (("socket.busy_read", socket.busy_read), ("socket.busy_poll", socket.busy_poll)),
@@ -312,10 +309,6 @@ mod tests {
             "t: socket.rcvbuf = \"100B\": expected at least one frame's truesize (768B)"
         );
         assert_eq!(config_error(validate("t", None, &small, &napi, &n)).path, "socket");
-        assert_eq!(
-            config_error(validate("t", Some(&AppSpec { batch: 0, ..app }), &SocketSpec::default(), &napi, &n)).path,
-            "app.batch"
-        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub struct Cpu {
     pub frequency: Frequency,
     /// Cores forwarding packets, each with its own rx and tx rings.
     #[serde(default = "one_u32")]
+    #[schemars(extend("x-linux" = "ethtool -L combined"))]
     pub cores: u32,
     /// Extra cycles per packet for each additional core contending for shared state (a
     /// shared tx-queue lock, the allocator). 0 gives 000's linear scaling.

@@ -9,7 +9,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::check_range;
 use super::nic::ItrSpec;
 #[cfg(test)]
 use super::tagged::keys_of;
@@ -67,6 +66,7 @@ pub struct AfXdpSpec {
     pub need_wakeup: bool,
     /// Frames the user thread takes from the rx ring at a time (and its busy-poll budget).
     #[serde(default = "default_xsk_batch")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames"))]
     pub batch: u32,
     /// The user thread busy polls its NAPI with `recvfrom` (`SO_BUSY_POLL`,
     /// `SO_PREFER_BUSY_POLL`, `SO_BUSY_POLL_BUDGET` = batch) instead of sleeping in `poll()`.
@@ -75,6 +75,7 @@ pub struct AfXdpSpec {
     /// Entries of the socket's rx ring (`XSK_RING_CONS__DEFAULT_NUM_DESCS` = 2048); a frame
     /// that finds it full is dropped (`rx_ring_full` in `XDP_STATISTICS`).
     #[serde(default = "default_xsk_ring")]
+    #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
     pub rx_size: u32,
     /// Kernel time per frame to put its descriptor on the rx ring (`__xsk_rcv_zc`).
     #[serde(default)]
@@ -197,6 +198,7 @@ pub struct ThreadSpec {
 pub struct BatchCalls {
     /// Most frames one call moves (rx burst size).
     #[serde(default = "default_batch")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames per call"))]
     pub size: u32,
     /// Fixed cost of one call (rx_burst, poll/ioctl system call, pcap_dispatch).
     #[serde(default)]
@@ -335,6 +337,8 @@ pub struct Poll {
     pub t_poll: Duration,
     /// NAPI poll weight (packets per poll).
     #[serde(default = "default_weight")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of packets"))]
+    #[schemars(extend("x-linux" = "NAPI_POLL_WEIGHT (netif_napi_add)"))]
     pub weight: u32,
 }
 
@@ -353,14 +357,18 @@ pub struct Softirq {
     /// `netdev_budget`).
     #[serde(default = "default_budget", alias = "netdev_budget")]
     #[schemars(extend("x-aliases" = ["netdev_budget"]))]
+    #[schemars(range(min = 1, max = 16777216), extend("x-quantity" = "a number of packets"))]
+    #[schemars(extend("x-linux" = "net.core.netdev_budget"))]
     pub budget: u32,
     /// `net.core.netdev_budget_usecs`: time limit of one net_rx_action, checked in jiffies
     /// (also accepted as `netdev_budget_usecs`, with a unit: "2000us").
     #[serde(default = "default_budget_time", alias = "netdev_budget_usecs")]
     #[schemars(extend("x-aliases" = ["netdev_budget_usecs"]))]
+    #[schemars(extend("x-linux" = "net.core.netdev_budget_usecs"))]
     pub budget_time: Duration,
     /// Kernel tick rate (CONFIG_HZ), for the jiffy-granular time limit.
     #[serde(default = "default_hz")]
+    #[schemars(range(min = 100, max = 10000), extend("x-quantity" = "a tick rate in Hz"))]
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
@@ -408,6 +416,8 @@ pub struct GroBatch {
     /// lists of this many; frames that come while a list shorter than this (the ring ran
     /// empty) is processed wait for the next poll.
     #[serde(default = "default_gro_normal_batch")]
+    #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames"))]
+    #[schemars(extend("x-linux" = "net.core.gro_normal_batch"))]
     pub gro_normal_batch: u32,
 }
 
@@ -766,6 +776,7 @@ pub struct StrategySpec {
     pub kind: StrategyKind,
     /// Packets per turn (quota).
     #[serde(default = "default_weight")]
+    #[schemars(range(min = 1, max = 1048576), extend("x-quantity" = "a number of packets"))]
     pub quota: u32,
     /// Time slice per turn (rr); the core is revoked at its end, mid-frame if need be.
     #[serde(default = "default_slice")]
@@ -826,20 +837,9 @@ impl HostSpec {
     /// number of rx queues per core (`nic.queues`; priowfq and drr give one slice or weight
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
-        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
         self.validate_xdp(origin)?;
-        range(
-            "nic.napi.defer_hard_irqs",
-            napi.defer_hard_irqs as u64,
-            0,
-            i32::MAX as u64,
-            "a number of empty polls (the kernel's s32)",
-        )?;
         if let Some(rings) = self.io.rings() {
             rings.validate(origin, queues, cores)?;
-        }
-        if let Some(b) = self.io.batch() {
-            range("host.batch.size", b.size as u64, 1, 1 << 16, "a number of frames per call")?;
         }
         if let IoSpec::BusyPoll(b) = &self.io {
             if b.batch.empty.t_empty.ps == 0 && b.batch.calls.t_call.ps == 0 {
@@ -852,16 +852,8 @@ impl HostSpec {
                 .into());
             }
         }
-        if matches!(self.io, IoSpec::Napi(_) | IoSpec::Xdp(_) | IoSpec::AfXdp(_) | IoSpec::ThreadedNapi(_)) {
-            range("host.weight", self.io.poll().weight as u64, 1, 1 << 16, "a number of packets")?;
-        }
-        if let IoSpec::ThreadedNapi(t) = &self.io {
-            range("host.gro_normal_batch", t.gro.gro_normal_batch as u64, 1, 1 << 16, "a number of frames")?;
-        }
         if let Some(n) = self.io.device_napi() {
             let s = &n.softirq;
-            range("host.budget", s.budget as u64, 1, 1 << 24, "a number of packets")?;
-            range("host.hz", s.hz as u64, 100, 10_000, "a tick rate in Hz")?;
             if s.budget_time.ps == 0 {
                 return Err(
                     ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into()
@@ -889,8 +881,6 @@ impl HostSpec {
     fn validate_xdp(&self, origin: &str) -> Result<()> {
         if let IoSpec::AfXdp(io) = &self.io {
             let (a, x) = (&io.af_xdp, &io.xdp);
-            check_range(origin, "host.af_xdp.batch", a.batch as u64, 1, 1 << 16, "a number of frames")?;
-            check_range(origin, "host.af_xdp.rx_size", a.rx_size as u64, 2, 1 << 24, "a number of ring entries")?;
             if !a.rx_size.is_power_of_two() {
                 return Err(ConfigError::new(
                     origin,
@@ -975,7 +965,6 @@ impl HostSpec {
 impl Rings {
     /// One strategy per core where given per core, and each strategy's keys in range.
     fn validate(&self, origin: &str, queues: usize, cores: u32) -> Result<()> {
-        let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
         if !self.core_strategies.is_empty() && self.core_strategies.len() != cores as usize {
             return Err(ConfigError::new(
                 origin,
@@ -990,7 +979,6 @@ impl Rings {
         for (base, st) in specs {
             let key = |k: &str| format!("{base}.{k}");
             match st.kind {
-                StrategyKind::Quota => range(&key("quota"), st.quota as u64, 1, 1 << 20, "a number of packets")?,
                 StrategyKind::Rr if st.slice.ps == 0 => {
                     return Err(
                         ConfigError::new(origin, key("slice"), Some("\"0ps\"".into()), "a time slice above 0").into()
@@ -1049,6 +1037,7 @@ mod tests {
         }
         let text = format!("[host]\n{text}").replace("\n[", "\n[host.");
         let f: File = crate::loader::deserialize_toml(&text, "t")?;
+        super::super::ranges::check(&toml::from_str(&text).expect("TOML"), "t")?;
         f.host.validate("t", queues, cores, &NapiSpec { threaded, ..NapiSpec::default() })?;
         Ok(f.host)
     }
@@ -1124,12 +1113,16 @@ mod tests {
 
     #[test]
     fn core_strategies_give_one_per_core_and_are_checked_each() {
-        let st = "io = \"server\"\ncore_strategies = [{ kind = \"sq\" }, { kind = \"quota\", quota = 0 }]";
+        let st = "io = \"server\"\ncore_strategies = [{ kind = \"sq\" }, { kind = \"quota\", quota = 1 }]";
         assert_eq!(
             config_error(check(st, 1, 3, false)).to_string(),
             "t: host.core_strategies = 2 entries: expected one strategy per core (3)"
         );
-        assert_eq!(config_error(check(st, 1, 2, false)).path, "host.core_strategies[1].quota");
+        assert!(check(st, 1, 2, false).is_ok());
+        assert_eq!(
+            config_error(check(&st.replace("quota = 1", "quota = 0"), 1, 2, false)).path,
+            "host.core_strategies[1].quota"
+        );
     }
 
     #[test]

@@ -3,7 +3,6 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::check_range;
 use crate::error::{ConfigError, Result};
 use crate::units::{Duration, TimeSpan};
 
@@ -54,6 +53,7 @@ pub struct MeasureSpec {
     pub t_plus: Option<TPlus>,
     /// Batches for the 95% confidence interval of mean latencies (batch means).
     #[serde(default = "default_batches")]
+    #[schemars(range(min = 2, max = 1000), extend("x-quantity" = "a number of batches"))]
     pub batches: u32,
 }
 
@@ -97,7 +97,6 @@ impl MeasureSpec {
     /// 2 to 1000 batches, a duration above 0, and time-series buckets above 0 giving at most
     /// 1,000,000 buckets.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
-        check_range(origin, "measure.batches", self.batches as u64, 2, 1000, "a number of batches")?;
         if self.duration.ps == 0 {
             return Err(ConfigError::new(
                 origin,
@@ -148,13 +147,13 @@ mod tests {
         );
         assert!(wire.check_latency_end("t", None).is_ok());
         assert!(MeasureSpec::default().check_latency_end("t", Some("an [app] reads every frame")).is_ok());
-        let m = MeasureSpec { batches: 1, ..MeasureSpec::default() };
+        let range = |text: &str| super::super::ranges::check(&toml::from_str(text).unwrap(), "t").map_err(Into::into);
         assert_eq!(
-            config_error(m.validate("t")).to_string(),
+            config_error(range("[measure]\nbatches = 1")).to_string(),
             "t: measure.batches = 1: expected a number of batches from 2 to 1000"
         );
-        let m = MeasureSpec { batches: 1001, ..MeasureSpec::default() };
-        assert_eq!(config_error(m.validate("t")).path, "measure.batches");
+        assert_eq!(config_error(range("[measure]\nbatches = 1001")).path, "measure.batches");
+        assert!(range("[measure]\nbatches = 1000").is_ok());
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub mod limits;
 mod link;
 mod measure;
 mod nic;
+mod ranges;
 mod sweep;
 pub mod tagged;
 mod traffic;
@@ -282,6 +283,7 @@ impl Scenario {
     pub(crate) fn from_table(table: toml::Table, origin: &str) -> Result<Scenario> {
         tagged::check_elsewhere(TAGGED, &table)
             .map_err(|(path, message)| Error::Config(ConfigError::from_serde(origin, path, &message)))?;
+        ranges::check(&table, origin)?;
         deserialize_value(toml::Value::Table(table), origin)
     }
 

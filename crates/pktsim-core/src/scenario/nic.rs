@@ -69,6 +69,7 @@ pub struct ItrStatic {
     /// "50us"); the NIC rounds down to 2.048 us steps. At most 1022us (ixgbe's range).
     #[serde(alias = "rx_usecs")]
     #[schemars(extend("x-aliases" = ["rx_usecs"]))]
+    #[schemars(extend("x-linux" = "rx-usecs"))]
     pub interval: Duration,
 }
 
@@ -78,6 +79,7 @@ pub struct ItrStatic {
 pub struct ItrDynamic {
     /// Interrupt rate of the dynamic "bulk" state: 8000 (ixgbe 3.14, 002) or 12000 (Linux >= 4.4).
     #[serde(default = "default_bulk_rate")]
+    #[schemars(range(min = 956, max = 488281), extend("x-quantity" = "an interrupt rate in interrupts per second (ixgbe's range)"))]
     pub bulk_rate: u32,
 }
 
@@ -86,6 +88,7 @@ pub struct ItrDynamic {
 #[serde(deny_unknown_fields)]
 pub struct ItrDim {
     /// The device's DIM profile table: "mlx5-eqe", "mlx5-cqe" or "ice".
+    #[schemars(extend("x-linux" = "priv-flag rx_cqe_moder"))]
     pub profile: DimProfile,
 }
 
@@ -126,14 +129,6 @@ impl ItrSpec {
                 "at most 1022us (ixgbe's rx-usecs range)",
             )
             .into()),
-            ItrSpec::Dynamic(d) => check_range(
-                origin,
-                "nic.itr.bulk_rate",
-                d.bulk_rate as u64,
-                956,
-                488_281,
-                "an interrupt rate in interrupts per second (ixgbe's range)",
-            ),
             _ => Ok(()),
         }
     }
@@ -177,19 +172,24 @@ pub struct NapiSpec {
     /// unmasked again; 0 disables deferral.
     #[serde(default, alias = "napi_defer_hard_irqs")]
     #[schemars(extend("x-aliases" = ["napi_defer_hard_irqs"]))]
+    #[schemars(range(min = 0, max = 2147483647), extend("x-quantity" = "a number of empty polls (the kernel's s32)"))]
+    #[schemars(extend("x-linux" = "napi_defer_hard_irqs"))]
     pub defer_hard_irqs: u32,
     /// `gro_flush_timeout`: the deferral timer's period; 0 disables deferral.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "gro_flush_timeout"))]
     pub gro_flush_timeout: Duration,
     /// `/sys/class/net/DEV/threaded`: each NAPI is polled by its own kernel thread, which
     /// the hard IRQ wakes (`[host.thread]` gives its wake-up latency and cost) instead of
     /// the NET_RX softirq: no netdev_budget, no time limit.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "threaded"))]
     pub threaded: bool,
     /// `irq_suspend_timeout` (Linux 6.13, per NAPI through netlink): while epoll's
     /// preferred busy polling finds events, interrupts stay suspended for up to this long;
     /// when it finds none, the NAPI is scheduled and normal deferral takes over.
     #[serde(default)]
+    #[schemars(extend("x-linux" = "irq-suspend-timeout"))]
     pub irq_suspend_timeout: Duration,
 }
 
@@ -199,9 +199,13 @@ pub struct NapiSpec {
 pub struct NicSpec {
     /// Rx descriptors per ring, `ethtool -G rx` (one is always left empty, as in ixgbe).
     #[serde(default = "default_ring")]
+    #[schemars(range(min = 2, max = 65536), extend("x-quantity" = "a number of descriptors"))]
+    #[schemars(extend("x-linux" = "ethtool -G rx"))]
     pub rx_ring: u32,
     /// Tx descriptors per ring, `ethtool -G tx`.
     #[serde(default = "default_ring")]
+    #[schemars(range(min = 2, max = 65536), extend("x-quantity" = "a number of descriptors"))]
+    #[schemars(extend("x-linux" = "ethtool -G tx"))]
     pub tx_ring: u32,
     /// From the frame's last bit on the wire to its descriptor written back (DMA).
     #[serde(default)]
@@ -218,11 +222,13 @@ pub struct NicSpec {
     pub refill_at_poll_end: bool,
     /// Most completed tx packets one poll cleans (`IXGBE_DEFAULT_TX_WORK`).
     #[serde(default = "default_tx_work")]
+    #[schemars(range(min = 1, max = 1048576), extend("x-quantity" = "a number of packets"))]
     pub tx_work_limit: u32,
     /// Packets the qdisc holds while the tx ring is full (`ip link ... txqueuelen`, also
     /// accepted as `txqueuelen`).
     #[serde(default = "default_qdisc", alias = "txqueuelen")]
     #[schemars(extend("x-aliases" = ["txqueuelen"]))]
+    #[schemars(range(min = 0, max = 16777216), extend("x-quantity" = "a number of packets"))]
     pub qdisc_len: u32,
     #[serde(default)]
     pub itr: ItrSpec,
@@ -241,6 +247,7 @@ pub struct NicSpec {
     /// Tx queues on the egress port (default: one per core). Cores share queue
     /// `core % tx_queues` and pay host.tx_lock per packet for its lock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 4096), extend("x-quantity" = "a number of tx queues"))]
     pub tx_queues: Option<u32>,
 }
 
@@ -315,8 +322,6 @@ impl NicSpec {
     /// queues, with valid prefixes, DSCP and PCP; tx queues from 1 to 4096.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
         let range = |path: &str, v: u64, lo: u64, hi: u64, what: &str| check_range(origin, path, v, lo, hi, what);
-        range("nic.rx_ring", self.rx_ring as u64, 2, 65_536, "a number of descriptors")?;
-        range("nic.tx_ring", self.tx_ring as u64, 2, 65_536, "a number of descriptors")?;
         range(
             "nic.refill_batch",
             self.refill_batch as u64,
@@ -324,8 +329,6 @@ impl NicSpec {
             self.rx_ring as u64,
             "a number of descriptors (at most nic.rx_ring)",
         )?;
-        range("nic.tx_work_limit", self.tx_work_limit as u64, 1, 1 << 20, "a number of packets")?;
-        range("nic.qdisc_len", self.qdisc_len as u64, 0, 1 << 24, "a number of packets")?;
         self.itr.validate(origin)?;
         if self.queues.is_empty() {
             return Err(ConfigError::new(origin, "nic.queues", Some("[]".into()), "at least one queue name").into());
@@ -391,9 +394,6 @@ impl NicSpec {
                 .into());
             }
         }
-        if let Some(q) = self.tx_queues {
-            range("nic.tx_queues", q as u64, 1, 4096, "a number of tx queues")?;
-        }
         Ok(())
     }
 }
@@ -423,6 +423,7 @@ mod tests {
             nic: NicSpec,
         }
         let f: File = crate::loader::deserialize_toml(text, "t")?;
+        super::super::ranges::check(&toml::from_str(text).expect("TOML"), "t")?;
         f.nic.validate("t")?;
         Ok(f.nic)
     }
