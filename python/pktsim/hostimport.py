@@ -364,6 +364,13 @@ def to_toml(host: Host, source: str) -> str:
     if driver == "veth":
         s["host"]["t_proc"] = Value('"7us"', "guessed: the forwarding cost through veth; calibrate it")
         s.setdefault("nic", {})["dma_delay"] = Value('"0ns"', "veth has no DMA")
+    # Per-event costs are not on the machine either: each the mode reads is written out
+    # with its default, said to be one.
+    for key in ("t_irq", "t_poll"):
+        if schema_info.io_mode(io).reads(f"host.{key}") and key not in s["host"]:
+            default = (schema_info.node(f"host.{key}") or {}).get("default")
+            if default is not None:
+                s["host"][key] = Value(f'"{default}"', "the default, a published machine's (docs/scenario-reference.md), not this host's; calibrate it")
     order = ["cpu", "cpu.caches", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
         "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},

@@ -239,7 +239,9 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         notes.push("host.t_proc is given: its time is not split into 000's groups (shown as RX, with the FIB model's extra routing time as routing)".into());
         g
     } else {
-        sc.group_cycles().0
+        let mut g = sc.group_cycles().0;
+        g.set(Group::Rx, (g.get(Group::Rx) - to_cycles(terms.poll_share_ps)).max(0.0));
+        g
     };
     for g in groups.0.iter_mut() {
         *g *= mode.proc_share;

@@ -33,6 +33,10 @@ pub struct CostTerms {
     pub routing_extra_ps: f64,
     /// `host.t_proc` is given (the time is not split into 000's groups).
     pub explicit: bool,
+    /// A frame's share of a NAPI poll at full weight (`t_poll / weight`), taken out of a
+    /// profile's RX cycles (measured at saturation, where it is inside them): the node pays
+    /// it as `t_poll` per poll instead. 0 with `host.t_proc` given.
+    pub poll_share_ps: f64,
 }
 
 impl CostTerms {
@@ -47,6 +51,12 @@ impl CostTerms {
             None => ps(groups.get(Group::Free)),
         };
         let routing_extra_ps = ps((groups.get(Group::Routing) - sc.cost.fixed.get(Group::Routing)).max(0.0));
+        // A profile is measured at saturation, where every NAPI poll carries its whole
+        // weight: its cycles hold each frame's share of a poll.
+        let poll_share_ps = match s.host.stack.t_proc {
+            Some(_) => 0.0,
+            None => s.host.io.napi_poll().map_or(0.0, |p| p.t_poll.ps as f64 / p.weight.max(1) as f64),
+        };
         let (proc_ps, proc_fs_per_byte) = match s.host.stack.t_proc {
             // Explicit times still see the FIB model: a bigger FIB adds its routing cycles.
             // x = a S + b + c (001): t_proc = b + c, t_proc_per_byte = a.
@@ -57,7 +67,7 @@ impl CostTerms {
                 // group_cycles is at the mean size; take the per-byte part out again.
                 let per_byte = sc.cost.per_byte.0.iter().sum::<f64>() - sc.cost.per_byte.get(Group::Free);
                 let fixed_cycles = groups.total() - groups.get(Group::Free) - per_byte * sc.mean_frame_bytes();
-                (ps(fixed_cycles), per_byte / f * 1e15)
+                ((ps(fixed_cycles) - poll_share_ps).max(0.0), per_byte / f * 1e15)
             }
         };
         CostTerms {
@@ -69,6 +79,7 @@ impl CostTerms {
             contention_ps: ps(s.cpu.contention.cycles * (s.cpu.cores.max(1) - 1) as f64),
             routing_extra_ps: if s.host.stack.t_proc.is_some() { routing_extra_ps } else { 0.0 },
             explicit: s.host.stack.t_proc.is_some(),
+            poll_share_ps,
         }
     }
 

@@ -22,6 +22,7 @@ fn node(sets: &[(&str, &str)]) -> SimResult {
         mode = "dynamic"
         [host]
         t_irq = "202ns"
+        t_poll = "0ns" # (002's model has no per-poll cost)
         t_proc = "479ns"
         t_clean = "85ns"
         [measure]
@@ -291,4 +292,44 @@ fn a_net_rx_action_time_limit_of_one_jiffy_squeezes_once_per_jiffy() {
     assert!(r.cpu_utilization > 0.999, "saturated: {}", r.cpu_utilization);
     assert_eq!(r.time_squeeze, 50);
     assert_eq!(run("250").time_squeeze, 12);
+}
+
+/// Interrupts and polls cost CPU by default (202 ns and 180 ns, 002's machine), so the
+/// moderation trade-off shows: at 1 Mpps, static ITR of 2, 10 and 100 us gives fewer
+/// interrupts and less CPU as the interval grows; with both costs given as 0 the CPU is the
+/// same whatever the interval (the frames' work alone).
+#[test]
+fn events_cost_cpu_by_default_so_moderation_trades_cpu_for_latency() {
+    let text = r#"
+        [cpu]
+        frequency = "3.3GHz"
+        [link]
+        rate = "10Gbit/s"
+        [traffic]
+        rate = "1Mpps"
+        [cost]
+        profile = "raumer2015-64B"
+        [nic.itr]
+        mode = "static"
+        interval = "2us"
+        [measure]
+        warmup = "2ms"
+        duration = "20ms"
+    "#;
+    let run = |interval: &str, free: bool| {
+        let mut sets = vec![("nic.itr.interval", interval)];
+        if free {
+            sets.extend([("host.t_irq", "0ns"), ("host.t_poll", "0ns")]);
+        }
+        let r = sim(&load(text, "itr.toml", &sets));
+        (r.cpu_utilization, r.latency_ns.p50)
+    };
+    let (cpu2, p50_2) = run("2us", false);
+    let (cpu10, _) = run("10us", false);
+    let (cpu100, p50_100) = run("100us", false);
+    assert!(cpu2 > cpu10 && cpu10 > cpu100, "CPU {cpu2} {cpu10} {cpu100}");
+    assert!(cpu2 / cpu100 > 1.1 && p50_100 > 5.0 * p50_2, "CPU {cpu2} vs {cpu100}, p50 {p50_2} vs {p50_100}");
+    let (free2, _) = run("2us", true);
+    let (free100, _) = run("100us", true);
+    assert!(close(free2, free100, 0.01), "free events: {free2} vs {free100}");
 }

@@ -328,7 +328,9 @@ mod tests {
             config_error(validate("t", Some(&AppSpec { core: AppCore::Other, ..app.clone() }), &sock, &host, &n)).path,
             "app.core"
         );
-        assert_eq!(config_error(validate("t", Some(&app), &sock, &HostSpec::default(), &n)).path, "host.t_poll");
+        let free_polls = super::super::host::host("t_poll = \"0ns\"");
+        assert_eq!(config_error(validate("t", Some(&app), &sock, &free_polls, &n)).path, "host.t_poll");
+        assert!(validate("t", Some(&app), &sock, &HostSpec::default(), &n).is_ok(), "a poll costs 180 ns by default");
         let prefer_only = SocketSpec { prefer_busy_poll: true, ..SocketSpec::default() };
         assert_eq!(config_error(validate("t", Some(&app), &prefer_only, &host, &n)).path, "socket.prefer_busy_poll");
         let suspend = super::super::nic::NapiSpec { irq_suspend_timeout: us(1000), ..n.clone() };
