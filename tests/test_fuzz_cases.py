@@ -60,6 +60,8 @@ VALUES = [
     '"imix"',
     '"poisson"',
     '"burst"',
+    '"on-off"',
+    '"mmpp"',
     '"prio"',
     '"rr"',
     # Every I/O mode and moderation policy, as the scenario format names them.
@@ -152,6 +154,8 @@ SET_KEYS = [
     "traffic.sources.0.cv",
     "traffic.sources[0].burst",
     "traffic.sources[9].cv",
+    "traffic.sources.0.on",
+    "traffic.sources.0.peak",
     "socket.busy_poll",
     "host.xdp.t_driver",
     "host.netdev_budget",

@@ -24,6 +24,14 @@ struct SourceGen {
     burst: u32,
     burst_left: u32,
     burst_flow: u32,
+    /// The modulated patterns (on-off, mmpp): in the ON (high) state or not, the end of
+    /// the current period (ps), the periods' means and each state's mean gap (ps).
+    high: bool,
+    period_end: f64,
+    on_ps: f64,
+    off_ps: f64,
+    gap_high_ps: f64,
+    gap_low_ps: f64,
     /// Mean gap in picoseconds (f64: exact CBR spacing over long runs).
     gap_ps: f64,
     next_start: f64,
@@ -56,13 +64,13 @@ impl SourceGen {
     fn sample_flow(&mut self) -> u32 {
         match self.pattern {
             // A generator cycling through its destinations (000 V-C).
-            Pattern::Cbr | Pattern::Normal => {
+            Pattern::Cbr | Pattern::Normal | Pattern::OnOff => {
                 let f = self.next_flow;
                 // (f + 1) mod flows, without a division per frame.
                 self.next_flow = if f + 1 >= self.flows { 0 } else { f + 1 };
                 f
             }
-            Pattern::Poisson => self.rng.below(self.flows as u64) as u32,
+            Pattern::Poisson | Pattern::Mmpp => self.rng.below(self.flows as u64) as u32,
             // All frames of a burst belong to one flow.
             Pattern::Burst => self.burst_flow,
         }
@@ -86,7 +94,42 @@ impl SourceGen {
                     self.rng.normal(mean, self.cv * mean).max(0.0)
                 }
             }
+            Pattern::OnOff | Pattern::Mmpp => return self.advance_modulated(),
         };
+    }
+
+    /// The next start of a modulated source: the state's next gap (constant at the peak
+    /// rate while ON for on-off, exponential for mmpp); a start past the period's end
+    /// moves to the next period (an OFF period of on-off sends nothing), its gap drawn
+    /// again from that period's start (exponential gaps are memoryless; on-off's first
+    /// frame of a period starts with it).
+    #[inline(never)]
+    fn advance_modulated(&mut self) {
+        let mmpp = self.pattern == Pattern::Mmpp;
+        let mut t = self.next_start;
+        loop {
+            let gap = match (mmpp, self.high) {
+                (true, true) => self.rng.exponential(self.gap_high_ps),
+                (true, false) => self.rng.exponential(self.gap_low_ps),
+                (false, _) => self.gap_high_ps,
+            };
+            if self.high && t + gap < self.period_end || mmpp && !self.high && t + gap < self.period_end {
+                self.next_start = t + gap;
+                return;
+            }
+            // The period ends first: the next one.
+            t = self.period_end;
+            self.high = !self.high;
+            self.period_end = t + self.rng.exponential(if self.high { self.on_ps } else { self.off_ps });
+            if !mmpp && self.high {
+                self.next_start = t;
+                return;
+            }
+            if t >= HORIZON_PS {
+                self.next_start = f64::INFINITY;
+                return;
+            }
+        }
     }
 }
 
@@ -130,23 +173,59 @@ impl Traffic {
                         Pattern::Cbr | Pattern::Normal => rng.uniform() * gap_ps,
                         Pattern::Poisson => rng.exponential(gap_ps),
                         Pattern::Burst => rng.uniform() * gap_ps * s.burst as f64,
+                        // (Set below, from the state the source starts in.)
+                        Pattern::OnOff | Pattern::Mmpp => 0.0,
                     }
+                };
+                // The modulated patterns' two rates keep the source's mean: on-off sends at
+                // (on + off) / on times it while ON; mmpp's low rate is mean (on + off) /
+                // (peak on + off), its high rate peak times that.
+                let (on, off) = (s.on_ps.max(1.0), s.off_ps.max(1.0));
+                let (gap_high_ps, gap_low_ps) = match s.pattern {
+                    Pattern::Mmpp => {
+                        let low = rate * (on + off) / (s.peak * on + off);
+                        (1e12 / (s.peak * low), 1e12 / low)
+                    }
+                    _ => (gap_ps * on / (on + off), f64::INFINITY),
                 };
                 let flows = s.flows.min(u32::MAX as u64) as u32;
                 let burst_flow = rng.below(flows as u64) as u32;
-                SourceGen {
+                let mut gen = SourceGen {
                     pattern: s.pattern,
                     cv: s.cv,
                     burst: s.burst,
                     burst_left: s.burst,
                     burst_flow,
+                    high: false,
+                    period_end: 0.0,
+                    on_ps: on,
+                    off_ps: off,
+                    gap_high_ps,
+                    gap_low_ps,
                     gap_ps,
                     next_start: first,
                     sizes,
                     flows,
                     next_flow: 0,
                     rng,
+                };
+                if matches!(s.pattern, Pattern::OnOff | Pattern::Mmpp) && rate > 0.0 {
+                    // In the state a stationary source is in at a random time (each with
+                    // the share of time it takes), for a memoryless rest of its period.
+                    gen.high = gen.rng.uniform() < on / (on + off);
+                    gen.period_end = gen.rng.exponential(if gen.high { on } else { off });
+                    gen.next_start = 0.0;
+                    if gen.high && s.pattern == Pattern::OnOff {
+                        // A random phase within the peak rate's spacing.
+                        gen.next_start = gen.rng.uniform() * gap_high_ps;
+                        if gen.next_start >= gen.period_end {
+                            gen.advance_modulated();
+                        }
+                    } else {
+                        gen.advance_modulated();
+                    }
                 }
+                gen
             })
             .collect();
         Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, generated: 0 }
@@ -462,5 +541,71 @@ mod tests {
             count[t.next().source as usize] += 1;
         }
         assert!((count[0] as i64 - 10_000).abs() <= 2, "{count:?}");
+    }
+
+    /// Frame counts in windows of `window_ps` over `n` frames: their mean and index of
+    /// dispersion (variance over mean).
+    fn counts(t: &mut Traffic, n: usize, window_ps: u64) -> (f64, f64) {
+        let mut counts = vec![0u64];
+        for _ in 0..n {
+            let w = (t.next().t_ring.ps() / window_ps) as usize;
+            if w >= counts.len() {
+                counts.resize(w + 1, 0);
+            }
+            counts[w] += 1;
+        }
+        counts.pop(); // (the last window is cut short)
+        let m = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+        let v = counts.iter().map(|&c| (c as f64 - m).powi(2)).sum::<f64>() / (counts.len() - 1) as f64;
+        (m, v / m)
+    }
+
+    /// A two-state MMPP keeps its mean rate, and its counts spread as the closed form says
+    /// (Heffes and Lucantoni 1986: IDC(t) = 1 + 2 s1 s2 (l1 - l2)^2 / ((s1 + s2)^3 m)
+    /// (1 - (1 - e^-(s1+s2)t) / ((s1 + s2) t)), m = (l1 s2 + l2 s1) / (s1 + s2)); Poisson's
+    /// is 1 and CBR's about 0.
+    #[test]
+    fn an_mmpp_keeps_its_mean_and_spreads_its_counts_as_the_closed_form_says() {
+        let mmpp = |pattern| {
+            let mut s = src(pattern, 1.0, 64);
+            (s.on_ps, s.off_ps, s.peak) = (200e6, 600e6, 8.0); // 200 us high, 600 us low
+            s
+        };
+        let rate = 1e6;
+        let mut t = Traffic::new(&[mmpp(Pattern::Mmpp)], rate, 100e9, 20, 3);
+        let window: u64 = 100_000_000; // 100 us
+        let (m, idc) = counts(&mut t, 2_000_000, window);
+        assert!((m / 100.0 - 1.0).abs() < 0.02, "mean {m} per 100 us");
+        // The two rates: low = mean (on + off) / (peak on + off), high = peak low.
+        let (s1, s2) = (1.0 / 200e-6, 1.0 / 600e-6); // leaving high, leaving low, per s
+        let l2 = rate * 800e-6 / (8.0 * 200e-6 + 600e-6);
+        let l1 = 8.0 * l2;
+        let mean = (l1 * s2 + l2 * s1) / (s1 + s2);
+        assert!((mean / rate - 1.0).abs() < 1e-9);
+        let (a, tw) = (s1 + s2, 100e-6);
+        let want =
+            1.0 + 2.0 * s1 * s2 * (l1 - l2).powi(2) / (a * a * a * mean) * (1.0 - (1.0 - (-a * tw).exp()) / (a * tw));
+        assert!((idc / want - 1.0).abs() < 0.1, "IDC {idc}, closed form {want}");
+        let (_, poisson) =
+            counts(&mut Traffic::new(&[src(Pattern::Poisson, 1.0, 64)], rate, 100e9, 20, 3), 500_000, window);
+        assert!((poisson - 1.0).abs() < 0.1 && idc > 10.0, "Poisson {poisson}, MMPP {idc}");
+    }
+
+    /// An on-off source sends at its peak, (on + off) / on times its mean, while ON, and
+    /// nothing while OFF: its mean holds, and a share off / (on + off) of time is silent.
+    #[test]
+    fn an_on_off_source_sends_at_its_peak_while_on_and_keeps_its_mean() {
+        let mut s = src(Pattern::OnOff, 1.0, 64);
+        (s.on_ps, s.off_ps) = (50e6, 150e6); // 50 us on, 150 us off: peak 4 Mpps for 1 Mpps
+        let mut t = Traffic::new(&[s], 1e6, 100e9, 20, 5);
+        let pkts: Vec<Packet> = (0..1_000_000).map(|_| t.next()).collect();
+        let span_s = pkts.last().unwrap().t_ring.ps() as f64 / 1e12;
+        assert!((pkts.len() as f64 / span_s / 1e6 - 1.0).abs() < 0.02, "{} pps", pkts.len() as f64 / span_s);
+        // Gaps inside a period are the peak's 250 ns; the rest are the OFF periods.
+        let gaps: Vec<u64> = pkts.windows(2).map(|w| (w[1].t_ring - w[0].t_ring).ps()).collect();
+        let inside = gaps.iter().filter(|&&g| g == 250_000).count() as f64 / gaps.len() as f64;
+        assert!(inside > 0.97, "{inside}");
+        let silent: f64 = gaps.iter().filter(|&&g| g > 250_000).map(|&g| g as f64).sum::<f64>() / 1e12 / span_s;
+        assert!((silent / 0.75 - 1.0).abs() < 0.05, "silent {silent} of the time");
     }
 }

@@ -12,7 +12,7 @@ use super::link::{line_rate_pps, Link};
 use super::tagged::{self, Key, Keys, Tagged};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
 use crate::trace::{TraceSummary, Window};
-use crate::units::{Bytes, OfferedRate, Percent, TimeSpan};
+use crate::units::{Bytes, Duration, OfferedRate, Percent, TimeSpan};
 
 /// Smallest and largest Ethernet frame pktsim accepts (FCS included).
 pub const MIN_FRAME_BYTES: u64 = 64;
@@ -20,7 +20,7 @@ pub const MAX_FRAME_BYTES: u64 = 9216;
 
 /// Arrival process of a traffic source.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Pattern {
     /// Constant bit rate: evenly spaced packets.
     #[default]
@@ -31,8 +31,17 @@ pub enum Pattern {
     /// `cv`), clipped at 0.
     Normal,
     /// Bursts of `burst` frames back to back at the line rate, burst starts spaced by
-    /// normally distributed gaps (`cv`), at the source's mean rate (001 VI-A).
+    /// normally distributed gaps (`cv`), at the source's mean rate (001 VI-A); a software
+    /// generator sending `burst` frames per call is this.
     Burst,
+    /// On-off: ON periods (exponential, mean `on`) at a constant peak rate, OFF periods
+    /// (exponential, mean `off`) silent; the peak is the source's mean rate times
+    /// (on + off) / on.
+    OnOff,
+    /// A two-state Markov-modulated Poisson process: Poisson arrivals at a high rate for
+    /// exponential periods of mean `on` and at a rate `peak` times lower for periods of
+    /// mean `off`, the two rates set so that the mean is the source's rate.
+    Mmpp,
 }
 
 /// Frame sizes: one size, or a weighted mix (`[["64B", 7], ["576B", 4], ["1500B", 1]]`),
@@ -335,6 +344,22 @@ pub struct Source {
     /// Frames per burst (pattern "burst").
     #[serde(default = "default_burst")]
     pub burst: u32,
+    /// Mean length of an ON (high-rate) period (patterns "on-off" and "mmpp").
+    #[serde(default = "default_period")]
+    pub on: Duration,
+    /// Mean length of an OFF (silent or low-rate) period (patterns "on-off" and "mmpp").
+    #[serde(default = "default_period")]
+    pub off: Duration,
+    /// Ratio of the high rate to the low rate (pattern "mmpp"), above 1.
+    #[serde(default = "default_peak")]
+    pub peak: f64,
+}
+
+fn default_period() -> Duration {
+    Duration::from_ps(100_000_000)
+}
+fn default_peak() -> f64 {
+    4.0
 }
 
 fn default_dst_port() -> u16 {
@@ -371,6 +396,10 @@ pub struct ResolvedSource {
     pub dst_port: u16,
     pub cv: f64,
     pub burst: u32,
+    /// Mean ON and OFF periods, ps, and the high-to-low rate ratio (on-off, mmpp).
+    pub on_ps: f64,
+    pub off_ps: f64,
+    pub peak: f64,
 }
 
 impl ResolvedSource {
@@ -389,6 +418,9 @@ impl ResolvedSource {
             dst_port: default_dst_port(),
             cv: default_cv(),
             burst: default_burst(),
+            on_ps: default_period().ps as f64,
+            off_ps: default_period().ps as f64,
+            peak: default_peak(),
         }
     }
 }
@@ -497,6 +529,45 @@ impl Synthetic {
                 )
                 .into());
             }
+            let modulated = matches!(pattern, Pattern::OnOff | Pattern::Mmpp);
+            for (key, d) in [("on", s.on), ("off", s.off)] {
+                if d != default_period() && !modulated {
+                    return Err(ConfigError::new(
+                        origin,
+                        join_path(&p, key),
+                        Some(format!("{:?}", d.to_string())),
+                        format!("no {key} unless pattern = \"on-off\" or \"mmpp\" (the mean length of their periods)"),
+                    )
+                    .into());
+                }
+                if d.ps == 0 && modulated {
+                    return Err(ConfigError::new(
+                        origin,
+                        join_path(&p, key),
+                        Some("\"0s\"".into()),
+                        "a mean period above 0",
+                    )
+                    .into());
+                }
+            }
+            if s.peak != default_peak() && pattern != Pattern::Mmpp {
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "peak"),
+                    Some(s.peak.to_string()),
+                    "no peak unless pattern = \"mmpp\"",
+                )
+                .into());
+            }
+            if !(s.peak.is_finite() && s.peak > 1.0 && s.peak <= 1e6) {
+                return Err(ConfigError::new(
+                    origin,
+                    join_path(&p, "peak"),
+                    Some(s.peak.to_string()),
+                    "a ratio of the high rate to the low rate above 1 and at most 1000000",
+                )
+                .into());
+            }
             if let Some(pcp) = s.vlan_pcp.filter(|&d| d > 7) {
                 return Err(ConfigError::new(
                     origin,
@@ -520,6 +591,9 @@ impl Synthetic {
                 dst_port: s.dst_port,
                 cv: s.cv,
                 burst: s.burst,
+                on_ps: s.on.ps as f64,
+                off_ps: s.off.ps as f64,
+                peak: s.peak,
             });
         }
         if self.sources.iter().all(|s| s.share.fraction == 0.0) {
@@ -756,6 +830,27 @@ mod tests {
         );
         assert!(with(Pattern::Normal, Source { cv: 0.5, ..source("100%") }).is_ok());
         assert!(with(Pattern::Burst, Source { cv: 0.5, burst: 8, ..source("100%") }).is_ok());
+        // The modulated patterns' periods and peak, only with them; periods above 0, a
+        // peak above 1.
+        let d = |us: u64| Duration::from_ps(us * 1_000_000);
+        assert_eq!(
+            config_error(with(Pattern::Poisson, Source { on: d(5), ..source("100%") })).path,
+            "traffic.sources[0].on"
+        );
+        assert_eq!(
+            config_error(with(Pattern::OnOff, Source { peak: 2.0, ..source("100%") })).path,
+            "traffic.sources[0].peak"
+        );
+        assert_eq!(
+            config_error(with(Pattern::Mmpp, Source { off: d(0), ..source("100%") })).path,
+            "traffic.sources[0].off"
+        );
+        assert_eq!(
+            config_error(with(Pattern::Mmpp, Source { peak: 1.0, ..source("100%") })).path,
+            "traffic.sources[0].peak"
+        );
+        assert!(with(Pattern::OnOff, Source { on: d(5), off: d(50), ..source("100%") }).is_ok());
+        assert!(with(Pattern::Mmpp, Source { on: d(5), peak: 10.0, ..source("100%") }).is_ok());
         // The source's pattern may be the traffic's.
         let mut t = traffic(vec![Source { burst: 8, ..source("100%") }]);
         t.pattern = Pattern::Burst;
