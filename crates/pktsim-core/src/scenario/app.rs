@@ -160,8 +160,7 @@ pub(super) fn validate(
         let ok = app.is_some_and(|a| a.wait == AppWait::Epoll)
             && socket.busy_poll.ps > 0
             && socket.prefer_busy_poll
-            && napi.defer_hard_irqs > 0
-            && napi.gro_flush_timeout.ps > 0;
+            && napi.defers();
         if !ok {
             return Err(ConfigError::new(
                 origin,

@@ -193,6 +193,14 @@ pub struct NapiSpec {
     pub irq_suspend_timeout: Duration,
 }
 
+impl NapiSpec {
+    /// Whether the NAPI defers its interrupt: `napi_defer_hard_irqs` and
+    /// `gro_flush_timeout` both above 0 (`napi_complete_done` arms the timer only then).
+    pub fn defers(&self) -> bool {
+        self.defer_hard_irqs > 0 && self.gro_flush_timeout.ps > 0
+    }
+}
+
 /// The NIC: rx and tx rings, refill and interrupt generation (ixgbe semantics).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
