@@ -1,10 +1,11 @@
 //! Host I/O modes: how cores move frames from rx rings to tx queues. Each mode is a
-//! self-contained state machine behind [`IoMode`], one file each, registered in [`build`];
-//! the engine only routes events to it, and a mode drives the NIC only through its methods.
+//! self-contained state machine behind [`IoMode`], one file each (NAPI a folder, a file per
+//! concern), registered in [`build`]; the engine only routes events to it, and a mode drives
+//! the NIC only through its methods.
 //!
 //! | `host.io` | file | mode |
 //! |---|---|---|
-//! | `napi` | [`napi`] | Linux NAPI with an ixgbe-style driver (002, 003) |
+//! | `napi` | [`napi`] (`napi/`) | Linux NAPI with an ixgbe-style driver (002, 003): softirq, poll, threads, busy polls |
 //! | `server` | [`server`] | cores as plain servers of their rings with a strategy (001, theory) |
 //! | `busy-poll`, `batched-syscall` | [`batched`] | DPDK-style polling, netmap / libpcap calls (004) |
 //! | `threaded-napi` | [`threaded`] | threaded NAPI on a software device (veth) |
