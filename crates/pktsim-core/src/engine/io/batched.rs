@@ -163,7 +163,7 @@ impl Batched {
     /// next write-back (where it comes by `horizon`), or None (armed to be woken).
     #[inline]
     fn next_unit(&mut self, c: usize, t: Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
+        ctx.nic.advance(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         // A call is not revoked: a time-sliced turn's budget is not used, the strategy ends
@@ -199,8 +199,9 @@ impl Batched {
         Some((Unit::Call { io }, io + work))
     }
 
-    /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`: the
-    /// call's I/O time and its frames' processing time.
+    /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`, after
+    /// those already there (a lone poller's first): the call's I/O time and its frames'
+    /// processing time.
     ///
     /// Each frame is taken straight into its slot of `moved` (a frame returned by value
     /// and then pushed is copied through the stack in parts, which stalls the load that
@@ -209,11 +210,12 @@ impl Batched {
     fn call(&mut self, c: usize, r: usize, i: usize, n: usize, t: Instant, ctx: &mut Ctx) -> (Span, Span) {
         let core = &mut self.cores[c];
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
-        debug_assert!(core.moved.is_empty(), "the last call ended");
+        let first = core.moved.len();
+        debug_assert!(first <= 1, "the last call ended");
         core.moved.resize(n, Packet::default());
         let mut taken = 0;
-        for p in core.moved.iter_mut() {
-            if !ctx.nic.take_into(r, t, ctx.stats, p) {
+        for (k, p) in core.moved.iter_mut().enumerate() {
+            if k >= first && !ctx.nic.take(r, t, ctx.stats, p) {
                 break;
             }
             taken += 1;
@@ -245,7 +247,7 @@ impl Batched {
         }
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         // Frames due by the call's end see the ring without its descriptors.
-        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
+        ctx.nic.advance(rings.clone(), t, ctx.stats);
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
@@ -266,7 +268,9 @@ impl Batched {
     #[inline(always)]
     fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
         ctx.stats.poll(t, Some(frames.len() as u32));
-        ctx.nic.advance_and_refill(r, t, ctx.stats);
+        // The descriptors go back just after the call's end: frames due by then see the
+        // ring without them.
+        ctx.nic.refill(r, t + Span::from_ps(1), 1, ctx.stats);
         Self::send_all(tx, frames, t, ctx, alone);
     }
 
@@ -305,21 +309,17 @@ impl Batched {
         // The run's spins and calls follow each other: each is charged to its activity as
         // it ends, the core's time once over the whole run when it stops.
         let from = *t;
-        // The frame of a one-frame call (written whole when taken).
+        // The call's first frame: the whole of a one-frame call, which stays in a local
+        // (written whole when taken).
         let mut p = Packet::default();
-        // The ring was brought up to `*t` (a call ended there): nothing more is due.
+        // The ring was brought up to `*t` (a call ended there): nothing more is due, and an
+        // empty ring has no frame to take.
         let mut advanced = false;
         loop {
-            // A poller that keeps up finds one frame: it comes straight off the ingress.
-            let passed = !advanced && ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
-            let len = if passed {
-                1
-            } else {
-                if !advanced {
-                    ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
-                }
-                ctx.nic.rx(r).len()
-            };
+            // The frames the call finds: the one taken and those left in the ring. (A poller
+            // that keeps up finds one frame: it comes straight off the ingress.)
+            let found = !(advanced && ctx.nic.rx(r).is_empty()) && ctx.nic.take(r, *t, ctx.stats, &mut p);
+            let len = if found { ctx.nic.rx(r).len() + 1 } else { 0 };
             advanced = false;
             if len == 0 {
                 self.cores[c].idle_since = *t;
@@ -341,9 +341,6 @@ impl Batched {
             }
             if len == 1 || self.costs.batch == 1 {
                 // A call of one frame: it stays in a local.
-                if !passed {
-                    ctx.nic.take_into(r, *t, ctx.stats, &mut p);
-                }
                 let io = self.costs.t_call + Self::frame_io(&self.costs, &p);
                 let d = io + ctx.costs.t_proc(&p);
                 calls = calls.wrapping_add(1);
@@ -359,6 +356,7 @@ impl Batched {
                 advanced = true;
                 continue;
             }
+            self.cores[c].moved.push(p);
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
             let d = io + work;
             calls = calls.wrapping_add(1);

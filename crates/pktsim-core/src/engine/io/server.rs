@@ -125,10 +125,8 @@ impl Server {
         let horizon = ctx.horizon(c);
         let (mut from, mut served) = (*t, 0u32);
         loop {
-            // A core that keeps up finds one frame due: it comes straight off the ingress.
-            if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame)
-                && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame)
-            {
+            // (A core that keeps up finds one frame due: it comes straight off the ingress.)
+            if !ctx.nic.take(r, *t, ctx.stats, &mut core.frame) {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
                 if inline {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
@@ -146,7 +144,7 @@ impl Server {
                 return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
             }
             *t += d;
-            ctx.nic.refill_after_service(r, *t, ctx.stats);
+            ctx.nic.refill(r, *t, 1, ctx.stats);
             ctx.nic.reclaim_and_send_alone(tx, &core.frame, *t, ctx.queue, ctx.stats);
         }
     }
@@ -213,7 +211,7 @@ impl Units for Server {
         }
         let core = &mut self.cores[c];
         // Choose the next frame.
-        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
+        ctx.nic.advance(rings.clone(), t, ctx.stats);
         super::ring_views(rings.clone(), &mut core.views, ctx);
         for (v, pre) in core.views.iter_mut().zip(&core.preempted) {
             if let Some((p, rest)) = pre {
@@ -231,7 +229,10 @@ impl Units for Server {
         let (p, need) = match core.preempted[i].take() {
             Some(resumed) => resumed,
             None => {
-                let p = ctx.nic.take(r, t, ctx.stats)?;
+                let mut p = Packet::default();
+                if !ctx.nic.take(r, t, ctx.stats, &mut p) {
+                    return None;
+                }
                 core.strategy.served(i, p.size);
                 let d = ctx.costs.t_proc(&p);
                 (p, d)

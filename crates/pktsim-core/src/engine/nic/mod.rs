@@ -15,7 +15,7 @@
 //! I/O modes drive the NIC only through its methods: take frames, refill descriptors,
 //! transmit, clean completions, ask to be woken by a ring, complete a NAPI episode.
 //!
-//! Arrivals are processed lazily: [`Nic::advance_ring_to`] moves every frame that has
+//! Arrivals are processed lazily: [`Nic::advance`] moves every frame that has
 //! reached the NIC by a time into its ring. Only rings whose owner asked to be woken make
 //! the engine stop at each arrival; a ring drained by a busy poller is filled in batches
 //! when the poller looks, which is exact because the ring's free descriptors change only
@@ -116,6 +116,16 @@ pub struct Nic {
     cancel: Arc<AtomicBool>,
 }
 
+/// What a NIC is wired to once built ([`Nic::wire`]).
+pub enum Wire {
+    /// Stop moving frames when this flag is set (see [`crate::engine::SimNode::cancel_on`]).
+    Cancel(Arc<AtomicBool>),
+    /// Send transmitted frames to this port as well (the next node, a collector).
+    Port(Box<dyn Egress>),
+    /// Transmit on a link of another rate (a chain's link into the next node).
+    Link(WireTime),
+}
+
 /// Parts of a NIC (see [`Nic::new`]).
 pub struct NicParts {
     pub rx: Vec<RxRing>,
@@ -154,25 +164,35 @@ impl Nic {
         nic
     }
 
-    /// The engine is at `t`: no core will look at a ring before then.
+    /// Wire the NIC to a cancel flag, an egress port or another egress link.
+    pub fn wire(&mut self, wire: Wire) {
+        match wire {
+            Wire::Cancel(flag) => self.cancel = flag,
+            Wire::Port(port) => self.egress_port = Some(port),
+            Wire::Link(link) => self.egress = link,
+        }
+    }
+
+    /// The engine is at an event of `kind` at `t`: no core will look at a ring before
+    /// then. The NIC's own events run here: an arrival brings the armed rings up to `t`
+    /// (waking their owners); a vector's timer is a tx completion (a cause) or its
+    /// interrupt, which fires and is returned for the host to handle; at the end, every
+    /// frame that reached the NIC before `t` is written back (or dropped), whether or not
+    /// anybody looked at its ring.
     #[inline]
-    pub fn set_safe(&mut self, t: Instant) {
+    pub fn on_event(&mut self, t: Instant, kind: EventKind, queue: &mut EventQueue, stats: &mut Stats) -> Option<Irq> {
         self.safe = t;
-    }
-
-    /// Stop moving frames when `flag` is set (see [`crate::engine::SimNode::cancel_on`]).
-    pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
-        self.cancel = flag;
-    }
-
-    /// Send transmitted frames to `port` as well.
-    pub fn connect_egress(&mut self, port: Box<dyn Egress>) {
-        self.egress_port = Some(port);
-    }
-
-    /// Transmit on a link of another rate (a chain's link into the next node).
-    pub fn set_egress(&mut self, wire: WireTime) {
-        self.egress = wire;
+        match kind {
+            EventKind::Arrival => {
+                self.on_arrival_event(t, queue, stats);
+                None
+            }
+            EventKind::Timer(key, gen) => self.on_timer(key, gen, t, queue, stats),
+            EventKind::End => {
+                self.advance_all_before(t, stats);
+                None
+            }
+        }
     }
 
     /// Move on to the ingress's next frame.
@@ -275,7 +295,7 @@ impl Nic {
 
     /// The arrival event at `t` fired: bring the armed rings up to `t` (waking their
     /// owners) and keep the invariant.
-    pub fn on_arrival_event(&mut self, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+    fn on_arrival_event(&mut self, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
         if self.arrival_event == Some(t) {
             self.arrival_event = None;
         }
@@ -289,23 +309,26 @@ impl Nic {
         }
     }
 
-    /// Move every frame of ring `r` whose descriptor write-back is due by `t` into it (or
-    /// drop it).
-    #[inline]
-    pub fn advance_ring_to(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        self.advance_ring_before(r, t + Span::from_ps(1), stats);
-    }
-
-    /// Every ring of `rings` up to `t` (due by `t`).
-    #[inline]
-    pub fn advance_rings_to(&mut self, rings: std::ops::Range<usize>, t: Instant, stats: &mut Stats) {
+    /// Bring `rings` up to `t`: every frame whose descriptor write-back is due by `t` is in
+    /// its ring (or dropped). Where the NIC has one ring, the first frame due is moved
+    /// here and the rest out of line (frames are mostly taken one at a time, by a poll, a
+    /// call or a server, and one is due); else each ring's move is out of line.
+    #[inline(always)]
+    pub fn advance(&mut self, rings: std::ops::Range<usize>, t: Instant, stats: &mut Stats) {
         for r in rings {
-            self.advance_ring_to(r, t, stats);
+            self.advance_ring_to_inline(r, t, stats);
         }
     }
 
+    /// Move every frame of ring `r` whose descriptor write-back is due by `t` into it (or
+    /// drop it).
+    #[inline]
+    fn advance_ring_to(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.advance_ring_before(r, t + Span::from_ps(1), stats);
+    }
+
     /// Every ring up to `t` (due strictly before `t`): the end of the run.
-    pub fn advance_all_before(&mut self, t: Instant, stats: &mut Stats) {
+    fn advance_all_before(&mut self, t: Instant, stats: &mut Stats) {
         for r in 0..self.rx.len() {
             self.advance_ring_before(r, t, stats);
         }
@@ -315,7 +338,7 @@ impl Nic {
     /// generated on the way for other rings are written back too if they came before the
     /// current event, else kept in their ring's pending list.
     #[inline(always)]
-    pub fn advance_ring_before(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+    fn advance_ring_before(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         // Most calls find nothing due: that is seen here, the moving out of line.
         if self.next_at < t || self.pending[r].front().is_some_and(|p| p.t_ring < t) {
             self.move_due(r, t, stats);
@@ -325,7 +348,7 @@ impl Nic {
     /// [`Nic::advance_ring_to`] where frames are taken one at a time (a poll's, a call's,
     /// a server's): with one ring, the first frame due is moved here, the rest out of line.
     #[inline(always)]
-    pub fn advance_ring_to_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+    fn advance_ring_to_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         self.advance_ring_before_inline(r, t + Span::from_ps(1), stats);
     }
 
@@ -507,18 +530,20 @@ impl Nic {
         std::mem::take(&mut self.woken)
     }
 
-    /// The driver takes the oldest frame of ring `r` at `t` (frames due by `t` are in the
-    /// ring first); its descriptor stays the driver's until refilled.
-    #[inline]
-    pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats) -> Option<Packet> {
-        self.advance_ring_to(r, t, stats);
-        self.rx[r].take()
+    /// The driver takes the oldest frame of ring `r` at `t` into `out` (true), or finds the
+    /// ring empty (false, `out` unchanged): frames due by `t` are in the ring first; the
+    /// frame's descriptor stays the driver's until refilled. The frame is copied once, from
+    /// the ring; or, where the NIC has that one ring, exactly one frame is due, the ring is
+    /// empty and has a free descriptor (a server or a poller that keeps up), straight off
+    /// the ingress (`Nic::take_lone_due`).
+    #[inline(always)]
+    pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+        self.take_lone_due(r, t, stats, out) || self.take_from_ring(r, t, stats, out)
     }
 
-    /// [`Nic::take`] into `out` (true), or false with `out` unchanged when the ring is
-    /// empty: the frame is copied once, from the ring.
+    /// [`Nic::take`] through the ring.
     #[inline(always)]
-    pub fn take_into(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+    fn take_from_ring(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
         self.advance_ring_to_inline(r, t, stats);
         self.rx[r].take_into(out)
     }
@@ -530,10 +555,13 @@ impl Nic {
     /// and the read stalls on the write). False, with nothing done, unless exactly one
     /// frame is due, the ring is empty and has a free descriptor.
     #[inline(always)]
-    pub fn take_lone_due(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
-        let one_due =
-            self.rx.len() == 1 && self.next_at <= t && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
-        if !one_due || !self.rx[r].is_empty() || self.rx[r].free() == 0 {
+    fn take_lone_due(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+        // (A ring that holds frames, the common case under load, is seen first.)
+        let one_due = self.rx.len() == 1
+            && self.rx[r].is_empty()
+            && self.next_at <= t
+            && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
+        if !one_due || self.rx[r].free() == 0 {
             return false;
         }
         let p = &self.ahead[self.at];
@@ -546,55 +574,25 @@ impl Nic {
         true
     }
 
-    /// The driver takes up to `max` frames of ring `r` at once, into `out`: how many.
-    pub fn take_batch(
-        &mut self,
-        r: usize,
-        t: Instant,
-        max: usize,
-        stats: &mut Stats,
-        out: &mut impl Extend<(Packet, usize)>,
-    ) -> usize {
-        self.advance_ring_to(r, t, stats);
-        let ring = &mut self.rx[r];
-        let n = max.min(ring.len());
-        out.extend((0..n).filter_map(|_| ring.take()).map(|p| (p, r)));
-        n
-    }
-
     /// The driver gives ring `r`'s taken descriptors back at `t` if it holds at least
     /// `min_batch` of them. Ties: frames due before `t` see the ring without them, a frame
     /// due at `t` finds them free (a descriptor freed at t is available to an arrival at t).
+    ///
+    /// A batch of one (a loop that gives descriptors back after each frame or call: a
+    /// server, a poller) is given back inline; where frames wait in the NIC's one ring,
+    /// those that came meanwhile are written back behind them in one go first
+    /// (`Nic::write_due_run`): the taker's next frame is then the ring's head whatever
+    /// came, so no later branch depends on how many did. (Where the ring is empty, whether
+    /// one came decides what the taker does next: a branch on it here lets the CPU predict
+    /// that later one from it.) A larger batch, given back now and then, out of line.
     #[inline(always)]
     pub fn refill(&mut self, r: usize, t: Instant, min_batch: u32, stats: &mut Stats) {
-        if self.rx[r].unrefilled() >= min_batch.max(1) {
-            self.give_back(r, t, stats);
+        if min_batch > 1 {
+            if self.rx[r].unrefilled() >= min_batch {
+                self.give_back(r, t, stats);
+            }
+            return;
         }
-    }
-
-    /// [`Nic::refill`]'s work, where there are descriptors to give back.
-    #[inline(never)]
-    fn give_back(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        self.give_back_inline(r, t, stats);
-    }
-
-    /// [`Nic::refill`] of every taken descriptor (a batch of one), its work inline: for a
-    /// loop that gives descriptors back after each frame or call (a server, a busy poller).
-    #[inline(always)]
-    pub fn refill_inline(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        if self.rx[r].unrefilled() > 0 {
-            self.give_back_inline(r, t, stats);
-        }
-    }
-
-    /// [`Nic::refill_inline`] at the end of a frame's service, for a server that takes its
-    /// ring's head next: where frames wait in the ring, those that came during the service
-    /// are written back behind them in one go (`Nic::write_due_run`). The server's next
-    /// frame is then the ring's head whatever came, so no later branch depends on how many
-    /// did. (Where the ring is empty, whether one came decides what the server does next:
-    /// a branch on it here lets the CPU predict that later one from it.)
-    #[inline(always)]
-    pub fn refill_after_service(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         if self.rx[r].unrefilled() > 0 {
             let run = self.rx.len() == 1 && !self.rx[r].is_empty();
             if !(run && self.write_due_run(r, t, stats)) {
@@ -604,13 +602,10 @@ impl Nic {
         }
     }
 
-    /// The end of a call on ring `r` at `t`: frames due by `t` are in the ring, then every
-    /// taken descriptor goes back ([`Nic::advance_ring_to_inline`], then
-    /// [`Nic::refill_inline`], whose own bringing up to before `t` would find nothing left).
-    #[inline(always)]
-    pub fn advance_and_refill(&mut self, r: usize, t: Instant, stats: &mut Stats) {
-        self.advance_ring_to_inline(r, t, stats);
-        self.rx[r].refill();
+    /// [`Nic::refill`]'s work for a larger batch, where there are descriptors to give back.
+    #[inline(never)]
+    fn give_back(&mut self, r: usize, t: Instant, stats: &mut Stats) {
+        self.give_back_inline(r, t, stats);
     }
 
     /// Frames due before `t` see the ring without the descriptors; then they are free.
@@ -852,7 +847,6 @@ mod tests {
     use crate::engine::moderation::Episode;
     use crate::engine::moderation::Fixed;
     use crate::engine::nic::rx::RxRingKind;
-    use crate::engine::queue::EventKind;
     use crate::engine::stats::StatsConfig;
     use crate::engine::testing::Scripted;
     use crate::scenario::{LatencyFrom, LatencyTo, PacketSize, Pattern, ResolvedSource};
@@ -927,14 +921,14 @@ mod tests {
             let (mut t, mut steps) = (Instant::ZERO, Vec::new());
             for (&d, &arm) in services_ps.iter().zip(&armed) {
                 let mut frame = Packet::default();
-                if !nic.take_into(0, t, &mut stats, &mut frame) {
+                if !nic.take_from_ring(0, t, &mut stats, &mut frame) {
                     let Some(at) = nic.next_arrival(0..1, Instant::from_ps(u64::MAX / 2), &mut stats) else { break };
                     t = at;
                     continue;
                 }
                 t += Span::from_ps(d);
                 nic.rx[0].set_armed(arm);
-                // (What `Nic::refill_after_service` does, the way chosen here.)
+                // (What `Nic::refill` of a batch of one does, the way chosen here.)
                 if nic.rx[0].unrefilled() > 0 {
                     if !(by_run && nic.write_due_run(0, t, &mut stats)) {
                         nic.advance_ring_before_inline(0, t, &mut stats);
@@ -970,16 +964,8 @@ mod tests {
     /// into a cause: the next interrupt that fires, if any.
     fn next_irq(nic: &mut Nic, q: &mut EventQueue, st: &mut Stats) -> Option<Instant> {
         while let Some((t, kind)) = q.pop() {
-            match kind {
-                EventKind::Arrival => nic.on_arrival_event(t, q, st),
-                // (The timer runs whether or not it fires: not a guard.)
-                #[allow(clippy::collapsible_match)]
-                EventKind::Timer(key, gen) => {
-                    if nic.on_timer(key, gen, t, q, st).is_some() {
-                        return Some(t);
-                    }
-                }
-                _ => {}
+            if nic.on_event(t, kind, q, st).is_some() {
+                return Some(t);
             }
             for (r, t) in nic.take_woken() {
                 let v = nic.rx(r).vector();
@@ -997,12 +983,12 @@ mod tests {
         assert_eq!(nic.vector(0).counter_zero(), us(11.24), "rx-usecs 10 is 10.24 us");
         assert!(!nic.vector(0).is_armed() && !nic.rx(0).is_armed(), "masked while NAPI polls");
         // The poll takes the frame and completes at 2 us: nothing new, the vector re-arms.
-        assert!(nic.take(0, us(2.0), &mut st).is_some());
+        assert!(nic.take(0, us(2.0), &mut st, &mut Packet::default()));
         nic.complete(0, us(2.0), Episode::default(), &mut q, &mut st);
         assert!(nic.vector(0).is_armed());
         // The frame of 3 us is a cause, but the counter holds the interrupt to 11.24 us.
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(11.24)));
-        assert!(nic.take(0, us(12.0), &mut st).is_some());
+        assert!(nic.take(0, us(12.0), &mut st, &mut Packet::default()));
         nic.complete(0, us(12.0), Episode::default(), &mut q, &mut st);
         // Long after the counter ran out, the next frame interrupts at once.
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(30.0)));
@@ -1015,7 +1001,7 @@ mod tests {
         nic.arm_vector(0, Instant::ZERO, &mut q);
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(1.0)));
         // The frame of 3 us is written while the vector is masked (no wake-up) ...
-        assert!(nic.take(0, us(5.0), &mut st).is_some());
+        assert!(nic.take(0, us(5.0), &mut st, &mut Packet::default()));
         assert_eq!(nic.rx(0).len(), 1);
         // ... so napi_complete at 5 us finds the cause set: an interrupt when the counter
         // allows, not an armed vector.
@@ -1069,8 +1055,8 @@ mod tests {
             let (mut pa, mut pb) = (Packet::default(), Packet::default());
             let got = a.take_lone_due(0, us(t), &mut sa, &mut pa);
             assert_eq!(got, straight, "take {i} at {t} us");
-            let got_a = got || a.take_into(0, us(t), &mut sa, &mut pa);
-            let got_b = b.take_into(0, us(t), &mut sb, &mut pb);
+            let got_a = got || a.take_from_ring(0, us(t), &mut sa, &mut pa);
+            let got_b = b.take_from_ring(0, us(t), &mut sb, &mut pb);
             assert_eq!((got_a, pa), (got_b, pb), "take {i} at {t} us");
             assert_eq!(
                 (a.rx(0).len(), a.rx(0).free(), a.rx(0).unrefilled(), a.rx(0).last_write()),
@@ -1115,7 +1101,7 @@ mod tests {
     fn the_driver_gives_descriptors_back_in_batches() {
         let (mut nic, _q, mut st) = nic(&[1.0, 2.0, 3.0]);
         for t in [1.5, 2.5] {
-            assert!(nic.take(0, us(t), &mut st).is_some());
+            assert!(nic.take(0, us(t), &mut st, &mut Packet::default()));
         }
         assert_eq!((nic.rx(0).unrefilled(), nic.rx(0).free()), (2, 5), "7 usable, 2 written and taken");
         nic.refill(0, us(3.5), 3, &mut st);

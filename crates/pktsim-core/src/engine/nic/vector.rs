@@ -267,7 +267,7 @@ impl Nic {
 
     /// A timer of the NIC's popped at `now`: a tx completion (a cause), or an interrupt,
     /// which fires and is returned for the host to handle.
-    pub fn on_timer(
+    pub(super) fn on_timer(
         &mut self,
         key: Key,
         gen: u32,

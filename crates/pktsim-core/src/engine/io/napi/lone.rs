@@ -274,7 +274,7 @@ impl Napi {
                 // (The general path's rx loop looks at the ring once more, in vain: the run
                 // ended on an empty ring, or at the weight.)
                 if self.p.refill_at_poll_end {
-                    ctx.nic.refill_inline(r, *t, ctx.stats);
+                    ctx.nic.refill(r, *t, 1, ctx.stats);
                 }
             }
             // The poll ends. A full one stays scheduled: the general path repolls it.

@@ -129,7 +129,7 @@ impl Napi {
                         }
                         // Descriptors go back in batches at the top of each iteration.
                         ctx.nic.refill(r, *t, self.p.refill_batch, ctx.stats);
-                        if !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame) {
+                        if !ctx.nic.take(r, *t, ctx.stats, &mut core.frame) {
                             break;
                         }
                         let d = match &self.xdp {
