@@ -243,7 +243,7 @@ impl Batched {
     #[inline]
     fn end_call(&mut self, c: usize, rings: std::ops::Range<usize>, t: Instant, ctx: &mut Ctx) {
         if rings.len() == 1 {
-            return self.end_call_one(c, rings.start, t, ctx, false);
+            return self.end_call_one(c, rings.start, t, ctx);
         }
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         // Frames due by the call's end see the ring without its descriptors.
@@ -251,44 +251,37 @@ impl Batched {
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
-        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, false);
+        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
         self.cores[c].moved.clear();
     }
 
-    /// [`Batched::end_call`] of a core with one ring, `r` (`alone`: see
-    /// [`Batched::send_all`]).
+    /// [`Batched::end_call`] of a core with one ring, `r`.
     #[inline(always)]
-    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx, alone: bool) {
-        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, alone);
+    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
+        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
         self.cores[c].moved.clear();
     }
 
     /// A call on one ring `r` that took `frames` ends at `t`: its descriptors go back,
     /// completions of tx queue `tx` are reclaimed and its frames sent.
     #[inline(always)]
-    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
+    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
         ctx.stats.poll(t, Some(frames.len() as u32));
         // The descriptors go back just after the call's end: frames due by then see the
         // ring without them.
         ctx.nic.refill(r, t + Span::from_ps(1), 1, ctx.stats);
-        Self::send_all(tx, frames, t, ctx, alone);
+        Self::send_all(tx, frames, t, ctx);
     }
 
-    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent;
-    /// `alone`: in a run [`crate::engine::nic::Nic::runs_alone`] allowed
-    /// ([`crate::engine::nic::Nic::send_alone`]).
+    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent (a call
+    /// moves a frame at least).
     #[inline(always)]
-    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
-        if let (true, [p]) = (alone, frames) {
-            return ctx.nic.reclaim_and_send_alone(tx, p, t, ctx.queue, ctx.stats);
-        }
-        ctx.nic.tx_reclaim(tx, t, ctx.stats);
-        for p in frames {
-            if alone {
-                ctx.nic.send_alone(tx, p, t, ctx.queue, ctx.stats);
-            } else {
-                ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
-            }
+    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
+        debug_assert!(!frames.is_empty(), "a call moves a frame");
+        let Some((first, rest)) = frames.split_first() else { return };
+        ctx.nic.xmit(tx, first, t, true, ctx.queue, ctx.stats);
+        for p in rest {
+            ctx.nic.xmit(tx, p, t, false, ctx.queue, ctx.stats);
         }
     }
 
@@ -352,7 +345,7 @@ impl Batched {
                 ctx.stats.busy_on(Activity::Io, *t, *t + io);
                 ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
                 *t += d;
-                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx, true);
+                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx);
                 advanced = true;
                 continue;
             }
@@ -367,7 +360,7 @@ impl Batched {
             ctx.stats.busy_on(Activity::Io, *t, *t + io);
             ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
             *t += d;
-            self.end_call_one(c, r, *t, ctx, true);
+            self.end_call_one(c, r, *t, ctx);
             advanced = true;
         }
     }

@@ -145,7 +145,7 @@ impl Server {
             }
             *t += d;
             ctx.nic.refill(r, *t, 1, ctx.stats);
-            ctx.nic.reclaim_and_send_alone(tx, &core.frame, *t, ctx.queue, ctx.stats);
+            ctx.nic.xmit(tx, &core.frame, *t, true, ctx.queue, ctx.stats);
         }
     }
 }
@@ -183,17 +183,15 @@ impl Units for Server {
                 // The frame's descriptor comes back now; frames that arrived during the
                 // service saw the ring without it.
                 ctx.nic.refill(r, t, 1, ctx.stats);
-                let lock = ctx.nic.tx_lock(tx, t, ctx.costs.tx_lock);
+                let lock = ctx.nic.tx(tx).lock(t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
                     self.cores[c].lock = Some(lock);
                     return;
                 }
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.send(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, true, ctx.queue, ctx.stats);
             }
             Unit::Lock => {
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, true, ctx.queue, ctx.stats);
             }
             Unit::Idle => {}
         }

@@ -172,8 +172,7 @@ impl Units for ThreadedNapi {
             Unit::Wakeup | Unit::PollStart => {}
             Unit::Packet(_) => {
                 let tx = self.topo.tx_of_core(c);
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.send(tx, &self.threads[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.threads[c].frame, t, true, ctx.queue, ctx.stats);
             }
         }
     }

@@ -235,8 +235,9 @@ impl Nic {
     pub fn rx(&self, r: usize) -> &RxRing {
         &self.rx[r]
     }
-    pub fn tx(&self, q: usize) -> &TxRing {
-        &self.tx[q]
+    /// Tx queue `q`, to look at, and to take its lock ([`TxRing::lock`]).
+    pub fn tx(&mut self, q: usize) -> &mut TxRing {
+        &mut self.tx[q]
     }
     pub fn vector(&self, v: usize) -> &Vector {
         &self.vectors[v]
@@ -627,7 +628,35 @@ impl Nic {
     /// Hand a frame to tx queue `q` at `now` (marker B when its descriptor is posted): into
     /// the ring if it has room, else into the qdisc, else drop. A posted frame's completion
     /// is a cause for the queue's vector if that one is armed and waits for none.
-    pub fn xmit(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
+    /// `reclaim`: for a host without a tx-clean phase, every descriptor completed by `now`
+    /// is reclaimed first, at no cost (frames waiting in the qdisc move into the room).
+    ///
+    /// Its common case is inline: a frame posted straight to a ring with room, nothing
+    /// queued, no port to tell and the queue's vector masked (no cause); the reclaim of a
+    /// queue with nothing queued with it.
+    #[inline(always)]
+    pub fn xmit(
+        &mut self,
+        q: usize,
+        p: &Packet,
+        now: Instant,
+        reclaim: bool,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) {
+        let tx = &mut self.tx[q];
+        if self.egress_port.is_none()
+            && (!reclaim || tx.reclaim(now))
+            && tx.can_post(1)
+            && !self.vectors[tx.vector()].armed
+        {
+            let done = tx.post(p, now, &mut self.egress);
+            stats.forwarded(p, now, done);
+            return;
+        }
+        if reclaim {
+            self.tx_reclaim(q, now, stats);
+        }
         self.xmit_to(q, p, now, queue, stats, None);
     }
 
@@ -671,7 +700,7 @@ impl Nic {
 
     /// Clean one completed descriptor of tx queue `q` at `now`; frames waiting in the qdisc
     /// move into the freed room. Returns the cleaned frame's size.
-    pub fn tx_clean_one(&mut self, q: usize, now: Instant, stats: &mut Stats) -> Option<u16> {
+    fn tx_clean_one(&mut self, q: usize, now: Instant, stats: &mut Stats) -> Option<u16> {
         let port = &mut self.egress_port;
         self.tx[q].clean_one(now, &mut self.egress, |p, done| Self::posted(stats, port, p, now, done))
     }
@@ -679,73 +708,15 @@ impl Nic {
     /// Reclaim every descriptor of tx queue `q` completed by `now`, at no cost (modes
     /// without a tx-clean phase).
     #[inline]
-    pub fn tx_reclaim(&mut self, q: usize, now: Instant, stats: &mut Stats) {
+    fn tx_reclaim(&mut self, q: usize, now: Instant, stats: &mut Stats) {
         if !self.tx[q].reclaim(now) {
             while self.tx_clean_one(q, now, stats).is_some() {}
         }
     }
 
-    /// [`Nic::xmit`], with its common case inline: a frame posted straight to a ring with
-    /// room, nothing queued, no port to tell and the queue's vector masked (no cause).
-    #[inline(always)]
-    pub fn send(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
-        let tx = &mut self.tx[q];
-        if self.egress_port.is_none() && tx.can_post(1) && !self.vectors[tx.vector()].armed {
-            let done = tx.post(p, now, &mut self.egress);
-            stats.forwarded(p, now, done);
-        } else {
-            self.xmit(q, p, now, queue, stats);
-        }
-    }
-
-    /// [`Nic::send`] inside a run that [`Nic::runs_alone`] allowed on queue `q`: its
-    /// vector is masked and nothing in the run arms it, so only the ring's room and the
-    /// port are looked at.
-    #[inline(always)]
-    pub fn send_alone(&mut self, q: usize, p: &Packet, now: Instant, queue: &mut EventQueue, stats: &mut Stats) {
-        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
-        let tx = &mut self.tx[q];
-        if self.egress_port.is_none() && tx.can_post(1) {
-            let done = tx.post(p, now, &mut self.egress);
-            stats.forwarded(p, now, done);
-        } else {
-            self.xmit(q, p, now, queue, stats);
-        }
-    }
-
-    /// [`Nic::tx_reclaim`] then [`Nic::send_alone`] of one frame, the queue looked up
-    /// once: a lone poller's call of one frame. It keeps its own copy of the post: built
-    /// on `send_alone` (the queue looked up twice) it was measurably slower (BENCHMARKS.md,
-    /// seventh pass).
-    #[inline(always)]
-    pub fn reclaim_and_send_alone(
-        &mut self,
-        q: usize,
-        p: &Packet,
-        now: Instant,
-        queue: &mut EventQueue,
-        stats: &mut Stats,
-    ) {
-        debug_assert!(!self.vectors[self.tx[q].vector()].armed, "a run posts no completion cause");
-        let tx = &mut self.tx[q];
-        if self.egress_port.is_none() && tx.reclaim(now) && tx.can_post(1) {
-            let done = tx.post(p, now, &mut self.egress);
-            stats.forwarded(p, now, done);
-        } else {
-            self.tx_reclaim(q, now, stats);
-            self.xmit(q, p, now, queue, stats);
-        }
-    }
-
-    /// Take tx queue `q`'s lock at `now` for `hold`: how long the core spins for it plus
-    /// how long it holds it (zero for a queue of its own).
-    pub fn tx_lock(&mut self, q: usize, now: Instant, hold: Span) -> Span {
-        self.tx[q].lock(now, hold)
-    }
-
     // ------------------------------------------------------------------ runs
 
-    /// Whether a run on tx queue `q` ([`Nic::forward_run`], [`Nic::tx_clean_run`]) may
+    /// Whether a run on tx queue `q` ([`Nic::forward_run`], [`Nic::tx_clean`]) may
     /// pass the event queue by: its frames wait for no shared lock (none, or no hold time)
     /// and its vector is masked, so posting a frame schedules no completion cause.
     #[inline]
@@ -809,13 +780,15 @@ impl Nic {
         None
     }
 
-    /// The driver's tx clean loop: from `*t`, completed descriptors of tx queue `q`, one
-    /// per `d`, each completed when its clean starts and cleaned when it ends, while `*n`
-    /// (counted here, with the frames' `bytes` less the FCS) is below `max`. A clean that
-    /// would end after `horizon` is not run: true, the caller runs it as a unit. Only
-    /// where [`Nic::runs_alone`] holds.
+    /// The driver's tx clean: from `*t`, completed descriptors of tx queue `q`, one per
+    /// `d`, each completed when its clean starts and cleaned when it ends (frames waiting
+    /// in the qdisc then move into the freed room), while `*n` (counted here, with the
+    /// frames' `bytes` less the FCS) is below `max`. A clean that would end after `horizon`
+    /// is not run: true, the caller runs it as a unit. A run of cleans only where
+    /// [`Nic::runs_alone`] holds; the clean a unit ended at `*t` (its time taken) is one
+    /// with `d` zero, `max` one more than `*n` and `horizon` at `*t`.
     #[inline(always)]
-    pub fn tx_clean_run(
+    pub fn tx_clean(
         &mut self,
         q: usize,
         t: &mut Instant,
@@ -1015,7 +988,7 @@ mod tests {
         let (mut nic, mut q, mut st) = nic(&[]);
         nic.arm_vector(0, Instant::ZERO, &mut q);
         // 64 B at 10 Gbit/s: done 67.2 ns after posting.
-        nic.xmit(0, &Packet::arriving(us(0.0), 64, 0, 0), us(20.0), &mut q, &mut st);
+        nic.xmit(0, &Packet::arriving(us(0.0), 64, 0, 0), us(20.0), false, &mut q, &mut st);
         assert_eq!(nic.tx(0).head_done(), Some(us(20.0672)));
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(20.0672)));
         assert_eq!(nic.tx_clean_one(0, us(20.05), &mut st), None, "not complete before 20.0672 us");

@@ -198,7 +198,7 @@ impl Napi {
             let (mut tx_done, mut tx_bytes) = (0, 0);
             if let Some(q) = tx {
                 let t0 = *t;
-                let beyond = ctx.nic.tx_clean_run(
+                let beyond = ctx.nic.tx_clean(
                     q,
                     t,
                     (&mut tx_done, &mut tx_bytes, self.p.tx_work_limit),
@@ -258,7 +258,7 @@ impl Napi {
                             let frame = self.cores[c].frame;
                             rx_done += 1;
                             rx_bytes += frame.size.saturating_sub(4) as u64;
-                            ctx.nic.xmit(q, &frame, e, ctx.queue, ctx.stats);
+                            ctx.nic.xmit(q, &frame, e, false, ctx.queue, ctx.stats);
                             horizon = ctx.horizon(c);
                             run_end = horizon;
                             continue;

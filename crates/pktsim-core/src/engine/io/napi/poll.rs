@@ -48,7 +48,7 @@ impl Napi {
                         // Cleaning posts no frame that could raise an event: one run.
                         let (t0, horizon) = (*t, ctx.horizon(c));
                         let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
-                        let beyond = ctx.nic.tx_clean_run(
+                        let beyond = ctx.nic.tx_clean(
                             q,
                             t,
                             (&mut poll.tx_done, &mut poll.tx_bytes, self.p.tx_work_limit),
@@ -253,15 +253,16 @@ impl Napi {
     }
 
     /// A tx clean unit of core `c` on queue `q` ended at `t`: the oldest completed
-    /// descriptor is cleaned and counted in the poll.
+    /// descriptor is cleaned (the unit took its time) and counted in the poll.
     #[inline(always)]
     pub(super) fn tx_cleaned(&mut self, c: usize, q: usize, t: Instant, ctx: &mut Ctx) {
-        if let Some(size) = ctx.nic.tx_clean_one(q, t, ctx.stats) {
-            if let Some(poll) = &mut self.cores[c].poll {
-                poll.tx_done += 1;
-                poll.tx_bytes += size.saturating_sub(4) as u64;
-            }
-        }
+        let (mut done, mut bytes) = (0, 0);
+        let (done, bytes) = match &mut self.cores[c].poll {
+            Some(poll) => (&mut poll.tx_done, &mut poll.tx_bytes),
+            None => (&mut done, &mut bytes),
+        };
+        let (mut at, max) = (t, *done + 1);
+        ctx.nic.tx_clean(q, &mut at, (done, bytes, max), Span::ZERO, t, ctx.stats);
     }
 
     /// The rx clean of core `c`'s frame from ring `r` ended at `t`: counted in the poll,
@@ -278,11 +279,11 @@ impl Napi {
         if (self.xdp.is_some() || self.app.is_some()) && self.rx_verdict(c, self.cores[c].frame, q, t, ctx) {
             return;
         }
-        let lock = ctx.nic.tx_lock(q, t, ctx.costs.tx_lock);
+        let lock = ctx.nic.tx(q).lock(t, ctx.costs.tx_lock);
         if lock > Span::ZERO {
             self.cores[c].lock = Some((q, lock));
         } else {
-            ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+            ctx.nic.xmit(q, &self.cores[c].frame, t, false, ctx.queue, ctx.stats);
         }
     }
 

@@ -178,7 +178,7 @@ impl Units for Napi {
             }
             Work::TxClean(q) => self.tx_cleaned(c, q, t, ctx),
             Work::RxPacket(r) => self.rx_cleaned(c, r, t, ctx),
-            Work::TxLock(q) => ctx.nic.xmit(q, &self.cores[c].frame, t, ctx.queue, ctx.stats),
+            Work::TxLock(q) => ctx.nic.xmit(q, &self.cores[c].frame, t, false, ctx.queue, ctx.stats),
             Work::XdpFlush => self.flush(c, t, ctx),
         }
     }

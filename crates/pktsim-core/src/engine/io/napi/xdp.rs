@@ -64,7 +64,7 @@ impl Napi {
         for (p, q) in std::mem::take(&mut self.cores[c].bulk) {
             match &mut self.app {
                 Some(app) if to_xsk => app.deliver(c, p, t, ctx.queue, ctx.stats),
-                _ => ctx.nic.xmit(q, &p, t, ctx.queue, ctx.stats),
+                _ => ctx.nic.xmit(q, &p, t, false, ctx.queue, ctx.stats),
             }
         }
     }
