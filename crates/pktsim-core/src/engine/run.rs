@@ -83,10 +83,11 @@ impl SimNode {
 }
 
 /// Tell the mode of rings that received frames it asked to hear of (arming a ring keeps
-/// an arrival event in the queue; see [`Nic::arm`]).
+/// an arrival event in the queue; see [`Nic::arm`]); a ring its vector armed raises the
+/// vector's cause in the NIC instead ([`Nic::take_woken`]).
 fn deliver_wakeups(mode: &mut dyn IoMode, ctx: &mut Ctx) {
     loop {
-        let woken = ctx.nic.take_woken();
+        let woken = ctx.nic.take_woken(ctx.queue);
         if woken.is_empty() {
             return;
         }

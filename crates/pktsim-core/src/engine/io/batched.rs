@@ -215,7 +215,7 @@ impl Batched {
         core.moved.resize(n, Packet::default());
         let mut taken = 0;
         for (k, p) in core.moved.iter_mut().enumerate() {
-            if k >= first && !ctx.nic.take(r, t, ctx.stats, p) {
+            if k >= first && ctx.nic.take(r, t, ctx.stats, p) == 0 {
                 break;
             }
             taken += 1;
@@ -299,6 +299,7 @@ impl Batched {
         ctx: &mut Ctx,
     ) -> Option<(Unit, Span)> {
         let mut calls = 0u32;
+        let tx = self.topo.tx_of_core(c);
         // The run's spins and calls follow each other: each is charged to its activity as
         // it ends, the core's time once over the whole run when it stops.
         let from = *t;
@@ -309,10 +310,9 @@ impl Batched {
         // empty ring has no frame to take.
         let mut advanced = false;
         loop {
-            // The frames the call finds: the one taken and those left in the ring. (A poller
-            // that keeps up finds one frame: it comes straight off the ingress.)
-            let found = !(advanced && ctx.nic.rx(r).is_empty()) && ctx.nic.take(r, *t, ctx.stats, &mut p);
-            let len = if found { ctx.nic.rx(r).len() + 1 } else { 0 };
+            // The call's first frame, and the frames it finds. (A poller that keeps up finds
+            // one: it comes straight off the ingress.)
+            let len = if advanced && ctx.nic.rx(r).is_empty() { 0 } else { ctx.nic.take(r, *t, ctx.stats, &mut p) };
             advanced = false;
             if len == 0 {
                 self.cores[c].idle_since = *t;
@@ -345,7 +345,7 @@ impl Batched {
                 ctx.stats.busy_on(Activity::Io, *t, *t + io);
                 ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
                 *t += d;
-                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx);
+                Self::end_call_of(r, tx, std::slice::from_ref(&p), *t, ctx);
                 advanced = true;
                 continue;
             }

@@ -123,8 +123,10 @@ pub trait IoMode: Send {
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx);
     /// An interrupt of a vector this mode armed fired.
     fn on_irq(&mut self, _irq: Irq, _ctx: &mut Ctx) {}
-    /// A ring this mode asked to be woken by received a frame at `t`.
-    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx);
+    /// A ring this mode asked to be woken by ([`Nic::arm`]) received a frame at `t`. (A ring
+    /// armed by its vector, [`Nic::arm_vector`], raises the vector's cause instead: a mode
+    /// that drives vectors hears of their interrupts, [`IoMode::on_irq`].)
+    fn on_rx_wake(&mut self, _ring: usize, _t: Instant, _ctx: &mut Ctx) {}
     /// Interference takes forwarding core `core` from `t` for `d` (see [`units::preempt`]).
     fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx);
     /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).

@@ -126,7 +126,7 @@ impl Server {
         let (mut from, mut served) = (*t, 0u32);
         loop {
             // (A core that keeps up finds one frame due: it comes straight off the ingress.)
-            if !ctx.nic.take(r, *t, ctx.stats, &mut core.frame) {
+            if ctx.nic.take(r, *t, ctx.stats, &mut core.frame) == 0 {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
                 if inline {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
@@ -228,7 +228,7 @@ impl Units for Server {
             Some(resumed) => resumed,
             None => {
                 let mut p = Packet::default();
-                if !ctx.nic.take(r, t, ctx.stats, &mut p) {
+                if ctx.nic.take(r, t, ctx.stats, &mut p) == 0 {
                     return None;
                 }
                 core.strategy.served(i, p.size);

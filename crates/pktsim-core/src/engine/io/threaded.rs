@@ -203,7 +203,7 @@ impl Units for ThreadedNapi {
                     let g = (self.p.gro_normal_batch as usize).min(weight - th.took);
                     let mut n = 0;
                     let mut p = Packet::default();
-                    while n < g && ctx.nic.take(r, t, ctx.stats, &mut p) {
+                    while n < g && ctx.nic.take(r, t, ctx.stats, &mut p) > 0 {
                         th.batch.push_back((p, r));
                         n += 1;
                     }

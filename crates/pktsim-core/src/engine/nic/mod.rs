@@ -61,9 +61,9 @@ pub struct Irq {
 }
 
 /// A vector's interrupt a host fires itself, at its time, instead of through the event
-/// queue ([`Nic::complete_before`], [`Nic::forward_run`]): the vector is masked meanwhile,
-/// as for a scheduled interrupt. Until the host fires it, it can be handed back to the
-/// queue as the general path would have it by then ([`Nic::restore`]).
+/// queue ([`Nic::complete`], [`Nic::forward_run`]): the vector is masked meanwhile, as for
+/// a scheduled interrupt. The host fires it ([`Held::fire`]), or hands it back to the queue
+/// as the general path would have it by then ([`Held::restore`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Held {
     pub vector: usize,
@@ -108,6 +108,9 @@ pub struct Nic {
     safe: Instant,
     /// Rings whose owner asked to be woken, and were: (ring, write-back time).
     woken: Vec<(usize, Instant)>,
+    /// The host drives the vectors (it armed one): every armed ring was armed by its vector,
+    /// and a write-back that wakes it is that vector's cause. Else no vector is ever armed.
+    vectors_driven: bool,
     egress: WireTime,
     egress_port: Option<Box<dyn Egress>>,
     /// Time of the pending arrival event, if one is scheduled.
@@ -154,6 +157,7 @@ impl Nic {
             pending: Vec::new(),
             safe: Instant::ZERO,
             woken: Vec::new(),
+            vectors_driven: false,
             egress: WireTime::new(parts.overhead_bytes, parts.egress_bps),
             egress_port: None,
             arrival_event: None,
@@ -239,9 +243,7 @@ impl Nic {
     pub fn tx(&mut self, q: usize) -> &mut TxRing {
         &mut self.tx[q]
     }
-    pub fn vector(&self, v: usize) -> &Vector {
-        &self.vectors[v]
-    }
+    /// The interrupt vectors (vector `v` is the `v`-th).
     pub fn vectors(&self) -> &[Vector] {
         &self.vectors
     }
@@ -359,6 +361,12 @@ impl Nic {
         if self.rx.len() != 1 {
             return self.advance_ring_before(r, t, stats);
         }
+        self.advance_one_ring_before(r, t, stats);
+    }
+
+    /// [`Nic::advance_ring_before_inline`] of ring `r`, the NIC's only one.
+    #[inline(always)]
+    fn advance_one_ring_before(&mut self, r: usize, t: Instant, stats: &mut Stats) {
         if self.next_at < t {
             self.write_next(0, stats);
             self.pull();
@@ -526,27 +534,55 @@ impl Nic {
         }
     }
 
-    /// The rings that woke their owners since the last call: (ring, write-back time).
-    pub fn take_woken(&mut self) -> Vec<(usize, Instant)> {
-        std::mem::take(&mut self.woken)
+    /// The rings that woke their owners since the last call, with the write-back's time,
+    /// for the host to handle; where the host drives the vectors, a ring woken is its
+    /// vector's cause instead, raised here (in the order of the write-backs), and none is
+    /// returned.
+    #[inline]
+    pub fn take_woken(&mut self, queue: &mut EventQueue) -> Vec<(usize, Instant)> {
+        if self.woken.is_empty() {
+            return Vec::new();
+        }
+        if !self.vectors_driven {
+            return std::mem::take(&mut self.woken);
+        }
+        self.causes_of_woken(queue);
+        Vec::new()
     }
 
-    /// The driver takes the oldest frame of ring `r` at `t` into `out` (true), or finds the
-    /// ring empty (false, `out` unchanged): frames due by `t` are in the ring first; the
-    /// frame's descriptor stays the driver's until refilled. The frame is copied once, from
-    /// the ring; or, where the NIC has that one ring, exactly one frame is due, the ring is
-    /// empty and has a free descriptor (a server or a poller that keeps up), straight off
-    /// the ingress (`Nic::take_lone_due`).
+    /// The rings woken are their vectors' causes (see [`Nic::take_woken`]).
+    #[inline(never)]
+    fn causes_of_woken(&mut self, queue: &mut EventQueue) {
+        for i in 0..self.woken.len() {
+            let (r, t) = self.woken[i];
+            self.cause(self.rx[r].vector(), t, queue);
+        }
+        self.woken.clear();
+    }
+
+    /// The driver takes the oldest frame of ring `r` at `t` into `out`: how many frames it
+    /// found waiting, the one taken among them (0, `out` unchanged, for an empty ring).
+    /// Frames due by `t` are in the ring first; the frame's descriptor stays the driver's
+    /// until refilled. The frame is copied once, from the ring; or, where the NIC has that
+    /// one ring, exactly one frame is due, the ring is empty and has a free descriptor (a
+    /// server or a poller that keeps up), straight off the ingress (`Nic::take_lone_due`).
     #[inline(always)]
-    pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
-        self.take_lone_due(r, t, stats, out) || self.take_from_ring(r, t, stats, out)
+    pub fn take(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> usize {
+        if self.take_lone_due(r, t, stats, out) {
+            return 1;
+        }
+        self.take_from_ring(r, t, stats, out)
     }
 
     /// [`Nic::take`] through the ring.
     #[inline(always)]
-    fn take_from_ring(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
+    fn take_from_ring(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> usize {
         self.advance_ring_to_inline(r, t, stats);
-        self.rx[r].take_into(out)
+        let n = self.rx[r].len();
+        if n > 0 {
+            self.rx[r].take_into(out);
+        }
+        n
     }
 
     /// The driver takes the one frame due on an empty ring `r` by `t`, straight off the
@@ -557,12 +593,9 @@ impl Nic {
     /// frame is due, the ring is empty and has a free descriptor.
     #[inline(always)]
     fn take_lone_due(&mut self, r: usize, t: Instant, stats: &mut Stats, out: &mut Packet) -> bool {
-        // (A ring that holds frames, the common case under load, is seen first.)
-        let one_due = self.rx.len() == 1
-            && self.rx[r].is_empty()
-            && self.next_at <= t
-            && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
-        if !one_due || self.rx[r].free() == 0 {
+        let one_due =
+            self.rx.len() == 1 && self.next_at <= t && self.ahead.get(self.at + 1).is_some_and(|q| q.t_ring > t);
+        if !one_due || !self.rx[r].is_empty() || self.rx[r].free() == 0 {
             return false;
         }
         let p = &self.ahead[self.at];
@@ -595,9 +628,10 @@ impl Nic {
             return;
         }
         if self.rx[r].unrefilled() > 0 {
-            let run = self.rx.len() == 1 && !self.rx[r].is_empty();
-            if !(run && self.write_due_run(r, t, stats)) {
-                self.advance_ring_before_inline(r, t, stats);
+            if self.rx.len() != 1 {
+                self.advance_ring_before(r, t, stats);
+            } else if self.rx[r].is_empty() || !self.write_due_run(r, t, stats) {
+                self.advance_one_ring_before(r, t, stats);
             }
             self.rx[r].refill();
         }
@@ -645,15 +679,30 @@ impl Nic {
         stats: &mut Stats,
     ) {
         let tx = &mut self.tx[q];
+        // (Where the host drives no vector, none is armed.)
         if self.egress_port.is_none()
             && (!reclaim || tx.reclaim(now))
             && tx.can_post(1)
-            && !self.vectors[tx.vector()].armed
+            && !(self.vectors_driven && self.vectors[tx.vector()].armed)
         {
             let done = tx.post(p, now, &mut self.egress);
             stats.forwarded(p, now, done);
             return;
         }
+        self.xmit_general(q, p, now, reclaim, queue, stats);
+    }
+
+    /// [`Nic::xmit`] past its common case, out of line.
+    #[inline(never)]
+    fn xmit_general(
+        &mut self,
+        q: usize,
+        p: &Packet,
+        now: Instant,
+        reclaim: bool,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) {
         if reclaim {
             self.tx_reclaim(q, now, stats);
         }
@@ -888,13 +937,13 @@ mod tests {
             (0..3_000).map(|_| [200_000, 700_000, 1_500_000, 3_000_000][draw(4) as usize]).collect();
         let armed: Vec<bool> = (0..3_000).map(|_| draw(10) == 0).collect();
         let run = |by_run: bool| {
-            let (mut nic, _, mut stats) = nic(&frames_us);
+            let (mut nic, mut queue, mut stats) = nic(&frames_us);
             stats.warm = Instant::from_ps(300_000_000);
             stats.stop = Instant::from_ps(900_000_000);
             let (mut t, mut steps) = (Instant::ZERO, Vec::new());
             for (&d, &arm) in services_ps.iter().zip(&armed) {
                 let mut frame = Packet::default();
-                if !nic.take_from_ring(0, t, &mut stats, &mut frame) {
+                if nic.take_from_ring(0, t, &mut stats, &mut frame) == 0 {
                     let Some(at) = nic.next_arrival(0..1, Instant::from_ps(u64::MAX / 2), &mut stats) else { break };
                     t = at;
                     continue;
@@ -917,7 +966,7 @@ mod tests {
                     ring.last_write(),
                     ring.is_armed(),
                     nic.next_at,
-                    nic.take_woken(),
+                    nic.take_woken(&mut queue),
                     stats.all.offered,
                     stats.all.drop_rx_ring,
                 ));
@@ -933,17 +982,14 @@ mod tests {
         assert_eq!(by_run.len(), one_by_one.len());
     }
 
-    /// Pop events, standing in for the engine and an I/O mode that turns every wake-up
-    /// into a cause: the next interrupt that fires, if any.
+    /// Pop events, standing in for the engine and an I/O mode that drives the vectors
+    /// (every wake-up a cause): the next interrupt that fires, if any.
     fn next_irq(nic: &mut Nic, q: &mut EventQueue, st: &mut Stats) -> Option<Instant> {
         while let Some((t, kind)) = q.pop() {
             if nic.on_event(t, kind, q, st).is_some() {
                 return Some(t);
             }
-            for (r, t) in nic.take_woken() {
-                let v = nic.rx(r).vector();
-                nic.cause(v, t, q);
-            }
+            assert!(nic.take_woken(q).is_empty(), "wake-ups are causes");
         }
         None
     }
@@ -953,16 +999,16 @@ mod tests {
         let (mut nic, mut q, mut st) = nic(&[1.0, 3.0, 30.0]);
         nic.arm_vector(0, Instant::ZERO, &mut q);
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(1.0)));
-        assert_eq!(nic.vector(0).counter_zero(), us(11.24), "rx-usecs 10 is 10.24 us");
-        assert!(!nic.vector(0).is_armed() && !nic.rx(0).is_armed(), "masked while NAPI polls");
+        assert_eq!(nic.vectors()[0].counter_zero(), us(11.24), "rx-usecs 10 is 10.24 us");
+        assert!(!nic.vectors()[0].is_armed() && !nic.rx(0).is_armed(), "masked while NAPI polls");
         // The poll takes the frame and completes at 2 us: nothing new, the vector re-arms.
-        assert!(nic.take(0, us(2.0), &mut st, &mut Packet::default()));
-        nic.complete(0, us(2.0), Episode::default(), &mut q, &mut st);
-        assert!(nic.vector(0).is_armed());
+        assert!(nic.take(0, us(2.0), &mut st, &mut Packet::default()) > 0);
+        nic.complete(0, us(2.0), Episode::default(), Instant::ZERO, &mut None, &mut q, &mut st);
+        assert!(nic.vectors()[0].is_armed());
         // The frame of 3 us is a cause, but the counter holds the interrupt to 11.24 us.
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(11.24)));
-        assert!(nic.take(0, us(12.0), &mut st, &mut Packet::default()));
-        nic.complete(0, us(12.0), Episode::default(), &mut q, &mut st);
+        assert!(nic.take(0, us(12.0), &mut st, &mut Packet::default()) > 0);
+        nic.complete(0, us(12.0), Episode::default(), Instant::ZERO, &mut None, &mut q, &mut st);
         // Long after the counter ran out, the next frame interrupts at once.
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(30.0)));
         assert_eq!(st.irqs, 3);
@@ -974,12 +1020,12 @@ mod tests {
         nic.arm_vector(0, Instant::ZERO, &mut q);
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(1.0)));
         // The frame of 3 us is written while the vector is masked (no wake-up) ...
-        assert!(nic.take(0, us(5.0), &mut st, &mut Packet::default()));
+        assert!(nic.take(0, us(5.0), &mut st, &mut Packet::default()) > 0);
         assert_eq!(nic.rx(0).len(), 1);
         // ... so napi_complete at 5 us finds the cause set: an interrupt when the counter
         // allows, not an armed vector.
-        nic.complete(0, us(5.0), Episode::default(), &mut q, &mut st);
-        assert!(!nic.vector(0).is_armed());
+        nic.complete(0, us(5.0), Episode::default(), Instant::ZERO, &mut None, &mut q, &mut st);
+        assert!(!nic.vectors()[0].is_armed());
         assert_eq!(next_irq(&mut nic, &mut q, &mut st), Some(us(11.24)));
     }
 
@@ -1028,15 +1074,15 @@ mod tests {
             let (mut pa, mut pb) = (Packet::default(), Packet::default());
             let got = a.take_lone_due(0, us(t), &mut sa, &mut pa);
             assert_eq!(got, straight, "take {i} at {t} us");
-            let got_a = got || a.take_from_ring(0, us(t), &mut sa, &mut pa);
-            let got_b = b.take_from_ring(0, us(t), &mut sb, &mut pb);
+            let got_a = got || a.take_from_ring(0, us(t), &mut sa, &mut pa) > 0;
+            let got_b = b.take_from_ring(0, us(t), &mut sb, &mut pb) > 0;
             assert_eq!((got_a, pa), (got_b, pb), "take {i} at {t} us");
             assert_eq!(
                 (a.rx(0).len(), a.rx(0).free(), a.rx(0).unrefilled(), a.rx(0).last_write()),
                 (b.rx(0).len(), b.rx(0).free(), b.rx(0).unrefilled(), b.rx(0).last_write())
             );
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring));
-            assert_eq!(a.take_woken(), b.take_woken());
+            assert_eq!(a.take_woken(&mut qa), b.take_woken(&mut qb));
             if i == 0 {
                 a.arm(0, &mut qa);
                 b.arm(0, &mut qb);
@@ -1063,7 +1109,7 @@ mod tests {
                 "at {t} us"
             );
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring), "at {t} us");
-            assert_eq!(a.take_woken(), b.take_woken(), "at {t} us");
+            assert_eq!(a.take_woken(&mut qa), b.take_woken(&mut qb), "at {t} us");
             a.arm(0, &mut qa);
             b.arm(0, &mut qb);
         }
@@ -1074,7 +1120,7 @@ mod tests {
     fn the_driver_gives_descriptors_back_in_batches() {
         let (mut nic, _q, mut st) = nic(&[1.0, 2.0, 3.0]);
         for t in [1.5, 2.5] {
-            assert!(nic.take(0, us(t), &mut st, &mut Packet::default()));
+            assert!(nic.take(0, us(t), &mut st, &mut Packet::default()) > 0);
         }
         assert_eq!((nic.rx(0).unrefilled(), nic.rx(0).free()), (2, 5), "7 usable, 2 written and taken");
         nic.refill(0, us(3.5), 3, &mut st);

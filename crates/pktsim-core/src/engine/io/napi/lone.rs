@@ -76,7 +76,7 @@ impl Napi {
     }
 
     /// Hand the interrupts held in a lone run back to the queue at `now` (see
-    /// [`crate::engine::nic::Nic::restore`]), in the order the general path scheduled
+    /// [`Held::restore`]), in the order the general path scheduled
     /// them: events of one time run in that order.
     fn restore(held: &mut [Option<Held>; 2], now: Instant, ctx: &mut Ctx) {
         let [a, b] = [held[0].take(), held[1].take()];
@@ -87,7 +87,7 @@ impl Napi {
             (x, y) => (x, y),
         };
         for h in [first, second].into_iter().flatten() {
-            ctx.nic.restore(h, now, ctx.queue);
+            h.restore(ctx.nic, now, ctx.queue);
         }
     }
 
@@ -149,9 +149,9 @@ impl Napi {
         let mut scheduled: Option<usize> = None;
         let mut second = false;
         // (Without a tx vector of its own, every episode is the one vector's.)
-        let first_layout = ctx.nic.vector(v).layout();
+        let first_layout = ctx.nic.vectors()[v].layout();
         loop {
-            let layout = if PAIR { ctx.nic.vector(v).layout() } else { first_layout };
+            let layout = if PAIR { ctx.nic.vectors()[v].layout() } else { first_layout };
             let (rx, tx) = (layout.rx, layout.tx);
             let me = if PAIR { usize::from(rx.is_none()) } else { 0 };
             // The other vector's held interrupt would preempt this episode.
@@ -249,7 +249,7 @@ impl Napi {
                         let e = *t + d + t_irq;
                         if *t <= h.at && h.at < *t + d && e < horizon {
                             held[1] = None;
-                            ctx.nic.fire(h.vector, h.at, ctx.stats);
+                            h.fire(ctx.nic, ctx.stats);
                             ctx.stats.busy(c, Activity::Irq, h.at, h.at + t_irq);
                             self.napi_schedule(c, h.vector, h.at, ctx);
                             scheduled = Some(h.vector);
@@ -307,7 +307,7 @@ impl Napi {
             held[me] = match held[1 - me].take_if(|o| PAIR && first(o)) {
                 Some(o) => {
                     let mut other = Some(o);
-                    let mine = ctx.nic.complete_before_other(v, *t, episode, horizon, ctx.queue, ctx.stats, &mut other);
+                    let mine = ctx.nic.complete(v, *t, episode, horizon, &mut other, ctx.queue, ctx.stats);
                     match other {
                         Some(o) => held[1 - me] = Some(o),
                         // It went back to the queue.
@@ -315,7 +315,7 @@ impl Napi {
                     }
                     mine
                 }
-                None => ctx.nic.complete_before(v, *t, episode, horizon, ctx.queue, ctx.stats),
+                None => ctx.nic.complete(v, *t, episode, horizon, &mut None, ctx.queue, ctx.stats),
             };
             if held[me].is_none() {
                 // It may have scheduled an event.
@@ -363,7 +363,7 @@ impl Napi {
             match held[next].take_if(|h| h.at < horizon) {
                 Some(h) => {
                     debug_assert!(PAIR || h.vector == v);
-                    ctx.nic.fire(h.vector, h.at, ctx.stats);
+                    h.fire(ctx.nic, ctx.stats);
                     *t = h.at;
                     v = h.vector;
                 }

@@ -154,7 +154,7 @@ struct Poll {
 
 impl Poll {
     fn new(vector: usize, nic: &Nic, kind: PollKind, weight: u32, phase: Phase) -> Self {
-        let layout = nic.vector(vector).layout();
+        let layout = nic.vectors()[vector].layout();
         Poll {
             vector,
             rx: layout.rx,
@@ -357,7 +357,7 @@ impl IoMode for Napi {
             // napi_watchdog: schedule the NAPI and raise the softirq, no device interrupt.
             Key::Defer(v) if self.napi[v as usize].defer_timer.fired(gen, ctx.queue) => {
                 let (v, now) = (v as usize, ctx.now);
-                let c = ctx.nic.vector(v).layout().core;
+                let c = ctx.nic.vectors()[v].layout().core;
                 // A busy poller that has the NAPI meanwhile keeps it (NAPI_STATE_MISSED).
                 if ctx.stats.in_window(now) && !self.napi[v].scheduled {
                     self.timer_polls += 1;
@@ -380,7 +380,7 @@ impl IoMode for Napi {
             // A woken NAPI thread is scheduled on its core.
             Key::Wake(v) if self.napi[v as usize].wake.fired(gen, ctx.queue) => {
                 let (v, now) = (v as usize, ctx.now);
-                let c = ctx.nic.vector(v).layout().core;
+                let c = ctx.nic.vectors()[v].layout().core;
                 self.thread_runnable(c, v, now, ctx);
                 if self.cores[c].worker.is_idle() {
                     units::run(self, c, now, ctx);
@@ -413,11 +413,6 @@ impl IoMode for Napi {
 
     fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx) {
         units::preempt(self, core, t, d, ctx);
-    }
-
-    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
-        let v = ctx.nic.rx(ring).vector();
-        ctx.nic.cause(v, t, ctx.queue);
     }
 
     fn independent_cores(&self) -> bool {

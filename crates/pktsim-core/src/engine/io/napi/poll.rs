@@ -129,7 +129,7 @@ impl Napi {
                         }
                         // Descriptors go back in batches at the top of each iteration.
                         ctx.nic.refill(r, *t, self.p.refill_batch, ctx.stats);
-                        if !ctx.nic.take(r, *t, ctx.stats, &mut core.frame) {
+                        if ctx.nic.take(r, *t, ctx.stats, &mut core.frame) == 0 {
                             break;
                         }
                         let d = match &self.xdp {
@@ -248,7 +248,7 @@ impl Napi {
             }
             // The episode ends (the moderation policy hears of it), unmask.
             let episode = std::mem::take(&mut inst.episode);
-            ctx.nic.complete(v, t, episode, ctx.queue, ctx.stats);
+            ctx.nic.complete(v, t, episode, Instant::ZERO, &mut None, ctx.queue, ctx.stats);
         }
     }
 
