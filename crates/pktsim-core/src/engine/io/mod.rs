@@ -225,15 +225,11 @@ pub fn ring_views(rings: std::ops::Range<usize>, views: &mut [RingView], ctx: &C
 }
 
 /// Ask to be woken by the next write-back on any of these rings.
-pub fn arm_rings(rings: impl IntoIterator<Item = usize>, ctx: &mut Ctx) {
-    for r in rings {
-        ctx.nic.arm(r, ctx.queue);
-    }
+pub fn arm_rings(rings: std::ops::Range<usize>, ctx: &mut Ctx) {
+    ctx.nic.arm(rings, true, ctx.queue);
 }
 
 /// No longer be woken by these rings.
-pub fn disarm_rings(rings: impl IntoIterator<Item = usize>, ctx: &mut Ctx) {
-    for r in rings {
-        ctx.nic.disarm(r);
-    }
+pub fn disarm_rings(rings: std::ops::Range<usize>, ctx: &mut Ctx) {
+    ctx.nic.arm(rings, false, ctx.queue);
 }

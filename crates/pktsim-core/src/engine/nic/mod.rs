@@ -12,8 +12,11 @@
 //!                                               '-- completion = cause on the tx vector
 //! ```
 //!
-//! I/O modes drive the NIC only through its methods: take frames, refill descriptors,
-//! transmit, clean completions, ask to be woken by a ring, complete a NAPI episode.
+//! I/O modes drive the NIC only through its methods, each one operation that picks its
+//! fast path itself: bring rings up to a time and ask to be woken by them, take frames,
+//! refill descriptors, transmit, clean completions, run a poll's cleans and frames in one
+//! go; arm a vector and complete a NAPI episode ([`vector`]). The engine hands it every
+//! event first ([`Nic::on_event`]) and takes the rings that woke ([`Nic::take_woken`]).
 //!
 //! Arrivals are processed lazily: [`Nic::advance`] moves every frame that has
 //! reached the NIC by a time into its ring. Only rings whose owner asked to be woken make
@@ -260,12 +263,23 @@ impl Nic {
         self.rx.iter().any(|r| r.is_armed())
     }
 
-    /// Ask to be woken by the next write-back on ring `r`.
+    /// Ask to be woken by the next write-back on each of `rings` (`armed`), or no longer.
     ///
     /// Invariant: while any ring is armed, an arrival event sits in the queue at or before
     /// the next frame's write-back, so no core runs ahead of a frame that would wake
     /// another one.
-    pub fn arm(&mut self, r: usize, queue: &mut EventQueue) {
+    pub fn arm(&mut self, rings: std::ops::Range<usize>, armed: bool, queue: &mut EventQueue) {
+        for r in rings {
+            if armed {
+                self.arm_ring(r, queue);
+            } else {
+                self.rx[r].set_armed(false);
+            }
+        }
+    }
+
+    /// Ask to be woken by the next write-back on ring `r` (see [`Nic::arm`]).
+    fn arm_ring(&mut self, r: usize, queue: &mut EventQueue) {
         self.rx[r].set_armed(true);
         self.ensure_arrival_event(queue);
     }
@@ -275,11 +289,6 @@ impl Nic {
     #[inline]
     pub fn arrival_time(&self) -> Instant {
         self.arrival_event.unwrap_or(Instant::NEVER)
-    }
-
-    /// No longer wake the owner of ring `r`.
-    pub fn disarm(&mut self, r: usize) {
-        self.rx[r].set_armed(false);
     }
 
     /// Keep an arrival event at or before the next write-back on an armed ring.
@@ -1050,8 +1059,8 @@ mod tests {
         let frames = [1.0, 2.0, 2.5, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0];
         let (mut a, mut qa, mut sa) = nic(&frames);
         let (mut b, mut qb, mut sb) = nic(&frames);
-        a.arm(0, &mut qa);
-        b.arm(0, &mut qb);
+        a.arm(0..1, true, &mut qa);
+        b.arm(0..1, true, &mut qb);
         // (time, whether the frame comes straight off the ingress)
         let takes = [
             (0.5, false),
@@ -1084,8 +1093,8 @@ mod tests {
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring));
             assert_eq!(a.take_woken(&mut qa), b.take_woken(&mut qb));
             if i == 0 {
-                a.arm(0, &mut qa);
-                b.arm(0, &mut qb);
+                a.arm(0..1, true, &mut qa);
+                b.arm(0..1, true, &mut qb);
             }
         }
         assert!(sa.all.drop_rx_ring > 0, "the ring ran out of descriptors");
@@ -1098,8 +1107,8 @@ mod tests {
         let frames = [1.0, 2.0, 2.0, 2.5, 4.0, 6.0, 6.5, 7.0, 7.5, 8.0, 8.5, 9.0, 9.5, 10.0];
         let (mut a, mut qa, mut sa) = nic(&frames);
         let (mut b, mut qb, mut sb) = nic(&frames);
-        a.arm(0, &mut qa);
-        b.arm(0, &mut qb);
+        a.arm(0..1, true, &mut qa);
+        b.arm(0..1, true, &mut qb);
         for t in [0.5, 1.0, 2.0, 2.0, 3.0, 5.0, 7.0, 12.0] {
             a.advance_ring_to_inline(0, us(t), &mut sa);
             b.advance_ring_to(0, us(t), &mut sb);
@@ -1110,8 +1119,8 @@ mod tests {
             );
             assert_eq!((sa.all.offered, sa.all.drop_rx_ring), (sb.all.offered, sb.all.drop_rx_ring), "at {t} us");
             assert_eq!(a.take_woken(&mut qa), b.take_woken(&mut qb), "at {t} us");
-            a.arm(0, &mut qa);
-            b.arm(0, &mut qb);
+            a.arm(0..1, true, &mut qa);
+            b.arm(0..1, true, &mut qb);
         }
         assert!(sa.all.drop_rx_ring > 0, "the ring of 7 filled");
     }

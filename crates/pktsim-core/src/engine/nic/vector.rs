@@ -169,7 +169,7 @@ impl Nic {
             self.restore_first(other, t, queue);
         }
         if let Some(r) = self.vectors[v].layout.rx {
-            self.arm(r, queue);
+            self.arm_ring(r, queue);
         }
         if let Some(d) = next_done {
             self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
@@ -244,7 +244,7 @@ impl Nic {
     fn keep_counting(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let vec = &self.vectors[v];
         if let (true, Some(r), true) = (vec.policy.max_frames > 0, vec.layout.rx, vec.irq_at > t) {
-            self.arm(r, queue);
+            self.arm_ring(r, queue);
         }
     }
 
@@ -442,7 +442,7 @@ impl Nic {
             let vec = &mut self.vectors[v];
             vec.armed = true;
             if let Some(r) = vec.layout.rx {
-                self.arm(r, queue);
+                self.arm_ring(r, queue);
             }
             if let Some(d) = h.tx_cause {
                 self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
