@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use super::ingress::{Ingress, Packet};
-use super::nic::Egress;
+use super::nic::{Egress, Wire};
 use super::report::SimResult;
 use super::stats::Group;
 use super::time::{Instant, Span, WireTime};
@@ -375,7 +375,7 @@ fn end_to_end(
 impl SimNode {
     /// Transmit at `bps` (the link into the next node of a chain).
     pub fn set_egress_rate(&mut self, bps: f64, overhead_bytes: u64) {
-        self.nic.set_egress(WireTime::new(overhead_bytes, bps));
+        self.nic.wire(Wire::Link(WireTime::new(overhead_bytes, bps)));
     }
 }
 

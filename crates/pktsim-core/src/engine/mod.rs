@@ -50,7 +50,7 @@ use crate::scenario::ResolvedScenario;
 use crate::topology::Topology;
 use costs::Costs;
 use io::IoMode;
-use nic::{Egress, Nic};
+use nic::{Egress, Nic, Wire};
 use queue::EventQueue;
 use stats::Stats;
 use time::{Instant, Span};
@@ -103,7 +103,7 @@ impl SimNode {
     pub fn connect_egress(&mut self, port: Box<dyn Egress>) {
         // The port hears of departures in time order: no core runs ahead.
         self.run_ahead = None;
-        self.nic.connect_egress(port);
+        self.nic.wire(Wire::Port(port));
     }
 
     /// Tests: every step through the general path (see [`IoMode::general_path_only`]).
@@ -116,7 +116,7 @@ impl SimNode {
     /// The engine looks at it between events, between work units and between frames, so a
     /// run stops within microseconds of wall time, whatever the scenario.
     pub fn cancel_on(&mut self, flag: Arc<AtomicBool>) {
-        self.nic.cancel_on(flag.clone());
+        self.nic.wire(Wire::Cancel(flag.clone()));
         self.cancel = flag;
     }
 }

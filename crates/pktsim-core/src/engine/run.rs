@@ -49,20 +49,20 @@ impl SimNode {
                 return Err(Error::Invalid(INTERRUPTED.into()));
             }
             ctx.now = t;
-            ctx.nic.set_safe(t);
+            // The NIC hears of every event first: its own (arrivals, its vectors' timers)
+            // run there, and at the end frames that reached it in the window count as
+            // offered (or dropped) even if nobody looked at their ring before it closed.
+            let irq = ctx.nic.on_event(t, kind, ctx.queue, ctx.stats);
             match kind {
                 EventKind::End => {
-                    // Frames that reached the NIC in the window count as offered (or
-                    // dropped) even if nobody looked at their ring before it closed; work
-                    // under way is charged up to the end.
-                    ctx.nic.advance_all_before(t, ctx.stats);
+                    // Work under way is charged up to the end.
                     mode.end(t, &mut ctx);
                     ctx.stats.flush();
                     break;
                 }
-                EventKind::Arrival => ctx.nic.on_arrival_event(t, ctx.queue, ctx.stats),
-                EventKind::Timer(key @ (Key::Irq(_) | Key::TxCause(_)), gen) => {
-                    if let Some(irq) = ctx.nic.on_timer(key, gen, t, ctx.queue, ctx.stats) {
+                EventKind::Arrival => {}
+                EventKind::Timer(Key::Irq(_) | Key::TxCause(_), _) => {
+                    if let Some(irq) = irq {
                         mode.on_irq(irq, &mut ctx);
                     }
                 }
@@ -83,10 +83,11 @@ impl SimNode {
 }
 
 /// Tell the mode of rings that received frames it asked to hear of (arming a ring keeps
-/// an arrival event in the queue; see [`Nic::arm`]).
+/// an arrival event in the queue; see [`Nic::arm`]); a ring its vector armed raises the
+/// vector's cause in the NIC instead ([`Nic::take_woken`]).
 fn deliver_wakeups(mode: &mut dyn IoMode, ctx: &mut Ctx) {
     loop {
-        let woken = ctx.nic.take_woken();
+        let woken = ctx.nic.take_woken(ctx.queue);
         if woken.is_empty() {
             return;
         }

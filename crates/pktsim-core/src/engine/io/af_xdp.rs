@@ -4,7 +4,7 @@
 //! `__xsk_rcv_zc`, `xsk_flush`; libxdp's `xsk_ring_cons__peek`).
 //!
 //! ```text
-//!  NAPI poll (napi.rs): descriptor -> program -> XSKMAP redirect:
+//!  NAPI poll (napi/): descriptor -> program -> XSKMAP redirect:
 //!      zero copy: the descriptor onto the rx ring (t_xsk); copy mode: xsk_rcv copies
 //!      the frame into a umem frame first (t_copy + t_copy_per_byte)
 //!      rx ring full (rx_size entries): drop, XDP_STATISTICS rx_ring_full

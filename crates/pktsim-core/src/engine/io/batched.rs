@@ -163,7 +163,7 @@ impl Batched {
     /// next write-back (where it comes by `horizon`), or None (armed to be woken).
     #[inline]
     fn next_unit(&mut self, c: usize, t: Instant, horizon: Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
-        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
+        ctx.nic.advance(self.topo.rings_of_core(c), t, ctx.stats);
         let rings = self.topo.rings_of_core(c);
         let core = &mut self.cores[c];
         // A call is not revoked: a time-sliced turn's budget is not used, the strategy ends
@@ -199,8 +199,9 @@ impl Batched {
         Some((Unit::Call { io }, io + work))
     }
 
-    /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`: the
-    /// call's I/O time and its frames' processing time.
+    /// Core `c` takes `n` frames of ring `r` (its `i`-th) at `t` into its `moved`, after
+    /// those already there (a lone poller's first): the call's I/O time and its frames'
+    /// processing time.
     ///
     /// Each frame is taken straight into its slot of `moved` (a frame returned by value
     /// and then pushed is copied through the stack in parts, which stalls the load that
@@ -209,11 +210,12 @@ impl Batched {
     fn call(&mut self, c: usize, r: usize, i: usize, n: usize, t: Instant, ctx: &mut Ctx) -> (Span, Span) {
         let core = &mut self.cores[c];
         let (mut io, mut work) = (self.costs.t_call, Span::ZERO);
-        debug_assert!(core.moved.is_empty(), "the last call ended");
+        let first = core.moved.len();
+        debug_assert!(first <= 1, "the last call ended");
         core.moved.resize(n, Packet::default());
         let mut taken = 0;
-        for p in core.moved.iter_mut() {
-            if !ctx.nic.take_into(r, t, ctx.stats, p) {
+        for (k, p) in core.moved.iter_mut().enumerate() {
+            if k >= first && ctx.nic.take(r, t, ctx.stats, p) == 0 {
                 break;
             }
             taken += 1;
@@ -241,50 +243,45 @@ impl Batched {
     #[inline]
     fn end_call(&mut self, c: usize, rings: std::ops::Range<usize>, t: Instant, ctx: &mut Ctx) {
         if rings.len() == 1 {
-            return self.end_call_one(c, rings.start, t, ctx, false);
+            return self.end_call_one(c, rings.start, t, ctx);
         }
         ctx.stats.poll(t, Some(self.cores[c].moved.len() as u32));
         // Frames due by the call's end see the ring without its descriptors.
-        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
+        ctx.nic.advance(rings.clone(), t, ctx.stats);
         for r in rings {
             ctx.nic.refill(r, t, 1, ctx.stats);
         }
-        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, false);
+        Self::send_all(self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
         self.cores[c].moved.clear();
     }
 
-    /// [`Batched::end_call`] of a core with one ring, `r` (`alone`: see
-    /// [`Batched::send_all`]).
+    /// [`Batched::end_call`] of a core with one ring, `r`.
     #[inline(always)]
-    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx, alone: bool) {
-        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx, alone);
+    fn end_call_one(&mut self, c: usize, r: usize, t: Instant, ctx: &mut Ctx) {
+        Self::end_call_of(r, self.topo.tx_of_core(c), &self.cores[c].moved, t, ctx);
         self.cores[c].moved.clear();
     }
 
     /// A call on one ring `r` that took `frames` ends at `t`: its descriptors go back,
     /// completions of tx queue `tx` are reclaimed and its frames sent.
     #[inline(always)]
-    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
+    fn end_call_of(r: usize, tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
         ctx.stats.poll(t, Some(frames.len() as u32));
-        ctx.nic.advance_and_refill(r, t, ctx.stats);
-        Self::send_all(tx, frames, t, ctx, alone);
+        // The descriptors go back just after the call's end: frames due by then see the
+        // ring without them.
+        ctx.nic.refill(r, t + Span::from_ps(1), 1, ctx.stats);
+        Self::send_all(tx, frames, t, ctx);
     }
 
-    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent;
-    /// `alone`: in a run [`crate::engine::nic::Nic::runs_alone`] allowed
-    /// ([`crate::engine::nic::Nic::send_alone`]).
+    /// Completions of tx queue `tx` are reclaimed at `t` and a call's `frames` sent (a call
+    /// moves a frame at least).
     #[inline(always)]
-    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx, alone: bool) {
-        if let (true, [p]) = (alone, frames) {
-            return ctx.nic.reclaim_and_send_alone(tx, p, t, ctx.queue, ctx.stats);
-        }
-        ctx.nic.tx_reclaim(tx, t, ctx.stats);
-        for p in frames {
-            if alone {
-                ctx.nic.send_alone(tx, p, t, ctx.queue, ctx.stats);
-            } else {
-                ctx.nic.send(tx, p, t, ctx.queue, ctx.stats);
-            }
+    fn send_all(tx: usize, frames: &[Packet], t: Instant, ctx: &mut Ctx) {
+        debug_assert!(!frames.is_empty(), "a call moves a frame");
+        let Some((first, rest)) = frames.split_first() else { return };
+        ctx.nic.xmit(tx, first, t, true, ctx.queue, ctx.stats);
+        for p in rest {
+            ctx.nic.xmit(tx, p, t, false, ctx.queue, ctx.stats);
         }
     }
 
@@ -302,24 +299,20 @@ impl Batched {
         ctx: &mut Ctx,
     ) -> Option<(Unit, Span)> {
         let mut calls = 0u32;
+        let tx = self.topo.tx_of_core(c);
         // The run's spins and calls follow each other: each is charged to its activity as
         // it ends, the core's time once over the whole run when it stops.
         let from = *t;
-        // The frame of a one-frame call (written whole when taken).
+        // The call's first frame: the whole of a one-frame call, which stays in a local
+        // (written whole when taken).
         let mut p = Packet::default();
-        // The ring was brought up to `*t` (a call ended there): nothing more is due.
+        // The ring was brought up to `*t` (a call ended there): nothing more is due, and an
+        // empty ring has no frame to take.
         let mut advanced = false;
         loop {
-            // A poller that keeps up finds one frame: it comes straight off the ingress.
-            let passed = !advanced && ctx.nic.take_lone_due(r, *t, ctx.stats, &mut p);
-            let len = if passed {
-                1
-            } else {
-                if !advanced {
-                    ctx.nic.advance_ring_to_inline(r, *t, ctx.stats);
-                }
-                ctx.nic.rx(r).len()
-            };
+            // The call's first frame, and the frames it finds. (A poller that keeps up finds
+            // one: it comes straight off the ingress.)
+            let len = if advanced && ctx.nic.rx(r).is_empty() { 0 } else { ctx.nic.take(r, *t, ctx.stats, &mut p) };
             advanced = false;
             if len == 0 {
                 self.cores[c].idle_since = *t;
@@ -341,9 +334,6 @@ impl Batched {
             }
             if len == 1 || self.costs.batch == 1 {
                 // A call of one frame: it stays in a local.
-                if !passed {
-                    ctx.nic.take_into(r, *t, ctx.stats, &mut p);
-                }
                 let io = self.costs.t_call + Self::frame_io(&self.costs, &p);
                 let d = io + ctx.costs.t_proc(&p);
                 calls = calls.wrapping_add(1);
@@ -355,10 +345,11 @@ impl Batched {
                 ctx.stats.busy_on(Activity::Io, *t, *t + io);
                 ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
                 *t += d;
-                Self::end_call_of(r, self.topo.tx_of_core(c), std::slice::from_ref(&p), *t, ctx, true);
+                Self::end_call_of(r, tx, std::slice::from_ref(&p), *t, ctx);
                 advanced = true;
                 continue;
             }
+            self.cores[c].moved.push(p);
             let (io, work) = self.call(c, r, 0, self.costs.batch.min(len), *t, ctx);
             let d = io + work;
             calls = calls.wrapping_add(1);
@@ -369,7 +360,7 @@ impl Batched {
             ctx.stats.busy_on(Activity::Io, *t, *t + io);
             ctx.stats.busy_on(Activity::RxClean, *t + io, *t + d);
             *t += d;
-            self.end_call_one(c, r, *t, ctx, true);
+            self.end_call_one(c, r, *t, ctx);
             advanced = true;
         }
     }

@@ -1,10 +1,11 @@
 //! Host I/O modes: how cores move frames from rx rings to tx queues. Each mode is a
-//! self-contained state machine behind [`IoMode`], one file each, registered in [`build`];
-//! the engine only routes events to it, and a mode drives the NIC only through its methods.
+//! self-contained state machine behind [`IoMode`], one file each (NAPI a folder, a file per
+//! concern), registered in [`build`]; the engine only routes events to it, and a mode drives
+//! the NIC only through its methods.
 //!
 //! | `host.io` | file | mode |
 //! |---|---|---|
-//! | `napi` | [`napi`] | Linux NAPI with an ixgbe-style driver (002, 003) |
+//! | `napi` | [`napi`] (`napi/`) | Linux NAPI with an ixgbe-style driver (002, 003): softirq, poll, threads, busy polls |
 //! | `server` | [`server`] | cores as plain servers of their rings with a strategy (001, theory) |
 //! | `busy-poll`, `batched-syscall` | [`batched`] | DPDK-style polling, netmap / libpcap calls (004) |
 //! | `threaded-napi` | [`threaded`] | threaded NAPI on a software device (veth) |
@@ -122,8 +123,10 @@ pub trait IoMode: Send {
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx);
     /// An interrupt of a vector this mode armed fired.
     fn on_irq(&mut self, _irq: Irq, _ctx: &mut Ctx) {}
-    /// A ring this mode asked to be woken by received a frame at `t`.
-    fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx);
+    /// A ring this mode asked to be woken by ([`Nic::arm`]) received a frame at `t`. (A ring
+    /// armed by its vector, [`Nic::arm_vector`], raises the vector's cause instead: a mode
+    /// that drives vectors hears of their interrupts, [`IoMode::on_irq`].)
+    fn on_rx_wake(&mut self, _ring: usize, _t: Instant, _ctx: &mut Ctx) {}
     /// Interference takes forwarding core `core` from `t` for `d` (see [`units::preempt`]).
     fn preempt(&mut self, core: usize, t: Instant, d: Span, ctx: &mut Ctx);
     /// The run ends at `t`: charge the CPU time of work under way (see [`units::end`]).
@@ -222,15 +225,11 @@ pub fn ring_views(rings: std::ops::Range<usize>, views: &mut [RingView], ctx: &C
 }
 
 /// Ask to be woken by the next write-back on any of these rings.
-pub fn arm_rings(rings: impl IntoIterator<Item = usize>, ctx: &mut Ctx) {
-    for r in rings {
-        ctx.nic.arm(r, ctx.queue);
-    }
+pub fn arm_rings(rings: std::ops::Range<usize>, ctx: &mut Ctx) {
+    ctx.nic.arm(rings, true, ctx.queue);
 }
 
 /// No longer be woken by these rings.
-pub fn disarm_rings(rings: impl IntoIterator<Item = usize>, ctx: &mut Ctx) {
-    for r in rings {
-        ctx.nic.disarm(r);
-    }
+pub fn disarm_rings(rings: std::ops::Range<usize>, ctx: &mut Ctx) {
+    ctx.nic.arm(rings, false, ctx.queue);
 }

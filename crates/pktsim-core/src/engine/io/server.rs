@@ -125,10 +125,8 @@ impl Server {
         let horizon = ctx.horizon(c);
         let (mut from, mut served) = (*t, 0u32);
         loop {
-            // A core that keeps up finds one frame due: it comes straight off the ingress.
-            if !ctx.nic.take_lone_due(r, *t, ctx.stats, &mut core.frame)
-                && !ctx.nic.take_into(r, *t, ctx.stats, &mut core.frame)
-            {
+            // (A core that keeps up finds one frame due: it comes straight off the ingress.)
+            if ctx.nic.take(r, *t, ctx.stats, &mut core.frame) == 0 {
                 ctx.stats.busy(c, Activity::RxClean, from, *t);
                 if inline {
                     if let Some(at) = ctx.nic.next_arrival(r..r + 1, horizon, ctx.stats).filter(|&at| at > *t) {
@@ -146,8 +144,8 @@ impl Server {
                 return Some((Unit::Serve { ring: r, i: 0, rest: Span::ZERO }, d));
             }
             *t += d;
-            ctx.nic.refill_after_service(r, *t, ctx.stats);
-            ctx.nic.reclaim_and_send_alone(tx, &core.frame, *t, ctx.queue, ctx.stats);
+            ctx.nic.refill(r, *t, 1, ctx.stats);
+            ctx.nic.xmit(tx, &core.frame, *t, true, ctx.queue, ctx.stats);
         }
     }
 }
@@ -185,17 +183,15 @@ impl Units for Server {
                 // The frame's descriptor comes back now; frames that arrived during the
                 // service saw the ring without it.
                 ctx.nic.refill(r, t, 1, ctx.stats);
-                let lock = ctx.nic.tx_lock(tx, t, ctx.costs.tx_lock);
+                let lock = ctx.nic.tx(tx).lock(t, ctx.costs.tx_lock);
                 if lock > Span::ZERO {
                     self.cores[c].lock = Some(lock);
                     return;
                 }
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.send(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, true, ctx.queue, ctx.stats);
             }
             Unit::Lock => {
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.xmit(tx, &self.cores[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.cores[c].frame, t, true, ctx.queue, ctx.stats);
             }
             Unit::Idle => {}
         }
@@ -213,7 +209,7 @@ impl Units for Server {
         }
         let core = &mut self.cores[c];
         // Choose the next frame.
-        ctx.nic.advance_rings_to(rings.clone(), t, ctx.stats);
+        ctx.nic.advance(rings.clone(), t, ctx.stats);
         super::ring_views(rings.clone(), &mut core.views, ctx);
         for (v, pre) in core.views.iter_mut().zip(&core.preempted) {
             if let Some((p, rest)) = pre {
@@ -231,7 +227,10 @@ impl Units for Server {
         let (p, need) = match core.preempted[i].take() {
             Some(resumed) => resumed,
             None => {
-                let p = ctx.nic.take(r, t, ctx.stats)?;
+                let mut p = Packet::default();
+                if ctx.nic.take(r, t, ctx.stats, &mut p) == 0 {
+                    return None;
+                }
                 core.strategy.served(i, p.size);
                 let d = ctx.costs.t_proc(&p);
                 (p, d)

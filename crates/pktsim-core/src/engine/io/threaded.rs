@@ -172,8 +172,7 @@ impl Units for ThreadedNapi {
             Unit::Wakeup | Unit::PollStart => {}
             Unit::Packet(_) => {
                 let tx = self.topo.tx_of_core(c);
-                ctx.nic.tx_reclaim(tx, t, ctx.stats);
-                ctx.nic.send(tx, &self.threads[c].frame, t, ctx.queue, ctx.stats);
+                ctx.nic.xmit(tx, &self.threads[c].frame, t, true, ctx.queue, ctx.stats);
             }
         }
     }
@@ -182,7 +181,7 @@ impl Units for ThreadedNapi {
     #[inline]
     fn next(&mut self, c: usize, t: &mut Instant, ctx: &mut Ctx) -> Option<(Unit, Span)> {
         let t = *t;
-        ctx.nic.advance_rings_to(self.topo.rings_of_core(c), t, ctx.stats);
+        ctx.nic.advance(self.topo.rings_of_core(c), t, ctx.stats);
         let weight = self.p.weight as usize;
         let rings = self.topo.rings_of_core(c);
         let n = rings.len();
@@ -202,7 +201,12 @@ impl Units for ThreadedNapi {
                 let r = rings.start + th.cur;
                 if th.more && th.took < weight {
                     let g = (self.p.gro_normal_batch as usize).min(weight - th.took);
-                    let n = ctx.nic.take_batch(r, t, g, ctx.stats, &mut th.batch);
+                    let mut n = 0;
+                    let mut p = Packet::default();
+                    while n < g && ctx.nic.take(r, t, ctx.stats, &mut p) > 0 {
+                        th.batch.push_back((p, r));
+                        n += 1;
+                    }
                     th.took += n;
                     th.more = n == g;
                     if n > 0 {

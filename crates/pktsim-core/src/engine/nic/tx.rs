@@ -245,9 +245,9 @@ impl TxRing {
         true
     }
 
-    /// Take the queue's lock at `now` for `hold`: how long the core spins for it plus how
+    /// A core takes the queue's lock at `now` for `hold`: how long it spins for it plus how
     /// long it holds it (zero for a queue of its own).
-    pub(super) fn lock(&mut self, now: Instant, hold: Span) -> Span {
+    pub fn lock(&mut self, now: Instant, hold: Span) -> Span {
         if self.sharers <= 1 || hold.is_zero() {
             return Span::ZERO;
         }

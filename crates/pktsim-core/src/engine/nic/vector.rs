@@ -13,9 +13,9 @@
 //! while its interrupt waits: the interrupt moves to the write-back that fills the count.
 //!
 //! This file holds the vector's state ([`Vector`]) and its behaviour: the NIC's methods
-//! that arm it, hear of causes, fire and complete its interrupts, and the runs' held
-//! interrupts ([`super::Held`]), as an `impl Nic` block of its own (the NIC owns the rings a
-//! vector watches).
+//! that arm it, hear of causes, fire and complete its interrupts, as an `impl Nic` block of
+//! its own (the NIC owns the rings a vector watches), and the runs' held interrupts
+//! ([`Held`]: fired by the host, or handed back).
 
 use super::{Held, Irq, Nic};
 use crate::engine::moderation::{Episode, Moderation};
@@ -130,12 +130,13 @@ impl Nic {
     /// `counter_zero`, so it is scheduled now, as that cause would (the vector masked, its
     /// ring no longer waking anyone), instead of waiting for the completion's event.
     pub fn arm_vector(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
+        self.vectors_driven = true;
         let (_, next_done) = self.done_around(v, t);
         self.arm_vector_before(v, t, next_done, Instant::ZERO, queue, &mut None);
     }
 
     /// [`Nic::arm_vector`] at `t`, where an interrupt it schedules at once that fires
-    /// strictly before `inline` is not scheduled but returned (see [`Nic::complete_before`]);
+    /// strictly before `inline` is not scheduled but returned (see [`Nic::complete`]);
     /// `next_done` is the vector's tx ring's first completion after now. Before it puts
     /// anything into the queue, `other` goes back to it.
     fn arm_vector_before(
@@ -168,7 +169,7 @@ impl Nic {
             self.restore_first(other, t, queue);
         }
         if let Some(r) = self.vectors[v].layout.rx {
-            self.arm(r, queue);
+            self.arm_ring(r, queue);
         }
         if let Some(d) = next_done {
             self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
@@ -243,14 +244,15 @@ impl Nic {
     fn keep_counting(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let vec = &self.vectors[v];
         if let (true, Some(r), true) = (vec.policy.max_frames > 0, vec.layout.rx, vec.irq_at > t) {
-            self.arm(r, queue);
+            self.arm_ring(r, queue);
         }
     }
 
-    /// A cause reached vector `v` at `t`: an armed vector schedules its interrupt for when
-    /// its moderation allows. While a counting policy's interrupt waits, a write-back may
-    /// bring it forward (the count is full).
-    pub fn cause(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
+    /// A cause reached vector `v` at `t` (a write-back on its ring that woke it, see
+    /// [`Nic::take_woken`]; a tx completion): an armed vector schedules its interrupt for
+    /// when its moderation allows. While a counting policy's interrupt waits, a write-back
+    /// may bring it forward (the count is full).
+    pub(super) fn cause(&mut self, v: usize, t: Instant, queue: &mut EventQueue) {
         let vec = &self.vectors[v];
         if vec.armed {
             let at = self.irq_time(v, t, t);
@@ -267,7 +269,7 @@ impl Nic {
 
     /// A timer of the NIC's popped at `now`: a tx completion (a cause), or an interrupt,
     /// which fires and is returned for the host to handle.
-    pub fn on_timer(
+    pub(super) fn on_timer(
         &mut self,
         key: Key,
         gen: u32,
@@ -287,9 +289,9 @@ impl Nic {
 
     /// Vector `v`'s interrupt fires at `now`: the throttle counter is loaded, and the host
     /// handles the interrupt returned. The event of a scheduled interrupt calls this; so
-    /// does a host that was handed the interrupt's time instead ([`Nic::complete_before`]).
+    /// does a host that held the interrupt instead ([`Held::fire`]).
     #[inline]
-    pub fn fire(&mut self, v: usize, now: Instant, stats: &mut Stats) -> Irq {
+    fn fire(&mut self, v: usize, now: Instant, stats: &mut Stats) -> Irq {
         let vec = &mut self.vectors[v];
         vec.fire(now);
         // A counting policy's ring stops waking the vector once it fired.
@@ -303,23 +305,42 @@ impl Nic {
     /// `napi_complete` of vector `v`'s episode at `t`: the moderation policy hears of it,
     /// then the vector is unmasked — a cause that came meanwhile interrupts when the
     /// throttle counter allows, else the vector waits for the next one.
-    pub fn complete(&mut self, v: usize, t: Instant, episode: Episode, queue: &mut EventQueue, stats: &mut Stats) {
-        self.complete_before(v, t, episode, Instant::ZERO, queue, stats);
-    }
-
-    /// [`Nic::complete`] for a host that will do nothing else until the vector's next
-    /// interrupt if that comes before `inline` (the next event): an interrupt that would
-    /// be scheduled strictly before `inline` is not, and is returned held instead (see
-    /// [`Held`]); the vector is masked as for a scheduled interrupt, and the host fires it
-    /// at that time ([`Nic::fire`]), as the interrupt's event would have, or hands it back
-    /// ([`Nic::restore`]). Only for a policy that counts no frames (nothing reaches a
-    /// masked vector before its interrupt then).
+    ///
+    /// `inline`: for a host that will do nothing else until the vector's next interrupt if
+    /// that comes before `inline` (the next event; `Instant::ZERO` for none): an interrupt
+    /// that would be scheduled strictly before `inline` is not, and is returned held
+    /// instead (see [`Held`]); the vector is masked as for a scheduled interrupt, and the
+    /// host fires it at that time ([`Held::fire`]), as the interrupt's event would have, or
+    /// hands it back ([`Held::restore`]). Only for a policy that counts no frames (nothing
+    /// reaches a masked vector before its interrupt then).
     ///
     /// `other`: another vector's held interrupt that the general path scheduled before
     /// this completion: it goes back to the queue (at `t`) before anything this puts
     /// there, whose events of one time then run in the general path's order; it stays
     /// held where this puts nothing there.
-    pub fn complete_before(
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn complete(
+        &mut self,
+        v: usize,
+        t: Instant,
+        episode: Episode,
+        inline: Instant,
+        other: &mut Option<Held>,
+        queue: &mut EventQueue,
+        stats: &mut Stats,
+    ) -> Option<Held> {
+        // (Each case its own copy of the work: with no other held interrupt, the common
+        // one, nothing of it is looked at.)
+        if other.is_none() {
+            self.complete_alone(v, t, episode, inline, queue, stats)
+        } else {
+            self.complete_other(v, t, episode, inline, queue, stats, other)
+        }
+    }
+
+    /// [`Nic::complete`] with no other held interrupt.
+    fn complete_alone(
         &mut self,
         v: usize,
         t: Instant,
@@ -331,10 +352,9 @@ impl Nic {
         self.complete_inline(v, t, episode, inline, queue, stats, &mut None)
     }
 
-    /// [`Nic::complete_before`], `other` (another vector's held interrupt) going back to the
-    /// queue before anything this puts there.
+    /// [`Nic::complete`] with another held interrupt.
     #[allow(clippy::too_many_arguments)]
-    pub fn complete_before_other(
+    fn complete_other(
         &mut self,
         v: usize,
         t: Instant,
@@ -396,7 +416,7 @@ impl Nic {
         }
     }
 
-    /// `other`, if any, goes back to the queue at `t` (see [`Nic::complete_before`]).
+    /// `other`, if any, goes back to the queue at `t` (see [`Nic::complete`]).
     #[inline(always)]
     fn restore_first(&mut self, other: &mut Option<Held>, t: Instant, queue: &mut EventQueue) {
         if other.is_some() {
@@ -412,10 +432,8 @@ impl Nic {
         }
     }
 
-    /// Hand a held interrupt back at `now`, as the general path has it then: the vector
-    /// armed, waiting for its cause, if that comes no earlier (the cause's event runs after
-    /// the host's work at that time), else its interrupt scheduled.
-    pub fn restore(&mut self, h: Held, now: Instant, queue: &mut EventQueue) {
+    /// Hand a held interrupt back at `now` (see [`Held::restore`]).
+    fn restore(&mut self, h: Held, now: Instant, queue: &mut EventQueue) {
         let v = h.vector;
         if h.cause && now <= h.since {
             // (`irq_at`, set when it was held, is read only while the interrupt of an rx
@@ -424,7 +442,7 @@ impl Nic {
             let vec = &mut self.vectors[v];
             vec.armed = true;
             if let Some(r) = vec.layout.rx {
-                self.arm(r, queue);
+                self.arm_ring(r, queue);
             }
             if let Some(d) = h.tx_cause {
                 self.vectors[v].tx_cause.set(queue, d, Key::TxCause(v as u32));
@@ -432,5 +450,21 @@ impl Nic {
         } else {
             self.vectors[v].irq.set(queue, h.at, Key::Irq(v as u32));
         }
+    }
+}
+
+impl Held {
+    /// The host fires the held interrupt at its time, as the interrupt's event would have:
+    /// the vector's throttle counter is loaded, and the host handles the interrupt returned.
+    #[inline]
+    pub fn fire(self, nic: &mut Nic, stats: &mut Stats) -> Irq {
+        nic.fire(self.vector, self.at, stats)
+    }
+
+    /// Hand the held interrupt back to the queue at `now`, as the general path has it
+    /// then: the vector armed, waiting for its cause, if that comes no earlier (the cause's
+    /// event runs after the host's work at that time), else its interrupt scheduled.
+    pub fn restore(self, nic: &mut Nic, now: Instant, queue: &mut EventQueue) {
+        nic.restore(self, now, queue);
     }
 }

@@ -1,0 +1,53 @@
+//! Threaded NAPI (`/sys/class/net/DEV/threaded`, `napi_threaded_poll`): `napi_schedule`
+//! wakes the NAPI's kernel thread instead of raising the softirq; the woken thread joins
+//! its core's run queue `wake_latency` later, pays `t_wakeup` when it first runs, and polls
+//! its NAPI until a poll completes (then it sleeps); after a full poll it yields the core
+//! to the next runnable NAPI thread (`cond_resched`), else polls again.
+
+use std::ops::ControlFlow;
+
+use super::{Napi, Phase, Poll, PollKind, ThreadState, Work};
+use crate::engine::io::Ctx;
+use crate::engine::time::{Instant, Span};
+
+impl Napi {
+    /// NAPI `v`'s woken thread joins core `c`'s run queue at `t`.
+    pub(super) fn thread_runnable(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
+        self.napi[v].thread = ThreadState::Runnable { fresh: true };
+        if ctx.stats.in_window(t) {
+            self.wakeups += 1;
+        }
+        self.cores[c].runnable.push_back(v);
+    }
+
+    /// Core `c` at `t` with threaded NAPIs: the running NAPI thread polls its NAPI again, or
+    /// the next runnable thread gets the core (paying its wake-up first if it was just
+    /// woken), or with none runnable the application thread's next step runs. `Break`: the
+    /// core's next unit (None: it idles); `Continue`: look again (a poll was started, or a
+    /// thread became runnable meanwhile).
+    #[inline(always)]
+    pub(super) fn thread_step(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> ControlFlow<Option<(Work, Span)>> {
+        let core = &mut self.cores[c];
+        let v = match core.thread {
+            Some(v) => v,
+            None => {
+                let Some(v) = core.runnable.pop_front() else {
+                    return match self.app_next(c, t, ctx) {
+                        None if !self.cores[c].runnable.is_empty() => ControlFlow::Continue(()),
+                        next => ControlFlow::Break(next),
+                    };
+                };
+                core.thread = Some(v);
+                if self.napi[v].thread == (ThreadState::Runnable { fresh: true }) {
+                    self.napi[v].thread = ThreadState::Runnable { fresh: false };
+                    if self.p.t_wakeup > Span::ZERO {
+                        return ControlFlow::Break(Some((Work::Wakeup, self.p.t_wakeup)));
+                    }
+                }
+                v
+            }
+        };
+        core.poll = Some(Poll::new(v, ctx.nic, PollKind::Normal, self.p.weight, Phase::Start));
+        ControlFlow::Continue(())
+    }
+}
