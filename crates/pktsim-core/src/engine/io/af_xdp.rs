@@ -104,7 +104,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
         drives: None,
         busy_extra_ps: extra,
     });
-    if x.busy_poll && n.napi.defer_hard_irqs > 0 && n.napi.gro_flush_timeout.ps > 0 {
+    if x.busy_poll && n.napi.defers() {
         m.poll_gap_ps = n.napi.gro_flush_timeout.ps as f64;
     }
     m

@@ -48,9 +48,11 @@ pub struct ThreadParams {
     pub gro_normal_batch: u32,
     pub wake_latency: Span,
     pub t_wakeup: Span,
-    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout`, and whether they defer the interrupt
+    /// ([`crate::scenario::NapiSpec::defers`]).
     pub defer_hard_irqs: u32,
     pub gro_flush_timeout: Span,
+    pub defers: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -112,6 +114,7 @@ impl ThreadedNapi {
                 t_wakeup: thread.t_wakeup.into(),
                 defer_hard_irqs: napi.defer_hard_irqs,
                 gro_flush_timeout: napi.gro_flush_timeout.into(),
+                defers: napi.defers(),
             },
         )
     }
@@ -218,7 +221,7 @@ impl Units for ThreadedNapi {
                 // The poll ends: weight used (repoll), or napi_complete.
                 th.in_poll = false;
                 ctx.stats.poll(t, Some(th.took as u32));
-                let deferring = self.p.defer_hard_irqs > 0 && !self.p.gro_flush_timeout.is_zero();
+                let deferring = self.p.defers;
                 if deferring && th.took < weight {
                     // napi_complete_done(took): work reloads the count; while it lasts the
                     // notifications stay masked and the timer polls again.
@@ -371,7 +374,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     let per_poll = sc.scenario.host.io.poll().weight.min(sc.scenario.nic.rx_ring).max(1) as f64;
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let napi = &sc.scenario.nic.napi;
-    let deferred = if napi.gro_flush_timeout.ps > 0 { napi.defer_hard_irqs as f64 } else { 0.0 };
+    let deferred = if napi.defers() { napi.defer_hard_irqs as f64 } else { 0.0 };
     crate::price::ModeCosts {
         terms: vec![
             crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),

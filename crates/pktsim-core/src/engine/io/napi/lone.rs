@@ -63,7 +63,7 @@ impl Napi {
         let t = &self.topo;
         let own_tx = t.tx_queues() == t.cores()
             && (0..t.cores()).all(|c| t.tx_of_core(c) == c && t.vector(t.vector_of_tx(c)).core == c);
-        let deferral = self.p.defer_hard_irqs > 0 && self.p.gro_flush_timeout > Span::ZERO;
+        let deferral = self.p.defers;
         self.lone = !self.p.threaded
             && self.xdp.is_none()
             && self.app.is_none()

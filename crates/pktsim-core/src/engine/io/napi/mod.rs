@@ -241,9 +241,11 @@ pub struct NapiParams {
     pub refill_batch: u32,
     pub refill_at_poll_end: bool,
     pub net_rx_action: NetRxAction,
-    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (deferral off when either is 0).
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout`, and whether they defer the interrupt
+    /// ([`crate::scenario::NapiSpec::defers`]).
     pub defer_hard_irqs: u32,
     pub gro_flush_timeout: Span,
+    pub defers: bool,
     /// Threaded NAPI (`/sys/class/net/DEV/threaded`): a kernel thread per NAPI, with its
     /// wake-up latency and cost (`[host.thread]`).
     pub threaded: bool,
@@ -302,6 +304,7 @@ impl Napi {
                 net_rx_action: softirq.net_rx_action,
                 defer_hard_irqs: n.napi.defer_hard_irqs,
                 gro_flush_timeout: n.napi.gro_flush_timeout.into(),
+                defers: n.napi.defers(),
                 threaded: n.napi.threaded,
                 wake_latency: thread.wake_latency.into(),
                 t_wakeup: thread.t_wakeup.into(),

@@ -181,7 +181,7 @@ impl Napi {
                 let inst = &mut self.napi[v];
                 inst.busy_owned = false;
                 let gro = self.p.gro_flush_timeout;
-                if self.p.prefer_busy_poll && self.p.defer_hard_irqs > 0 && gro > Span::ZERO {
+                if self.p.prefer_busy_poll && self.p.defers {
                     // The interrupt stays masked: the timer (IRQ suspension's when epoll
                     // found events) polls if the application does not come back first.
                     let suspend =
@@ -202,11 +202,7 @@ impl Napi {
         }
         // A preferred busy poller's NAPI is completed even after a full poll (with
         // deferral: the timer), leaving the next poll to the application.
-        let yield_to_app = full
-            && self.p.prefer_busy_poll
-            && poll.kind == PollKind::Normal
-            && self.p.defer_hard_irqs > 0
-            && self.p.gro_flush_timeout > Span::ZERO;
+        let yield_to_app = full && self.p.prefer_busy_poll && poll.kind == PollKind::Normal && self.p.defers;
         let incomplete = full && !yield_to_app;
         if self.p.threaded && poll.kind == PollKind::Normal {
             let core = &mut self.cores[c];
@@ -241,7 +237,7 @@ impl Napi {
             if poll.rx_done > 0 {
                 inst.defer_left = self.p.defer_hard_irqs;
             }
-            if inst.defer_left > 0 && self.p.gro_flush_timeout > Span::ZERO {
+            if inst.defer_left > 0 && self.p.defers {
                 inst.defer_left -= 1;
                 inst.defer_timer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(v as u32));
                 return;

@@ -69,7 +69,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         );
     }
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
-    let deferred = if n.napi.gro_flush_timeout.ps > 0 { n.napi.defer_hard_irqs as f64 } else { 0.0 };
+    let deferred = if n.napi.defers() { n.napi.defer_hard_irqs as f64 } else { 0.0 };
     let mut terms = vec![
         crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
         crate::price::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
@@ -101,7 +101,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     // A preferred busy poller's NAPI yields after every poll: while the reader is busy
     // (its socket never empty), only the deferral timer polls it.
     let s = &sc.scenario.socket;
-    let prefer = app.is_some() && s.prefer_busy_poll && n.napi.defer_hard_irqs > 0 && n.napi.gro_flush_timeout.ps > 0;
+    let prefer = app.is_some() && s.prefer_busy_poll && n.napi.defers();
     let poll_gap_ps = if prefer && !suspends { n.napi.gro_flush_timeout.ps as f64 } else { 0.0 };
     crate::price::ModeCosts {
         terms,
