@@ -155,6 +155,8 @@ SET_KEYS = [
     "traffic.sources[0].burst",
     "traffic.sources[9].cv",
     "traffic.sources.0.on",
+    "traffic.schedule",
+    "traffic.schedule.0.rate",
     "traffic.sources.0.peak",
     "socket.busy_poll",
     "host.xdp.t_driver",

@@ -207,6 +207,9 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     let terms = CostTerms::of(sc);
     let mode = &inputs.mode;
     let mut notes: Vec<String> = sc.notes.iter().chain(&mode.notes).cloned().collect();
+    if s.traffic.synthetic().is_some_and(|t| !t.schedule.is_empty()) {
+        notes.push("traffic.schedule changes the offered rate over the run; this prediction is for traffic.rate itself (predict each step with --set traffic.rate)".into());
+    }
     let mean = sc.mean_frame_bytes();
 
     // Per-frame time at saturation for frames of `bytes`, and with every event paid alone.

@@ -54,6 +54,9 @@ impl SimNode {
             (TrafficKind::Pcap(p), Some(t)) => {
                 Box::new(TraceReplay::new(t.clone(), rate_pps, p.looped, link_bps, overhead))
             }
+            (TrafficKind::Synthetic(syn), _) => Box::new(
+                Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed).with_schedule(&syn.schedule_points()),
+            ),
             _ => Box::new(Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed)),
         };
         Self::with_ingress(sc, ingress)

@@ -133,6 +133,56 @@ impl SourceGen {
     }
 }
 
+/// A rate schedule as a warp of time: the sources run at their base rate in "base time"
+/// `u`, and a frame at base time `u` starts at the real time `t` with `L(t) = u`, where
+/// `L(t)` is the integral of the schedule's share from 0 to `t`. Where the share is `f`, the
+/// frames come `f` times as fast: exactly a non-homogeneous Poisson process for Poisson
+/// sources, and CBR at the scheduled rate for CBR ones.
+struct Warp {
+    /// Per segment: its start (ps), the share at its start and at its end (equal for a
+    /// step), its length (ps; the last runs on), and `L` at its start.
+    segs: Vec<(f64, f64, f64, f64, f64)>,
+}
+
+impl Warp {
+    /// From the points (time ps, share, ramp), in order; before the first, its share.
+    fn new(points: &[(f64, f64, bool)]) -> Option<Warp> {
+        let &(_, first, _) = points.first()?;
+        let mut segs = Vec::new();
+        let (mut t, mut share, mut l) = (0.0, first, 0.0);
+        for &(at, to, ramp) in points {
+            if at > t {
+                let end = if ramp { to } else { share };
+                segs.push((t, share, end, at - t, l));
+                l += (share + end) / 2.0 * (at - t);
+                t = at;
+            }
+            share = to;
+        }
+        segs.push((t, share, share, f64::INFINITY, l));
+        Some(Warp { segs })
+    }
+
+    /// The real time of base time `u` (infinite where the schedule sends no more).
+    fn real(&self, u: f64) -> f64 {
+        let i = self.segs.partition_point(|s| s.4 <= u).saturating_sub(1);
+        for &(t0, f0, f1, d, l0) in &self.segs[i..] {
+            let c = u - l0;
+            let area = (f0 + f1) / 2.0 * d;
+            if c < area || d.is_infinite() {
+                if f0 == f1 {
+                    return if f0 > 0.0 { t0 + c / f0 } else { f64::INFINITY };
+                }
+                // L(t0 + x) - l0 = f0 x + (f1 - f0) x^2 / (2 d) = c.
+                let a = (f1 - f0) / (2.0 * d);
+                let x = (-f0 + (f0 * f0 + 4.0 * a * c).max(0.0).sqrt()) / (2.0 * a);
+                return t0 + x.clamp(0.0, d);
+            }
+        }
+        f64::INFINITY
+    }
+}
+
 /// Later than any run ends ([`crate::scenario::limits::MAX_RUN_PS`]) with room to add
 /// times to it: frames that would start after it are never generated.
 const HORIZON_PS: f64 = 4.0e18;
@@ -140,6 +190,8 @@ const HORIZON_PS: f64 = 4.0e18;
 /// All sources merged in time order, behind the ingress link.
 pub struct Traffic {
     sources: Vec<SourceGen>,
+    /// `traffic.schedule`: the sources' times are base times, warped to real ones.
+    warp: Option<Warp>,
     wire: WireTime,
     link_free: Instant,
     generated: u64,
@@ -228,7 +280,20 @@ impl Traffic {
                 gen
             })
             .collect();
-        Traffic { sources: gens, wire: WireTime::new(overhead, link_bps), link_free: Instant::ZERO, generated: 0 }
+        Traffic {
+            sources: gens,
+            warp: None,
+            wire: WireTime::new(overhead, link_bps),
+            link_free: Instant::ZERO,
+            generated: 0,
+        }
+    }
+
+    /// The offered rate over the run (`traffic.schedule`: points of time in ps, share of the
+    /// rate, ramp from the point before).
+    pub fn with_schedule(mut self, points: &[(f64, f64, bool)]) -> Self {
+        self.warp = Warp::new(points);
+        self
     }
 }
 
@@ -289,7 +354,14 @@ impl Traffic {
         if !(src.next_start < HORIZON_PS) {
             return None;
         }
-        let start = Instant::ZERO + Span::from_ps_f64_small(src.next_start);
+        let real = match &self.warp {
+            Some(w) => w.real(src.next_start),
+            None => src.next_start,
+        };
+        if !(real < HORIZON_PS) {
+            return None;
+        }
+        let start = Instant::ZERO + Span::from_ps_f64_small(real);
         let (size, wire) = src.sample_size();
         let flow = src.sample_flow();
         src.advance();
@@ -333,7 +405,7 @@ impl Ingress for Traffic {
             return;
         }
         let src = &self.sources[0];
-        if src.sizes.len() == 1 {
+        if src.sizes.len() == 1 && self.warp.is_none() {
             match src.pattern {
                 Pattern::Cbr => return self.fill_one_size::<false>(out, max),
                 Pattern::Poisson => return self.fill_one_size::<true>(out, max),
@@ -607,5 +679,44 @@ mod tests {
         assert!(inside > 0.97, "{inside}");
         let silent: f64 = gaps.iter().filter(|&&g| g > 250_000).map(|&g| g as f64).sum::<f64>() / 1e12 / span_s;
         assert!((silent / 0.75 - 1.0).abs() < 0.05, "silent {silent} of the time");
+    }
+
+    /// A schedule's steps and ramps: the frames in each part of the run are its share of
+    /// the rate times its length (a ramp's: the mean of its ends); a 0% part sends nothing.
+    #[test]
+    fn a_schedule_steps_and_ramps_the_rate_over_the_run() {
+        let ms = 1e9;
+        let points = [
+            (0.0, 1.0, false),
+            (1.0 * ms, 0.5, false),
+            (2.0 * ms, 0.0, false),
+            (3.0 * ms, 0.5, false),
+            (5.0 * ms, 1.5, true),
+        ];
+        for pattern in [Pattern::Cbr, Pattern::Poisson] {
+            let mut t = Traffic::new(&[src(pattern, 1.0, 64)], 1e6, 100e9, 20, 7).with_schedule(&points);
+            let mut count = [0u32; 7];
+            loop {
+                let p = t.next();
+                let k = (p.t_ring.ps() as f64 / ms) as usize;
+                if k >= count.len() {
+                    break;
+                }
+                count[k] += 1;
+            }
+            // 1 Mpps, 0.5, 0, then a ramp from 0.5 to 1.5 over 2 ms (0.75 and 1.25 of it in
+            // each half), then 1.5 on.
+            let want = [1000.0, 500.0, 0.0, 750.0, 1250.0, 1500.0, 1500.0];
+            let tol = if pattern == Pattern::Cbr { 0.01 } else { 0.15 };
+            for (k, (&c, &w)) in count.iter().zip(&want).enumerate() {
+                assert!((c as f64 - w).abs() <= tol * w.max(1.0) + 1.0, "{pattern:?} ms {k}: {c} frames, {w} expected");
+            }
+        }
+        // The warp's inverse at a ramp: L(t) over 3..5 ms is 0.5 x + x^2 / 4 ms.
+        let w = Warp::new(&points).unwrap();
+        let l3 = 1.0 * ms + 0.5 * ms; // L at 3 ms
+        assert!((w.real(l3) - 3.0 * ms).abs() < 1.0);
+        assert!((w.real(l3 + 0.5 * ms + 0.25 * ms) - 4.0 * ms).abs() < 1.0);
+        assert!((w.real(l3 + 2.0 * ms) - 5.0 * ms).abs() < 1.0);
     }
 }

@@ -75,8 +75,8 @@ pub use self::nic::{
 };
 pub use self::sweep::{SweepSpec, SweepValues};
 pub use self::traffic::{
-    mean_frame_bytes, PacketSize, Pattern, PcapReplay, Proto, ResolvedSource, Source, Synthetic, Traffic, TrafficKind,
-    MAX_FRAME_BYTES, MIN_FRAME_BYTES,
+    mean_frame_bytes, PacketSize, Pattern, PcapReplay, Proto, RatePoint, ResolvedSource, Source, Synthetic, Traffic,
+    TrafficKind, MAX_FRAME_BYTES, MIN_FRAME_BYTES,
 };
 pub use crate::loader::{
     apply_sets, deserialize_toml, deserialize_value, parse_set_value, parse_toml_table, split_sets,
@@ -370,6 +370,7 @@ mod tests {
             Interference,
             Link,
             Synthetic,
+            RatePoint,
             PcapReplay,
             Source,
             CostSpec,

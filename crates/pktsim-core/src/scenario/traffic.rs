@@ -259,11 +259,74 @@ pub struct Synthetic {
     /// Several sources sharing the total rate; each inherits what it does not set.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<Source>,
+    /// The offered rate over the run, as a share of `rate`: from each point's time (from
+    /// the start of the run, warm-up included) the share it gives, stepped to or, with
+    /// `ramp = true`, ramped linearly from the point before; before the first point, the
+    /// first point's share (default: `rate` throughout).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedule: Vec<RatePoint>,
+}
+
+/// One point of `traffic.schedule`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RatePoint {
+    /// When, from the start of the run.
+    pub at: TimeSpan,
+    /// The share of `traffic.rate` offered from then ("50%"; up to "1000%").
+    pub rate: Percent,
+    /// Ramp linearly from the point before (else: a step at `at`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ramp: bool,
 }
 
 impl Default for Synthetic {
     fn default() -> Self {
-        Synthetic { pattern: Pattern::default(), size: PacketSize::default(), flows: 1, sources: Vec::new() }
+        Synthetic {
+            pattern: Pattern::default(),
+            size: PacketSize::default(),
+            flows: 1,
+            sources: Vec::new(),
+            schedule: Vec::new(),
+        }
+    }
+}
+
+impl Synthetic {
+    /// `schedule` in order of time, each share from 0% to 1000%, a ramp only after a point.
+    fn check_schedule(&self, origin: &str) -> Result<()> {
+        for (i, p) in self.schedule.iter().enumerate() {
+            let path = format!("traffic.schedule[{i}]");
+            let err = |key: &str, value: String, expected: &str| -> crate::error::Error {
+                ConfigError::new(origin, join_path(&path, key), Some(value), expected).into()
+            };
+            if !(p.rate.fraction.is_finite() && (0.0..=10.0).contains(&p.rate.fraction)) {
+                return Err(err(
+                    "rate",
+                    format!("{:?}", p.rate.to_string()),
+                    "a share of traffic.rate from 0% to 1000%",
+                ));
+            }
+            if i > 0 && p.at.ps <= self.schedule[i - 1].at.ps {
+                return Err(err(
+                    "at",
+                    format!("{:?}", p.at.to_string()),
+                    "a time after the point before's (the points in order of time)",
+                ));
+            }
+            if i == 0 && p.ramp {
+                return Err(err("ramp", "true".into(), "no ramp on the first point (there is nothing to ramp from)"));
+            }
+        }
+        if !self.schedule.is_empty() && self.schedule.iter().all(|p| p.rate.fraction == 0.0) {
+            return Err(ConfigError::new(origin, "traffic.schedule", None, "at least one point above 0%").into());
+        }
+        Ok(())
+    }
+
+    /// The schedule as the generator takes it: (time in ps, share, ramp) per point.
+    pub fn schedule_points(&self) -> Vec<(f64, f64, bool)> {
+        self.schedule.iter().map(|p| (p.at.ps as f64, p.rate.fraction, p.ramp)).collect()
     }
 }
 
@@ -293,6 +356,13 @@ pub struct PcapReplay {
 crate::plain_keys!(Synthetic, PcapReplay);
 
 impl Traffic {
+    /// Its synthetic sources' keys, if it has them.
+    pub fn synthetic(&self) -> Option<&Synthetic> {
+        match &self.kind {
+            TrafficKind::Synthetic(s) => Some(s),
+            TrafficKind::Pcap(_) => None,
+        }
+    }
     /// The trace it replays, if it replays one.
     pub fn pcap(&self) -> Option<&PcapReplay> {
         match &self.kind {
@@ -439,7 +509,10 @@ impl Traffic {
                 let (t, source) = p.resolve(self.rate, origin, base_dir, link)?;
                 (Some(t), vec![source])
             }
-            TrafficKind::Synthetic(s) => (None, s.resolve_sources(origin)?),
+            TrafficKind::Synthetic(s) => {
+                s.check_schedule(origin)?;
+                (None, s.resolve_sources(origin)?)
+            }
         };
         self.validate_rate(origin, &sources, link)?;
         Ok((trace, sources))
@@ -855,6 +928,29 @@ mod tests {
         let mut t = traffic(vec![Source { burst: 8, ..source("100%") }]);
         t.pattern = Pattern::Burst;
         assert!(t.resolve_sources("t").is_ok());
+    }
+
+    /// A schedule's points in order of time, shares from 0% to 1000% (one above 0), no
+    /// ramp on the first.
+    #[test]
+    fn a_schedule_is_in_order_with_shares_in_range() {
+        let with = |text: &str| {
+            let s: Synthetic = crate::loader::deserialize_toml(text, "t").unwrap();
+            s.check_schedule("t")
+        };
+        assert!(
+            with("schedule = [{at = \"0s\", rate = \"100%\"}, {at = \"5ms\", rate = \"20%\", ramp = true}]").is_ok()
+        );
+        assert_eq!(
+            config_error(with("schedule = [{at = \"5ms\", rate = \"10%\"}, {at = \"5ms\", rate = \"20%\"}]")).path,
+            "traffic.schedule[1].at"
+        );
+        assert_eq!(
+            config_error(with("schedule = [{at = \"0s\", rate = \"10%\", ramp = true}]")).path,
+            "traffic.schedule[0].ramp"
+        );
+        assert_eq!(config_error(with("schedule = [{at = \"0s\", rate = \"1001%\"}]")).path, "traffic.schedule[0].rate");
+        assert_eq!(config_error(with("schedule = [{at = \"0s\", rate = \"0%\"}]")).path, "traffic.schedule");
     }
 
     #[test]
