@@ -75,7 +75,9 @@ def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
     - ``per_class`` (by class name: the throughput, loss, latency and drop fields above) and
       ``per_ring`` (list: ``ring``, ``core``, ``queue`` and the same fields);
     - ``series`` (with ``measure.interval``: per bucket ``offered``, ``forwarded``,
-      ``dropped``, ``carried_in``, ``irqs``, ``polls`` counts and ``latency_sum_ns``) and
+      ``dropped``, ``carried_in``, ``irqs``, ``polls`` counts, ``latency_sum_ns`` and
+      ``itr_sum_ns``: the moderation interval at each interrupt, summed; over ``irqs`` the
+      mean interval) and
       ``series_interval_s`` (s);
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
       per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""

@@ -368,3 +368,49 @@ fn a_profiles_saturation_rate_holds_whatever_a_poll_costs() {
         );
     }
 }
+
+/// The time series shows the moderation state: the interval in effect at each interrupt,
+/// summed per bucket. Under static ITR it is the interval itself; under DIM a step of the
+/// load from light to heavy (traffic.schedule) moves the profile to longer intervals.
+#[test]
+fn the_time_series_shows_how_moderation_follows_a_step_of_load() {
+    let text = r#"
+        [cpu]
+        frequency = "3.3GHz"
+        [link]
+        rate = "10Gbit/s"
+        [traffic]
+        rate = "1.5Mpps"
+        pattern = "poisson"
+        schedule = [{at = "0s", rate = "5%"}, {at = "30ms", rate = "90%"}]
+        [cost]
+        profile = "raumer2015-64B"
+        [nic]
+        tx_vector = "shared"
+        [nic.itr]
+        mode = "dim"
+        profile = "mlx5-cqe"
+        [measure]
+        warmup = "0s"
+        duration = "60ms"
+        interval = "10ms"
+    "#;
+    let mean_itr = |r: &pktsim_core::engine::SimResult, buckets: std::ops::Range<usize>| {
+        let s = &r.series.as_ref().expect("a time series")[buckets];
+        let (sum, n) = s.iter().fold((0u128, 0u64), |(a, n), b| (a + b.itr_sum_ps, n + b.irqs));
+        sum as f64 / n.max(1) as f64 / 1e3
+    };
+    let dim = sim(&load(text, "dim.toml", &[]));
+    let (light, heavy) = (mean_itr(&dim, 1..3), mean_itr(&dim, 4..6));
+    // (23 us light, 43 us heavy: the mlx5 CQE profile's levels the load leads it to.)
+    assert!(heavy > 1.5 * light && light > 0.0, "DIM's mean interval: {light} ns light, {heavy} ns heavy");
+    // Static: 20 us as the NIC takes it (ten of its 2.048 us steps), throughout.
+    let fixed = sim(&load(text, "static.toml", &[("nic.itr.mode", "static"), ("nic.itr.interval", "20us")]));
+    for b in 0..6 {
+        assert!(
+            close(mean_itr(&fixed, b..b + 1), 20_480.0, 1e-9),
+            "static, bucket {b}: {}",
+            mean_itr(&fixed, b..b + 1)
+        );
+    }
+}

@@ -430,7 +430,7 @@ impl IoMode for Batched {
                 (Unit::Spin, from, since + t_empty * calls - from)
             }
             Wait::Sleep { t_irq, t_wakeup } => {
-                ctx.stats.irq(t);
+                ctx.stats.irq(t, Span::ZERO);
                 (Unit::Wake, t, t_irq + t_wakeup)
             }
         };

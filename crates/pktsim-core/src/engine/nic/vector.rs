@@ -298,7 +298,7 @@ impl Nic {
         if let Some(r) = vec.layout.rx {
             self.rx[r].set_armed(false);
         }
-        stats.irq(now);
+        stats.irq(now, self.vectors[v].moderation().interval());
         Irq { vector: v, core: self.vectors[v].layout.core }
     }
 
