@@ -300,22 +300,10 @@ fn a_net_rx_action_time_limit_of_one_jiffy_squeezes_once_per_jiffy() {
 /// same whatever the interval (the frames' work alone).
 #[test]
 fn events_cost_cpu_by_default_so_moderation_trades_cpu_for_latency() {
-    let text = r#"
-        [cpu]
-        frequency = "3.3GHz"
-        [link]
-        rate = "10Gbit/s"
-        [traffic]
-        rate = "1Mpps"
-        [cost]
-        profile = "raumer2015-64B"
-        [nic.itr]
-        mode = "static"
-        interval = "2us"
-        [measure]
-        warmup = "2ms"
-        duration = "20ms"
-    "#;
+    let text = &router_64b(
+        "rate = \"1Mpps\"",
+        "[nic.itr]\nmode = \"static\"\ninterval = \"2us\"\n[measure]\nwarmup = \"2ms\"\nduration = \"20ms\"",
+    );
     let run = |interval: &str, free: bool| {
         let mut sets = vec![("nic.itr.interval", interval)];
         if free {
@@ -340,19 +328,7 @@ fn events_cost_cpu_by_default_so_moderation_trades_cpu_for_latency() {
 /// poll's own term.
 #[test]
 fn a_profiles_saturation_rate_holds_whatever_a_poll_costs() {
-    let text = r#"
-        [cpu]
-        frequency = "3.3GHz"
-        [link]
-        rate = "10Gbit/s"
-        [traffic]
-        rate = "2.4Mpps"
-        [cost]
-        profile = "raumer2015-64B"
-        [measure]
-        warmup = "2ms"
-        duration = "20ms"
-    "#;
+    let text = &router_64b("rate = \"2.4Mpps\"", "[measure]\nwarmup = \"2ms\"\nduration = \"20ms\"");
     let profile_rate = 3.3e9 / 1978.0; // 000's C_total for 64 B frames
                                        // (With a poll ten times dearer than the default the simulator's saturated polls do not
                                        // all carry the whole weight: 2.2 % below the profile at 2 us.)
@@ -374,27 +350,11 @@ fn a_profiles_saturation_rate_holds_whatever_a_poll_costs() {
 /// load from light to heavy (traffic.schedule) moves the profile to longer intervals.
 #[test]
 fn the_time_series_shows_how_moderation_follows_a_step_of_load() {
-    let text = r#"
-        [cpu]
-        frequency = "3.3GHz"
-        [link]
-        rate = "10Gbit/s"
-        [traffic]
-        rate = "1.5Mpps"
-        pattern = "poisson"
-        schedule = [{at = "0s", rate = "5%"}, {at = "30ms", rate = "90%"}]
-        [cost]
-        profile = "raumer2015-64B"
-        [nic]
-        tx_vector = "shared"
-        [nic.itr]
-        mode = "dim"
-        profile = "mlx5-cqe"
-        [measure]
-        warmup = "0s"
-        duration = "60ms"
-        interval = "10ms"
-    "#;
+    let text = &router_64b(
+        "rate = \"1.5Mpps\"\npattern = \"poisson\"\nschedule = [{at = \"0s\", rate = \"5%\"}, {at = \"30ms\", rate = \"90%\"}]",
+        "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"dim\"\nprofile = \"mlx5-cqe\"\n\
+         [measure]\nwarmup = \"0s\"\nduration = \"60ms\"\ninterval = \"10ms\"",
+    );
     let mean_itr = |r: &pktsim_core::engine::SimResult, buckets: std::ops::Range<usize>| {
         let s = &r.series.as_ref().expect("a time series")[buckets];
         let (sum, n) = s.iter().fold((0u128, 0u64), |(a, n), b| (a + b.itr_sum_ps, n + b.irqs));
@@ -413,4 +373,13 @@ fn the_time_series_shows_how_moderation_follows_a_step_of_load() {
             mean_itr(&fixed, b..b + 1)
         );
     }
+}
+
+/// 000's Linux router on one 3.3 GHz core with its 64 B profile: `traffic` is the body of
+/// its [traffic] table, `rest` more tables (no [host]: its costs are the defaults).
+fn router_64b(traffic: &str, rest: &str) -> String {
+    format!(
+        "[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"10Gbit/s\"\n[traffic]\n{traffic}\n\
+         [cost]\nprofile = \"raumer2015-64B\"\n{rest}\n"
+    )
 }
