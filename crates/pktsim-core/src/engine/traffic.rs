@@ -98,37 +98,43 @@ impl SourceGen {
         };
     }
 
-    /// The next start of a modulated source: the state's next gap (constant at the peak
-    /// rate while ON for on-off, exponential for mmpp); a start past the period's end
-    /// moves to the next period (an OFF period of on-off sends nothing), its gap drawn
-    /// again from that period's start (exponential gaps are memoryless; on-off's first
-    /// frame of a period starts with it).
+    /// The next start of a modulated source. On-off: the peak rate's gap counted in ON
+    /// time only (a gap an OFF period interrupts goes on in the next ON period), so the
+    /// mean holds however the periods compare with the gap. Mmpp: the state's exponential
+    /// gap; one that crosses the period's end is drawn again from there at the other
+    /// state's rate (memoryless).
     #[inline(never)]
     fn advance_modulated(&mut self) {
+        let gap = if self.pattern == Pattern::Mmpp { 0.0 } else { self.gap_high_ps };
+        self.place_after(self.next_start, gap);
+    }
+
+    /// The next start at `left` of ON time (on-off) or one exponential gap (mmpp, `left`
+    /// unused) after `t`, crossing periods as they end.
+    fn place_after(&mut self, mut t: f64, mut left: f64) {
         let mmpp = self.pattern == Pattern::Mmpp;
-        let mut t = self.next_start;
         loop {
-            let gap = match (mmpp, self.high) {
-                (true, true) => self.rng.exponential(self.gap_high_ps),
-                (true, false) => self.rng.exponential(self.gap_low_ps),
-                (false, _) => self.gap_high_ps,
-            };
-            if self.high && t + gap < self.period_end || mmpp && !self.high && t + gap < self.period_end {
-                self.next_start = t + gap;
-                return;
+            if mmpp {
+                let gap = self.rng.exponential(if self.high { self.gap_high_ps } else { self.gap_low_ps });
+                if t + gap < self.period_end {
+                    self.next_start = t + gap;
+                    return;
+                }
+            } else if self.high {
+                if t + left < self.period_end {
+                    self.next_start = t + left;
+                    return;
+                }
+                left -= self.period_end - t;
             }
             // The period ends first: the next one.
             t = self.period_end;
-            self.high = !self.high;
-            self.period_end = t + self.rng.exponential(if self.high { self.on_ps } else { self.off_ps });
-            if !mmpp && self.high {
-                self.next_start = t;
-                return;
-            }
             if t >= HORIZON_PS {
                 self.next_start = f64::INFINITY;
                 return;
             }
+            self.high = !self.high;
+            self.period_end = t + self.rng.exponential(if self.high { self.on_ps } else { self.off_ps });
         }
     }
 }
@@ -266,16 +272,9 @@ impl Traffic {
                     // the share of time it takes), for a memoryless rest of its period.
                     gen.high = gen.rng.uniform() < on / (on + off);
                     gen.period_end = gen.rng.exponential(if gen.high { on } else { off });
-                    gen.next_start = 0.0;
-                    if gen.high && s.pattern == Pattern::OnOff {
-                        // A random phase within the peak rate's spacing.
-                        gen.next_start = gen.rng.uniform() * gap_high_ps;
-                        if gen.next_start >= gen.period_end {
-                            gen.advance_modulated();
-                        }
-                    } else {
-                        gen.advance_modulated();
-                    }
+                    // On-off: a random phase within the peak rate's spacing, in ON time.
+                    let phase = if s.pattern == Pattern::OnOff { gen.rng.uniform() * gap_high_ps } else { 0.0 };
+                    gen.place_after(0.0, phase);
                 }
                 gen
             })
@@ -718,5 +717,17 @@ mod tests {
         assert!((w.real(l3) - 3.0 * ms).abs() < 1.0);
         assert!((w.real(l3 + 0.5 * ms + 0.25 * ms) - 4.0 * ms).abs() < 1.0);
         assert!((w.real(l3 + 2.0 * ms) - 5.0 * ms).abs() < 1.0);
+    }
+
+    /// An on-off source whose ON periods are shorter than its peak's gap keeps its mean: a
+    /// gap an OFF period interrupts goes on in the next ON period.
+    #[test]
+    fn an_on_off_source_keeps_its_mean_when_its_periods_are_shorter_than_its_gaps() {
+        let mut s = src(Pattern::OnOff, 1.0, 64);
+        (s.on_ps, s.off_ps) = (100e6, 100e6); // 100 us each: a 500 us gap at the peak of 2 kpps
+        let mut t = Traffic::new(&[s], 1e3, 100e9, 20, 5);
+        let pkts: Vec<Packet> = (0..20_000).map(|_| t.next()).collect();
+        let pps = pkts.len() as f64 / (pkts.last().unwrap().t_ring.ps() as f64 / 1e12);
+        assert!((pps / 1e3 - 1.0).abs() < 0.03, "{pps} pps");
     }
 }

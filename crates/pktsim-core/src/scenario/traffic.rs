@@ -414,10 +414,11 @@ pub struct Source {
     /// Frames per burst (pattern "burst").
     #[serde(default = "default_burst")]
     pub burst: u32,
-    /// Mean length of an ON (high-rate) period (patterns "on-off" and "mmpp").
+    /// Mean length of an ON (high-rate) period (patterns "on-off" and "mmpp"), at least 1 us.
     #[serde(default = "default_period")]
     pub on: Duration,
-    /// Mean length of an OFF (silent or low-rate) period (patterns "on-off" and "mmpp").
+    /// Mean length of an OFF (silent or low-rate) period (patterns "on-off" and "mmpp"), at
+    /// least 1 us.
     #[serde(default = "default_period")]
     pub off: Duration,
     /// Ratio of the high rate to the low rate (pattern "mmpp"), above 1.
@@ -613,12 +614,12 @@ impl Synthetic {
                     )
                     .into());
                 }
-                if d.ps == 0 && modulated {
+                if d.ps < 1_000_000 && modulated {
                     return Err(ConfigError::new(
                         origin,
                         join_path(&p, key),
-                        Some("\"0s\"".into()),
-                        "a mean period above 0",
+                        Some(format!("{:?}", d.to_string())),
+                        "a mean period of at least 1us",
                     )
                     .into());
                 }
