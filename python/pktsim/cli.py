@@ -59,6 +59,20 @@ def format_run(r: dict, origin: str) -> str:
     )
 
 
+def _idle_rows(r: dict) -> list[list[str]]:
+    """The idle states the cores slept in (`[cpu.idle]`), like `cpupower monitor`: each
+    state's share of the time and entries, and what the wake-ups paid."""
+    idle = r.get("idle_states")
+    if not idle:
+        return []
+    used = [s for s in idle["states"] if s["entries"] or s["time_share"] > 0]
+    states = ", ".join(f"{s['name']} {100 * s['time_share']:.1f}% ({s['entries']:,} entries)" for s in used) or "none entered"
+    return [
+        [f"idle ({idle['governor']})", states],
+        ["wake-ups", f"{idle['wakeups_per_s']:,.0f} /s from a state that costs, exit latency {idle['mean_exit_latency_ns'] / 1e3:.2f} us mean"],
+    ]
+
+
 def _format_run(r: dict, origin: str) -> str:
     L = r["latency_ns"]
     lines = [
@@ -95,7 +109,8 @@ def _format_run(r: dict, origin: str) -> str:
                 if r["softirqs_per_packet"] > 0
                 else []
             )
-            + _wakeup_rows(r),
+            + _wakeup_rows(r)
+            + _idle_rows(r),
             ["quantity", "value"],
             "ll",
         ),

@@ -68,7 +68,10 @@ def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
       ``time_squeeze``, ``ksoftirqd_wakeups``, ``empty_polls`` (counts);
     - ``cpu_utilization``, ``cpu_useful`` (0..1 of all cores' time), ``cpu_by_activity``
       (``idle``, ``io``, ``irq``, ``poll``, ``rx_clean``, ``spin``, ``tx_clean``,
-      ``tx_lock``, ``wakeup``: 0..1), ``cpu_per_core`` (list, 0..1);
+      ``tx_lock``, ``wakeup``, ``refill``: 0..1), ``cpu_per_core`` (list, 0..1);
+    - ``idle_states`` (with ``[cpu.idle]`` states that cost something: ``governor``, per state
+      ``name``, ``entries``, ``time_share``, ``above``, ``below``; ``wakeups_per_s``,
+      ``mean_exit_latency_ns``);
     - ``drops`` (``qdisc_full``, ``rx_ring_full``: packets), ``offered_packets``,
       ``forwarded_packets``, ``consumed_packets`` (XDP_DROP, an application), ``carried_in_packets``,
       ``sim_packets``, ``events`` (counts);
@@ -77,7 +80,9 @@ def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
     - ``series`` (with ``measure.interval``: per bucket ``offered``, ``forwarded``,
       ``dropped``, ``carried_in``, ``irqs``, ``polls`` counts, ``latency_sum_ns`` and
       ``itr_sum_ns``: the moderation interval at each interrupt, summed; over ``irqs`` the
-      mean interval) and
+      mean interval; ``rx_polled``: over ``polls``, the frames per poll;
+      ``deferred_polls``: polls the deferral timer started; ``wakeups`` from an idle state
+      and their ``exit_latency_sum_ns``, whose mean names the state) and
       ``series_interval_s`` (s);
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
       per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""

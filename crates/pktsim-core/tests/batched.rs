@@ -16,6 +16,8 @@ fn node(io: &str, sets: &[(&str, &str)]) -> SimResult {
         r#"
         [cpu]
         frequency = "2.93GHz"
+        [cpu.idle]
+        table = "poll"
         [link]
         rate = "10Gbit/s"
         [traffic]

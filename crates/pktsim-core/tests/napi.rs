@@ -11,6 +11,8 @@ fn node(sets: &[(&str, &str)]) -> SimResult {
         seed = 1
         [cpu]
         frequency = "3.3GHz"
+        [cpu.idle]
+        table = "poll" # (002: power saving off)
         [link]
         rate = "10Gbit/s"
         [traffic]
@@ -379,7 +381,7 @@ fn the_time_series_shows_how_moderation_follows_a_step_of_load() {
 /// its [traffic] table, `rest` more tables (no [host]: its costs are the defaults).
 fn router_64b(traffic: &str, rest: &str) -> String {
     format!(
-        "[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"10Gbit/s\"\n[traffic]\n{traffic}\n\
+        "[cpu]\nfrequency = \"3.3GHz\"\n[cpu.idle]\ntable = \"poll\"\n[link]\nrate = \"10Gbit/s\"\n[traffic]\n{traffic}\n\
          [cost]\nprofile = \"raumer2015-64B\"\n{rest}\n"
     )
 }

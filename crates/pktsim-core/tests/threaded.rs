@@ -10,6 +10,8 @@ fn scenario(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
         [cpu]
         frequency = "2GHz"
         cores = 1
+        [cpu.idle]
+        table = "poll"
         [link]
         rate = "100Gbit/s"
         [traffic]

@@ -64,7 +64,8 @@ def node(size: int, profile: str, flows: int = 1, cycles: dict | None = None, ro
     load at line rate (the paper drives the router into saturation)."""
     data = {
         "name": f"000 DuT, {size} B, {flows} flows",
-        "cpu": {"frequency": FREQ, "cores": 1, "caches": {"l1d": "32KiB", "l2": "256KiB", "l3": "8MiB"}},
+        # Power saving was off (000 V-A): the core never leaves C0.
+        "cpu": {"frequency": FREQ, "cores": 1, "caches": {"l1d": "32KiB", "l2": "256KiB", "l3": "8MiB"}, "idle": {"table": "poll"}},
         "link": {"rate": "10Gbit/s"},
         "traffic": {"size": f"{size}B", "flows": flows, "rate": "100%"},
         "cost": {"profile": profile},

@@ -125,6 +125,17 @@ impl SimNode {
         };
         let interference =
             super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
+        // A core that runs out of work sleeps, unless the mode polls (its cores spin).
+        let sleeps =
+            !matches!(s.host.io.kind(), crate::scenario::IoModeKind::Server | crate::scenario::IoModeKind::BusyPoll);
+        let stop = warm + m.duration.into();
+        let idle = super::idle::Idle::new(
+            &s.cpu.idle,
+            s.cpu.idle.resolved(&s.cpu.caches, s.cpu.frequency),
+            sleeps,
+            warm,
+            stop,
+        );
         // Cores with their own rings, tx queue and vectors run ahead of each other.
         let run_ahead =
             (cores > 1 && topo.tx_queues() >= cores && mode.independent_cores()).then_some(super::RUN_AHEAD);
@@ -135,10 +146,11 @@ impl SimNode {
             stats,
             costs,
             topo,
-            stop: warm + m.duration.into(),
+            stop,
             cancel: Default::default(),
             info,
             interference,
+            idle,
             run_ahead,
         }
     }

@@ -366,6 +366,7 @@ fn end_to_end(
         t_clean_ns: first.t_clean_ns,
         t_irq_ns: first.t_irq_ns,
         io: super::io::IoReport::Chain { chain: chain.nodes.len() },
+        idle_states: None,
         series: None,
         series_interval_s: None,
         notes,

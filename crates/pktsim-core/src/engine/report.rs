@@ -68,6 +68,10 @@ pub struct SimResult {
     pub t_clean_ns: f64,
     pub t_irq_ns: f64,
     pub io: super::io::IoReport,
+    /// Each idle state's entries and share of the time (`[cpu.idle]`), like `cpupower
+    /// monitor`; absent when the cores never sleep at a cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_states: Option<super::idle::IdleReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub series: Option<Vec<stats::Bucket>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -159,6 +163,7 @@ impl SimNode {
             t_clean_ns: self.costs.t_clean.as_ns_f64(),
             t_irq_ns: self.costs.t_irq.as_ns_f64(),
             io: self.mode.report(&self.nic),
+            idle_states: self.idle.report(info.duration, k),
             series: info.interval.map(|_| st.series.clone()),
             series_interval_s: info.interval.map(|i| i.as_secs_f64()),
             notes: info.notes.iter().cloned().chain(edge_note(&all, info.duration)).collect(),

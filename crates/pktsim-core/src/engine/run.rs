@@ -34,6 +34,7 @@ impl SimNode {
             nic: &mut self.nic,
             stats: &mut self.stats,
             costs: &mut self.costs,
+            idle: &mut self.idle,
             cancel,
             run_ahead: self.run_ahead,
             topo: self.topo,

@@ -39,10 +39,13 @@ pub enum Activity {
     App = 8,
     /// The core taken by something else (`[cpu.interference]`: the tick, preemptions).
     Interference = 9,
+    /// The first work after an idle state that flushed the caches, taking longer
+    /// (`[cpu.idle]`: the state's refill).
+    Refill = 10,
 }
 
-pub const ACTIVITY_NAMES: [&str; 10] =
-    ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference"];
+pub const ACTIVITY_NAMES: [&str; 11] =
+    ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference", "refill"];
 
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -64,6 +67,17 @@ pub struct Bucket {
     /// shows how the policy moves.
     #[serde(rename = "itr_sum_ns", serialize_with = "ps_as_ns")]
     pub itr_sum_ps: u128,
+    /// Rx frames the interval's polls cleaned: over `polls`, the frames per poll.
+    pub rx_polled: u64,
+    /// Polls the deferral timer started (`napi_defer_hard_irqs`, `gro_flush_timeout`): no
+    /// hard interrupt.
+    pub deferred_polls: u64,
+    /// Wake-ups from an idle state that cost something (`[cpu.idle]`).
+    pub wakeups: u64,
+    /// Sum of the exit latencies those wake-ups paid (reported in ns): over `wakeups`,
+    /// the mean, which names the state the cores slept in.
+    #[serde(rename = "exit_latency_sum_ns", serialize_with = "ps_as_ns")]
+    pub exit_latency_sum_ps: u128,
 }
 
 fn ps_as_ns<S: serde::Serializer>(ps: &u128, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -912,6 +926,25 @@ impl Stats {
         }
     }
 
+    /// A core woken at `t` from an idle state whose exit took `latency`.
+    pub fn wake(&mut self, t: Instant, latency: Span) {
+        if self.in_window(t) {
+            if let Some(b) = self.bucket(t) {
+                b.wakeups += 1;
+                b.exit_latency_sum_ps += latency.ps() as u128;
+            }
+        }
+    }
+
+    /// A poll the deferral timer started at `t`.
+    pub fn deferred_poll(&mut self, t: Instant) {
+        if self.in_window(t) {
+            if let Some(b) = self.bucket(t) {
+                b.deferred_polls += 1;
+            }
+        }
+    }
+
     /// An interrupt at `t`, its vector's moderation interval then `itr`.
     pub fn irq(&mut self, t: Instant, itr: Span) {
         if self.in_window(t) {
@@ -933,6 +966,7 @@ impl Stats {
             }
             if let Some(b) = self.bucket(t) {
                 b.polls += 1;
+                b.rx_polled += rx_packets.map_or(0, u64::from);
             }
         }
     }

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::idle::Idle;
 use crate::error::{ConfigError, Result};
 use crate::fib::Caches;
 use crate::units::{Cycles, Duration, Frequency};
@@ -25,6 +26,10 @@ pub struct Cpu {
     pub caches: Caches,
     #[serde(default)]
     pub interference: Interference,
+    /// Idle states and their governor: what a core that runs out of work does, and what
+    /// the next interrupt pays to wake it.
+    #[serde(default)]
+    pub idle: Idle,
 }
 
 /// `[cpu.interference]`: what takes each forwarding core away from the packets now and
@@ -140,6 +145,7 @@ impl Cpu {
             .into());
         }
         self.interference.validate(origin)?;
+        self.idle.validate(origin)?;
         let c = &self.caches;
         if c.l1d.bytes == 0 || c.l2.bytes < c.l1d.bytes || c.l3.bytes < c.l2.bytes {
             return Err(ConfigError::new(
@@ -167,6 +173,7 @@ mod tests {
             contention: Cycles::default(),
             caches: Caches::default(),
             interference: Interference::default(),
+            idle: Idle::default(),
         }
     }
 

@@ -54,6 +54,8 @@ pub struct Ctx<'a> {
     pub nic: &'a mut Nic,
     pub stats: &'a mut Stats,
     pub costs: &'a mut Costs,
+    /// The cores' idle states: a core that runs out of work sleeps, and its wake-up costs.
+    pub idle: &'a mut super::idle::Idle,
     /// The run is being stopped: handlers return as soon as they can.
     pub cancel: &'a AtomicBool,
     /// The cores share nothing but the ingress: one may run this far ahead of the earliest

@@ -7,6 +7,11 @@
 //!                  else: set the core's step timer for its end and return
 //! ```
 //!
+//! A core that runs out of work sleeps in the idle state its governor picks
+//! ([`crate::engine::idle`]); the event that wakes it sets the core's step timer for the end
+//! of the state's exit latency and refill (CPU time), and the mode looks for work then (a
+//! thread's wake-up started with [`begin`] starts that much later).
+//!
 //! A unit that would cross the next event suspends at its end; an event before then may
 //! stretch it (an interrupt preempting it) by setting the timer again. This is what lets a
 //! busy core process frame after frame at the speed of a plain loop while staying exact
@@ -26,11 +31,20 @@ pub struct Worker<U> {
     timer: Timer,
     /// The core is taken by interference until then: no unit starts before it.
     blocked: Instant,
+    /// The core leaves an idle state until then: it looks for work then.
+    waking: Instant,
 }
 
 impl<U> Default for Worker<U> {
     fn default() -> Self {
-        Worker { unit: None, len: Span::ZERO, end: Instant::ZERO, timer: Timer::default(), blocked: Instant::ZERO }
+        Worker {
+            unit: None,
+            len: Span::ZERO,
+            end: Instant::ZERO,
+            timer: Timer::default(),
+            blocked: Instant::ZERO,
+            waking: Instant::ZERO,
+        }
     }
 }
 
@@ -90,6 +104,17 @@ pub fn fits<U>(w: &Worker<U>, core: usize, t: Instant, d: Span, ctx: &Ctx) -> bo
 pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     let mut units = 0u32;
     let w = m.worker(core);
+    if w.unit.is_none() && ctx.idle.is_on() {
+        // Still leaving its idle state, or woken now: the step timer runs the core when
+        // it is out.
+        if w.waking > t {
+            return;
+        }
+        if let Some(at) = wake(w, core, t, ctx) {
+            w.timer.set(ctx.queue, at, Key::Step(core as u32));
+            return;
+        }
+    }
     let mut done = w.unit.take().map(|u| (u, w.len));
     loop {
         // Every 1024 units: a stop is seen within microseconds, at no cost per unit.
@@ -106,7 +131,10 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
             m.account(core, &unit, t - len, t, ctx);
             m.finish(core, unit, t - len, t, ctx);
         }
-        let Some((unit, d)) = m.next(core, &mut t, ctx) else { return };
+        let Some((unit, d)) = m.next(core, &mut t, ctx) else {
+            sleep(m.worker(core), core, t, ctx);
+            return;
+        };
         let w = m.worker(core);
         if fits(w, core, t, d, ctx) {
             done = Some((unit, d));
@@ -124,6 +152,12 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
 #[inline]
 pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Span, ctx: &mut Ctx) -> bool {
     let w = m.worker(core);
+    if let Some(at) = wake(w, core, t, ctx) {
+        // Its idle state's exit holds the unit back.
+        if at > w.blocked {
+            w.blocked = at;
+        }
+    }
     if fits(w, core, t, d, ctx) {
         w.unit = Some(unit);
         w.len = d;
@@ -132,6 +166,34 @@ pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Spa
     }
     suspend(w, core, unit, t, d, ctx);
     false
+}
+
+/// `core` runs out of work at `t` (or when the interference that has it ends): it sleeps in
+/// the state its governor picks.
+#[inline]
+pub fn sleep<U>(w: &Worker<U>, core: usize, t: Instant, ctx: &mut Ctx) {
+    if ctx.idle.is_on() {
+        ctx.idle.enter(core, if w.blocked > t { w.blocked } else { t });
+    }
+}
+
+/// `core` is woken at `t` (nothing happens unless it sleeps): when leaving its state costs
+/// something, the time it looks for work (after the state's exit latency and its refill,
+/// CPU time: [`Activity::Refill`]).
+#[inline]
+pub fn wake<U>(w: &mut Worker<U>, core: usize, t: Instant, ctx: &mut Ctx) -> Option<Instant> {
+    if !ctx.idle.is_on() {
+        return None;
+    }
+    let wake = ctx.idle.exit(core, t);
+    if wake.latency.is_zero() && wake.refill.is_zero() {
+        return None;
+    }
+    let start = t + wake.latency;
+    ctx.stats.busy(core, Activity::Refill, start, start + wake.refill);
+    ctx.stats.wake(t, wake.latency);
+    w.waking = start + wake.refill;
+    Some(w.waking)
 }
 
 /// Store `unit` (started at `t`, or when the core's interference ends) in the worker and

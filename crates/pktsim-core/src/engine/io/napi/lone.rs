@@ -32,13 +32,18 @@
 //! 0.01 after, the tx interrupt's preemption of an rx clean and the tx NAPI's poll that
 //! follows run here too: `lone_episodes_poll_the_tx_napi_a_frame_preempted_for_as_the_general_path`).
 //!
+//! Between episodes the core sleeps in its idle state (`[cpu.idle]`): the next interrupt's
+//! handler starts after the state's exit and refill, inline only when those end before
+//! anything else can happen; else the interrupt goes back to the queue and the general path
+//! wakes the core.
+//!
 //! A step that does not fit (it would end after the horizon or a held interrupt, the core
 //! is taken by interference), a full poll (it stays scheduled: net_rx_action polls it
 //! again) or a deferral, a thread, an XDP program or an application (not lone) leave the
 //! core's state as the general path's at that point, which goes on from there.
 
 use super::{Napi, Phase, Poll, PollKind, Work};
-use crate::engine::io::Ctx;
+use crate::engine::io::{units, Ctx};
 use crate::engine::nic::Held;
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
@@ -360,11 +365,27 @@ impl Napi {
                     return Lone::Idle;
                 }
             };
+            // The core sleeps from here: the handler starts when its idle state's exit and
+            // refill are done, which must come before anything else can happen (the
+            // general path's interrupt would find the core waking).
+            if ctx.idle.is_on() {
+                units::sleep(&self.cores[c].worker, c, *t, ctx);
+                let out = held[next].map(|h| {
+                    let w = ctx.idle.peek(c, h.at);
+                    h.at + w.latency + w.refill + t_irq
+                });
+                let other = if PAIR { held[1 - next].map(|o| o.at) } else { None };
+                if out.is_none_or(|o| o > horizon || other.is_some_and(|a| a < o)) {
+                    Self::restore(&mut held, *t, ctx);
+                    return Lone::Idle;
+                }
+            }
             match held[next].take_if(|h| h.at < horizon) {
                 Some(h) => {
                     debug_assert!(PAIR || h.vector == v);
                     h.fire(ctx.nic, ctx.stats);
-                    *t = h.at;
+                    let w = &mut self.cores[c].worker;
+                    *t = units::wake(w, c, h.at, ctx).unwrap_or(h.at);
                     v = h.vector;
                 }
                 None => {

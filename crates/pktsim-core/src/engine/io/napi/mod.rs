@@ -364,6 +364,7 @@ impl IoMode for Napi {
                 // A busy poller that has the NAPI meanwhile keeps it (NAPI_STATE_MISSED).
                 if ctx.stats.in_window(now) && !self.napi[v].scheduled {
                     self.timer_polls += 1;
+                    ctx.stats.deferred_poll(now);
                 }
                 self.napi_schedule(c, v, now, ctx);
                 if self.cores[c].worker.is_idle() {
