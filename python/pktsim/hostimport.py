@@ -14,6 +14,7 @@ outputs, any of which may be missing:
 | ``sysctl.txt`` | ``sysctl -a`` or ``sysctl net.core`` |
 | ``lscpu.txt`` | ``lscpu`` |
 | ``interrupts.txt`` | ``cat /proc/interrupts`` |
+| ``cpuidle.txt`` | ``grep .`` of the cpuidle sysfs files ``CPUIDLE_GLOBS`` names (idle states, governor) |
 
 Every value in the scenario says where it came from; what had to be guessed (an unknown
 driver's link rate, a missing file) says so. The per-packet costs are not on the machine:
@@ -31,7 +32,24 @@ from pathlib import Path
 from . import schema_info
 from .errors import ScenarioError
 
-FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "ethtool.txt", "sysctl.txt", "lscpu.txt", "interrupts.txt")
+FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "ethtool.txt", "sysctl.txt", "lscpu.txt", "interrupts.txt", "cpuidle.txt")
+
+# Where cpuidle shows a core's states and governor (Documentation/admin-guide/pm/cpuidle.rst),
+# and the haltpoll governor's parameters (Documentation/virt/guest-halt-polling.rst).
+CPUIDLE_GLOBS = (
+    "/sys/devices/system/cpu/cpuidle/current_driver",
+    "/sys/devices/system/cpu/cpuidle/current_governor",
+    "/sys/devices/system/cpu/cpu0/cpuidle/state*/name",
+    "/sys/devices/system/cpu/cpu0/cpuidle/state*/latency",
+    "/sys/devices/system/cpu/cpu0/cpuidle/state*/residency",
+    "/sys/devices/system/cpu/cpu0/cpuidle/state*/disable",
+    "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
+    "/sys/module/haltpoll/parameters/guest_halt_poll_grow",
+    "/sys/module/haltpoll/parameters/guest_halt_poll_grow_start",
+    "/sys/module/haltpoll/parameters/guest_halt_poll_shrink",
+)
+# States that flush the core's L1 and L2 (C3 and deeper on Intel): their exit refills them.
+FLUSHING_STATE = re.compile(r"^C([3-9]|10)", re.I)
 
 # Link rates of common drivers when `ethtool IFACE` is not at hand (their usual parts).
 DRIVER_LINK = {
@@ -246,6 +264,62 @@ def parse_interrupts(text: str, host: Host, name: str) -> None:
         host.notes.append(f"{len(vectors)} interrupt vectors of {host.iface} in /proc/interrupts ({name})")
 
 
+def parse_cpuidle(text: str, host: Host, name: str) -> None:
+    """`grep .` of the cpuidle sysfs files: ``PATH:VALUE`` lines."""
+    states: dict[int, dict[str, tuple[str, int]]] = {}
+    params: dict[str, tuple[str, int]] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        path, sep, value = line.partition(":")
+        if not sep:
+            continue
+        value = value.strip()
+        m = re.search(r"/state(\d+)/(name|latency|residency|disable)$", path)
+        if m:
+            states.setdefault(int(m.group(1)), {})[m.group(2)] = (value, n)
+        else:
+            params[path.rsplit("/", 1)[-1]] = (value, n)
+    where = lambda key: f"{name}:{params[key][1]}"  # noqa: E731
+    governor = params.get("current_governor", ("", 0))[0]
+    driver = params.get("current_driver", ("", 0))[0]
+    if governor in ("menu", "teo", "haltpoll"):
+        host.set("cpu.idle", "governor", f'"{governor}"', f"cpuidle: current_governor {governor} ({where('current_governor')})")
+    elif governor:
+        host.notes.append(f"cpuidle governor {governor!r} ({name}): pktsim has menu, teo and haltpoll; menu is used")
+    rows = []
+    for k in sorted(states):
+        st = states[k]
+        if not all(f in st for f in ("name", "latency", "residency")):
+            host.notes.append(f"{name}: state{k} lacks its name, latency or residency: left out")
+            continue
+        lat, res = _int(st["latency"][0]), _int(st["residency"][0])
+        if lat is None or res is None:
+            host.notes.append(f"{name}: state{k} latency {st['latency'][0]!r} / residency {st['residency'][0]!r}: not numbers, left out")
+            continue
+        nm = st["name"][0].replace('"', "'")[:32] or f"state{k}"
+        row = f'{{ name = "{nm}", latency = "{lat}us", residency = "{res}us"'
+        if FLUSHING_STATE.match(nm):
+            row += ", flush = true"
+        if st.get("disable", ("0", 0))[0] not in ("0", ""):
+            row += ", disable = true"
+        rows.append(row + " }")
+    if rows:
+        host.set("cpu.idle", "states", "[" + ", ".join(rows[:16]) + "]", f"cpuidle: {len(rows)} states of cpu0, driver {driver or 'unknown'} ({name})")
+    elif driver in ("", "none"):
+        host.notes.append(f"{name}: no cpuidle driver: the core halts when idle (HLT); pktsim's default states are used")
+    if governor == "haltpoll":
+        for key, ours in (
+            ("guest_halt_poll_ns", "guest_halt_poll"),
+            ("guest_halt_poll_grow_start", "guest_halt_poll_grow_start"),
+        ):
+            v = _int(params.get(key, ("", 0))[0])
+            if v is not None:
+                host.set("cpu.idle", ours, f'"{v}ns"', f"haltpoll.{key} {v} ({where(key)})")
+        for key in ("guest_halt_poll_grow", "guest_halt_poll_shrink"):
+            v = _int(params.get(key, ("", 0))[0])
+            if v is not None and 0 <= v <= 1024:
+                host.set("cpu.idle", key, str(v), f"haltpoll.{key} {v} ({where(key)})")
+
+
 PARSERS = {
     "ethtool-i.txt": parse_ethtool_i,
     "ethtool-g.txt": parse_ethtool_g,
@@ -255,6 +329,7 @@ PARSERS = {
     "sysctl.txt": parse_sysctl,
     "lscpu.txt": parse_lscpu,
     "interrupts.txt": parse_interrupts,
+    "cpuidle.txt": parse_cpuidle,
 }
 
 
@@ -330,6 +405,15 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
         texts["interrupts.txt"] = Path("/proc/interrupts").read_text()
     except OSError:
         pass
+    idle = []
+    for pattern in CPUIDLE_GLOBS:
+        for f in sorted(Path("/").glob(pattern.lstrip("/"))):
+            try:
+                idle.append(f"{f}:{f.read_text().strip()}")
+            except OSError:
+                continue
+    if idle:
+        texts["cpuidle.txt"] = "\n".join(idle) + "\n"
     return from_texts(texts, iface, origin="live ")
 
 
@@ -371,7 +455,11 @@ def to_toml(host: Host, source: str) -> str:
             default = (schema_info.node(f"host.{key}") or {}).get("default")
             if default is not None:
                 s["host"][key] = Value(f'"{default}"', "the default, a published machine's (docs/scenario-reference.md), not this host's; calibrate it")
-    order = ["cpu", "cpu.caches", "link", "traffic", "cost", "nic", "nic.itr", "host"]
+    if "cpu.idle" not in s:
+        s["cpu.idle"] = {
+            "table": Value('"intel-skx"', "the default, a published machine's (intel_idle's Xeon Scalable states), not this host's: no cpuidle.txt")
+        }
+    order = ["cpu", "cpu.caches", "cpu.idle", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
         "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},
         "cost": {"profile": Value('"raumer2015-64B"', "000's Linux router (Linux 3.7, Xeon E3-1230 v2); replace with `pktsim calibrate`")},
