@@ -204,8 +204,9 @@ pub fn steady(r: &Rounds) -> Steady {
             frames_per_round: next_n,
             polls_per_s: polls,
             idle_gap_s: idle,
-            busy,
-            holds: rho < 1.0 && busy <= 1.0 + 1e-9,
+            // (Rounds back to back, the chain never ending: the core never sleeps.)
+            busy: busy.min(1.0),
+            holds: rho < 1.0,
         };
         let damped = 0.5 * n + 0.5 * next_n;
         if (damped - n).abs() < 1e-9 * n.max(1.0) {
