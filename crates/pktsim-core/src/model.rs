@@ -213,12 +213,12 @@ pub struct Inputs {
     /// Where the NIC's moderation policy settles at a steady rate (the policies' own
     /// decisions, `engine::moderation::settle`): policy, rx vector, tx completions on it,
     /// bytes per frame as the driver counts them, Poisson arrivals, steady (rounds/s, frames a
-    /// round) at a level.
+    /// round, frames that arrive during one frame's processing and join its poll) at a level.
     pub settle: Settle,
 }
 
 /// See [`Inputs::settle`].
-pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64)) -> Level;
+pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64, f64)) -> Level;
 
 /// The analytical prediction for a scenario, with its layout and mode costs ([`Inputs`]).
 pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
@@ -511,6 +511,14 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         }
         if some_saturated {
             basis.push_str("; saturated cores at the saturated cost");
+        }
+        if arrivals == Arrivals::Cbr && s.host.stack.service != crate::scenario::ServiceDist::Constant {
+            // The rounds' closed forms know evenly spaced arrivals against fixed times (the
+            // phase of a round's end against the next frame is fixed) or Poisson arrivals;
+            // random times move that phase from round to round.
+            let why = "evenly spaced arrivals with random service times: the phase of a round's end against the next frame varies, which neither closed form holds (an estimate, within about 25%)";
+            notes.push(format!("cpu_load: {why}"));
+            basis = format!("estimate: {basis}; {why}");
         }
         (load.min(1.0), load_max.min(1.0), basis)
     };
@@ -828,7 +836,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
             } else {
                 (i.settle)(&n.itr, true, n.shared_tx, i.bytes, poisson, &|l| {
                     let s = steady(&rx_round(*l));
-                    (s.rounds_per_s, s.frames_per_round)
+                    (s.rounds_per_s, s.frames_per_round, lambda * frame_s)
                 })
             };
             let s = steady(&rx_round(level));
@@ -850,7 +858,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                 };
                 let level = (i.settle)(&n.itr, false, true, i.bytes, poisson, &|l| {
                     let s = steady(&tx_round(*l));
-                    (s.rounds_per_s, s.frames_per_round)
+                    (s.rounds_per_s, s.frames_per_round, 0.0)
                 });
                 steady(&tx_round(level))
             } else {

@@ -97,8 +97,9 @@ pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
 /// Static and off hold one interval. The dynamic ITR and DIM decide from what episodes
 /// did, so their own decisions run on the steady episodes `at` gives for the level they
 /// hold at each step (frames per episode spread to whole frames, as evenly spaced arrivals
-/// give them, or drawn from a Poisson distribution of that mean with a fixed sequence
-/// where arrivals are random; time advancing by one round each), from their initial
+/// give them, or where arrivals are random drawn with a fixed sequence as the Poisson
+/// frames waiting at the poll's start and those that join it while it runs (`at`'s third
+/// figure per frame processed); time advancing by one round each), from their initial
 /// state: 4,000 episodes,
 /// the interval averaged by time over the last half (the dynamic ITR may go on flipping
 /// between two states there, as it does in the simulator).
@@ -108,7 +109,7 @@ pub fn settle(
     tx_too: bool,
     bytes: f64,
     poisson: bool,
-    at: &dyn Fn(&Level) -> (f64, f64),
+    at: &dyn Fn(&Level) -> (f64, f64, f64),
 ) -> Level {
     let mut m = build(spec, rx);
     let level = |m: &dyn Moderation| Level {
@@ -122,10 +123,10 @@ pub fn settle(
     const EPISODES: usize = 4_000;
     let (mut now_ps, mut carry, mut seed) = (0.0f64, 0.0f64, 0x9E37_79B9_7F4A_7C15u64);
     let (mut weighted, mut span) = (0.0, 0.0);
-    let mut cache: Option<(Level, (f64, f64))> = None;
+    let mut cache: Option<(Level, (f64, f64, f64))> = None;
     for i in 0..EPISODES {
         let l = level(&*m);
-        let (rounds_per_s, frames) = match cache {
+        let (rounds_per_s, frames, growth) = match cache {
             Some((c, v)) if c == l => v,
             _ => {
                 let v = at(&l);
@@ -142,19 +143,31 @@ pub fn settle(
             span += period_ps;
         }
         let k = if poisson {
-            // Inversion of the Poisson distribution at a fixed pseudo-random sequence.
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
-            let (mut k, mut p) = (0.0, (-frames).exp());
-            let mut cdf = p;
-            while u > cdf && k < 10.0 * frames + 20.0 {
-                k += 1.0;
-                p *= frames / k;
-                cdf += p;
+            // The frames waiting when the poll starts, Poisson; each frame it processes lets
+            // Poisson(growth) more join it (a busy period), drawn at a fixed sequence.
+            let mut draw = |mean: f64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+                let (mut k, mut p) = (0.0, (-mean).exp());
+                let mut cdf = p;
+                while u > cdf && k < 10.0 * mean + 20.0 {
+                    k += 1.0;
+                    p *= mean / k;
+                    cdf += p;
+                }
+                k
+            };
+            let growth = growth.clamp(0.0, 0.95);
+            let (mut total, mut pending) = (draw(frames * (1.0 - growth)), 0.0);
+            pending += total;
+            while pending > 0.0 && total < 1e4 {
+                let more = draw(pending * growth);
+                total += more;
+                pending = more;
             }
-            k
+            total
         } else {
             carry += frames;
             let k = carry.floor();
