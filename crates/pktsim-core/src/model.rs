@@ -14,9 +14,11 @@
 //!     cap_c    = 1 / (t_c + h)          h: tx lock hold when cores share a tx queue
 //!   forwarded(R) = sum over tx queues q of min( sum_{c on q} min(R w_c, cap_c), 1 / h )
 //!   capacity  = the offered rate at which the first core (or lock) saturates, <= R_line
-//!   CPU load  = forwarded work at the saturated per-frame cost (the NAPI amortisation of
-//!               a full poll; a lower bound at partial load), cpu_load_max with every
-//!               per-event cost paid by each frame alone (the bound at low load)
+//!   CPU load  = at saturation: forwarded work at the saturated per-frame cost (the NAPI
+//!               amortisation of a full poll); below it: each frame's work plus the
+//!               interrupts, polls, calls and wake-ups at the rates of their closed forms
+//!               ([`crate::rates`], the section at the end of this file); cpu_load_max with
+//!               every per-event cost paid by each frame alone (the bound at any load)
 //! ```
 //!
 //! The per-frame terms come from [`crate::price`] ([`CostTerms`], and the I/O mode's
