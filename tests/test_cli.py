@@ -65,24 +65,28 @@ def test_every_bundled_scenario_saturates_where_the_model_says(example, cores):
     assert "C_total" in text and "predicted" in text
 
 
-def test_partial_load_cpu_lies_between_the_models_two_figures():
-    """veth at 20 kpps: each wake-up and poll serves few frames, so the simulator's CPU
-    is above the saturated-cost estimate and below every frame paying them alone."""
+def test_partial_load_cpu_follows_the_wake_ups_and_polls_at_their_rates():
+    """veth at 20 kpps (50 us apart, a wake-up's round of about 30 us): the model has each
+    frame pay its wake-up and poll alone, the bound; the simulator's random service times
+    let a few frames share one, so it is a little below. The basis says the model
+    estimates here (evenly spaced arrivals, random service times)."""
     import pktsim
 
     ex = EXAMPLES / "veth-threaded-napi.toml"
     p = pktsim.predict(ex, {"traffic.rate": "20kpps"})
     r = pktsim.run(ex, {"traffic.rate": "20kpps"})
-    assert p["cpu_load"] < r["cpu_utilization"] < p["cpu_load_max"]
-    assert p["cpu_load"] == pytest.approx(20e3 * (7.18e-6 + 4.24e-6 / 64))
+    assert r["cpu_utilization"] <= p["cpu_load_max"]
+    assert p["cpu_load"] == pytest.approx(r["cpu_utilization"], rel=0.05)
     assert p["cpu_load_max"] == pytest.approx(20e3 * (7.18e-6 + 4.24e-6 + 9.1e-6))
-    assert "saturated-cost estimate" in p["cpu_load_basis"]
+    assert p["wakeups_per_s"] == pytest.approx(20e3, rel=1e-6)
+    assert p["cpu_load_basis"].startswith("estimate")
 
 
 def test_set_changes_rate_and_cores():
     p = model_json(EX64, "--set", "traffic.rate=1Mpps")
     assert p["predicted_pps"] == pytest.approx(1e6)
-    assert p["cpu_load"] == pytest.approx(1e6 * 1978 / 3.3e9)
+    # Every frame's processing, and the interrupts and polls at their predicted rates.
+    assert 1e6 * 1978 / 3.3e9 < p["cpu_load"] <= p["cpu_load_max"]
     # One flow stays on one core (RSS); 4,096 flows spread over all four.
     p4 = model_json(EX64, "--set", "cpu.cores=4")
     assert p4["predicted_pps"] == pytest.approx(3.3e9 / 1978)

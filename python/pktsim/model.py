@@ -40,10 +40,14 @@ def predict(scenario: Scenario | str | Mapping[str, Any], sets=None) -> Predicti
     postrouting, free, TX, other); ``ns_per_packet`` (ns); ``r_max_pps``, ``r_cpu_pps``,
     ``capacity_pps``, ``line_rate_pps``, ``offered_pps``, ``predicted_pps``,
     ``dropped_pps`` (pps); ``cpu_load``, ``cpu_load_max`` (0..1); ``cpu_load_basis`` (text);
+    ``irq_per_s``, ``polls_per_s``, ``wakeups_per_s`` (events per second, the model's closed
+    forms below saturation) and ``frames_per_poll``;
     ``bottleneck`` ("cpu" or "link"); ``saturated`` (bool); ``frame_cost_ns`` (ns per
     frame by term: ``processing``, ``contention``, ``tx clean``, ``tx lock``);
     ``per_core`` (list: ``share`` 0..1, ``mean_frame_bytes``, ``ns_per_packet`` ns,
-    ``capacity_pps``, ``forwarded_pps`` pps, ``cpu_load`` 0..1); ``fib`` (the FIB model:
+    ``capacity_pps``, ``forwarded_pps`` pps, ``cpu_load`` 0..1, ``idle_starts_per_s`` episodes
+    per second that start on the idle core and ``idle_gap_s`` s, the mean gap before them);
+    ``fib`` (the FIB model:
     ``routes``, ``flows``, ``depth_levels``, ``working_set_bytes`` bytes, ``resides_in``,
     ``stall_cycles_per_miss``, ``extra_cycles`` cycles, ``flows_fitting_l3``); ``notes``
     (list of text).

@@ -12,6 +12,8 @@
 //!   vectors are numbered, for both.
 //! - [`model`]: the analytical model (000 Eq. 1-3, line rate, cores); it imports nothing of
 //!   the simulator.
+//! - [`rates`]: event rates below saturation in closed form (rounds of interrupts, polls and
+//!   wake-ups), for the model.
 //! - [`engine`]: the discrete-event simulator of a node (002, 003).
 //! - [`predict`]: the model assembled with the node's layout and its I/O mode's costs,
 //!   taken from the simulator's components.
@@ -28,6 +30,7 @@ pub mod loader;
 pub mod model;
 pub mod predict;
 pub mod price;
+pub mod rates;
 pub mod scenario;
 pub mod topology;
 pub mod trace;

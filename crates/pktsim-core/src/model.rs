@@ -14,9 +14,11 @@
 //!     cap_c    = 1 / (t_c + h)          h: tx lock hold when cores share a tx queue
 //!   forwarded(R) = sum over tx queues q of min( sum_{c on q} min(R w_c, cap_c), 1 / h )
 //!   capacity  = the offered rate at which the first core (or lock) saturates, <= R_line
-//!   CPU load  = forwarded work at the saturated per-frame cost (the NAPI amortisation of
-//!               a full poll; a lower bound at partial load), cpu_load_max with every
-//!               per-event cost paid by each frame alone (the bound at low load)
+//!   CPU load  = at saturation: forwarded work at the saturated per-frame cost (the NAPI
+//!               amortisation of a full poll); below it: each frame's work plus the
+//!               interrupts, polls, calls and wake-ups at the rates of their closed forms
+//!               ([`crate::rates`], the section at the end of this file); cpu_load_max with
+//!               every per-event cost paid by each frame alone (the bound at any load)
 //! ```
 //!
 //! The per-frame terms come from [`crate::price`] ([`CostTerms`], and the I/O mode's
@@ -31,7 +33,8 @@ use serde::Serialize;
 
 use crate::cost::{Group, GroupCycles, GROUP_NAMES};
 use crate::fib::FibReport;
-use crate::price::{CostTerms, IoCost, ModeCosts};
+use crate::price::{CostTerms, Events, IoCost, ModeCosts};
+use crate::rates::{steady, Arrivals, Level, Next, Rounds, Steady};
 use crate::scenario::ResolvedScenario;
 use crate::topology::Topology;
 
@@ -47,6 +50,11 @@ pub struct CoreFigures {
     pub capacity_pps: f64,
     pub forwarded_pps: f64,
     pub cpu_load: f64,
+    /// Episodes per second that start on this core while it is idle (the interrupt, wake-up
+    /// or call that ends a sleep), and the mean idle gap before them, s: what a cost of
+    /// waking from an idle state would be paid on ([`idle_starts`]).
+    pub idle_starts_per_s: f64,
+    pub idle_gap_s: f64,
 }
 
 /// Everything the analytical model says about a scenario.
@@ -86,6 +94,13 @@ pub struct Prediction {
     pub cpu_load_max: f64,
     /// What `cpu_load` assumes.
     pub cpu_load_basis: String,
+    /// Predicted events per second over the node's cores (closed forms below saturation,
+    /// [`crate::rates`]): hard interrupts, polls (or system calls), wake-ups of threads
+    /// (NAPI threads, the application's, a sleeping system call's), and rx frames per poll.
+    pub irq_per_s: f64,
+    pub polls_per_s: f64,
+    pub wakeups_per_s: f64,
+    pub frames_per_poll: f64,
     /// The resource that limits the node first: "cpu" or "link".
     pub bottleneck: &'static str,
     /// Whether the offered load reaches that limit (packets are dropped).
@@ -197,7 +212,15 @@ pub struct Inputs {
     pub loads: Vec<(f64, f64)>,
     /// What the I/O mode's own work costs.
     pub mode: ModeCosts,
+    /// Where the NIC's moderation policy settles at a steady rate (the policies' own
+    /// decisions, `engine::moderation::settle`): policy, rx vector, tx completions on it,
+    /// bytes per frame as the driver counts them, Poisson arrivals, steady (rounds/s, frames a
+    /// round, frames that arrive during one frame's processing and join its poll) at a level.
+    pub settle: Settle,
 }
+
+/// See [`Inputs::settle`].
+pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64, f64)) -> Level;
 
 /// The analytical prediction for a scenario, with its layout and mode costs ([`Inputs`]).
 pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
@@ -312,6 +335,8 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         }
         notes.push(format!("prefer_busy_poll with deferral: a reader busy reading leaves the NAPI to the deferral timer, one poll of {weight:.0} frames per gro_flush_timeout; one that empties its socket drives the NAPI"));
     }
+    // What the stack processes on each core, before an application reads (below).
+    let (stack_fwd, stack_busy) = (fwd.clone(), busy.clone());
     let (_, cpu_queue, _, _) = solve(f64::INFINITY);
     let r_cpu: f64 = cpu_queue.iter().sum();
     let mut predicted: f64 = per_queue.iter().sum();
@@ -375,7 +400,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     if queue_limited {
         notes.push("a shared tx queue is near its limit (its lock, or the core that cleans its completions): the model leaves out spinning for a busy lock, so take the figures as an estimate within a few per cent".into());
     }
-    let per_core: Vec<CoreFigures> = loads
+    let mut per_core: Vec<CoreFigures> = loads
         .iter()
         .enumerate()
         .map(|(c, &(w, bytes))| CoreFigures {
@@ -385,6 +410,8 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
             capacity_pps: 1.0 / own_s[c],
             forwarded_pps: fwd[c],
             cpu_load: busy[c],
+            idle_starts_per_s: 0.0,
+            idle_gap_s: 0.0,
         })
         .collect();
     let capacity = first_sat.min(line);
@@ -406,19 +433,112 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         .sum::<f64>()
         / k_all as f64
         + app_busy.iter().sum::<f64>() / k_all as f64;
-    let events_cost = mode.terms.iter().any(|t| t.ps > 0.0 && t.max_per_frame * t.frames_at_saturation > 1.0);
+    // Below saturation: each core's rounds in closed form (see the section at the end).
+    let arrivals = if sc.trace.is_none()
+        && sc.sources.iter().all(|src| src.pattern == crate::scenario::Pattern::Cbr)
+        && loads.iter().filter(|l| l.0 > 0.0).count() <= 1
+    {
+        Arrivals::Cbr
+    } else {
+        Arrivals::Poisson
+    };
+    let event_term = |t: &IoCost| matches!(t.name, "poll" | "interrupt" | "wake-up" | "call");
+    let mut ev = Vec::with_capacity(topo.cores());
+    for c in 0..topo.cores() {
+        let demand = loads[c].0 * offered;
+        let bytes = loads[c].1;
+        let t_frame_ps = (frame_ps(bytes)
+            + mode
+                .terms
+                .iter()
+                .filter(|t| !event_term(t))
+                .map(|t| (t.ps + t.fs_per_byte * bytes / 1e3) * sat(t))
+                .sum::<f64>()
+            + hold_ps(c))
+            * stretch;
+        let tx_pps: f64 = cleans(c).map(|q| per_queue[q]).sum();
+        let saturated = loads[c].0 > 0.0
+            && (stack_busy[c] >= 1.0 - 1e-9
+                || stack_fwd[c] < demand * (1.0 - 1e-9)
+                || fwd[c] < stack_fwd[c] * (1.0 - 1e-9));
+        let e = core_events(&CoreInputs {
+            mode,
+            arrivals,
+            rx_pps: stack_fwd[c],
+            t_frame_ps,
+            bytes: (bytes - 4.0).max(0.0),
+            tx_pps,
+            clean_busy: clean_s * tx_pps,
+            read_pps: if mode.app.is_some() { fwd[c] } else { 0.0 },
+            settle: inputs.settle,
+        });
+        ev.push((e, saturated));
+    }
+    let some_saturated = ev.iter().any(|(_, s)| *s);
+    let closed_holds = ev.iter().all(|(e, _)| e.holds);
+    let spins = ev.iter().any(|(e, sat)| e.spins && !sat);
+    // (A reader that busy polls keeps its core busy whoever polls the NAPI.)
+    let preferred = (mode.poll_gap_ps > 0.0 || drives.iter().any(|&d| d)) && !spins;
     let (cpu_load, cpu_load_max, basis) = if mode.always_busy {
         notes.push(format!("busy-poll: the cores spin at any load; useful work {:.1}%", 100.0 * cpu_load));
-        (1.0, 1.0, "always busy: the cores poll without sleeping".to_string())
-    } else if events_cost {
-        (cpu_load, cpu_load_max, "saturated-cost estimate: per-interrupt, per-poll, per-call and per-wake-up costs shared by as many frames as at saturation (a lower bound below saturation; cpu_load_max is the bound with each frame paying them alone)".to_string())
+        (1.0, 1.0, "always busy: the cores poll without sleeping, so the load is 1 by definition".to_string())
+    } else if matches!(mode.events, Events::None) {
+        (cpu_load, cpu_load_max.max(cpu_load), "exact: every cost of this node is per frame".to_string())
+    } else if preferred || !closed_holds {
+        let why = if preferred {
+            "a preferred busy poller or IRQ suspension decides when the NAPI is polled: no closed form here"
+        } else {
+            "the closed forms' fixed point does not hold at this rate (a core near saturation)"
+        };
+        notes.push(format!("cpu_load is the saturated-cost estimate: {why}"));
+        (cpu_load, cpu_load_max, format!("saturated-cost estimate ({why}): per-event costs shared by as many frames as at saturation; cpu_load_max is the bound with each frame paying them alone"))
     } else {
-        (cpu_load, cpu_load_max, "exact: every cost of this node is per frame".to_string())
+        // Saturated cores keep the saturated figures; the others their rounds.
+        let busy_sum: f64 = ev.iter().enumerate().map(|(c, (e, sat))| if *sat { busy[c] } else { e.busy }).sum();
+        let max_sum: f64 = ev
+            .iter()
+            .enumerate()
+            .map(|(c, (e, sat))| if *sat { 1.0f64.min(busy[c].max(e.busy_max)) } else { e.busy_max })
+            .sum();
+        let app_sum: f64 = ev.iter().enumerate().map(|(c, (e, sat))| if *sat { app_busy[c] } else { e.app_busy }).sum();
+        let app_max: f64 = app_busy.iter().sum::<f64>().max(app_sum);
+        let load = (busy_sum + app_sum) / k_all as f64;
+        let load_max =
+            ((max_sum + app_max) / k_all as f64).max(load).max(if some_saturated { cpu_load_max } else { 0.0 });
+        let mut basis = "closed form: interrupts, polls and wake-ups at their predicted rates (rounds and chains, rates.rs), the moderation at the level its policy settles at".to_string();
+        if spins {
+            basis.push_str(
+                "; the reader busy polls its empty socket, so the core is busy but for gaps longer than busy_poll",
+            );
+        }
+        if some_saturated {
+            basis.push_str("; saturated cores at the saturated cost");
+        }
+        if arrivals == Arrivals::Cbr && s.host.stack.service != crate::scenario::ServiceDist::Constant {
+            // The rounds' closed forms know evenly spaced arrivals against fixed times (the
+            // phase of a round's end against the next frame is fixed) or Poisson arrivals;
+            // random times move that phase from round to round.
+            let why = "evenly spaced arrivals with random service times: the phase of a round's end against the next frame varies, which neither closed form holds (an estimate, within about 25%)";
+            notes.push(format!("cpu_load: {why}"));
+            basis = format!("estimate: {basis}; {why}");
+        }
+        (load.min(1.0), load_max.min(1.0), basis)
     };
+    let sum_ev = |f: &dyn Fn(&CoreEvents) -> f64| ev.iter().map(|(e, _)| f(e)).sum::<f64>();
+    let (irq_per_s, polls_per_s, wakeups_per_s) =
+        (sum_ev(&|e| e.irq_per_s), sum_ev(&|e| e.polls_per_s), sum_ev(&|e| e.wakeups_per_s));
+    let rx_polls = sum_ev(&|e| e.rx_polls_per_s);
+    let frames_per_poll = if rx_polls > 0.0 { sum_ev(&|e| e.rx_pps) / rx_polls } else { 0.0 };
     if sc.sources.iter().any(|src| src.flows < 4 * k as u64) && k > 1 {
         notes.push("few flows on several cores: RSS places each flow on one core, so some cores get none".into());
     }
 
+    for (f, (e, _)) in per_core.iter_mut().zip(&ev) {
+        (f.idle_starts_per_s, f.idle_gap_s) = (e.idle_starts_per_s, e.idle_gap_s);
+        if !matches!(mode.events, Events::None) && !mode.always_busy && f.cpu_load < 1.0 {
+            f.cpu_load = e.busy;
+        }
+    }
     let mut frame_cost_ns = BTreeMap::new();
     frame_cost_ns.insert(
         "processing".to_string(),
@@ -460,6 +580,10 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         cpu_load,
         cpu_load_max,
         cpu_load_basis: basis,
+        irq_per_s,
+        polls_per_s,
+        wakeups_per_s,
+        frames_per_poll,
         bottleneck: if first_sat < line { "cpu" } else { "link" },
         saturated: offered >= capacity * (1.0 - 1e-12),
         dropped_pps: (offered - predicted).max(0.0),
@@ -602,4 +726,216 @@ pub fn predict_chain(
         node_names: chain.node_names.clone(),
         nodes,
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Below saturation: event rates and CPU in closed form (crate::rates)
+
+/// What one core does below saturation, from the closed forms of [`crate::rates`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CoreEvents {
+    /// The core's load (the stack's rounds, its tx vector's, the tx clean, the application
+    /// on this core), and an application's on a core of its own.
+    pub busy: f64,
+    pub app_busy: f64,
+    /// The load with every event paid by each frame alone: the bound at any load.
+    pub busy_max: f64,
+    pub irq_per_s: f64,
+    pub polls_per_s: f64,
+    pub rx_polls_per_s: f64,
+    pub wakeups_per_s: f64,
+    pub rx_pps: f64,
+    /// See [`idle_starts`].
+    pub idle_starts_per_s: f64,
+    pub idle_gap_s: f64,
+    /// The closed forms hold here (else the figures are the saturated-cost estimate).
+    pub holds: bool,
+    /// The core spins (busy polling) for all but `1 - busy` of its time.
+    pub spins: bool,
+}
+
+/// The rate of episodes that start on an idle core and the mean idle gap before them:
+/// the chains of rounds of its rx NAPI (or wake-ups, or calls) each start after the core
+/// slept, less those whose start finds the core busy with other work (its tx vector's
+/// rounds, its application), in proportion to that work's share of the core.
+pub fn idle_starts(rx: &Steady, other_busy: f64) -> (f64, f64) {
+    (rx.chains_per_s * (1.0 - other_busy).clamp(0.0, 1.0), rx.idle_gap_s)
+}
+
+/// Everything a core's closed forms need besides its rates.
+pub struct CoreInputs<'a> {
+    pub mode: &'a ModeCosts,
+    pub arrivals: Arrivals,
+    /// Rx frames the core's stack processes per second, its own time per frame (ps,
+    /// per-event costs left out), the frame's bytes as the driver counts them.
+    pub rx_pps: f64,
+    pub t_frame_ps: f64,
+    pub bytes: f64,
+    /// Tx completions its vectors clean per second and their time on this core (a share).
+    pub tx_pps: f64,
+    pub clean_busy: f64,
+    /// Frames its application reads per second.
+    pub read_pps: f64,
+    pub settle: Settle,
+}
+
+/// One core's events and load below saturation.
+pub fn core_events(i: &CoreInputs) -> CoreEvents {
+    let ps = 1e-12;
+    let mut e = CoreEvents { holds: true, rx_pps: i.rx_pps, ..Default::default() };
+    let lambda = i.rx_pps;
+    let frame_s = i.t_frame_ps * ps;
+    let poisson = i.arrivals == Arrivals::Poisson;
+    let (rx, tx, tx_cost_ps) = match &i.mode.events {
+        Events::None => {
+            e.busy = lambda * frame_s + i.clean_busy;
+            e.busy_max = e.busy;
+            (Steady::NONE, Steady::NONE, 0.0)
+        }
+        Events::Recheck { t_start_ps, t_round_ps, latency_ps, weight } => {
+            let r = Rounds {
+                rate_pps: lambda,
+                arrivals: i.arrivals,
+                t_frame_ps: i.t_frame_ps,
+                t_start_ps: t_start_ps + t_round_ps,
+                t_next_ps: *t_round_ps,
+                latency_start_ps: *latency_ps,
+                latency_next_ps: 0.0,
+                takes_late_frames: false,
+                weight: *weight,
+                t_poll_ps: 0.0,
+                next: Next::Recheck,
+            };
+            let s = steady(&r);
+            e.polls_per_s = s.polls_per_s;
+            e.rx_polls_per_s = s.polls_per_s;
+            e.wakeups_per_s = s.chains_per_s;
+            e.irq_per_s = if *latency_ps > 0.0 { 0.0 } else { s.chains_per_s };
+            e.busy_max = lambda * (frame_s + (t_start_ps + t_round_ps) * ps) + i.clean_busy;
+            (s, Steady::NONE, 0.0)
+        }
+        Events::Napi(n) => {
+            let (lat, wake) = n.thread.unwrap_or((0.0, 0.0));
+            let round_ps = n.t_irq_ps + wake + n.t_poll_ps;
+            let rx_round = |level: Level| Rounds {
+                rate_pps: lambda,
+                arrivals: i.arrivals,
+                t_frame_ps: i.t_frame_ps,
+                t_start_ps: round_ps,
+                t_next_ps: if n.defer.is_some() { wake + n.t_poll_ps } else { round_ps },
+                latency_start_ps: lat,
+                latency_next_ps: lat,
+                takes_late_frames: true,
+                weight: n.weight,
+                t_poll_ps: n.t_poll_ps,
+                next: match n.defer {
+                    Some((polls, timeout_ps)) => Next::Deferral { polls, timeout_ps },
+                    None => Next::Interrupt { level, tx_cause: n.shared_tx },
+                },
+            };
+            let level = if n.defer.is_some() || lambda <= 0.0 {
+                Level::NONE
+            } else {
+                (i.settle)(&n.itr, true, n.shared_tx, i.bytes, poisson, &|l| {
+                    let s = steady(&rx_round(*l));
+                    (s.rounds_per_s, s.frames_per_round, lambda * frame_s)
+                })
+            };
+            let s = steady(&rx_round(level));
+            // A vector of the tx queue's own: its completions' rounds (cleaning is priced per
+            // frame, in `clean_busy`).
+            let tx = if n.tx_vector && i.tx_pps > 0.0 {
+                let tx_round = |level: Level| Rounds {
+                    rate_pps: i.tx_pps,
+                    arrivals: i.arrivals,
+                    t_frame_ps: 0.0,
+                    t_start_ps: round_ps,
+                    t_next_ps: round_ps,
+                    latency_start_ps: lat,
+                    latency_next_ps: lat,
+                    takes_late_frames: true,
+                    weight: f64::INFINITY,
+                    t_poll_ps: 0.0,
+                    next: Next::Interrupt { level, tx_cause: false },
+                };
+                let level = (i.settle)(&n.itr, false, true, i.bytes, poisson, &|l| {
+                    let s = steady(&tx_round(*l));
+                    (s.rounds_per_s, s.frames_per_round, 0.0)
+                });
+                steady(&tx_round(level))
+            } else {
+                Steady::NONE
+            };
+            let timer_polls = if n.defer.is_some() { s.rounds_per_s - s.chains_per_s } else { 0.0 };
+            e.irq_per_s = s.rounds_per_s - timer_polls + tx.rounds_per_s;
+            e.polls_per_s = s.polls_per_s + tx.polls_per_s;
+            e.rx_polls_per_s = s.polls_per_s;
+            e.wakeups_per_s = if n.thread.is_some() { s.rounds_per_s + tx.rounds_per_s } else { 0.0 };
+            // Alone, a frame pays its interrupt's round, the round its completion starts on a
+            // shared vector (or its tx vector's), and the deferral's empty polls.
+            let rounds_alone = 1.0 + if n.shared_tx || (n.tx_vector && i.tx_pps > 0.0) { 1.0 } else { 0.0 };
+            let deferred = n.defer.map_or(0.0, |(polls, _)| polls as f64 * (wake + n.t_poll_ps));
+            e.busy_max = lambda * (frame_s + (rounds_alone * round_ps + deferred) * ps) + i.clean_busy;
+            (s, tx, 0.0)
+        }
+    };
+    e.holds = rx.holds && tx.holds;
+    e.busy = rx.busy + tx.busy + tx_cost_ps + i.clean_busy;
+    if matches!(i.mode.events, Events::None) {
+        e.busy = lambda * frame_s + i.clean_busy;
+    }
+    // The application: the stack hands it each round's frames; one that finds it asleep
+    // wakes it (after its latency, idle, then t_wakeup), and it reads in calls of up to
+    // `batch` frames until its socket is empty, then blocks (or busy polls first). It is
+    // asleep at a round that brings frames if the next round came after its run A: rounds
+    // come V apart within a chain (q of them then wait an idle gap more, Poisson: e^-λ(A-V)
+    // that it outlasts A), so the share it sleeps through is 1 below A < V.
+    let mut other = tx.busy;
+    if let (Some(a), true) = (&i.mode.app, i.read_pps > 0.0) {
+        let rounds = if rx.rounds_per_s > 0.0 { rx.rounds_per_s.min(i.read_pps) } else { i.read_pps };
+        let n = i.read_pps / rounds;
+        let with_frames = match i.arrivals {
+            Arrivals::Poisson if rx.rounds_per_s > 0.0 => rounds * (1.0 - (-n).exp()),
+            _ => rounds,
+        };
+        let n_wake = i.read_pps / with_frames.max(1e-12);
+        let calls_per_round = (n_wake / a.batch).ceil().max(1.0);
+        let run_s = (a.wake_latency_ps + a.t_wakeup_ps + calls_per_round * a.t_call_ps + n_wake * a.t_packet_ps) * ps;
+        let q = if rx.rounds_per_s > 0.0 { rx.chains_per_s / rx.rounds_per_s } else { 1.0 };
+        let v = (1.0 / rounds - q * rx.idle_gap_s).max(0.0);
+        let busy_at_next =
+            if run_s <= v { 0.0 } else { (1.0 - q) + q * (1.0 - i.arrivals.p_none(i.read_pps * (run_s - v))) };
+        let wakes = with_frames * (1.0 - busy_at_next);
+        let per_wake = if wakes > 0.0 { i.read_pps / wakes } else { f64::INFINITY };
+        let calls = if wakes > 0.0 { wakes * (per_wake / a.batch).ceil().max(1.0) } else { i.read_pps / a.batch };
+        let app_busy = i.read_pps * a.t_packet_ps * ps + calls * a.t_call_ps * ps + wakes * a.t_wakeup_ps * ps;
+        e.wakeups_per_s += wakes;
+        let alone = i.read_pps * (a.t_packet_ps + a.t_wakeup_ps + a.t_call_ps) * ps;
+        if a.same_core {
+            e.busy += app_busy;
+            e.busy_max += alone;
+            other += app_busy;
+        } else {
+            e.app_busy = app_busy;
+        }
+        if a.busy_poll_ps > 0.0 && a.same_core {
+            // It spins up to busy_poll on an empty socket: the core sleeps only after a
+            // frame's gap longer than that (Poisson: e^(-λ B) of the gaps, mean gap 1/λ
+            // beyond it; evenly spaced: never if the gap is shorter).
+            let b = a.busy_poll_ps * ps;
+            let idle = match i.arrivals {
+                Arrivals::Poisson => (-i.read_pps * b).exp(),
+                Arrivals::Cbr => (1.0 - i.read_pps * b).max(0.0),
+            };
+            e.busy = e.busy.max(1.0 - idle);
+            e.busy_max = 1.0;
+            e.spins = true;
+        }
+    }
+    let (starts, gap) = idle_starts(&rx, other);
+    e.idle_starts_per_s = starts;
+    e.idle_gap_s = gap;
+    e.busy = e.busy.min(1.0);
+    e.busy_max = e.busy_max.max(e.busy).min(1.0);
+    e
 }

@@ -142,6 +142,41 @@ pub struct ModeCosts {
     pub poll_gap_ps: f64,
     /// Costs of this mode the terms leave out, said in the model's output.
     pub notes: Vec<String>,
+    /// What starts the mode's rounds below saturation (interrupts, wake-ups, calls), for
+    /// the model's closed forms ([`crate::rates`]).
+    pub events: Events,
+}
+
+/// What starts a mode's rounds of work and what a round costs, below saturation.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Events {
+    /// Every cost is a frame's, or the core spins (`always_busy`).
+    #[default]
+    None,
+    /// NAPI on a device's interrupt vectors.
+    Napi(NapiEvents),
+    /// A round starts with a wake-up (`t_start_ps`, after `latency_ps` idle), takes what
+    /// waits (up to `weight`, `t_round_ps` a round) and goes on at once while frames came
+    /// meanwhile (a veth NAPI thread's polls; a batched system call's calls).
+    Recheck { t_start_ps: f64, t_round_ps: f64, latency_ps: f64, weight: f64 },
+}
+
+/// A NAPI's interrupts and polls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NapiEvents {
+    pub t_irq_ps: f64,
+    pub t_poll_ps: f64,
+    pub weight: f64,
+    pub itr: crate::scenario::ItrSpec,
+    /// Frames sent are completed on the rx vector (`nic.tx_vector = "shared"`): a round that
+    /// sent frames is followed by another.
+    pub shared_tx: bool,
+    /// Frames sent are completed on a vector of their own, with its own interrupts and polls.
+    pub tx_vector: bool,
+    /// Threaded NAPI: each interrupt wakes the NAPI's thread (latency, CPU), ps.
+    pub thread: Option<(f64, f64)>,
+    /// `napi_defer_hard_irqs` and `gro_flush_timeout` (ps).
+    pub defer: Option<(u32, f64)>,
 }
 
 impl Default for ModeCosts {
@@ -156,6 +191,7 @@ impl Default for ModeCosts {
             app: None,
             poll_gap_ps: 0.0,
             notes: Vec::new(),
+            events: Events::None,
         }
     }
 }
@@ -174,4 +210,13 @@ pub struct AppCosts {
     /// A busy poll's cost per frame more than the softirq's, ps (where the reader busy
     /// polls and may drive its NAPI).
     pub busy_extra_ps: f64,
+    /// The thread's own parts below saturation: a call's and a frame's time, frames per
+    /// call, its wake-up (latency idle, CPU), and how long it busy polls an empty socket
+    /// before it blocks (0: never), ps.
+    pub t_call_ps: f64,
+    pub t_packet_ps: f64,
+    pub batch: f64,
+    pub wake_latency_ps: f64,
+    pub t_wakeup_ps: f64,
+    pub busy_poll_ps: f64,
 }

@@ -51,13 +51,21 @@ def cmd_model(args) -> int:
         ["dropped", si(p["dropped_pps"], "pps"), ""],
         ["CPU load", f"{100 * p['cpu_load']:.1f} %", load_note],
     ]
+    # The events the model predicts at this rate (its closed forms below saturation).
+    if p["irq_per_s"] >= 0.5:
+        lines.append(["interrupts", si(p["irq_per_s"], "/s"), ""])
+    if p["polls_per_s"] >= 0.5:
+        fpp = f"{p['frames_per_poll']:.1f} frames per poll" if p["frames_per_poll"] > 0 else ""
+        lines.append(["polls (or calls)", si(p["polls_per_s"], "/s"), fpp])
+    if p["wakeups_per_s"] >= 0.5:
+        lines.append(["wake-ups", si(p["wakeups_per_s"], "/s"), "NAPI threads, the reader, a sleeping call"])
     print(table(lines, ["quantity", "value", "note"], "lrl"))
     terms = [[k, f"{v:.1f}"] for k, v in p["frame_cost_ns"].items() if v > 0]
     if terms:
         print()
         print(table(terms, ["time per frame at saturation", "ns"], "lr"))
     notes = list(p["notes"])
-    if p["cpu_load_max"] > p["cpu_load"] + 1e-9:
+    if p["cpu_load_max"] > p["cpu_load"] + 1e-9 or not p["cpu_load_basis"].startswith("exact"):
         notes.insert(0, "CPU load: " + p["cpu_load_basis"])
     for n in notes:
         print(f"  note: {n}")

@@ -103,7 +103,17 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
         same_core: p.same_core,
         drives: None,
         busy_extra_ps: extra,
+        t_call_ps: p.t_call.ps() as f64,
+        t_packet_ps: p.t_packet.ps() as f64,
+        batch: p.batch.max(1) as f64,
+        wake_latency_ps: p.wake_latency.ps() as f64,
+        t_wakeup_ps: p.t_wakeup.ps() as f64,
+        busy_poll_ps: p.busy.ps() as f64,
     });
+    if let crate::price::Events::Napi(e) = &mut m.events {
+        // Nothing is sent: the socket's frames end at the reader.
+        (e.shared_tx, e.tx_vector) = (false, false);
+    }
     if x.busy_poll && n.napi.defers() {
         m.poll_gap_ps = n.napi.gro_flush_timeout.ps as f64;
     }

@@ -480,11 +480,18 @@ pub fn mode_costs(sc: &ResolvedScenario) -> crate::price::ModeCosts {
         },
     ];
     let busy_poll = matches!(wait, Wait::Spin { .. });
+    let mut events = crate::price::Events::None;
     if let Wait::Sleep { t_irq, t_wakeup } = wait {
         let ps = t_irq.ps() + t_wakeup.ps();
         terms.push(crate::price::IoCost::per_event("wake-up", ps as f64, f64::INFINITY, 1.0));
+        events = crate::price::Events::Recheck {
+            t_start_ps: ps as f64,
+            t_round_ps: b.t_call.ps as f64,
+            latency_ps: 0.0,
+            weight: per_call,
+        };
     }
-    crate::price::ModeCosts { terms, always_busy: busy_poll, ..Default::default() }
+    crate::price::ModeCosts { terms, always_busy: busy_poll, events, ..Default::default() }
 }
 
 /// A batched mode's calls, and how its cores wait when there is nothing to move: spinning

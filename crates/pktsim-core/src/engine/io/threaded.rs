@@ -385,6 +385,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
                 1.0 + deferred,
             ),
         ],
+        events: crate::price::Events::Recheck {
+            t_start_ps: sc.scenario.host.io.thread().t_wakeup.ps as f64,
+            t_round_ps: costs.t_poll.ps() as f64,
+            latency_ps: sc.scenario.host.io.thread().wake_latency.ps as f64,
+            weight: per_poll,
+        },
         ..Default::default()
     }
 }

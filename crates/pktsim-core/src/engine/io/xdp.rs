@@ -167,6 +167,9 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> Mode
         XdpAction::Drop => {
             m.tx_clean_ps = 0.0;
             m.tx_lock = false;
+            if let crate::price::Events::Napi(e) = &mut m.events {
+                (e.shared_tx, e.tx_vector) = (false, false);
+            }
             // Nothing is sent: no tx vector polls to leave out.
             m.notes.clear();
             if !native {

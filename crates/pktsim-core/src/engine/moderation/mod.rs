@@ -18,6 +18,10 @@
 //! [`Moderation::timer_from_first_cause`] its timer runs from the first cause after the
 //! vector is re-armed instead of from the last interrupt (mlx5 CQE-based moderation).
 //!
+//! Where a policy settles at a steady rate (the model's interval below saturation) is
+//! found by [`settle`], which runs the policy's own decisions on the model's steady
+//! episodes.
+//!
 //! To add a policy: a file here with the policy, its `impl Moderation` and its tests; an
 //! alternative of the tagged [`ItrSpec`] (`scenario/nic.rs`: a variant, the struct of the
 //! keys it reads, its name in `ItrSpec::alternatives`, its checks in `ItrSpec::validate`);
@@ -28,6 +32,7 @@ pub mod fixed;
 pub mod ixgbe_dynamic;
 pub mod off;
 
+use crate::rates::Level;
 use crate::scenario::ItrSpec;
 
 use super::time::{Instant, Span};
@@ -81,5 +86,109 @@ pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
         ItrSpec::Static(s) => Box::new(Fixed::from_usecs((s.interval.ps / 1_000_000) as u32)),
         ItrSpec::Dynamic(d) => Box::new(IxgbeDynamic::new(d.bulk_rate)),
         ItrSpec::Dim(d) => Box::new(Dim::new(d.profile, rx)),
+    }
+}
+
+/// The level the policy `spec` settles at on a vector (`rx`: it serves an rx ring;
+/// `tx_too`: its episodes also clean tx completions, as many as rx frames) whose frames
+/// carry `bytes` each as the driver counts them, given the steady rounds per second and
+/// frames per round at a level (`at`, the model's closed forms, [`crate::rates`]).
+///
+/// Static and off hold one interval. The dynamic ITR and DIM decide from what episodes
+/// did, so their own decisions run on the steady episodes `at` gives for the level they
+/// hold at each step (frames per episode spread to whole frames, as evenly spaced arrivals
+/// give them, or where arrivals are random drawn with a fixed sequence as the Poisson
+/// frames waiting at the poll's start and those that join it while it runs (`at`'s third
+/// figure per frame processed); time advancing by one round each), from their initial
+/// state: 4,000 episodes,
+/// the interval averaged by time over the last half (the dynamic ITR may go on flipping
+/// between two states there, as it does in the simulator).
+pub fn settle(
+    spec: &ItrSpec,
+    rx: bool,
+    tx_too: bool,
+    bytes: f64,
+    poisson: bool,
+    at: &dyn Fn(&Level) -> (f64, f64, f64),
+) -> Level {
+    let mut m = build(spec, rx);
+    let level = |m: &dyn Moderation| Level {
+        interval_ps: m.interval().ps() as f64,
+        max_frames: m.max_frames(),
+        from_first_cause: m.timer_from_first_cause(),
+    };
+    if matches!(spec, ItrSpec::Off(_) | ItrSpec::Static(_)) {
+        return level(&*m);
+    }
+    const EPISODES: usize = 4_000;
+    let (mut now_ps, mut carry, mut seed) = (0.0f64, 0.0f64, 0x9E37_79B9_7F4A_7C15u64);
+    let (mut weighted, mut span) = (0.0, 0.0);
+    let mut cache: Option<(Level, (f64, f64, f64))> = None;
+    for i in 0..EPISODES {
+        let l = level(&*m);
+        let (rounds_per_s, frames, growth) = match cache {
+            Some((c, v)) if c == l => v,
+            _ => {
+                let v = at(&l);
+                cache = Some((l, v));
+                v
+            }
+        };
+        if !(rounds_per_s > 0.0) {
+            break;
+        }
+        let period_ps = 1e12 / rounds_per_s;
+        if i >= EPISODES / 2 {
+            weighted += l.interval_ps * period_ps;
+            span += period_ps;
+        }
+        let k = if poisson {
+            // The frames waiting when the poll starts, Poisson; each frame it processes lets
+            // Poisson(growth) more join it (a busy period), drawn at a fixed sequence.
+            let mut draw = |mean: f64| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+                let (mut k, mut p) = (0.0, (-mean).exp());
+                let mut cdf = p;
+                while u > cdf && k < 10.0 * mean + 20.0 {
+                    k += 1.0;
+                    p *= mean / k;
+                    cdf += p;
+                }
+                k
+            };
+            let growth = growth.clamp(0.0, 0.95);
+            let (mut total, mut pending) = (draw(frames * (1.0 - growth)), 0.0);
+            pending += total;
+            while pending > 0.0 && total < 1e4 {
+                let more = draw(pending * growth);
+                total += more;
+                pending = more;
+            }
+            total
+        } else {
+            carry += frames;
+            let k = carry.floor();
+            carry -= k;
+            k
+        };
+        let (n, b) = (k as u64, (k * bytes).round() as u64);
+        let ep = Episode {
+            rx_packets: if rx { n } else { 0 },
+            rx_bytes: if rx { b } else { 0 },
+            tx_packets: if tx_too || !rx { n } else { 0 },
+            tx_bytes: if tx_too || !rx { b } else { 0 },
+            irqs: 1,
+        };
+        now_ps += period_ps;
+        m.episode_done(Instant::from_ps(now_ps as u64), &ep);
+    }
+    let last = level(&*m);
+    if span > 0.0 {
+        Level { interval_ps: weighted / span, ..last }
+    } else {
+        last
     }
 }

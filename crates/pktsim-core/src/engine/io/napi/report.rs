@@ -91,6 +91,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         drives: suspends
             .then(|| costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll)),
         busy_extra_ps: costs.t_poll.ps() as f64 * (1.0 / sock.busy_poll_budget.max(1) as f64 - 1.0 / per_poll),
+        t_call_ps: a.t_call.ps as f64,
+        t_packet_ps: a.t_packet.ps as f64,
+        batch: a.batch.max(1) as f64,
+        wake_latency_ps: a.wake_latency.ps as f64,
+        t_wakeup_ps: a.t_wakeup.ps as f64,
+        busy_poll_ps: crate::engine::app::AppParams::of(sc).map_or(0.0, |p| p.busy.ps() as f64),
     });
     if let Some(a) = &app {
         notes.clear();
@@ -103,8 +109,20 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     let s = &sc.scenario.socket;
     let prefer = app.is_some() && s.prefer_busy_poll && n.napi.defers();
     let poll_gap_ps = if prefer && !suspends { n.napi.gro_flush_timeout.ps as f64 } else { 0.0 };
+    let shared = n.tx_vector == crate::scenario::TxVector::Shared;
+    let events = crate::price::Events::Napi(crate::price::NapiEvents {
+        t_irq_ps: costs.t_irq.ps() as f64,
+        t_poll_ps: costs.t_poll.ps() as f64,
+        weight: per_poll,
+        itr: n.itr.clone(),
+        shared_tx: shared && app.is_none(),
+        tx_vector: !shared && app.is_none(),
+        thread: n.napi.threaded.then(|| (io.thread().wake_latency.ps as f64, io.thread().t_wakeup.ps as f64)),
+        defer: n.napi.defers().then(|| (n.napi.defer_hard_irqs, n.napi.gro_flush_timeout.ps as f64)),
+    });
     crate::price::ModeCosts {
         terms,
+        events,
         poll_gap_ps,
         // Frames an application reads are not sent.
         tx_lock: app.is_none(),
