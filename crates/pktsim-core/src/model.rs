@@ -17,8 +17,11 @@
 //!   CPU load  = at saturation: forwarded work at the saturated per-frame cost (the NAPI
 //!               amortisation of a full poll); below it: each frame's work plus the
 //!               interrupts, polls, calls and wake-ups at the rates of their closed forms
-//!               ([`crate::rates`], the section at the end of this file); cpu_load_max with
-//!               every per-event cost paid by each frame alone (the bound at any load)
+//!               ([`crate::rates`], the section at the end of this file), a round that
+//!               starts on a sleeping core waiting for its idle state's exit and paying its
+//!               refill ([`IdleModel`]: the state the governor picks for the mean idle
+//!               time); cpu_load_max with every per-event cost paid by each frame alone
+//!               (the bound at any load)
 //! ```
 //!
 //! The per-frame terms come from [`crate::price`] ([`CostTerms`], and the I/O mode's
@@ -443,6 +446,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         Arrivals::Poisson
     };
     let event_term = |t: &IoCost| matches!(t.name, "poll" | "interrupt" | "wake-up" | "call");
+    let idle = IdleModel::of(sc);
     let mut ev = Vec::with_capacity(topo.cores());
     for c in 0..topo.cores() {
         let demand = loads[c].0 * offered;
@@ -471,6 +475,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
             clean_busy: clean_s * tx_pps,
             read_pps: if mode.app.is_some() { fwd[c] } else { 0.0 },
             settle: inputs.settle,
+            idle: &idle,
         });
         ev.push((e, saturated));
     }
@@ -777,6 +782,66 @@ pub struct CoreInputs<'a> {
     /// Frames its application reads per second.
     pub read_pps: f64,
     pub settle: Settle,
+    /// The core's idle states: what a round that starts on a sleeping core waits and pays.
+    pub idle: &'a IdleModel,
+}
+
+/// The cores' idle states as the closed forms price them (`[cpu.idle]`, see
+/// `engine::idle`): a core sleeps before each round that does not follow the last at once,
+/// for the mean idle time `I` its rounds leave it; the state the governor picks for `I`
+/// (menu and teo with regular idle times: the deepest enabled one whose target residency
+/// fits; haltpoll: its poll while `I` is within the window it grows to, else the halt) adds
+/// its exit latency to the round's wait and its refill to the round's CPU.
+#[derive(Debug, Clone, Default)]
+pub struct IdleModel {
+    on: bool,
+    governor: crate::scenario::Governor,
+    states: Vec<crate::scenario::ResolvedState>,
+    limit_ps: u64,
+    halt_poll_ps: f64,
+}
+
+impl IdleModel {
+    /// The idle states of the scenario's cores; off where the mode polls (server,
+    /// busy-poll) or no usable state costs anything.
+    pub fn of(sc: &ResolvedScenario) -> Self {
+        use crate::scenario::IoModeKind;
+        let cpu = &sc.scenario.cpu;
+        let states = cpu.idle.resolved(&cpu.caches, cpu.frequency);
+        let limit_ps = cpu.idle.latency_limit.map_or(u64::MAX, |d| d.ps);
+        let costly =
+            states.iter().any(|s| !s.disable && s.latency_ps <= limit_ps && (s.latency_ps > 0 || s.refill_ps > 0));
+        let sleeps = !matches!(sc.scenario.host.io.kind(), IoModeKind::Server | IoModeKind::BusyPoll);
+        IdleModel {
+            on: costly && sleeps,
+            governor: cpu.idle.governor,
+            states,
+            limit_ps,
+            halt_poll_ps: cpu.idle.guest_halt_poll.ps as f64,
+        }
+    }
+
+    /// (exit latency, refill), ps, of a wake-up after a mean idle time of `idle_ps`.
+    pub fn exit_ps(&self, idle_ps: f64) -> (f64, f64) {
+        use crate::scenario::Governor;
+        if !self.on {
+            return (0.0, 0.0);
+        }
+        let usable = |i: usize| !self.states[i].disable && self.states[i].latency_ps <= self.limit_ps;
+        let pick = match self.governor {
+            Governor::Haltpoll => {
+                if idle_ps <= self.halt_poll_ps {
+                    Some(0)
+                } else {
+                    (1..self.states.len()).find(|&i| usable(i))
+                }
+            }
+            Governor::Menu | Governor::Teo => (0..self.states.len())
+                .rfind(|&i| usable(i) && self.states[i].residency_ps as f64 <= idle_ps)
+                .or_else(|| (0..self.states.len()).find(|&i| usable(i))),
+        };
+        pick.map_or((0.0, 0.0), |i| (self.states[i].latency_ps as f64, self.states[i].refill_ps as f64))
+    }
 }
 
 /// One core's events and load below saturation.
@@ -786,98 +851,114 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
     let lambda = i.rx_pps;
     let frame_s = i.t_frame_ps * ps;
     let poisson = i.arrivals == Arrivals::Poisson;
-    let (rx, tx, tx_cost_ps) = match &i.mode.events {
-        Events::None => {
-            e.busy = lambda * frame_s + i.clean_busy;
-            e.busy_max = e.busy;
-            (Steady::NONE, Steady::NONE, 0.0)
-        }
-        Events::Recheck { t_start_ps, t_round_ps, latency_ps, weight } => {
-            let r = Rounds {
-                rate_pps: lambda,
-                arrivals: i.arrivals,
-                t_frame_ps: i.t_frame_ps,
-                t_start_ps: t_start_ps + t_round_ps,
-                t_next_ps: *t_round_ps,
-                latency_start_ps: *latency_ps,
-                latency_next_ps: 0.0,
-                takes_late_frames: false,
-                weight: *weight,
-                t_poll_ps: 0.0,
-                next: Next::Recheck,
-            };
-            let s = steady(&r);
-            e.polls_per_s = s.polls_per_s;
-            e.rx_polls_per_s = s.polls_per_s;
-            e.wakeups_per_s = s.chains_per_s;
-            e.irq_per_s = if *latency_ps > 0.0 { 0.0 } else { s.chains_per_s };
-            e.busy_max = lambda * (frame_s + (t_start_ps + t_round_ps) * ps) + i.clean_busy;
-            (s, Steady::NONE, 0.0)
-        }
-        Events::Napi(n) => {
-            let (lat, wake) = n.thread.unwrap_or((0.0, 0.0));
-            let round_ps = n.t_irq_ps + wake + n.t_poll_ps;
-            let rx_round = |level: Level| Rounds {
-                rate_pps: lambda,
-                arrivals: i.arrivals,
-                t_frame_ps: i.t_frame_ps,
-                t_start_ps: round_ps,
-                t_next_ps: if n.defer.is_some() { wake + n.t_poll_ps } else { round_ps },
-                latency_start_ps: lat,
-                latency_next_ps: lat,
-                takes_late_frames: true,
-                weight: n.weight,
-                t_poll_ps: n.t_poll_ps,
-                next: match n.defer {
-                    Some((polls, timeout_ps)) => Next::Deferral { polls, timeout_ps },
-                    None => Next::Interrupt { level, tx_cause: n.shared_tx },
-                },
-            };
-            let level = if n.defer.is_some() || lambda <= 0.0 {
-                Level::NONE
-            } else {
-                (i.settle)(&n.itr, true, n.shared_tx, i.bytes, poisson, &|l| {
-                    let s = steady(&rx_round(*l));
-                    (s.rounds_per_s, s.frames_per_round, lambda * frame_s)
-                })
-            };
-            let s = steady(&rx_round(level));
-            // A vector of the tx queue's own: its completions' rounds (cleaning is priced per
-            // frame, in `clean_busy`).
-            let tx = if n.tx_vector && i.tx_pps > 0.0 {
-                let tx_round = |level: Level| Rounds {
-                    rate_pps: i.tx_pps,
+    // A round that starts on a sleeping core waits for its idle state's exit and pays its
+    // refill: priced from the mean idle time the rounds leave, found in a few passes.
+    let (mut exit_ps, mut refill_ps) = (0.0, 0.0);
+    let mut pass = 0;
+    let (rx, tx, tx_cost_ps) = loop {
+        let (rx, tx, tx_cost_ps) = match &i.mode.events {
+            Events::None => {
+                e.busy = lambda * frame_s + i.clean_busy;
+                e.busy_max = e.busy;
+                (Steady::NONE, Steady::NONE, 0.0)
+            }
+            Events::Recheck { t_start_ps, t_round_ps, latency_ps, weight } => {
+                let r = Rounds {
+                    rate_pps: lambda,
                     arrivals: i.arrivals,
-                    t_frame_ps: 0.0,
+                    t_frame_ps: i.t_frame_ps,
+                    t_start_ps: t_start_ps + t_round_ps + refill_ps,
+                    t_next_ps: *t_round_ps,
+                    latency_start_ps: latency_ps + exit_ps,
+                    latency_next_ps: 0.0,
+                    takes_late_frames: false,
+                    weight: *weight,
+                    t_poll_ps: 0.0,
+                    next: Next::Recheck,
+                };
+                let s = steady(&r);
+                e.polls_per_s = s.polls_per_s;
+                e.rx_polls_per_s = s.polls_per_s;
+                e.wakeups_per_s = s.chains_per_s;
+                e.irq_per_s = if *latency_ps > 0.0 { 0.0 } else { s.chains_per_s };
+                e.busy_max = lambda * (frame_s + (t_start_ps + t_round_ps) * ps) + i.clean_busy;
+                (s, Steady::NONE, 0.0)
+            }
+            Events::Napi(n) => {
+                let (lat, wake) = n.thread.unwrap_or((0.0, 0.0));
+                let lat = lat + exit_ps;
+                let round_ps = n.t_irq_ps + wake + n.t_poll_ps + refill_ps;
+                let rx_round = |level: Level| Rounds {
+                    rate_pps: lambda,
+                    arrivals: i.arrivals,
+                    t_frame_ps: i.t_frame_ps,
                     t_start_ps: round_ps,
-                    t_next_ps: round_ps,
+                    t_next_ps: if n.defer.is_some() { wake + n.t_poll_ps } else { round_ps },
                     latency_start_ps: lat,
                     latency_next_ps: lat,
                     takes_late_frames: true,
-                    weight: f64::INFINITY,
-                    t_poll_ps: 0.0,
-                    next: Next::Interrupt { level, tx_cause: false },
+                    weight: n.weight,
+                    t_poll_ps: n.t_poll_ps,
+                    next: match n.defer {
+                        Some((polls, timeout_ps)) => Next::Deferral { polls, timeout_ps },
+                        None => Next::Interrupt { level, tx_cause: n.shared_tx },
+                    },
                 };
-                let level = (i.settle)(&n.itr, false, true, i.bytes, poisson, &|l| {
-                    let s = steady(&tx_round(*l));
-                    (s.rounds_per_s, s.frames_per_round, 0.0)
-                });
-                steady(&tx_round(level))
-            } else {
-                Steady::NONE
-            };
-            let timer_polls = if n.defer.is_some() { s.rounds_per_s - s.chains_per_s } else { 0.0 };
-            e.irq_per_s = s.rounds_per_s - timer_polls + tx.rounds_per_s;
-            e.polls_per_s = s.polls_per_s + tx.polls_per_s;
-            e.rx_polls_per_s = s.polls_per_s;
-            e.wakeups_per_s = if n.thread.is_some() { s.rounds_per_s + tx.rounds_per_s } else { 0.0 };
-            // Alone, a frame pays its interrupt's round, the round its completion starts on a
-            // shared vector (or its tx vector's), and the deferral's empty polls.
-            let rounds_alone = 1.0 + if n.shared_tx || (n.tx_vector && i.tx_pps > 0.0) { 1.0 } else { 0.0 };
-            let deferred = n.defer.map_or(0.0, |(polls, _)| polls as f64 * (wake + n.t_poll_ps));
-            e.busy_max = lambda * (frame_s + (rounds_alone * round_ps + deferred) * ps) + i.clean_busy;
-            (s, tx, 0.0)
+                let level = if n.defer.is_some() || lambda <= 0.0 {
+                    Level::NONE
+                } else {
+                    (i.settle)(&n.itr, true, n.shared_tx, i.bytes, poisson, &|l| {
+                        let s = steady(&rx_round(*l));
+                        (s.rounds_per_s, s.frames_per_round, lambda * frame_s)
+                    })
+                };
+                let s = steady(&rx_round(level));
+                // A vector of the tx queue's own: its completions' rounds (cleaning is priced per
+                // frame, in `clean_busy`).
+                let tx = if n.tx_vector && i.tx_pps > 0.0 {
+                    let tx_round = |level: Level| Rounds {
+                        rate_pps: i.tx_pps,
+                        arrivals: i.arrivals,
+                        t_frame_ps: 0.0,
+                        t_start_ps: round_ps,
+                        t_next_ps: round_ps,
+                        latency_start_ps: lat,
+                        latency_next_ps: lat,
+                        takes_late_frames: true,
+                        weight: f64::INFINITY,
+                        t_poll_ps: 0.0,
+                        next: Next::Interrupt { level, tx_cause: false },
+                    };
+                    let level = (i.settle)(&n.itr, false, true, i.bytes, poisson, &|l| {
+                        let s = steady(&tx_round(*l));
+                        (s.rounds_per_s, s.frames_per_round, 0.0)
+                    });
+                    steady(&tx_round(level))
+                } else {
+                    Steady::NONE
+                };
+                let timer_polls = if n.defer.is_some() { s.rounds_per_s - s.chains_per_s } else { 0.0 };
+                e.irq_per_s = s.rounds_per_s - timer_polls + tx.rounds_per_s;
+                e.polls_per_s = s.polls_per_s + tx.polls_per_s;
+                e.rx_polls_per_s = s.polls_per_s;
+                e.wakeups_per_s = if n.thread.is_some() { s.rounds_per_s + tx.rounds_per_s } else { 0.0 };
+                // Alone, a frame pays its interrupt's round, the round its completion starts on a
+                // shared vector (or its tx vector's), and the deferral's empty polls.
+                let rounds_alone = 1.0 + if n.shared_tx || (n.tx_vector && i.tx_pps > 0.0) { 1.0 } else { 0.0 };
+                let deferred = n.defer.map_or(0.0, |(polls, _)| polls as f64 * (wake + n.t_poll_ps));
+                e.busy_max = lambda * (frame_s + (rounds_alone * round_ps + deferred) * ps) + i.clean_busy;
+                (s, tx, 0.0)
+            }
+        };
+        // The mean idle time before a round, and what waking from it costs.
+        let rounds = rx.rounds_per_s + tx.rounds_per_s;
+        let asleep = (1.0 - rx.busy - tx.busy - i.clean_busy).max(0.0);
+        let (x, r) = if rounds > 0.0 { i.idle.exit_ps(asleep / rounds / ps) } else { (0.0, 0.0) };
+        pass += 1;
+        if (x, r) == (exit_ps, refill_ps) || pass >= 4 {
+            break (rx, tx, tx_cost_ps);
         }
+        (exit_ps, refill_ps) = (x, r);
     };
     e.holds = rx.holds && tx.holds;
     e.busy = rx.busy + tx.busy + tx_cost_ps + i.clean_busy;
@@ -938,4 +1019,37 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
     e.busy = e.busy.min(1.0);
     e.busy_max = e.busy_max.max(e.busy).min(1.0);
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IdleModel;
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    fn idle(cpu_idle: &str) -> IdleModel {
+        let toml = format!(
+            "[cpu]\nfrequency = \"3.3GHz\"\n[cpu.idle]\n{cpu_idle}\n[link]\nrate = \"10Gbit/s\"\n[traffic]\nrate = \"1Mpps\"\n\
+             [host]\nt_proc = \"500ns\""
+        );
+        IdleModel::of(&Scenario::load_toml(&toml, "t.toml", Path::new("."), &[]).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// menu on intel-skx: 50 us of idle is C1E (10 us exit, caches kept), 700 us C6 (133 us,
+    /// the L2 refetched: 3.72 us), 1 us POLL; haltpoll polls within its 200 us window and
+    /// halts (1 us) beyond it; a polling table or a polling mode costs nothing.
+    #[test]
+    fn a_wake_up_pays_the_state_the_governor_picks_for_the_mean_idle_time() {
+        let us = 1e6;
+        let skx = idle("table = \"intel-skx\"");
+        assert_eq!(skx.exit_ps(50.0 * us), (10.0 * us, 0.0));
+        assert_eq!(skx.exit_ps(700.0 * us), (133.0 * us, 3_723_636.0));
+        assert_eq!(skx.exit_ps(1.0 * us), (0.0, 0.0));
+        let limited = idle("latency_limit = \"50us\"");
+        assert_eq!(limited.exit_ps(700.0 * us), (10.0 * us, 0.0));
+        let hp = idle("governor = \"haltpoll\"\ntable = \"kvm-haltpoll\"");
+        assert_eq!(hp.exit_ps(100.0 * us), (0.0, 0.0));
+        assert_eq!(hp.exit_ps(300.0 * us), (1.0 * us, 0.0));
+        assert_eq!(idle("table = \"poll\"").exit_ps(700.0 * us), (0.0, 0.0));
+    }
 }
