@@ -205,3 +205,16 @@ def test_papers_can_be_named_by_author():
     assert paper_id("smith") is None
     proc = run_cli("reproduce", "smith", check=False)
     assert proc.returncode == 2 and "raumer" in proc.stderr
+
+
+def test_run_plots_its_time_series_and_refuses_a_plot_it_cannot_draw(tmp_path):
+    """`pktsim run --plot` draws the time series (rates, events, moderation, idle wake-ups);
+    a path that is no PNG or SVG, or a run without measure.interval, is a clean error."""
+    out = tmp_path / "series.png"
+    ex = str(EXAMPLES / "xdp-drop-mlx5.toml")
+    run_cli("run", ex, "--set", "measure.interval=2ms", "--set", "measure.duration=10ms", "--set", "cpu.idle.table=intel-skx", "--plot", out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = run_cli("run", ex, "--plot", tmp_path / "series.txt", check=False)
+    assert bad.returncode == 2 and ".png or .svg" in bad.stderr and "Traceback" not in bad.stderr
+    none = run_cli("run", ex, "--set", "measure.duration=2ms", "--plot", tmp_path / "x.png", check=False)
+    assert none.returncode == 2 and "measure.interval" in none.stderr and not (tmp_path / "x.png").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from . import __version__
 from .errors import ScenarioError, UsageError
@@ -25,12 +26,30 @@ EXIT_INTERRUPTED = 130
 def cmd_run(args) -> int:
     from .sim import run_file
 
+    if args.plot:
+        _check_plot_path(args.plot)
     r = run_file(args.file, args.set)
+    if args.plot:
+        from .plots import time_series
+
+        if not r.get("series"):
+            raise ScenarioError(f"--plot {args.plot}: the run has no time series: set measure.interval (e.g. --set measure.interval=1ms)")
+        time_series(r, args.plot)
     if args.json:
         print(json_text(r))
         return 0
     print(format_run(r, args.file))
     return 0
+
+
+def _check_plot_path(path: str) -> None:
+    """A figure's path, checked before anything runs: a PNG or SVG in a directory that is
+    there, and not a directory itself."""
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".svg"):
+        raise ScenarioError(f"--plot {path}: expected a .png or .svg file")
+    if p.is_dir() or not p.parent.resolve().is_dir():
+        raise ScenarioError(f"--plot {path}: expected a file in a directory that exists")
 
 
 def format_run(r: dict, origin: str) -> str:
@@ -201,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE", help="scenario TOML file")
     r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     r.add_argument("--json", action="store_true", help="print one JSON object")
+    r.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the time series (needs measure.interval): rates, interrupts and polls, moderation interval, frames per poll, idle wake-ups",
+    )
     r.set_defaults(func=cmd_run)
 
     w = sub.add_parser("sweep", help="simulate a grid of scenario keys with replications, locally or on Dask")
