@@ -342,10 +342,10 @@ fn typical_interval(recent: &[u64]) -> Option<u64> {
     }
     let mut thresh = u64::MAX;
     loop {
-        let kept: Vec<u128> = recent.iter().filter(|&&v| v <= thresh).map(|&v| v as u128).collect();
-        let (n, max) = (kept.len() as u128, kept.iter().copied().max()?);
-        let avg = kept.iter().sum::<u128>() / n;
-        let variance = kept.iter().map(|&v| v.abs_diff(avg).pow(2)).sum::<u128>() / n;
+        let kept = || recent.iter().filter(move |&&v| v <= thresh).map(|&v| v as u128);
+        let (n, max) = (kept().count() as u128, kept().max()?);
+        let avg = kept().sum::<u128>() / n;
+        let variance = kept().map(|v| v.abs_diff(avg).pow(2)).sum::<u128>() / n;
         // 20 us squared, in ps^2.
         const SMALL: u128 = 20_000_000 * 20_000_000;
         if (avg * avg > variance * 36 && n * 4 >= INTERVALS as u128 * 3) || variance <= SMALL {

@@ -105,14 +105,18 @@ pub fn run<M: Units>(m: &mut M, core: usize, mut t: Instant, ctx: &mut Ctx) {
     let mut units = 0u32;
     let w = m.worker(core);
     if w.unit.is_none() && ctx.idle.is_on() {
-        // Still leaving its idle state, or woken now: the step timer runs the core when
-        // it is out.
+        // Still leaving its idle state, or woken now: the core looks for work when it is
+        // out — at once when nothing can touch it before then, else at its step timer.
         if w.waking > t {
             return;
         }
         if let Some(at) = wake(w, core, t, ctx) {
-            w.timer.set(ctx.queue, at, Key::Step(core as u32));
-            return;
+            if at < ctx.horizon(core) && !ctx.cancelled() {
+                t = at;
+            } else {
+                w.timer.set(ctx.queue, at, Key::Step(core as u32));
+                return;
+            }
         }
     }
     let mut done = w.unit.take().map(|u| (u, w.len));

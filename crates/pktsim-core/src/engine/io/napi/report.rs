@@ -118,7 +118,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         shared_tx: shared && app.is_none(),
         tx_vector: !shared && app.is_none(),
         thread: n.napi.threaded.then(|| (io.thread().wake_latency.ps as f64, io.thread().t_wakeup.ps as f64)),
-        defer: n.napi.defers().then(|| (n.napi.defer_hard_irqs, n.napi.gro_flush_timeout.ps as f64)),
+        defer: n.napi.defers().then_some((n.napi.defer_hard_irqs, n.napi.gro_flush_timeout.ps as f64)),
     });
     crate::price::ModeCosts {
         terms,

@@ -59,7 +59,9 @@ fn lone_episodes_hand_the_egress_port_the_general_paths_departures() {
         assert!(lone_dep.len() > 200, "{}", lone_dep.len());
         assert_eq!(lone_dep, general_dep, "{what}");
         assert!(lone_events <= general_events, "{what}: {lone_events} vs {general_events} events");
-        if cores == 1 && kpps < 100 {
+        // (With a tx vector of its own, the completion's interrupt mostly comes while the
+        // core leaves its idle state, which the general path takes.)
+        if cores == 1 && kpps < 100 && tx_vector == "shared" {
             assert!(lone_events * 5 < general_events, "{what}: {lone_events} vs {general_events} events");
         }
     }
