@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from . import __version__
 from .errors import ScenarioError, UsageError
@@ -30,7 +29,7 @@ def cmd_run(args) -> int:
         _check_plot_path(args.plot)
     r = run_file(args.file, args.set)
     if args.plot:
-        from .plots import time_series
+        from .series_plot import time_series
 
         if not r.get("series"):
             raise ScenarioError(f"--plot {args.plot}: the run has no time series: set measure.interval (e.g. --set measure.interval=1ms)")
@@ -45,6 +44,8 @@ def cmd_run(args) -> int:
 def _check_plot_path(path: str) -> None:
     """A figure's path, checked before anything runs: a PNG or SVG in a directory that is
     there, and not a directory itself."""
+    from pathlib import Path
+
     p = Path(path)
     if p.suffix.lower() not in (".png", ".svg"):
         raise ScenarioError(f"--plot {path}: expected a .png or .svg file")
