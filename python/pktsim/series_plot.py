@@ -27,20 +27,19 @@ def time_series(r: dict, path: str | Path, title: str = "") -> None:
     per_s = lambda k: col(k) / step  # noqa: E731
     ratio = lambda a, b: np.divide(col(a), col(b), out=np.full(len(series), np.nan), where=col(b) > 0)  # noqa: E731
     fig, axes = plt.subplots(4, 1, figsize=(7.5, 9.0), sharex=True)
-    ax = axes[0]
-    ax.step(t_ms, per_s("offered") / 1e6, where="post", label="offered")
-    ax.step(t_ms, per_s("forwarded") / 1e6, where="post", label="forwarded")
-    if col("dropped").sum() > 0:
-        ax.step(t_ms, per_s("dropped") / 1e6, where="post", label="dropped")
-    ax.set_ylabel("rate [Mpps]")
-    ax.legend(loc="best", fontsize=8)
-    ax = axes[1]
-    ax.step(t_ms, per_s("irqs") / 1e3, where="post", label="interrupts")
-    ax.step(t_ms, per_s("polls") / 1e3, where="post", label="polls")
-    if col("deferred_polls").sum() > 0:
-        ax.step(t_ms, per_s("deferred_polls") / 1e3, where="post", label="polls by the deferral timer")
-    ax.set_ylabel("events [k/s]")
-    ax.legend(loc="best", fontsize=8)
+    # Counts per second, a line each (those marked optional only where they happened).
+    for ax, (unit, scale, lines) in zip(
+        axes[:2],
+        [
+            ("rate [Mpps]", 1e6, [("offered", "offered", False), ("forwarded", "forwarded", False), ("dropped", "dropped", True)]),
+            ("events [k/s]", 1e3, [("irqs", "interrupts", False), ("polls", "polls", False), ("deferred_polls", "polls by the deferral timer", True)]),
+        ],
+    ):
+        for key, label, optional in lines:
+            if not optional or col(key).sum() > 0:
+                ax.step(t_ms, per_s(key) / scale, where="post", label=label)
+        ax.set_ylabel(unit)
+        ax.legend(loc="best", fontsize=8)
     ax = axes[2]
     itr = ratio("itr_sum_ns", "irqs") / 1e3
     if np.nansum(itr) > 0:

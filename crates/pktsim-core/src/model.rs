@@ -797,7 +797,7 @@ pub struct IdleModel {
     on: bool,
     governor: crate::scenario::Governor,
     states: Vec<crate::scenario::ResolvedState>,
-    limit_ps: u64,
+    usable: Vec<bool>,
     halt_poll_ps: f64,
 }
 
@@ -805,18 +805,13 @@ impl IdleModel {
     /// The idle states of the scenario's cores; off where the mode polls (server,
     /// busy-poll) or no usable state costs anything.
     pub fn of(sc: &ResolvedScenario) -> Self {
-        use crate::scenario::IoModeKind;
         let cpu = &sc.scenario.cpu;
         let states = cpu.idle.resolved(&cpu.caches, cpu.frequency);
-        let limit_ps = cpu.idle.latency_limit.map_or(u64::MAX, |d| d.ps);
-        let costly =
-            states.iter().any(|s| !s.disable && s.latency_ps <= limit_ps && (s.latency_ps > 0 || s.refill_ps > 0));
-        let sleeps = !matches!(sc.scenario.host.io.kind(), IoModeKind::Server | IoModeKind::BusyPoll);
         IdleModel {
-            on: costly && sleeps,
+            on: cpu.idle.costs_something(&states) && sc.scenario.host.io.kind().sleeps(),
             governor: cpu.idle.governor,
+            usable: states.iter().map(|s| cpu.idle.usable(s)).collect(),
             states,
-            limit_ps,
             halt_poll_ps: cpu.idle.guest_halt_poll.ps as f64,
         }
     }
@@ -827,20 +822,14 @@ impl IdleModel {
         if !self.on {
             return (0.0, 0.0);
         }
-        let usable = |i: usize| !self.states[i].disable && self.states[i].latency_ps <= self.limit_ps;
-        let pick = match self.governor {
-            Governor::Haltpoll => {
-                if idle_ps <= self.halt_poll_ps {
-                    Some(0)
-                } else {
-                    (1..self.states.len()).find(|&i| usable(i))
-                }
+        let i = match self.governor {
+            Governor::Haltpoll if idle_ps <= self.halt_poll_ps => 0,
+            Governor::Haltpoll => crate::scenario::halt_state(&self.usable),
+            Governor::Menu | Governor::Teo => {
+                crate::scenario::deepest_within(&self.states, &self.usable, idle_ps as u64)
             }
-            Governor::Menu | Governor::Teo => (0..self.states.len())
-                .rfind(|&i| usable(i) && self.states[i].residency_ps as f64 <= idle_ps)
-                .or_else(|| (0..self.states.len()).find(|&i| usable(i))),
         };
-        pick.map_or((0.0, 0.0), |i| (self.states[i].latency_ps as f64, self.states[i].refill_ps as f64))
+        self.states.get(i).map_or((0.0, 0.0), |s| (s.latency_ps as f64, s.refill_ps as f64))
     }
 }
 

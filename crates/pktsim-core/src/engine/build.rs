@@ -126,8 +126,7 @@ impl SimNode {
         let interference =
             super::interference::Interference::new(&sc.scenario.cpu.interference, topo.cores(), sc.scenario.seed);
         // A core that runs out of work sleeps, unless the mode polls (its cores spin).
-        let sleeps =
-            !matches!(s.host.io.kind(), crate::scenario::IoModeKind::Server | crate::scenario::IoModeKind::BusyPoll);
+        let sleeps = s.host.io.kind().sleeps();
         let stop = warm + m.duration.into();
         let idle = super::idle::Idle::new(
             &s.cpu.idle,

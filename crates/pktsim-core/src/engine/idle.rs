@@ -31,7 +31,7 @@
 use serde::Serialize;
 
 use super::time::{Instant, Span};
-use crate::scenario::{Governor, Idle as Spec, ResolvedState};
+use crate::scenario::{deepest_within, halt_state, Governor, Idle as Spec, ResolvedState};
 
 /// Idle times menu and teo look back on (menu.c's `INTERVALS`).
 const INTERVALS: usize = 8;
@@ -113,9 +113,8 @@ impl Idle {
     /// The cores' idle states; `sleeps`: whether the I/O mode's cores sleep when out of work
     /// (a polling mode's never do). Off (no cost anywhere) when every usable state polls.
     pub fn new(spec: &Spec, states: Vec<ResolvedState>, sleeps: bool, warm: Instant, stop: Instant) -> Self {
-        let limit = spec.latency_limit.map_or(u64::MAX, |d| d.ps);
-        let usable: Vec<bool> = states.iter().map(|s| !s.disable && s.latency_ps <= limit).collect();
-        let costly = states.iter().zip(&usable).any(|(s, &u)| u && (s.latency_ps > 0 || s.refill_ps > 0));
+        let usable: Vec<bool> = states.iter().map(|s| spec.usable(s)).collect();
+        let costly = spec.costs_something(&states);
         let report = states
             .iter()
             .map(|s| StateReport {
@@ -176,10 +175,7 @@ impl Idle {
     /// The deepest usable state whose residency fits `predicted_ps` (the first usable one
     /// when none fits).
     fn deepest_within(&self, predicted_ps: u64) -> usize {
-        let first = self.usable.iter().position(|&u| u).unwrap_or(0);
-        (0..self.states.len())
-            .rfind(|&i| self.usable[i] && self.states[i].residency_ps <= predicted_ps)
-            .unwrap_or(first)
+        deepest_within(&self.states, &self.usable, predicted_ps)
     }
 
     fn select(&mut self, c: usize) -> (usize, u64) {
@@ -202,7 +198,7 @@ impl Idle {
             }
             Governor::Haltpoll => {
                 // Poll (state 0) for the window, then halt (the next usable state).
-                let halt = (1..self.states.len()).find(|&i| self.usable[i]).unwrap_or(0);
+                let halt = halt_state(&self.usable);
                 if core.poll_limit_ps == 0 {
                     (halt, 0)
                 } else {
@@ -217,7 +213,7 @@ impl Idle {
     fn left_at(&self, c: usize, t: Instant) -> Option<(usize, Option<Instant>)> {
         let (since, chosen, window) = self.cores.get(c)?.since?;
         if self.governor == Governor::Haltpoll && chosen == 0 && (t - since).ps() > window {
-            let halt = (1..self.states.len()).find(|&i| self.usable[i]).unwrap_or(0);
+            let halt = halt_state(&self.usable);
             return Some((halt, Some(since + Span::from_ps(window))));
         }
         Some((chosen, None))

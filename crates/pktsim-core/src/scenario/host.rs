@@ -1036,6 +1036,12 @@ impl Rings {
 }
 
 impl IoModeKind {
+    /// Whether the mode's cores sleep when out of work (idle states apply); a polling mode's
+    /// (`server`, `busy-poll`) spin.
+    pub fn sleeps(self) -> bool {
+        !matches!(self, IoModeKind::Server | IoModeKind::BusyPoll)
+    }
+
     /// The `host.io` value, as the scenario format writes it.
     pub fn name(self) -> String {
         serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()

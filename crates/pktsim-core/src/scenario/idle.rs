@@ -147,8 +147,8 @@ impl Default for Idle {
             latency_limit: None,
             guest_halt_poll: default_guest_halt_poll(),
             guest_halt_poll_grow_start: default_guest_halt_poll_grow_start(),
-            guest_halt_poll_grow: 2,
-            guest_halt_poll_shrink: 2,
+            guest_halt_poll_grow: two(),
+            guest_halt_poll_shrink: two(),
         }
     }
 }
@@ -225,9 +225,15 @@ impl Idle {
             .collect()
     }
 
-    /// Whether a core never leaves C0: only polling states (no exit latency, no refill).
-    pub fn polls_only(&self, caches: &Caches, frequency: Frequency) -> bool {
-        self.resolved(caches, frequency).iter().all(|s| s.disable || (s.latency_ps == 0 && s.refill_ps == 0))
+    /// Whether the governor may pick `s`: enabled, and within the latency limit.
+    pub fn usable(&self, s: &ResolvedState) -> bool {
+        !s.disable && s.latency_ps <= self.latency_limit.map_or(u64::MAX, |d| d.ps)
+    }
+
+    /// Whether waking from a state the governor may pick costs anything (else the core
+    /// never leaves C0 at a cost: only polling states).
+    pub fn costs_something(&self, states: &[ResolvedState]) -> bool {
+        states.iter().any(|s| self.usable(s) && (s.latency_ps > 0 || s.refill_ps > 0))
     }
 
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
@@ -297,6 +303,18 @@ impl Idle {
     }
 }
 
+/// The deepest usable state whose target residency fits `predicted_ps`, else the first
+/// usable one (menu's choice; the simulator's and the model's).
+pub fn deepest_within(states: &[ResolvedState], usable: &[bool], predicted_ps: u64) -> usize {
+    let first = usable.iter().position(|&u| u).unwrap_or(0);
+    (0..states.len()).rfind(|&i| usable[i] && states[i].residency_ps <= predicted_ps).unwrap_or(first)
+}
+
+/// haltpoll's halt: the first usable state after its poll (state 0).
+pub fn halt_state(usable: &[bool]) -> usize {
+    (1..usable.len()).find(|&i| usable[i]).unwrap_or(0)
+}
+
 /// The whole L2 refetched from L3: its lines at the L3 hit latency, [`LINE_FILL_BUFFERS`]
 /// at a time.
 pub fn l2_refill_ps(caches: &Caches, frequency: Frequency) -> u64 {
@@ -322,9 +340,9 @@ mod tests {
         // lines x 30 cycles / 10 in flight = 12,288 cycles = 3.72 us at 3.3 GHz.
         assert_eq!(s[2].refill_ps, 0);
         assert_eq!(s[3].refill_ps, 3_723_636);
-        assert!(!i.polls_only(&Caches::default(), Frequency::from_hz(3.3e9)));
+        assert!(i.costs_something(&s));
         let poll = Idle { table: Some(IdleTable::Poll), ..Default::default() };
-        assert!(poll.polls_only(&Caches::default(), Frequency::from_hz(3.3e9)));
+        assert!(!poll.costs_something(&poll.resolved(&Caches::default(), Frequency::from_hz(3.3e9))));
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub use self::host::{
     StrategyKind, StrategySpec, SyscallBatch, ThreadSpec, ThreadedNapiIo, TxLock, Wakeup, XdpAction, XdpIo, XdpMode,
     XdpSpec,
 };
-pub use self::idle::{Governor, Idle, IdleState, IdleTable, ResolvedState};
+pub use self::idle::{deepest_within, halt_state, Governor, Idle, IdleState, IdleTable, ResolvedState};
 pub use self::link::{line_rate_pps, Link};
 pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
 pub use self::nic::{
