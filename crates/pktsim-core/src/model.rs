@@ -829,7 +829,7 @@ impl IdleModel {
                 crate::scenario::deepest_within(&self.states, &self.usable, idle_ps as u64)
             }
         };
-        self.states.get(i).map_or((0.0, 0.0), |s| (s.latency_ps as f64, s.refill_ps as f64))
+        self.states.get(i).map_or((0.0, 0.0), |s| (s.latency_ps as f64, s.refill_after_ps(idle_ps as u64) as f64))
     }
 }
 
@@ -1040,5 +1040,11 @@ mod tests {
         assert_eq!(hp.exit_ps(100.0 * us), (0.0, 0.0));
         assert_eq!(hp.exit_ps(300.0 * us), (1.0 * us, 0.0));
         assert_eq!(idle("table = \"poll\"").exit_ps(700.0 * us), (0.0, 0.0));
+        // A refill that grows over 200 us of idle: half of it after a mean 100 us.
+        let ramp = idle(
+            "states = [{ name = \"halt\", latency = \"1us\", residency = \"1us\", refill = \"4us\", refill_time = \"200us\" }]",
+        );
+        assert_eq!(ramp.exit_ps(100.0 * us), (1.0 * us, 2.0 * us));
+        assert_eq!(ramp.exit_ps(900.0 * us), (1.0 * us, 4.0 * us));
     }
 }

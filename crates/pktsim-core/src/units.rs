@@ -211,6 +211,10 @@ impl Duration {
         }
         Ok(Duration { ps: ps.round() as u64 })
     }
+    /// No time at all (serde's skip test for keys whose default is "0ns").
+    pub fn is_zero(&self) -> bool {
+        self.ps == 0
+    }
     pub fn as_ns(self) -> f64 {
         self.ps as f64 / 1e3
     }

@@ -223,9 +223,9 @@ impl Idle {
     #[inline]
     pub fn peek(&self, c: usize, t: Instant) -> Wake {
         match self.left_at(c, t) {
-            Some((s, _)) if self.on => {
-                let s = &self.states[s];
-                Wake { latency: Span::from_ps(s.latency_ps), refill: Span::from_ps(s.refill_ps) }
+            Some((s, halted_at)) if self.on => {
+                let Some((since, _, _)) = self.cores[c].since else { return Wake::default() };
+                self.wake_from(s, (t - halted_at.unwrap_or(since)).ps())
             }
             _ => Wake::default(),
         }
@@ -260,7 +260,7 @@ impl Idle {
         }
         let from = halted_at.unwrap_or(since);
         let s = &self.states[state];
-        let wake = Wake { latency: Span::from_ps(s.latency_ps), refill: Span::from_ps(s.refill_ps) };
+        let wake = self.wake_from(state, (t - from).ps());
         let deeper_fits =
             (state + 1..self.states.len()).any(|i| self.usable[i] && idle_ps >= self.states[i].residency_ps);
         let too_deep = idle_ps < s.residency_ps;
@@ -277,6 +277,13 @@ impl Idle {
         }
         self.learn(c, idle_ps, window);
         wake
+    }
+
+    /// What leaving state `s` costs after `in_state_ps` in it.
+    #[inline]
+    fn wake_from(&self, s: usize, in_state_ps: u64) -> Wake {
+        let s = &self.states[s];
+        Wake { latency: Span::from_ps(s.latency_ps), refill: Span::from_ps(s.refill_after_ps(in_state_ps)) }
     }
 
     fn learn(&mut self, c: usize, idle_ps: u64, window: u64) {
@@ -441,6 +448,30 @@ mod tests {
         assert_eq!(r.states[1].entries, 3);
         // A halted entry polled its window first: POLL counts it too.
         assert_eq!(r.states[0].entries, 6 + 2);
+    }
+
+    /// A halt whose refill (6 us) grows over 300 us of idle: 30 us asleep costs a tenth of
+    /// it, 150 us half, 300 us and more all of it; a peek agrees with the exit.
+    #[test]
+    fn a_refill_with_a_refill_time_grows_with_the_time_asleep() {
+        let d = |us: u64| crate::units::Duration::from_ps(us * US);
+        let halt = crate::scenario::IdleState {
+            name: "halt".into(),
+            latency: d(1),
+            residency: d(1),
+            flush: false,
+            refill: Some(d(6)),
+            refill_time: d(300),
+            disable: false,
+        };
+        let mut i = idle(IdleSpec { states: Some(vec![halt]), ..Default::default() });
+        let mut t = 0;
+        let refills: Vec<u64> =
+            [30, 150, 300, 900].iter().map(|&gap| cycle(&mut i, &mut t, gap, 1)[0].refill.ps()).collect();
+        assert_eq!(refills, [600_000, 3_000_000, 6_000_000, 6_000_000]);
+        i.enter(0, at(t));
+        assert_eq!(i.peek(0, at(t + 75)).refill.ps(), 1_500_000);
+        assert_eq!(i.exit(0, at(t + 75)).refill.ps(), 1_500_000);
     }
 
     /// teo: the deepest state at least half of the last idle times outlasted.

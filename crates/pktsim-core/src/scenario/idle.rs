@@ -82,6 +82,12 @@ pub struct IdleState {
     /// for a state that flushes the L2 refetched from L3 (see the section's doc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refill: Option<Duration>,
+    /// The idle time over which the refill grows to its whole value, in proportion: what a
+    /// core that keeps its caches loses to others while it sleeps (the hypervisor and other
+    /// guests on a VM's halt, the sibling thread). "0ns" (default): the whole refill after
+    /// any idle time, as a state that flushes its caches on entry pays it.
+    #[serde(default, skip_serializing_if = "Duration::is_zero")]
+    pub refill_time: Duration,
     /// The governor never picks it (`disable`).
     #[serde(default)]
     pub disable: bool,
@@ -172,6 +178,7 @@ fn state(name: &str, latency_us: u64, residency_us: u64, flush: bool) -> IdleSta
         residency: Duration::from_ps(residency_us * US),
         flush,
         refill: None,
+        refill_time: Duration::default(),
         disable: false,
     }
 }
@@ -203,7 +210,21 @@ pub struct ResolvedState {
     pub latency_ps: u64,
     pub residency_ps: u64,
     pub refill_ps: u64,
+    pub refill_time_ps: u64,
     pub disable: bool,
+}
+
+impl ResolvedState {
+    /// The refill after `idle_ps` in the state: the whole of it, or with a `refill_time`
+    /// the share `min(idle, refill_time) / refill_time` of it.
+    #[inline]
+    pub fn refill_after_ps(&self, idle_ps: u64) -> u64 {
+        if self.refill_time_ps == 0 || idle_ps >= self.refill_time_ps {
+            return self.refill_ps;
+        }
+        // < refill_ps: the quotient fits in u64.
+        (u128::from(self.refill_ps) * u128::from(idle_ps) / u128::from(self.refill_time_ps)) as u64
+    }
 }
 
 impl Idle {
@@ -220,6 +241,7 @@ impl Idle {
                 name: s.name,
                 latency_ps: s.latency.ps,
                 residency_ps: s.residency.ps,
+                refill_time_ps: s.refill_time.ps,
                 disable: s.disable,
             })
             .collect()
@@ -257,7 +279,12 @@ impl Idle {
                 if s.name.is_empty() || s.name.len() > 32 {
                     return err(&p("name"), format!("{:?}", s.name), "a name of 1 to 32 characters");
                 }
-                for (k, d) in [("latency", Some(s.latency)), ("residency", Some(s.residency)), ("refill", s.refill)] {
+                for (k, d) in [
+                    ("latency", Some(s.latency)),
+                    ("residency", Some(s.residency)),
+                    ("refill", s.refill),
+                    ("refill_time", Some(s.refill_time)),
+                ] {
                     if d.is_some_and(|d| d.ps > MAX_PS) {
                         return err(
                             &p(k),
@@ -354,6 +381,7 @@ mod tests {
             residency: d(l),
             flush: false,
             refill: None,
+            refill_time: Duration::default(),
             disable: false,
         };
         let ok = Idle { states: Some(vec![st("POLL", "0us"), st("C1", "2us")]), ..Default::default() };
