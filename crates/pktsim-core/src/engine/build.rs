@@ -55,7 +55,9 @@ impl SimNode {
                 Box::new(TraceReplay::new(t.clone(), rate_pps, p.looped, link_bps, overhead))
             }
             (TrafficKind::Synthetic(syn), _) => Box::new(
-                Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed).with_schedule(&syn.schedule_points()),
+                Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed)
+                    .with_schedule(&syn.schedule_points())
+                    .with_stalls(&syn.stalls, s.seed),
             ),
             _ => Box::new(Traffic::new(&sc.sources, rate_pps, link_bps, overhead, s.seed)),
         };

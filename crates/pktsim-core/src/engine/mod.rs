@@ -7,7 +7,7 @@
 //!   egress  <── NIC: qdisc, tx rings, egress link <──┘            stats: measurement
 //! ```
 //!
-//! Components, in the order a packet meets them: [`ingress`] ([`traffic`]: sources and the
+//! Components, in the order a packet meets them: [`ingress`] ([`traffic`]: sources, the sender's [`stalls`] and the
 //! ingress link), [`nic`] (classifier, rx and tx rings, vectors with their [`moderation`]),
 //! [`io`] (the host's I/O mode, with [`costs`] and ring [`strategy`]s), [`app`] (a socket
 //! and the application reading it, where the stack delivers frames locally), [`stats`]
@@ -34,6 +34,7 @@ pub mod queue;
 pub mod report;
 pub mod rng;
 pub mod run;
+pub mod stalls;
 pub mod stats;
 pub mod strategy;
 #[cfg(test)]

@@ -16,6 +16,7 @@ use crate::scenario::{Pattern, ResolvedSource};
 
 use super::ingress::{Ingress, Packet};
 use super::rng::Stream;
+use super::stalls::Stalls;
 use super::time::{wire_time, Instant, Span, WireTime};
 
 struct SourceGen {
@@ -198,6 +199,8 @@ pub struct Traffic {
     sources: Vec<SourceGen>,
     /// `traffic.schedule`: the sources' times are base times, warped to real ones.
     warp: Option<Warp>,
+    /// `traffic.stalls`: the sender's stalls, each kind applied in turn to the real times.
+    stalls: Vec<Stalls>,
     wire: WireTime,
     link_free: Instant,
     generated: u64,
@@ -282,6 +285,7 @@ impl Traffic {
         Traffic {
             sources: gens,
             warp: None,
+            stalls: Vec::new(),
             wire: WireTime::new(overhead, link_bps),
             link_free: Instant::ZERO,
             generated: 0,
@@ -292,6 +296,13 @@ impl Traffic {
     /// rate, ramp from the point before).
     pub fn with_schedule(mut self, points: &[(f64, f64, bool)]) -> Self {
         self.warp = Warp::new(points);
+        self
+    }
+
+    /// The sender's stalls (`traffic.stalls`), each kind from a stream of its own.
+    pub fn with_stalls(mut self, kinds: &[crate::scenario::Stalls], seed: u64) -> Self {
+        self.stalls =
+            kinds.iter().enumerate().filter_map(|(i, k)| Stalls::new(k.rate.hz, k.lengths_ps(), seed, i)).collect();
         self
     }
 }
@@ -360,6 +371,8 @@ impl Traffic {
         if !(real < HORIZON_PS) {
             return None;
         }
+        // A frame a stall held leaves at its end, unless the next kind holds it longer.
+        let real = self.stalls.iter_mut().fold(real, |t, st| st.leave(t));
         let start = Instant::ZERO + Span::from_ps_f64_small(real);
         let (size, wire) = src.sample_size();
         let flow = src.sample_flow();
@@ -404,7 +417,7 @@ impl Ingress for Traffic {
             return;
         }
         let src = &self.sources[0];
-        if src.sizes.len() == 1 && self.warp.is_none() {
+        if src.sizes.len() == 1 && self.warp.is_none() && self.stalls.is_empty() {
             match src.pattern {
                 Pattern::Cbr => return self.fill_one_size::<false>(out, max),
                 Pattern::Poisson => return self.fill_one_size::<true>(out, max),

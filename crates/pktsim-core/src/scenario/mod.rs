@@ -29,7 +29,7 @@
 //! `cpu.rs` (`[cpu]`), `link.rs` (`[link]`), `traffic.rs` (`[traffic]` and its sources),
 //! `nic.rs` (`[nic]`: rings, interrupt throttling, queues and filters), `host.rs`
 //! (`[host]`: I/O mode, NAPI limits, ring strategies), `measure.rs` (`[measure]`),
-//! `sweep.rs` (`[sweep]`), `cost.rs` (`[cost]` and the cost profile it resolves to) and
+//! `stalls.rs` (`[traffic.stalls]`: the sender's stalls), `sweep.rs` (`[sweep]`), `cost.rs` (`[cost]` and the cost profile it resolves to) and
 //! `fib.rs` (the checks of `[fib]`, whose parameters are [`crate::fib::FibParams`]). Every
 //! public item is re-exported here. [`Scenario::resolve`] runs the sections' checks in a
 //! fixed order, so that of several problems the same one is always reported. Reading the
@@ -56,6 +56,7 @@ mod link;
 mod measure;
 mod nic;
 mod ranges;
+mod stalls;
 mod sweep;
 pub mod tagged;
 mod traffic;
@@ -75,6 +76,7 @@ pub use self::measure::{LatencyFrom, LatencyTo, MeasureSpec, TPlus};
 pub use self::nic::{
     parse_prefix, DimProfile, Filter, ItrDim, ItrDynamic, ItrOff, ItrSpec, ItrStatic, NicSpec, TxVector,
 };
+pub use self::stalls::Stalls;
 pub use self::sweep::{SweepSpec, SweepValues};
 pub use self::traffic::{
     mean_frame_bytes, PacketSize, Pattern, PcapReplay, Proto, RatePoint, ResolvedSource, Source, Synthetic, Traffic,

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::link::{line_rate_pps, Link};
+use super::stalls::Stalls;
 use super::tagged::{self, Key, Keys, Tagged};
 use crate::error::{join_path, ConfigError, Result, VALUE_SEP};
 use crate::trace::{TraceSummary, Window};
@@ -265,6 +266,10 @@ pub struct Synthetic {
     /// first point's share (default: `rate` throughout).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedule: Vec<RatePoint>,
+    /// The sender's stalls, by kind: frames due while it is away leave together when it
+    /// is back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stalls: Vec<Stalls>,
 }
 
 /// One point of `traffic.schedule`.
@@ -288,6 +293,7 @@ impl Default for Synthetic {
             flows: 1,
             sources: Vec::new(),
             schedule: Vec::new(),
+            stalls: Vec::new(),
         }
     }
 }
@@ -512,6 +518,7 @@ impl Traffic {
             }
             TrafficKind::Synthetic(s) => {
                 s.check_schedule(origin)?;
+                Stalls::validate_all(&s.stalls, origin)?;
                 (None, s.resolve_sources(origin)?)
             }
         };
