@@ -450,7 +450,7 @@ def to_toml(host: Host, source: str) -> str:
         s.setdefault("nic", {})["dma_delay"] = Value('"0ns"', "veth has no DMA")
     # Per-event costs are not on the machine either: each the mode reads is written out
     # with its default, said to be one.
-    for key in ("t_irq", "t_poll"):
+    for key in ("t_irq", "t_poll", "thread.t_wakeup", "batch.t_wakeup"):
         if schema_info.io_mode(io).reads(f"host.{key}") and key not in s["host"]:
             default = (schema_info.node(f"host.{key}") or {}).get("default")
             if default is not None:

@@ -106,7 +106,8 @@ fn run_scripted(toml: &str, ingress: Scripted) -> (SimResult, Vec<(f64, f64)>, V
 /// A 1-core node at 10 Gbit/s (64 B frames: 67.2 ns on the wire), no DMA delay, measured
 /// from 0 for 1 ms; `host` is the body of its [host] table, `extra` more tables. A hand
 /// trace prices only what it gives: an interrupt or a poll its mode has costs nothing
-/// unless `host` gives `t_irq` or `t_poll` (the format's defaults are a measured machine's),
+/// unless `host` gives `t_irq` or `t_poll`, nor an application's call or wake-up unless
+/// `extra` gives `app.t_call` or `app.t_wakeup` (the format's defaults are a measured machine's),
 /// and its cores never leave C0 unless `extra` gives `[cpu.idle]`.
 pub fn node_toml(host: &str, extra: &str) -> String {
     let io = host.lines().find_map(|l| l.trim().strip_prefix("io = ")).map_or("napi", |v| v.trim_matches('"'));
@@ -118,6 +119,13 @@ pub fn node_toml(host: &str, extra: &str) -> String {
         host.insert_str(0, "t_poll = \"0ns\"\n");
     }
     let idle = if extra.contains("[cpu.idle]") { "" } else { "[cpu.idle]\ntable = \"poll\"" };
+    // An application's calls and wake-ups cost what the trace gives, too.
+    let mut extra = extra.to_string();
+    for key in ["t_call", "t_wakeup"] {
+        if extra.contains("[app]") && !extra.contains(key) {
+            extra = extra.replacen("[app]", &format!("[app]\n{key} = \"0ns\""), 1);
+        }
+    }
     format!(
         r#"
         [cpu]

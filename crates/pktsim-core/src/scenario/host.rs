@@ -85,8 +85,10 @@ pub struct AfXdpSpec {
     pub t_copy: Duration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_copy_per_byte: Option<TimePerByte>,
-    /// One kick system call (`sendto` / `recvfrom` / `poll`).
-    #[serde(default)]
+    /// One kick system call (`sendto` / `recvfrom` / `poll`). Default 78 ns: a null system
+    /// call (`getppid`), measured by `pktsim testbed probe` on a KVM guest on an Intel Xeon at
+    /// 2.6 GHz, Linux 6.18 (VALIDATION.md); a kick that does work costs more.
+    #[serde(default = "default_t_syscall")]
     pub t_syscall: Duration,
 }
 
@@ -111,7 +113,7 @@ impl Default for AfXdpSpec {
             t_xsk: Duration::default(),
             t_copy: Duration::default(),
             t_copy_per_byte: None,
-            t_syscall: Duration::default(),
+            t_syscall: default_t_syscall(),
         }
     }
 }
@@ -177,17 +179,43 @@ pub struct XdpSpec {
 
 /// The NAPI's kernel thread: io = "threaded-napi"'s, or a device NAPI's with
 /// `nic.napi.threaded = true`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadSpec {
-    /// From the sender's napi_schedule (wake_up_process) to the thread running on its CPU:
-    /// scheduler and idle-exit latency, during which the CPU does none of this thread's work.
+    /// From the sender's napi_schedule (wake_up_process) to the thread running on its CPU,
+    /// during which the CPU does none of this thread's work: the wake-up's IPI when the
+    /// sender runs on another CPU. Default 0: the switch itself is `t_wakeup` and leaving an
+    /// idle state is `[cpu.idle]`'s (a futex wake-up across the CPUs of a KVM guest took
+    /// 18-29 us: VALIDATION.md, "wake").
     #[serde(default)]
     pub wake_latency: Duration,
     /// CPU time the thread spends per wake-up besides polling (switching in and out, the
-    /// thread loop), charged to the thread like its packet work.
-    #[serde(default)]
+    /// thread loop), charged to the thread like its packet work. Default 0.74 us: a wake-up
+    /// and a context switch on one CPU (half a futex round trip between two threads pinned
+    /// there), measured by `pktsim testbed probe` on a KVM guest on an Intel Xeon at 2.6 GHz,
+    /// Linux 6.18 (VALIDATION.md: the median of six probes, 711-786 ns).
+    #[serde(default = "default_t_wakeup")]
     pub t_wakeup: Duration,
+}
+
+impl Default for ThreadSpec {
+    fn default() -> Self {
+        ThreadSpec { wake_latency: Duration::default(), t_wakeup: default_t_wakeup() }
+    }
+}
+
+/// CPU time of one wake-up: half a futex round trip between two threads pinned to one CPU
+/// (a wake-up and a context switch), 0.74 us, measured by `pktsim testbed probe`
+/// (`pktsim-tb wake`) on a KVM guest on an Intel Xeon at 2.6 GHz, Linux 6.18 (VALIDATION.md,
+/// "wake").
+pub fn default_t_wakeup() -> Duration {
+    Duration::from_ps(740_000)
+}
+
+/// One null system call (`getppid`): 78 ns, measured as [`default_t_wakeup`] was. A real
+/// call that moves frames costs more; this is its floor.
+pub fn default_t_syscall() -> Duration {
+    Duration::from_ps(78_000)
 }
 
 /// Costs of batched packet I/O (io = "busy-poll" or "batched-syscall"). A call that moves
@@ -231,12 +259,20 @@ pub struct EmptyCall {
 }
 
 /// A sleeping thread's wake-up.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Wakeup {
-    /// From the interrupt to the sleeping thread running again.
-    #[serde(default)]
+    /// CPU time from the interrupt to the sleeping thread running again. Default 0.74 us:
+    /// a wake-up and a context switch on one CPU, measured by `pktsim testbed probe` on a
+    /// KVM guest on an Intel Xeon at 2.6 GHz, Linux 6.18 (VALIDATION.md).
+    #[serde(default = "default_t_wakeup")]
     pub t_wakeup: Duration,
+}
+
+impl Default for Wakeup {
+    fn default() -> Self {
+        Wakeup { t_wakeup: default_t_wakeup() }
+    }
 }
 
 /// `[host.batch]`: batched I/O's calls (io = "busy-poll": and what an empty one costs).
