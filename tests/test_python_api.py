@@ -43,6 +43,16 @@ def test_with_set_and_seed():
     assert pktsim.predict(sc2)["offered_pps"] == 1e6
 
 
+def test_lists_of_tables_are_set_as_the_cli_sets_them():
+    # A list of dicts from Python is the TOML array of inline tables `--set` takes.
+    sched = [{"at": "0ms", "rate": "10%"}, {"at": "5ms", "rate": "80%", "ramp": True}]
+    sc = pktsim.Scenario.load(EXAMPLES / "linux-router-64B.toml").with_sets({"traffic.schedule": sched})
+    assert sc.to_dict()["traffic"]["schedule"][1] == {"at": "5ms", "rate": "80%", "ramp": True}
+    sets = ["--set", 'traffic.schedule=[{at="0ms", rate="10%"}, {at="5ms", rate="80%", ramp=true}]']
+    cli = json.loads(run_cli("run", str(EXAMPLES / "linux-router-64B.toml"), *sets, "--set", "measure.duration=10ms", "--json").stdout)
+    assert strip_wall(pktsim.run(sc.with_set("measure.duration", "10ms"))) == strip_wall(cli)
+
+
 @pytest.mark.parametrize("example", [p for p in sorted(EXAMPLES.glob("*.toml")) if "[[nodes]]" not in p.read_text()], ids=lambda p: p.name)
 def test_examples_and_normalised_scenarios_validate_against_the_json_schema(example):
     # (A chain file is not a scenario: its nodes are, each validated as one by the core.)

@@ -187,6 +187,27 @@ def _value_text(value: Any, key: str = "") -> str:
         text = quantity_text(key, value)
         if text is not None:
             return text
+    return _toml_inline(value)
+
+
+def _toml_inline(value: Any) -> str:
+    """A value as a TOML inline value: lists as arrays, dicts as inline tables (``{name =
+    "halt", latency = "5us"}``), strings quoted, numpy scalars as numbers."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:
+        return "nan"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_inline(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{json.dumps(str(k))} = {_toml_inline(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)
 
 
