@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run_cli
 
-from pktsim.testbed import TestbedError, afxdp, defer, paths, topology, validate, xdp
+from pktsim.testbed import TestbedError, afxdp, defer, paths, runner, topology, validate, xdp
 
 DATA = ROOT / "tests" / "data" / "testbed-sweep.json"
 DEFER_DATA = ROOT / "tests" / "data" / "testbed-defer.json"
@@ -399,3 +399,96 @@ def test_a_probe_becomes_the_models_interference_and_its_tails_are_predicted():
     lo = with_probe["predictions"][0]["latency_ns"]["p99"], plain["predictions"][0]["latency_ns"]["p99"]
     assert lo[0] > lo[1] + 5_000, lo
     assert with_probe["calibration"]["interference"] and not plain["calibration"]["interference"]
+
+
+# ------------------------------------------------------------------------------ wake probe
+
+
+def wake_raw(exit_ns, refill_ns, gaps_us=(10, 50, 200, 1000)):
+    """A `pktsim-tb wake` result whose halt adds ``exit_ns(gap)`` of wake latency and
+    ``refill_ns(gap)`` of walk time to the awake pass's 20 us and 1 us."""
+
+    def rows(extra_lat, extra_refill):
+        return [
+            {
+                "gap_ns": g * 1000,
+                "n": 200,
+                "wake_latency_ns": {"p10": 0, "p50": 20_000 + extra_lat(g * 1000), "p90": 0},
+                "work_ns": {"p10": 0, "p50": 0, "p90": 0},
+                "refill_ns": {"p10": 0, "p50": 1_000 + extra_refill(g * 1000), "p90": 0},
+            }
+            for g in gaps_us
+        ]
+
+    zero = lambda g: 0  # noqa: E731
+    return {"halting": rows(exit_ns, refill_ns), "awake": rows(zero, zero), "switch_ns": 810, "syscall_ns": 85, "work_bytes": 1 << 20}
+
+
+def test_the_halt_is_the_halting_pass_minus_the_awake_one():
+    from pktsim.testbed import wake
+
+    # Exit 5 us up to 100 us of idle, then 25 us (the host stopped polling); a refill that
+    # grows 4 us per 200 us of halt up to 200 us.
+    res = wake.analyze(wake_raw(lambda g: 5_000 if g <= 100_000 else 25_000, lambda g: 4_000 * min(g, 200_000) // 200_000))
+    assert res["halt"]["latency_ns"] == 5_000
+    assert res["halt"]["refill_ns"] == pytest.approx(4_000)
+    assert res["halt"]["refill_time_ns"] == 200_000
+    assert [r["exit_latency_ns"] for r in res["gaps"]] == [5_000, 5_000, 25_000, 25_000]
+    s = wake.sets(res)["cpu.idle.states"]
+    assert s[1] == {"name": "halt", "latency": "1us", "residency": "1us", "refill": "4000ns", "refill_time": "200000ns"}
+    # The sets run: a sparse load pays the refill in full, once per wake-up.
+    from pktsim import sim
+    from pktsim.scenario import Scenario
+
+    r = sim.run(Scenario.load(validate.SCENARIO).with_sets({"traffic.rate": "2kpps", "measure.duration": "200ms", **wake.sets(res)}))
+    wakes = r["idle_states"]["states"][1]["entries"]
+    assert wakes > 0
+    assert r["cpu_by_activity"]["refill"] * 0.2e9 == pytest.approx(4_000 * wakes, rel=0.05)
+
+
+def test_calibration_takes_the_halts_refill_out_of_the_measured_cost():
+    halt = {"latency_ns": 5_000, "refill_ns": 4_000, "refill_time_ns": 200_000}
+    pts = [point(0.1, 7000, 4000, 9000, 1.0, 1.0), point(0.45, 7000, 4000, 9000, 1.8, 4.0), point(0.9, 7000, 4000, 9000, 27, 83)]
+    # Idle per wake-up: 100 us, 20 us, ~0: the refill 2 us, 0.4 us, ~0 per wake-up.
+    for p, util, pps in zip(pts, (0.5, 0.6, 0.99), (5_000, 80_000, 1_000_000)):
+        p.update(dut_utilization=util, forwarded_pps=pps)
+        p["dut_ns_per_packet"] += validate.halt_refill_ns(p, halt) / p["packets_per_wakeup"]
+    assert validate.halt_refill_ns(pts[0], halt) == pytest.approx(2_000)
+    assert validate.halt_refill_ns(pts[1], halt) == pytest.approx(4_000 * 20 / 200)
+    cal = validate.calibrate(pts, halt=halt)
+    assert (cal["t_proc_ns"], cal["t_poll_ns"], cal["t_wakeup_ns"]) == pytest.approx((7000, 4000, 9000))
+    assert validate.calibrate(pts)["t_wakeup_ns"] > 9500, "without the halt its refill lands in t_wakeup"
+
+
+# ------------------------------------------------------------------------------ the generator as a source
+
+
+def test_the_generators_stalls_become_the_models_and_move_its_frames():
+    # Two runs: short stalls at 300 and 500 per second, long ones (from 100 us) at 2 and
+    # none; each kind's quantiles averaged over the runs that had it.
+    runs = [
+        {"generator_stalls": [{"rate_hz": 300.0, "length_ns": [2_000, 4_000]}, {"rate_hz": 2.0, "length_ns": [1_000_000, 3_000_000]}]},
+        {"generator_stalls": [{"rate_hz": 500.0, "length_ns": [4_000, 6_000]}, {"rate_hz": 0.0, "length_ns": []}]},
+    ]
+    st = runner.stalls(runs)
+    assert st == [{"rate_hz": 400.0, "length_ns": [3_000.0, 5_000.0]}, {"rate_hz": 1.0, "length_ns": [1e6, 3e6]}]
+    sets = validate.stall_sets({"stalls": st, "offered_pps": 100_000.0})
+    assert sets == {
+        "traffic.stalls": [
+            {"rate": "400.000Hz", "length": ["3000ns", "5000ns"]},
+            {"rate": "1.000Hz", "length": ["1000000ns", "3000000ns"]},
+        ]
+    }
+    assert validate.stall_sets({"stalls": None, "offered_pps": 1e5}) == {}
+    # A recorded point without them (older runs) predicts with an even sender.
+    assert validate.stall_sets({"offered_pps": 1e5}) == {}
+    sets = {"traffic.stalls": [{"rate": "400Hz", "length": ["8us", "10us"]}, {"rate": "20Hz", "length": ["3ms"]}]}
+    # In the model: the same frames, in bursts that a 256-frame ring cannot hold.
+    from pktsim import sim
+    from pktsim.scenario import Scenario
+
+    base = Scenario.load(validate.SCENARIO).with_sets({"traffic.rate": "100kpps", "measure.duration": "300ms"})
+    even, stalled = sim.run(base), sim.run(base.with_sets(sets))
+    assert even["loss_ratio"] == 0 and stalled["loss_ratio"] > 0
+    assert abs(stalled["offered_pps"] - even["offered_pps"]) / even["offered_pps"] < 0.01
+    assert stalled["latency_ns"]["p999"] > 2 * even["latency_ns"]["p999"]

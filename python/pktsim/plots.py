@@ -358,7 +358,8 @@ def _testbed_title(res: dict) -> str:
         "defer": f"threaded NAPI with deferral, {setup.get('rules', '?')} nftables rules",
         "afxdp": f"AF_XDP copy mode, XSK program loop {setup.get('loops', '?')} turns",
     }.get(path, f"{setup.get('rules', '?')} nftables rules")
-    return f"pktsim testbed --path {path}: measured vs predicted ({m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {dial})"
+    # Two lines: one would be wider than the figure with a long CPU model or dial.
+    return f"pktsim testbed --path {path}: measured vs predicted\n{m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {dial}"
 
 
 def testbed_validation(res: dict, path: str | Path) -> None:

@@ -39,8 +39,9 @@ usage:
   pktsim-tb xskfwd --in NAME --out NAME --batch N --mode busy|sleep --duration-ms MS
                                                           forward between two AF_XDP sockets
   pktsim-tb probe --cpu N --duration-ms MS [options]     gaps an idle spinning thread sees
+  pktsim-tb wake --cpu N --from-cpu M [options]           what waking a thread on N costs
   pktsim-tb version                                       print the version
-  pktsim-tb [gen|sink|xdp|xskfwd|probe] --help            print usage
+  pktsim-tb [gen|sink|xdp|xskfwd|probe|wake] --help            print usage
 
 Both subcommands print one JSON object on stdout when they stop.
 Exit status: 0 done, 1 system call failed, 2 usage error.
@@ -79,7 +80,9 @@ options:
 
 Stops at --count, at --duration-ms, or on SIGINT/SIGTERM, then prints one JSON object:
 sent, refused, offered, elapsed_ns, t0_mono_ns, t_end_mono_ns, offered_pps, sent_pps,
-max_late_ns, interrupted.
+max_late_ns, interrupted, batches, batch_sizes, and stalls: the times the pacing loop was
+away from the clock 2 us or more (a send call, its CPU taken), as two kinds (from 2 us and
+from 100 us), each {min_ns, count, length_ns (200 quantiles)}.
 ";
 
 /// Usage text of `pktsim-tb sink`.
@@ -184,6 +187,33 @@ Prints one JSON object: spin_ns (time observed), reads, gaps, stolen_ns, gap_ns
 unlisted, elapsed_ns, interrupted.
 ";
 
+/// Usage text of `pktsim-tb wake`.
+pub const WAKE_USAGE: &str = "\
+usage: pktsim-tb wake --cpu N --from-cpu M [options]
+
+Measures what waking a sleeping thread on CPU N costs. A sleeper pinned to N (SCHED_FIFO
+--priority, if given) blocks on a futex; a waker on CPU M waits a gap after it blocked,
+then wakes it. The sleeper notes when it runs (wake latency), then walks a working set of
+--work-kib twice: the first walk minus the second is the refill (cold caches). One pass
+lets CPU N idle between wake-ups (halting), one keeps it busy with a SCHED_IDLE spinner
+(awake); the difference is what leaving the idle state costs. Also: a null system call
+(getppid) and half a futex round trip between two threads on N (one wake-up and switch).
+
+required:
+  --cpu N              the sleeper's CPU
+  --from-cpu M         the waker's CPU (not N)
+
+options:
+  --priority P         the sleeper at SCHED_FIFO priority P, 1..=99 (the NAPI thread's: 50)
+  --gaps-us LIST       idle gaps before each wake-up, comma-separated, 1..=100000 us each,
+                       at most 32 [10,20,50,100,200,500,1000,2000]
+  --count K            wake-ups per gap and pass, 1..=100000 [200]
+  --work-kib W         the working set walked after each wake-up, 1..=65536 KiB [64]
+
+Prints one JSON object: syscall_ns, switch_ns, warm_work_ns, halting and awake (one row
+per gap: gap_ns, n, wake_latency_ns, work_ns and refill_ns {p10, p50, p90}), interrupted.
+";
+
 /// A usage error: what was wrong with the command line. Exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
@@ -210,6 +240,18 @@ pub enum Command {
     Xdp(XdpArgs),
     XskFwd(XskFwdArgs),
     Probe(ProbeArgs),
+    Wake(WakeArgs),
+}
+
+/// Settings of `pktsim-tb wake`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WakeArgs {
+    pub cpu: usize,
+    pub from_cpu: usize,
+    pub priority: Option<u32>,
+    pub gaps_ns: Vec<u64>,
+    pub count: usize,
+    pub work_kib: usize,
 }
 
 /// Settings of `pktsim-tb probe`.
@@ -318,7 +360,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let Some(first) = argv.first() else {
         return Err(UsageError {
             subcommand: None,
-            message: "missing subcommand (gen, sink, xdp, xskfwd, probe, version)".into(),
+            message: "missing subcommand (gen, sink, xdp, xskfwd, probe, wake, version)".into(),
         });
     };
     let rest = &argv[1..];
@@ -338,9 +380,12 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "xdp" => parse_xdp(rest),
         "xskfwd" => parse_xskfwd(rest),
         "probe" => parse_probe(rest),
+        "wake" => parse_wake(rest),
         other => Err(UsageError {
             subcommand: None,
-            message: format!("unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd, probe or version)"),
+            message: format!(
+                "unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd, probe, wake or version)"
+            ),
         }),
     }
 }
@@ -504,6 +549,41 @@ fn parse_probe(argv: &[String]) -> Result<Command, UsageError> {
         spin_ns: flags.optional(SPIN_MS, |s| parse_int::<u64>(s).filter(|n| (1..=1000).contains(n)))?.unwrap_or(10)
             * 1_000_000,
         rest_ns: flags.optional(REST_MS, |s| parse_int::<u64>(s).filter(|n| *n <= 1000))?.unwrap_or(1) * 1_000_000,
+    }))
+}
+
+const FROM_CPU: (&str, &str) = ("--from-cpu", "a CPU number from 0 to 1023, not --cpu's");
+const GAPS_US: (&str, &str) = ("--gaps-us", "1 to 32 comma-separated gaps in microseconds, each from 1 to 100000");
+const WAKE_COUNT: (&str, &str) = ("--count", "a number of wake-ups per gap from 1 to 100000");
+const WORK_KIB: (&str, &str) = ("--work-kib", "a working set in KiB from 1 to 65536");
+const WAKE_FLAGS: &[(&str, &str)] = &[CPU, FROM_CPU, PRIORITY, GAPS_US, WAKE_COUNT, WORK_KIB];
+
+fn parse_wake(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("wake", WAKE_FLAGS, argv)? else {
+        return Ok(Command::Help(WAKE_USAGE));
+    };
+    let cpu = flags.required(CPU, parse_cpu)?;
+    let from_cpu = flags.required(FROM_CPU, |s| parse_cpu(s).filter(|&c| c != cpu))?;
+    let gaps_us = flags.optional(GAPS_US, |s| {
+        let v: Option<Vec<u64>> =
+            s.split(',').map(|g| parse_int::<u64>(g.trim()).filter(|n| (1..=100_000).contains(n))).collect();
+        v.filter(|v| (1..=32).contains(&v.len()))
+    })?;
+    Ok(Command::Wake(WakeArgs {
+        cpu,
+        from_cpu,
+        priority: flags.optional(PRIORITY, |s| parse_int::<u32>(s).filter(|n| (1..=99).contains(n)))?,
+        gaps_ns: gaps_us
+            .unwrap_or_else(|| vec![10, 20, 50, 100, 200, 500, 1000, 2000])
+            .iter()
+            .map(|g| g * 1000)
+            .collect(),
+        count: flags
+            .optional(WAKE_COUNT, |s| parse_int::<usize>(s).filter(|n| (1..=100_000).contains(n)))?
+            .unwrap_or(200),
+        work_kib: flags
+            .optional(WORK_KIB, |s| parse_int::<usize>(s).filter(|n| (1..=65_536).contains(n)))?
+            .unwrap_or(64),
     }))
 }
 
@@ -922,7 +1002,7 @@ mod tests {
         let e = parse(&argv("bench")).unwrap_err();
         assert_eq!(
             (e.subcommand, e.message.as_str()),
-            (None, "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe or version)")
+            (None, "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe, wake or version)")
         );
         assert!(parse(&[]).is_err());
     }

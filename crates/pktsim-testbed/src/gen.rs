@@ -73,6 +73,24 @@ pub struct GenReport {
     /// generator sends one frame at a time; bigger batches mean it ran late and caught up
     /// (the frames of a batch reach the device back to back).
     pub batch_sizes: [u64; 6],
+    /// The stalls: each time the pacing loop, which reads the clock as it spins, did not
+    /// see it for [`STALL_MIN_NS`] or more (a send call, its CPU taken elsewhere; the
+    /// frames due meanwhile leave together after it). Sleeps the loop chose are not stalls. Reported by kind ([`GenReport::stall_kinds`]), the model's
+    /// `[[traffic.stalls]]`.
+    pub stalls: hdrhistogram::Histogram<u64>,
+}
+
+/// The shortest absence of the pacing loop that counts as a stall: a spinning loop reads
+/// the clock every few tens of nanoseconds.
+pub const STALL_MIN_NS: u64 = 2_000;
+/// The shortest lateness that counts as a long stall (reported as a kind of its own).
+pub const LONG_STALL_NS: u64 = 100_000;
+/// Quantiles of each kind of stall's lengths reported (evenly: each stands for 1/200).
+pub const STALL_QUANTILES: usize = 200;
+
+/// An empty histogram of stall lengths (1 ns to 100 s, 3 significant digits).
+pub fn stall_histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("static histogram bounds")
 }
 
 /// Index of a batch of `n` frames in [`GenReport::batch_sizes`].
@@ -117,7 +135,32 @@ impl GenReport {
                 "1": self.batch_sizes[0], "2-3": self.batch_sizes[1], "4-7": self.batch_sizes[2],
                 "8-15": self.batch_sizes[3], "16-31": self.batch_sizes[4], "32+": self.batch_sizes[5],
             },
+            "stalls": self.stall_kinds(),
         })
+    }
+
+    /// The stalls in two kinds, short (from [`STALL_MIN_NS`]) and long (from
+    /// [`LONG_STALL_NS`]): each its count and [`STALL_QUANTILES`] quantiles of its lengths,
+    /// at the middle of each 1/200 of them, so that a few long stalls among thousands of
+    /// short ones keep their lengths.
+    pub fn stall_kinds(&self) -> Value {
+        let total = self.stalls.len();
+        let short = self.stalls.count_between(0, LONG_STALL_NS - 1);
+        let kind = |min_ns: u64, count: u64, before: u64| {
+            let lengths: Vec<u64> = if count == 0 {
+                Vec::new()
+            } else {
+                (0..STALL_QUANTILES)
+                    .map(|i| {
+                        let q =
+                            (before as f64 + (i as f64 + 0.5) / STALL_QUANTILES as f64 * count as f64) / total as f64;
+                        self.stalls.lowest_equivalent(self.stalls.value_at_quantile(q))
+                    })
+                    .collect()
+            };
+            json!({"min_ns": min_ns, "count": count, "length_ns": lengths})
+        };
+        json!([kind(STALL_MIN_NS, short, 0), kind(LONG_STALL_NS, total - short, short)])
     }
 }
 
@@ -171,8 +214,10 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
         max_late_ns: 0,
         interrupted: false,
         batch_sizes: [0; 6],
+        stalls: stall_histogram(),
     };
     let mut next_seq: u64 = 0;
+    let mut last_ns: Option<u64> = None;
 
     loop {
         if sys::stop_requested() {
@@ -183,6 +228,15 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
             break;
         }
         let now = sys::mono_ns();
+        // The time since the loop last looked at the clock, unless it slept: the sender
+        // was away (a send call, its CPU taken); a frame due meanwhile left late.
+        if let Some(last) = last_ns.filter(|_| schedule.is_some()) {
+            if now - last >= STALL_MIN_NS {
+                // Within the histogram's bounds (at most 100 s: runs are shorter).
+                report.stalls.saturating_record(now - last);
+            }
+        }
+        last_ns = Some(now);
         if now >= deadline_mono_ns {
             break;
         }
@@ -195,6 +249,7 @@ pub fn run(args: &GenArgs) -> Result<GenReport, SysError> {
                 if due_total <= next_seq {
                     let wake_mono_ns = next_due_mono_ns.min(deadline_mono_ns);
                     if wake_mono_ns.saturating_sub(now) > SPIN_THRESHOLD_NS {
+                        last_ns = None; // asleep by choice, not away
                         match sys::sleep_until_mono_ns(wake_mono_ns) {
                             Ok(()) => {}
                             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -357,8 +412,25 @@ mod tests {
             max_late_ns: 42,
             interrupted: false,
             batch_sizes: [800, 0, 0, 0, 0, 3],
+            stalls: stall_histogram(),
         };
+        let mut r2 = r.clone();
+        for late in [3_000, 5_000, 40_000, 2_000_000] {
+            r2.stalls.record(late).unwrap();
+        }
+        let kinds = r2.to_json()["stalls"].clone();
+        let q = |k: usize| {
+            kinds[k]["length_ns"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>()
+        };
+        assert_eq!((kinds[0]["count"].as_u64(), kinds[1]["count"].as_u64()), (Some(3), Some(1)));
+        let short = q(0);
+        assert_eq!(short.len(), STALL_QUANTILES);
+        // A third of the quantiles each (3 significant digits); the long one alone.
+        assert_eq!((short[0], short[100], short[199]), (3_000, 5_000, 40_000));
+        assert!(q(1).iter().all(|&v| (v as f64 - 2e6).abs() < 2e3), "{:?}", q(1));
         let j = r.to_json();
+        assert_eq!(j["stalls"][0]["count"], 0);
+        assert!(j["stalls"][1]["length_ns"].as_array().unwrap().is_empty());
         assert_eq!(j["batches"], 803);
         assert_eq!(j["batch_sizes"]["32+"], 3);
         assert_eq!(j["offered"], 1000);

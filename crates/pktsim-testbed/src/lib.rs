@@ -15,6 +15,7 @@
 //! - [`xsk`]: AF_XDP sockets: umem, rings, copy-mode binding, busy polling.
 //! - [`xskfwd`]: a user-space forwarder between two AF_XDP sockets.
 //! - [`probe`]: the gaps a spinning thread on one CPU sees (interference).
+//! - [`wake`]: what waking a sleeping thread on one CPU costs (idle exit, refill, switch).
 //! - [`sys`]: thin safe wrappers over the Linux calls used.
 //!
 //! Each run prints one JSON object on stdout. Exit status: 0 done (also when stopped by
@@ -35,6 +36,8 @@ mod probe;
 mod sink;
 #[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod wake;
 #[cfg(target_os = "linux")]
 mod xdp;
 #[cfg(target_os = "linux")]
@@ -71,8 +74,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) => return usage_error(&e),
         Ok(c) => c,
     };
-    if matches!(command, Command::Gen(_) | Command::Sink(_) | Command::Xdp(_) | Command::XskFwd(_) | Command::Probe(_))
-    {
+    if matches!(
+        command,
+        Command::Gen(_)
+            | Command::Sink(_)
+            | Command::Xdp(_)
+            | Command::XskFwd(_)
+            | Command::Probe(_)
+            | Command::Wake(_)
+    ) {
         let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
             Ok(p) => p,
             Err(e) => return usage_error(&e),
@@ -91,6 +101,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::Xdp(a) => run_xdp(&a),
         Command::XskFwd(a) => run_xskfwd(&a),
         Command::Probe(a) => run_probe(&a),
+        Command::Wake(a) => run_wake(&a),
     }
 }
 
@@ -120,7 +131,9 @@ fn usage_error(e: &UsageError) -> ExitCode {
         None => "pktsim-tb".to_string(),
     };
     let help = match e.subcommand {
-        Some(sub) if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" => {
+        Some(sub)
+            if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" || sub == "wake" =>
+        {
             format!("pktsim-tb {sub} --help")
         }
         _ => "pktsim-tb --help".to_string(),
@@ -191,6 +204,19 @@ fn run_probe(a: &args::ProbeArgs) -> ExitCode {
         Ok(report) => print_json(&report),
         Err(e) => failure("probe", &e),
     }
+}
+
+#[cfg(target_os = "linux")]
+fn run_wake(a: &args::WakeArgs) -> ExitCode {
+    match wake::run(a) {
+        Ok(report) => print_json(&report),
+        Err(e) => failure("wake", &e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_wake(_: &args::WakeArgs) -> ExitCode {
+    failure("wake", &"needs Linux")
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -34,6 +34,13 @@ impl fmt::Display for SysError {
     }
 }
 
+impl SysError {
+    /// A failure that is not a system call's (a helper thread that died).
+    pub fn other(what: &str) -> Self {
+        SysError { call: what.to_string(), err: io::Error::other("failed") }
+    }
+}
+
 /// Returns a closure for `map_err` that labels an `io::Error` with the call that failed.
 pub fn failed(call: impl Into<String>) -> impl FnOnce(io::Error) -> SysError {
     let call = call.into();
@@ -134,6 +141,15 @@ pub fn set_fifo(priority: u32) -> io::Result<()> {
     let param = libc::sched_param { sched_priority: priority as libc::c_int };
     // SAFETY: `param` is a complete sched_param for the call.
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
+/// Runs the calling thread at SCHED_IDLE: it gets a CPU only when nothing else wants it,
+/// and any woken thread preempts it at once.
+pub fn set_idle_policy() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a complete sched_param for the call.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) })?;
     Ok(())
 }
 

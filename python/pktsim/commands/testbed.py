@@ -157,7 +157,7 @@ def cmd_testbed_probe(args) -> int:
         tails.check_duration(duration)
     except TestbedError as e:
         raise UsageError(str(e)) from None
-    res = tails.probe(duration)
+    res = tails.probe(duration, wake=True)
     if _emit_tb(args, res, "testbed_probe"):
         return 0
     t, r = res.get("tick"), res.get("rest")
@@ -176,6 +176,10 @@ def cmd_testbed_probe(args) -> int:
             f"  the rest: {r['rate_per_s']:.0f}/s; length p50 {us(L.get('p50'))} us, p90 {us(L.get('p90'))} us, "
             f"p99 {us(L.get('p99'))} us, mean {us(r['mean_length_ns'])} us"
         )
+    if res.get("wake"):
+        from ..testbed import wake
+
+        print("\n".join(wake.describe(res["wake"])))
     return 0
 
 

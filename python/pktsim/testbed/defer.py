@@ -63,13 +63,14 @@ def compare(sw: dict) -> dict:
     usable = [p for p in cal_pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two deferral-off loads forwarded anything: nothing to calibrate from")
-    cal = validate.calibrate(usable)
-    isets = validate.interference_sets(sw)
-    cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets=isets)
-    cal["interference"] = bool(isets)
+    cal = validate.calibrate(usable, halt=validate.halt(sw))
+    isets = validate.machine_sets(sw)
+    cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets={**isets, **validate.stall_sets(usable[0])})
+    cal["interference"] = bool(sw.get("probe"))
+    cal["halt"] = validate.halt(sw)
     rows, preds = [], []
     for p in sw["points"]:
-        m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**isets, **_sets(p)})
+        m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**isets, **validate.stall_sets(p), **_sets(p)})
         pred = validate.prediction(p, m)
         pred.update(defer_hard_irqs=p["defer_hard_irqs"], gro_flush_timeout_ns=p["gro_flush_timeout_ns"], calibration=p["calibration"])
         preds.append(pred)
@@ -110,7 +111,7 @@ def compare(sw: dict) -> dict:
             )
         )
         rows.append(row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE))
-        rows.extend(validate.tail_rows(p, m, tag, bool(isets)))
+        rows.extend(validate.tail_rows(p, m, tag, cal["interference"]))
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 

@@ -7,7 +7,7 @@ calibration in one line); :data:`TOPOLOGY` says what each needs built.
 
 from __future__ import annotations
 
-from . import afxdp, defer, tails, validate, xdp
+from . import afxdp, defer, tails, validate, wake, xdp
 from .topology import Topology
 
 # Seconds of the interference probe each validation runs on the dut CPU before it
@@ -41,9 +41,12 @@ def run(path: str, rules: int, routes: int, loops: int | None, quick: bool, dura
     topo = topology(path, rules, routes, loops)
     with topo:
         probe = tails.run_probe(PROBE_S[quick]) if path in TAILED else None
+        woken = wake.run_wake() if path in TAILED else None
         sw = mod.measure(topo, quick, duration_s, reps, progress=progress)
     if probe:
         sw["probe"] = probe
+    if woken:
+        sw["wake"] = woken
     setup = {"path": path, "duration_s": duration_s, "repetitions": reps, "quick": quick}
     if path in LOOPED:
         setup["loops"] = topo.xdp_loops

@@ -251,6 +251,8 @@ def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -
         "generator_max_late_ns": g.get("max_late_ns"),
         "generator_batch_sizes": g.get("batch_sizes"),
         "generator_frames_per_batch": (g["sent"] + g["refused"]) / g["batches"] if g.get("batches") else None,
+        # Each kind of stall (short, long): its rate and the quantiles of its lengths.
+        "generator_stalls": [{"rate_hz": k["count"] / window_s, "length_ns": k["length_ns"]} for k in g.get("stalls") or []],
     }
 
 
@@ -291,7 +293,30 @@ def summarize(runs: list[dict], rate_pps: float | None, duration_s: float) -> di
             if vals:
                 spread[f"{key}.{q}"] = {"min": min(vals), "max": max(vals)}
     out["spread"] = spread
+    out["stalls"] = stalls(runs)
     out["runs"] = runs
+    return out
+
+
+def stalls(runs: list[dict]) -> list[dict] | None:
+    """The generator's stalls over the runs (``pktsim-tb gen``: each time its pacing loop
+    was away from the clock for 2 us or more, and how long), by kind (short, then long from 100 us):
+    each kind's mean rate and the mean of each quantile of its lengths over the runs that
+    had it (None when no run reports them)."""
+    reports = [r["generator_stalls"] for r in runs if r.get("generator_stalls")]
+    if not reports:
+        return None
+    out = []
+    for k in range(max(len(r) for r in reports)):
+        kinds = [r[k] for r in reports if k < len(r)]
+        with_q = [x["length_ns"] for x in kinds if x["length_ns"]]
+        n = min((len(q) for q in with_q), default=0)
+        out.append(
+            {
+                "rate_hz": statistics.fmean(x["rate_hz"] for x in kinds),
+                "length_ns": [statistics.fmean(q[i] for q in with_q) for i in range(n)],
+            }
+        )
     return out
 
 

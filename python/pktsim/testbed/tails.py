@@ -76,8 +76,9 @@ def check_duration(duration_s: float) -> None:
         raise TestbedError(f"--duration {duration_s:g}s: expected from 100ms to 600s")
 
 
-def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -> dict:
-    """:func:`run_probe` holding the testbed's lock (no run measures meanwhile)."""
+def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None, wake: bool = False) -> dict:
+    """:func:`run_probe` holding the testbed's lock (no run measures meanwhile); with
+    ``wake`` also what waking a thread there costs (:func:`.wake.run_wake`)."""
     check_duration(duration_s)
     require_root()
     try:
@@ -86,7 +87,12 @@ def probe(duration_s: float, threshold_ns: int = 1000, cpu: int | None = None) -
         raise TestbedError(f"{e}; wait for it to end") from None
     try:
         reap(lock.previous)
-        return run_probe(duration_s, threshold_ns, cpu)
+        res = run_probe(duration_s, threshold_ns, cpu)
+        if wake:
+            from .wake import run_wake
+
+            res["wake"] = run_wake(cpu)
+        return res
     finally:
         lock.release()
 

@@ -14,8 +14,11 @@
 
 The scheduler tick, timers and the hypervisor on the dut CPU enter the model as
 ``[cpu.interference]`` when the validation ran a probe (``paths.run`` does; p99 and p99.9
-are then predicted); what it still leaves out are cache and frequency effects that change
-the per-frame cost with load and the generator's bursts when it runs late.
+are then predicted), the dut CPU's halt as its ``[cpu.idle]`` refill (:mod:`.wake`), and
+each load's source is the generator as it measured itself: paced, with its stalls
+(``[[traffic.stalls]]``, :func:`stall_sets`). What it still leaves out is the NAPI
+thread's time on its way to sleep, during which a new frame costs no wake-up, and cache
+effects that change the per-frame cost with load.
 """
 
 from __future__ import annotations
@@ -60,7 +63,18 @@ def machine() -> dict:
 PARAMS = ("t_proc_ns", "t_poll_ns", "t_wakeup_ns")
 
 
-def calibrate(points: list[dict], names: tuple[str, ...] | None = None) -> dict:
+def halt_refill_ns(p: dict, halt: dict | None) -> float:
+    """The refill a wake-up at load ``p`` pays after the halt a wake probe measured: the
+    dut CPU's mean idle time per wake-up, ``(1 - utilization) / wake-ups per second``,
+    on the ramp ``refill x min(idle, refill_time) / refill_time`` (0 without a probe)."""
+    if not halt or not p.get("packets_per_wakeup") or not p.get("forwarded_pps"):
+        return 0.0
+    idle_ns = max(0.0, 1.0 - p.get("dut_utilization", 1.0)) * 1e9 * p["packets_per_wakeup"] / p["forwarded_pps"]
+    T = halt["refill_time_ns"]
+    return halt["refill_ns"] * (min(idle_ns, T) / T if T > 0 else 1.0)
+
+
+def calibrate(points: list[dict], names: tuple[str, ...] | None = None, halt: dict | None = None) -> dict:
     """t_proc, t_poll and t_wakeup (ns) from measured loads.
 
     The NAPI thread's CPU time per forwarded frame is
@@ -68,7 +82,9 @@ def calibrate(points: list[dict], names: tuple[str, ...] | None = None) -> dict:
     all four figures exactly (runtime, perf's napi:napi_poll count, voluntary switches),
     so three loads fix the three costs (without poll counts, or with ``names`` the two
     of t_proc and t_wakeup, two loads fix t_proc and t_wakeup and t_poll is 0). A cost that comes out negative is set to 0 and the others
-    are fitted again (least squares)."""
+    are fitted again (least squares). With ``halt`` (a wake probe's, :mod:`.wake`) each
+    load's measured cost first loses the halt's refill per frame, which the model adds
+    by itself (:func:`halt_refill_ns`)."""
     use_polls = all(p.get("packets_per_poll") for p in points) and (names is None or "t_poll_ns" in names)
     names = names or (PARAMS if use_polls else ("t_proc_ns", "t_wakeup_ns"))
     rows = []
@@ -77,7 +93,7 @@ def calibrate(points: list[dict], names: tuple[str, ...] | None = None) -> dict:
         if use_polls:
             r["t_poll_ns"] = 1 / p["packets_per_poll"]
         rows.append(r)
-    y = np.array([p["dut_ns_per_packet"] for p in points])
+    y = np.array([p["dut_ns_per_packet"] - halt_refill_ns(p, halt) / p["packets_per_wakeup"] for p in points])
     active = list(names)
     while True:
         A = np.array([[r[n] for n in active] for r in rows])
@@ -120,11 +136,27 @@ def scenario(
     )
 
 
-def interference_sets(sw: dict) -> dict:
-    """The model's ``[cpu.interference]`` from the probe a validation ran (none without)."""
-    from .tails import sets
+def machine_sets(sw: dict) -> dict:
+    """What the probes a validation ran measured of the dut CPU, as the model's keys: its
+    ``[cpu.interference]`` (:mod:`.tails`) and its idle states' halt (:mod:`.wake`);
+    nothing for a probe that did not run."""
+    from . import tails, wake
 
-    return sets(sw["probe"]) if sw.get("probe") else {}
+    return {**(tails.sets(sw["probe"]) if sw.get("probe") else {}), **(wake.sets(sw["wake"]) if sw.get("wake") else {})}
+
+
+def stall_sets(p: dict) -> dict:
+    """The input the dut got at point ``p``: the generator's measured stalls (the times its
+    pacing loop was away from the clock), by kind, as the model's ``[[traffic.stalls]]``
+    (none when the point has no record of them)."""
+    kinds = p.get("stalls") or (runner.stalls([p]) if p.get("generator_stalls") else None)
+    out = [{"rate": f"{k['rate_hz']:.3f}Hz", "length": [f"{q:.0f}ns" for q in k["length_ns"]]} for k in kinds or [] if k["rate_hz"] > 0 and k["length_ns"]]
+    return {"traffic.stalls": out} if out else {}
+
+
+def halt(sw: dict) -> dict | None:
+    """The halt a validation's wake probe measured (None without one)."""
+    return sw["wake"]["halt"] if sw.get("wake") else None
 
 
 def tail_rows(p: dict, m: dict, tag: str, predicted: bool) -> list[dict]:
@@ -205,14 +237,15 @@ def compare(sw: dict) -> dict:
         raise runner.TestbedError("fewer than two loads forwarded anything: nothing to calibrate from")
     cal_points = calibration_points(usable)
     lo = cal_points[0]
-    cal = calibrate(cal_points)
-    sets = interference_sets(sw)
-    cal["wake_latency_ns"] = fit_wake_latency(cal, lo, sets=sets)
-    cal["interference"] = bool(sets)
+    cal = calibrate(cal_points, halt=halt(sw))
+    sets = machine_sets(sw)
+    cal["wake_latency_ns"] = fit_wake_latency(cal, lo, sets={**sets, **stall_sets(lo)})
+    cal["interference"] = bool(sw.get("probe"))
+    cal["halt"] = halt(sw)
     rows, preds = [], []
     for p in pts:
         fitted = any(p is c for c in cal_points)
-        m = simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets=sets)
+        m = simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**sets, **stall_sets(p)})
         preds.append(prediction(p, m))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         extra = {"fitted": True} if fitted else {}
@@ -231,9 +264,9 @@ def compare(sw: dict) -> dict:
                 **({"fitted": True} if p is lo else {}),
             )
         )
-        rows.extend(tail_rows(p, m, tag, bool(sets)))
+        rows.extend(tail_rows(p, m, tag, bool(sw.get("probe"))))
     probe = sw["capacity_probe"]
-    sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], sets=sets)
+    sat = simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], sets={**sets, **stall_sets(probe)})
     preds.append(prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
@@ -291,7 +324,7 @@ def calibrated_scenario(res: dict, load: float = 0.5) -> Scenario:
     rate ``load`` of the measured capacity, deferral off."""
     cal = res["calibration"]
     sw = res["measurements"]
-    return scenario(cal, load * sw["capacity_pps"], cal["wake_latency_ns"], duration_s=1.0, sets=interference_sets(sw))
+    return scenario(cal, load * sw["capacity_pps"], cal["wake_latency_ns"], duration_s=1.0, sets=machine_sets(sw))
 
 
 def _toml_key(k: str) -> str:

@@ -65,15 +65,17 @@ def compare(sw: dict) -> dict:
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two loads below saturation forwarded anything: nothing to calibrate from")
     cal_points = validate.calibration_points(usable)
-    cal = validate.calibrate(cal_points, names=None if len(cal_points) > 2 else FIT)
+    cal = validate.calibrate(cal_points, names=None if len(cal_points) > 2 else FIT, halt=validate.halt(sw))
     lo = cal_points[0]
-    kw = {**KW, "sets": validate.interference_sets(sw)}
-    cal["interference"] = bool(kw["sets"])
-    cal["wake_latency_ns"] = validate.fit_wake_latency_from_batching(cal, lo, **kw)
-    cal["egress_delay_ns"] = lo["latency_ns"]["p50"] - validate.simulate(cal, lo["offered_pps"], cal["wake_latency_ns"], **kw)["latency_ns"]["p50"]
+    kw = {**KW, "sets": validate.machine_sets(sw)}
+    cal["interference"] = bool(sw.get("probe"))
+    cal["halt"] = validate.halt(sw)
+    at = lambda p: {**kw, "sets": {**kw["sets"], **validate.stall_sets(p)}}  # noqa: E731
+    cal["wake_latency_ns"] = validate.fit_wake_latency_from_batching(cal, lo, **at(lo))
+    cal["egress_delay_ns"] = lo["latency_ns"]["p50"] - validate.simulate(cal, lo["offered_pps"], cal["wake_latency_ns"], **at(lo))["latency_ns"]["p50"]
     rows, preds = [], []
     for p in pts:
-        m = validate.shift_latency(validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])
+        m = validate.shift_latency(validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], **at(p)), cal["egress_delay_ns"])
         preds.append(validate.prediction(p, m))
         tag = f"{100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
         fit = {"fitted": True} if any(p is c for c in cal_points) else {}
@@ -87,9 +89,9 @@ def compare(sw: dict) -> dict:
         rows.append(
             row(f"latency p50, {tag}", validate.us(p["latency_ns"]["p50"]), m["latency_ns"]["p50"] / 1e3, "us", SOURCE, **({"fitted": True} if p is lo else {}))
         )
-        rows.extend(validate.tail_rows(p, m, tag, bool(kw["sets"])))
+        rows.extend(validate.tail_rows(p, m, tag, cal["interference"]))
     probe = sw["capacity_probe"]
-    sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **kw), cal["egress_delay_ns"])
+    sat = validate.shift_latency(validate.simulate(cal, probe["offered_pps"], cal["wake_latency_ns"], **at(probe)), cal["egress_delay_ns"])
     preds.append(validate.prediction(probe, sat))
     rows.append(row("saturation rate (overload probe)", sw["capacity_pps"] / 1e3, sat["throughput_pps"] / 1e3, "kpps", SOURCE))
     rows.append(row("dut CPU per frame at saturation", probe["dut_ns_per_packet"], sat["ns_per_packet"], "ns", SOURCE))
