@@ -155,6 +155,7 @@ SET_KEYS = [
     "cpu.idle.states[1].refill",
     "cpu.idle.states[1].refill_time",
     "cpu.idle.latency_limit",
+    "host.thread.t_sleep",
     "cpu.idle.guest_halt_poll",
     "cpu.idle.guest_halt_poll_grow",
     "cpu.idle.guest_halt_poll_shrink",

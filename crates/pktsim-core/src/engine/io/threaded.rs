@@ -12,7 +12,9 @@
 //!                 that came meanwhile join it; a shorter list means the ring ran empty,
 //!                 and the poll ends after it (at most `weight` frames a poll)
 //!           napi_complete; frames came meanwhile -> poll again at once (veth_poll
-//!           re-checks its ring); else sleep until the next frame schedules the NAPI
+//!           re-checks its ring); else t_sleep on its way to sleep (the ring armed: a
+//!           frame meanwhile keeps it awake, it polls again with no wake-up), then sleep
+//!           until the next frame schedules the NAPI
 //!
 //!   with [nic.napi] defer_hard_irqs and gro_flush_timeout (napi_complete_done): a poll
 //!   that took fewer than `weight` frames completes at once; one that took frames reloads
@@ -48,6 +50,8 @@ pub struct ThreadParams {
     pub gro_normal_batch: u32,
     pub wake_latency: Span,
     pub t_wakeup: Span,
+    /// CPU time on the way to sleep, during which a frame keeps the thread awake.
+    pub t_sleep: Span,
     /// `napi_defer_hard_irqs` and `gro_flush_timeout`, and whether they defer the interrupt
     /// ([`crate::scenario::NapiSpec::defers`]).
     pub defer_hard_irqs: u32,
@@ -85,6 +89,8 @@ struct Thread {
     defer_left: u32,
     defer: Timer,
     timer_poll: bool,
+    /// On its way to sleep since then (its `wake` timer set for the end of t_sleep).
+    doze_from: Option<Instant>,
 }
 
 pub struct ThreadedNapi {
@@ -112,6 +118,7 @@ impl ThreadedNapi {
                 gro_normal_batch,
                 wake_latency: thread.wake_latency.into(),
                 t_wakeup: thread.t_wakeup.into(),
+                t_sleep: thread.t_sleep.into(),
                 defer_hard_irqs: napi.defer_hard_irqs,
                 gro_flush_timeout: napi.gro_flush_timeout.into(),
                 defers: napi.defers(),
@@ -134,9 +141,24 @@ impl ThreadedNapi {
                 defer_left: 0,
                 defer: Timer::default(),
                 timer_poll: false,
+                doze_from: None,
             })
             .collect();
         ThreadedNapi { threads, topo, p, wakeups: 0, timer_polls: 0 }
+    }
+
+    /// Thread `c` ends its way to sleep at `t` (CPU time from when it began), asleep or,
+    /// with `sleeps` false, awake again for a frame.
+    fn end_doze(&mut self, c: usize, t: Instant, sleeps: bool, ctx: &mut Ctx) {
+        let th = &mut self.threads[c];
+        let Some(from) = th.doze_from.take() else { return };
+        th.worker.dozing = false;
+        ctx.stats.busy(c, Activity::Wakeup, from, t);
+        if sleeps {
+            units::sleep(&th.worker, c, t, ctx);
+        } else {
+            th.wake.cancel();
+        }
     }
 
     /// Thread `c` starts running at `t`: its wake-up cost first.
@@ -231,6 +253,8 @@ impl Units for ThreadedNapi {
                     if th.defer_left > 0 {
                         th.defer_left -= 1;
                         th.defer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(c as u32));
+                        // On its way to sleep; the ring stays masked: only the timer wakes it.
+                        doze(th, c, t, self.p.t_sleep, ctx);
                         return None;
                     }
                 }
@@ -251,6 +275,9 @@ impl Units for ThreadedNapi {
             // the ring after napi_complete and polls again).
             let Some(j) = (1..=n).map(|i| (th.cur + i) % n).find(|&j| !ctx.nic.rx(rings.start + j).is_empty()) else {
                 super::arm_rings(rings, ctx);
+                // On its way to sleep: awake until t_sleep is over or a frame schedules the
+                // NAPI.
+                doze(th, c, t, self.p.t_sleep, ctx);
                 return None;
             };
             th.cur = j;
@@ -264,6 +291,18 @@ impl Units for ThreadedNapi {
     }
 }
 
+/// Thread `th` (of core `c`) runs out of work at `t` and is on its way to sleep for
+/// `t_sleep` (none: it sleeps at once): awake, the core in no idle state, its `wake` timer
+/// set for the end.
+fn doze(th: &mut Thread, c: usize, t: Instant, t_sleep: Span, ctx: &mut Ctx) {
+    if t_sleep.is_zero() {
+        return;
+    }
+    th.doze_from = Some(t);
+    th.worker.dozing = true;
+    th.wake.set(ctx.queue, t + t_sleep, Key::Wake(c as u32));
+}
+
 impl IoMode for ThreadedNapi {
     fn start(&mut self, ctx: &mut Ctx) {
         super::arm_rings(0..self.topo.rings(), ctx);
@@ -272,6 +311,9 @@ impl IoMode for ThreadedNapi {
     fn end(&mut self, t: Instant, ctx: &mut Ctx) {
         for c in 0..self.threads.len() {
             units::end(self, c, t, ctx);
+            if let Some(from) = self.threads[c].doze_from {
+                ctx.stats.busy(c, Activity::Wakeup, from, t);
+            }
         }
     }
 
@@ -285,7 +327,14 @@ impl IoMode for ThreadedNapi {
             Key::Step(c) => units::on_step(self, c as usize, gen, ctx),
             Key::Wake(c) => {
                 let c = c as usize;
-                if self.threads[c].wake.fired(gen, ctx.queue) && self.threads[c].waking {
+                if !self.threads[c].wake.fired(gen, ctx.queue) {
+                    return;
+                }
+                if self.threads[c].doze_from.is_some() {
+                    // No frame came on its way to sleep: it sleeps.
+                    let now = ctx.now;
+                    self.end_doze(c, now, true, ctx);
+                } else if self.threads[c].waking {
                     let now = ctx.now;
                     self.wake(c, now, ctx);
                 }
@@ -295,6 +344,13 @@ impl IoMode for ThreadedNapi {
                 let (c, now) = (c as usize, ctx.now);
                 if ctx.stats.in_window(now) {
                     self.timer_polls += 1;
+                }
+                if self.threads[c].doze_from.is_some() {
+                    // The timer finds the thread still on its way to sleep: it polls.
+                    self.threads[c].timer_poll = true;
+                    self.end_doze(c, now, false, ctx);
+                    units::run(self, c, now, ctx);
+                    return;
                 }
                 let th = &mut self.threads[c];
                 th.timer_poll = true;
@@ -317,6 +373,13 @@ impl IoMode for ThreadedNapi {
 
     fn on_rx_wake(&mut self, ring: usize, t: Instant, ctx: &mut Ctx) {
         let c = self.topo.core_of_ring(ring);
+        if self.threads[c].doze_from.is_some() {
+            // The frame finds the thread on its way to sleep: it polls again, no wake-up.
+            self.end_doze(c, t, false, ctx);
+            super::disarm_rings(self.topo.rings_of_core(c), ctx);
+            units::run(self, c, t, ctx);
+            return;
+        }
         let th = &self.threads[c];
         if !th.worker.is_idle() || th.waking {
             return;
@@ -380,7 +443,8 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
             crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
             crate::price::IoCost::per_event(
                 "wake-up",
-                sc.scenario.host.io.thread().t_wakeup.ps as f64,
+                // The way to sleep before each wake-up, and the wake-up.
+                (sc.scenario.host.io.thread().t_wakeup.ps + sc.scenario.host.io.thread().t_sleep.ps) as f64,
                 f64::INFINITY,
                 1.0 + deferred,
             ),
@@ -423,6 +487,27 @@ mod tests {
     /// kernel's 8 the first list is short (the ring ran empty): the poll ends at 14.5 and
     /// the re-check polls again (14.5-15.0 t_poll, the frame to 16.0), no wake-up between.
     /// A frame of 15.7 (batch 1) or 16.5 us (batch 8) finds the thread asleep.
+    /// On its way to sleep (t_sleep 5 us, t_wakeup 1 us, t_proc 1 us; frames at 10, 13
+    /// and 30 us): the first frame wakes the thread (10-11) and leaves at 12; the thread is
+    /// on its way to sleep from 12, and the frame at 13 finds it awake (no wake-up): it
+    /// leaves at 14; no frame comes in 14-19, it sleeps; the frame at 30 wakes it again.
+    /// Its way to sleep is CPU time: 1 + 5 + 5 us, besides 2 us of wake-ups.
+    #[test]
+    fn a_frame_on_the_threads_way_to_sleep_keeps_it_awake() {
+        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"";
+        let thread = "[host.thread]\nt_wakeup = \"1us\"\nt_sleep = \"5us\"";
+        let frames = [(10_000, 64), (13_000, 64), (30_000, 64)];
+        let (r, dep) = trace(&node_toml(host, thread), &frames);
+        let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+        assert_eq!(t_tx, [12_000.0, 14_000.0, 32_000.0]);
+        assert_eq!(r.io.json()["wakeups"], 2);
+        assert!((r.cpu_by_activity["wakeup"] - 13e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["wakeup"]);
+        // Without it, the second frame wakes the thread.
+        let (r0, dep0) = trace(&node_toml(host, "[host.thread]\nt_wakeup = \"1us\""), &frames);
+        assert_eq!(dep0.iter().map(|d| d.0).collect::<Vec<_>>(), [12_000.0, 15_000.0, 32_000.0]);
+        assert_eq!(r0.io.json()["wakeups"], 3);
+    }
+
     #[test]
     fn a_poll_consumes_on_after_a_full_gro_list_and_ends_after_a_short_one() {
         let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"";

@@ -33,6 +33,9 @@ pub struct Worker<U> {
     blocked: Instant,
     /// The core leaves an idle state until then: it looks for work then.
     waking: Instant,
+    /// Out of work but still awake (a thread on its way to sleep): the core enters no idle
+    /// state until the mode says it sleeps ([`sleep`]).
+    pub dozing: bool,
 }
 
 impl<U> Default for Worker<U> {
@@ -44,6 +47,7 @@ impl<U> Default for Worker<U> {
             timer: Timer::default(),
             blocked: Instant::ZERO,
             waking: Instant::ZERO,
+            dozing: false,
         }
     }
 }
@@ -176,7 +180,7 @@ pub fn begin<M: Units>(m: &mut M, core: usize, unit: M::Unit, t: Instant, d: Spa
 /// the state its governor picks.
 #[inline]
 pub fn sleep<U>(w: &Worker<U>, core: usize, t: Instant, ctx: &mut Ctx) {
-    if ctx.idle.is_on() {
+    if ctx.idle.is_on() && !w.dozing {
         ctx.idle.enter(core, if w.blocked > t { w.blocked } else { t });
     }
 }
