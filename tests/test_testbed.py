@@ -492,3 +492,21 @@ def test_the_generators_stalls_become_the_models_and_move_its_frames():
     assert even["loss_ratio"] == 0 and stalled["loss_ratio"] > 0
     assert abs(stalled["offered_pps"] - even["offered_pps"]) / even["offered_pps"] < 0.01
     assert stalled["latency_ns"]["p999"] > 2 * even["latency_ns"]["p999"]
+
+
+def test_a_wake_up_is_split_into_the_probes_switch_and_the_way_to_sleep():
+    cal = {"t_proc_ns": 5000.0, "t_poll_ns": 2000.0, "t_wakeup_ns": 13_000.0}
+    validate.split_wakeup(cal, {})
+    assert "t_sleep_ns" not in cal and validate.thread_sets(cal) == {"host.thread.t_wakeup": "13000.0ns"}
+    validate.split_wakeup(cal, {"wake": {"switch_ns": 725}})
+    assert (cal["t_switch_ns"], cal["t_sleep_ns"]) == (725.0, 12_275.0)
+    assert validate.thread_sets(cal) == {"host.thread.t_wakeup": "725.0ns", "host.thread.t_sleep": "12275.0ns"}
+    # A switch dearer than the whole wake-up leaves no way to sleep.
+    cal = {"t_wakeup_ns": 500.0}
+    validate.split_wakeup(cal, {"wake": {"switch_ns": 725}})
+    assert (cal["t_switch_ns"], cal["t_sleep_ns"]) == (500.0, 0.0)
+    # The model then runs: a sparse load pays both parts once per frame.
+    from pktsim import sim
+
+    r = sim.run(validate.scenario({**cal, "t_proc_ns": 5000.0, "t_poll_ns": 0.0, "t_wakeup_ns": 500.0}, 5_000, 0.0))
+    assert r["io"]["wakeups"] > 0

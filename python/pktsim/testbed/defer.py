@@ -64,6 +64,7 @@ def compare(sw: dict) -> dict:
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two deferral-off loads forwarded anything: nothing to calibrate from")
     cal = validate.calibrate(usable, halt=validate.halt(sw))
+    validate.split_wakeup(cal, sw)
     isets = validate.machine_sets(sw)
     cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets={**isets, **validate.stall_sets(usable[0])})
     cal["interference"] = bool(sw.get("probe"))

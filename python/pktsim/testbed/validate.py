@@ -16,8 +16,9 @@ The scheduler tick, timers and the hypervisor on the dut CPU enter the model as
 ``[cpu.interference]`` when the validation ran a probe (``paths.run`` does; p99 and p99.9
 are then predicted), the dut CPU's halt as its ``[cpu.idle]`` refill (:mod:`.wake`), and
 each load's source is the generator as it measured itself: paced, with its stalls
-(``[[traffic.stalls]]``, :func:`stall_sets`). What it still leaves out is the NAPI
-thread's time on its way to sleep, during which a new frame costs no wake-up, and cache
+(``[[traffic.stalls]]``, :func:`stall_sets`); with a wake probe, the calibrated cost
+of a wake-up is split into the thread's switch in and its way to sleep, during which a
+new frame costs no wake-up (:func:`split_wakeup`). What it still leaves out are cache
 effects that change the per-frame cost with load.
 """
 
@@ -128,12 +129,31 @@ def scenario(
             "traffic.rate": f"{rate_pps:.3f}pps",
             per_frame_key: f"{cal['t_proc_ns']:.1f}ns",
             "host.t_poll": f"{cal['t_poll_ns']:.1f}ns",
-            "host.thread.t_wakeup": f"{cal['t_wakeup_ns']:.1f}ns",
+            **thread_sets(cal),
             "host.thread.wake_latency": f"{max(0.0, wake_latency_ns):.1f}ns",
             "measure.duration": f"{duration_s:g}s",
             **(sets or {}),
         }
     )
+
+
+def thread_sets(cal: dict) -> dict:
+    """The NAPI thread's wake-up costs: with a split (:func:`split_wakeup`), the switch in
+    at the wake-up and the rest on its way to sleep, else all at the wake-up."""
+    if "t_sleep_ns" in cal:
+        return {"host.thread.t_wakeup": f"{cal['t_switch_ns']:.1f}ns", "host.thread.t_sleep": f"{cal['t_sleep_ns']:.1f}ns"}
+    return {"host.thread.t_wakeup": f"{cal['t_wakeup_ns']:.1f}ns"}
+
+
+def split_wakeup(cal: dict, sw: dict) -> None:
+    """The calibrated cost of a wake-up is the thread's switch in (the wake probe's same-CPU
+    switch: a derived figure) and its way to sleep (the rest): a frame that comes while it
+    is on that way keeps it awake (``host.thread.t_sleep``). Nothing without a probe."""
+    if not sw.get("wake"):
+        return
+    switch = min(float(sw["wake"]["switch_ns"]), cal["t_wakeup_ns"])
+    cal["t_switch_ns"] = switch
+    cal["t_sleep_ns"] = cal["t_wakeup_ns"] - switch
 
 
 def machine_sets(sw: dict) -> dict:
@@ -238,6 +258,7 @@ def compare(sw: dict) -> dict:
     cal_points = calibration_points(usable)
     lo = cal_points[0]
     cal = calibrate(cal_points, halt=halt(sw))
+    split_wakeup(cal, sw)
     sets = machine_sets(sw)
     cal["wake_latency_ns"] = fit_wake_latency(cal, lo, sets={**sets, **stall_sets(lo)})
     cal["interference"] = bool(sw.get("probe"))

@@ -17,12 +17,11 @@ to enter its idle state (``halting``) and once kept busy by a SCHED_IDLE spinner
 - a **switch** (half a futex round trip between two threads on the dut CPU: one wake-up and
   one context switch) and a **null system call** (``getppid``) are measured too.
 
-:func:`sets` gives the model's ``[cpu.idle]`` states: the halt with the measured refill.
-Its exit latency stays the driver's declared 1 us: on this VM the futex wake-up the probe
-times takes longer (13-27 us more from a halt, 17-28 us to a busy CPU) than the whole
-median latency of the stack path's sparsest load leaves for it (under 10 us), so the path
-keeps fitting its wake-up latency to that median (``validate.fit_wake_latency``) and the
-probe's latencies are reported, not used.
+:func:`sets` gives the model's ``[cpu.idle]`` states: the halt with the measured refill;
+the switch is the NAPI thread's switch in (``validate.split_wakeup``). The halt's exit
+latency stays the driver's declared 1 us: the paths fit their wake-up latency, the
+cross-CPU wake-up with the halt's exit, to the median at their sparsest load
+(``validate.fit_wake_latency``), and the probe's latencies are reported beside it.
 """
 
 from __future__ import annotations
@@ -117,7 +116,8 @@ def analyze(raw: dict) -> dict:
 
 def sets(res: dict) -> dict:
     """The model's idle states (``--set`` keys) with the refill of the halt a wake probe
-    measured (its exit latency the driver's declared 1 us: see the module's doc)."""
+    measured (its exit latency the driver's declared 1 us: the paths fit the whole
+    wake-up latency, see the module's doc)."""
     h = res["halt"]
     return {
         "cpu.idle.states": [
