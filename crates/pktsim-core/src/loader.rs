@@ -147,6 +147,11 @@ pub fn apply_sets(table: &mut toml::Table, sets: &[(String, String)]) -> Result<
     result
 }
 
+/// Keys of one table that exclude each other: a `--set` of one replaces the other the file
+/// gives (`--set cpu.idle.states=[...]` on a file with `cpu.idle.table`), as any set
+/// replaces the value it sets. (Table path, key, the key it replaces.)
+const REPLACES: &[(&str, &str, &str)] = &[("cpu.idle", "states", "table"), ("cpu.idle", "table", "states")];
+
 /// Set one dotted key, walking tables by name and arrays by index
 /// (`traffic.sources.0.share`, or as error messages write it, `traffic.sources[0].share`).
 fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
@@ -163,6 +168,13 @@ fn set_one(root: &mut toml::Value, key: &str, value: &str) -> Result<()> {
         cur = match cur {
             toml::Value::Table(t) => {
                 if last {
+                    let table_path = parts[..i].join(".");
+                    for (at, k, other) in REPLACES {
+                        let here = table_path == *at || table_path.ends_with(&format!(".{at}"));
+                        if here && part == k {
+                            t.remove(*other);
+                        }
+                    }
                     t.insert(part.to_string(), parse_set_value(value));
                     return Ok(());
                 }
@@ -285,6 +297,25 @@ mod tests {
         );
         // The table is left as it was.
         assert_eq!(t["traffic"]["rate"].as_str(), Some("1Mpps"));
+    }
+
+    #[test]
+    fn a_set_of_one_of_two_exclusive_keys_replaces_the_other() {
+        let mut t: toml::Table = "[cpu.idle]\ntable = \"kvm-haltpoll\"\ngovernor = \"haltpoll\"".parse().unwrap();
+        apply_sets(
+            &mut t,
+            &[("cpu.idle.states".into(), "[{name = \"POLL\", latency = \"0ns\", residency = \"0ns\"}]".into())],
+        )
+        .unwrap();
+        let idle = t["cpu"]["idle"].as_table().unwrap();
+        assert!(idle.get("table").is_none() && idle.get("states").is_some() && idle.get("governor").is_some());
+        apply_sets(&mut t, &[("cpu.idle.table".into(), "poll".into())]).unwrap();
+        let idle = t["cpu"]["idle"].as_table().unwrap();
+        assert!(idle.get("states").is_none() && idle["table"].as_str() == Some("poll"));
+        // Another table's `states` is left alone.
+        let mut u: toml::Table = "[x]\ntable = 1".parse().unwrap();
+        apply_sets(&mut u, &[("x.states".into(), "2".into())]).unwrap();
+        assert!(u["x"].get("table").is_some());
     }
 
     #[test]
