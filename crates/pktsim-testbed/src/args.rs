@@ -982,6 +982,28 @@ mod tests {
     }
 
     #[test]
+    fn wake_parsing() {
+        let c = parse(&argv("wake --cpu 1 --from-cpu 0 --priority 50 --gaps-us 10,200 --count 5")).unwrap();
+        assert_eq!(
+            c,
+            Command::Wake(WakeArgs {
+                cpu: 1,
+                from_cpu: 0,
+                priority: Some(50),
+                gaps_ns: vec![10_000, 200_000],
+                count: 5,
+                work_kib: 64
+            })
+        );
+        let err = |s: &str| parse(&argv(s)).unwrap_err().message;
+        assert!(err("wake --cpu 1 --from-cpu 1")
+            .starts_with("--from-cpu: expected a CPU number from 0 to 1023, not --cpu's"));
+        assert!(err("wake --cpu 1 --from-cpu 0 --gaps-us 10,0")
+            .starts_with("--gaps-us: expected 1 to 32 comma-separated gaps"));
+        assert!(err("wake --cpu 1").starts_with("missing required flag --from-cpu"));
+    }
+
+    #[test]
     fn parent_from_environment() {
         use std::ffi::OsStr;
         assert_eq!(parent_pid(None), Ok(None));

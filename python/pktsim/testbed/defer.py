@@ -63,12 +63,9 @@ def compare(sw: dict) -> dict:
     usable = [p for p in cal_pts if p["packets_per_wakeup"] and p["dut_ns_per_packet"]]
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two deferral-off loads forwarded anything: nothing to calibrate from")
-    cal = validate.calibrate(usable, halt=validate.halt(sw))
-    validate.split_wakeup(cal, sw)
+    cal = validate.calibrate_with_probes(usable, sw)
     isets = validate.machine_sets(sw)
     cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets={**isets, **validate.stall_sets(usable[0])})
-    cal["interference"] = bool(sw.get("probe"))
-    cal["halt"] = validate.halt(sw)
     rows, preds = [], []
     for p in sw["points"]:
         m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**isets, **validate.stall_sets(p), **_sets(p)})

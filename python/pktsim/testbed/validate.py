@@ -179,6 +179,19 @@ def halt(sw: dict) -> dict | None:
     return sw["wake"]["halt"] if sw.get("wake") else None
 
 
+def calibrate_with_probes(points: list[dict], sw: dict, names: tuple[str, ...] | None = None, split: bool = True) -> dict:
+    """:func:`calibrate` with what the validation's probes measured: the halt's refill taken
+    out first, the wake-up split (:func:`split_wakeup`; ``split`` False for a device's NAPI
+    thread, which has no way to sleep), and whether the interference and the halt entered
+    the model."""
+    cal = calibrate(points, names, halt=halt(sw))
+    if split:
+        split_wakeup(cal, sw)
+    cal["interference"] = bool(sw.get("probe"))
+    cal["halt"] = halt(sw)
+    return cal
+
+
 def tail_rows(p: dict, m: dict, tag: str, predicted: bool) -> list[dict]:
     """p99 and p99.9 of a point: predicted rows with the interference a probe measured,
     else ``tail`` rows (reported with their error, not expected to match)."""
@@ -257,12 +270,9 @@ def compare(sw: dict) -> dict:
         raise runner.TestbedError("fewer than two loads forwarded anything: nothing to calibrate from")
     cal_points = calibration_points(usable)
     lo = cal_points[0]
-    cal = calibrate(cal_points, halt=halt(sw))
-    split_wakeup(cal, sw)
+    cal = calibrate_with_probes(cal_points, sw)
     sets = machine_sets(sw)
     cal["wake_latency_ns"] = fit_wake_latency(cal, lo, sets={**sets, **stall_sets(lo)})
-    cal["interference"] = bool(sw.get("probe"))
-    cal["halt"] = halt(sw)
     rows, preds = [], []
     for p in pts:
         fitted = any(p is c for c in cal_points)

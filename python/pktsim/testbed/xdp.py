@@ -65,11 +65,10 @@ def compare(sw: dict) -> dict:
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two loads below saturation forwarded anything: nothing to calibrate from")
     cal_points = validate.calibration_points(usable)
-    cal = validate.calibrate(cal_points, names=None if len(cal_points) > 2 else FIT, halt=validate.halt(sw))
+    # A device's NAPI thread: its wake-up stays whole (no way to sleep to split it into).
+    cal = validate.calibrate_with_probes(cal_points, sw, names=None if len(cal_points) > 2 else FIT, split=False)
     lo = cal_points[0]
     kw = {**KW, "sets": validate.machine_sets(sw)}
-    cal["interference"] = bool(sw.get("probe"))
-    cal["halt"] = validate.halt(sw)
     at = lambda p: {**kw, "sets": {**kw["sets"], **validate.stall_sets(p)}}  # noqa: E731
     cal["wake_latency_ns"] = validate.fit_wake_latency_from_batching(cal, lo, **at(lo))
     cal["egress_delay_ns"] = lo["latency_ns"]["p50"] - validate.simulate(cal, lo["offered_pps"], cal["wake_latency_ns"], **at(lo))["latency_ns"]["p50"]

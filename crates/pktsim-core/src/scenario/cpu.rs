@@ -53,7 +53,7 @@ pub struct Interference {
     pub t_preempt: Vec<Duration>,
 }
 
-fn zero_hz() -> Frequency {
+pub(super) fn zero_hz() -> Frequency {
     Frequency::from_hz(0.0)
 }
 

@@ -13,6 +13,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::cpu::zero_hz;
 use crate::error::{ConfigError, Result};
 use crate::units::{Duration, Frequency};
 
@@ -27,10 +28,6 @@ pub struct Stalls {
     /// How long one lasts, drawn uniformly from these values.
     #[serde(default)]
     pub length: Vec<Duration>,
-}
-
-fn zero_hz() -> Frequency {
-    Frequency::from_hz(0.0)
 }
 
 /// Most lengths to draw from, and the longest one (1 s).
