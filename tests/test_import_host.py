@@ -42,6 +42,9 @@ EXPECT = {
         'mode = "dim"': "mlx5_core runs net_dim",
         'profile = "mlx5-cqe"': "rx_cqe_moder on",
         "rx_ring = 1024": "ethtool -g",
+        'frequency = "3.6GHz"': "scaling_max_freq",
+        'governor = "powersave"': "driver intel_pstate",
+        'min = "1.2GHz"': "scaling_min_freq",
     },
     "virtio_net": {
         "cores = 2": "ethtool -l",
@@ -77,6 +80,14 @@ def test_saved_outputs_become_a_scenario_model_and_run_accept(driver, tmp_path):
     assert p["predicted_pps"] > 0
     r = pktsim.run(out, {"measure.warmup": "1ms", "measure.duration": "2ms"})
     assert r["throughput_pps"] > 0
+
+
+def test_a_clock_governor_pktsim_does_not_have_is_said_and_left_out(tmp_path):
+    out = tmp_path / "host.toml"
+    run_cli("import-host", "--from", HOSTS / "i40e", "-o", out)
+    text = out.read_text()
+    assert "[cpu.freq]" not in text
+    assert "cpufreq governor 'ondemand' of acpi-cpufreq" in text
 
 
 def test_missing_files_fall_back_to_defaults_and_say_so(tmp_path):

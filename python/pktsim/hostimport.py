@@ -15,6 +15,7 @@ outputs, any of which may be missing:
 | ``lscpu.txt`` | ``lscpu`` |
 | ``interrupts.txt`` | ``cat /proc/interrupts`` |
 | ``cpuidle.txt`` | ``grep .`` of the cpuidle sysfs files ``CPUIDLE_GLOBS`` names (idle states, governor) |
+| ``cpufreq.txt`` | ``grep .`` of the cpufreq sysfs files ``CPUFREQ_GLOBS`` names (clock governor, lowest clock) |
 
 Every value in the scenario says where it came from; what had to be guessed (an unknown
 driver's link rate, a missing file) says so. The per-packet costs are not on the machine:
@@ -32,7 +33,18 @@ from pathlib import Path
 from . import schema_info
 from .errors import ScenarioError
 
-FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "ethtool.txt", "sysctl.txt", "lscpu.txt", "interrupts.txt", "cpuidle.txt")
+FILES = (
+    "ethtool-i.txt",
+    "ethtool-g.txt",
+    "ethtool-l.txt",
+    "ethtool-c.txt",
+    "ethtool.txt",
+    "sysctl.txt",
+    "lscpu.txt",
+    "interrupts.txt",
+    "cpuidle.txt",
+    "cpufreq.txt",
+)
 
 # Where cpuidle shows a core's states and governor (Documentation/admin-guide/pm/cpuidle.rst),
 # and the haltpoll governor's parameters (Documentation/virt/guest-halt-polling.rst).
@@ -47,6 +59,13 @@ CPUIDLE_GLOBS = (
     "/sys/module/haltpoll/parameters/guest_halt_poll_grow",
     "/sys/module/haltpoll/parameters/guest_halt_poll_grow_start",
     "/sys/module/haltpoll/parameters/guest_halt_poll_shrink",
+)
+# Where cpufreq shows a core's clock policy (Documentation/admin-guide/pm/cpufreq.rst).
+CPUFREQ_GLOBS = (
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq",
+    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq",
 )
 # States that flush the core's L1 and L2 (C3 and deeper on Intel): their exit refills them.
 FLUSHING_STATE = re.compile(r"^C([3-9]|10)", re.I)
@@ -320,6 +339,44 @@ def parse_cpuidle(text: str, host: Host, name: str) -> None:
                 host.set("cpu.idle", key, str(v), f"haltpoll.{key} {v} ({where(key)})")
 
 
+def parse_cpufreq(text: str, host: Host, name: str) -> None:
+    """`grep .` of the cpufreq sysfs files: ``PATH:VALUE`` lines (clocks in kHz)."""
+    params = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        path, sep, value = line.partition(":")
+        if sep:
+            params[path.rsplit("/", 1)[-1]] = (value.strip(), n)
+    get = lambda key: params.get(key, ("", 0))[0]  # noqa: E731
+    where = lambda key: f"{name}:{params[key][1]}"  # noqa: E731
+    governor, driver = get("scaling_governor"), get("scaling_driver")
+    ours = {"schedutil": "schedutil", "powersave": "powersave" if driver == "intel_pstate" else None}.get(governor)
+    if governor == "performance":
+        host.notes.append(f"cpufreq governor performance ({where('scaling_governor')}): every cost at cpu.frequency")
+        return
+    if ours is None:
+        if governor:
+            host.notes.append(
+                f"cpufreq governor {governor!r} of {driver or 'an unknown driver'} ({name}): pktsim has performance, "
+                "intel_pstate's powersave and schedutil; the clock is taken as fixed at cpu.frequency"
+            )
+        return
+    low, high = _int(get("scaling_min_freq")), _int(get("scaling_max_freq"))
+    if not low:
+        host.notes.append(f"{name}: scaling_min_freq missing: the clock is taken as fixed at cpu.frequency")
+        return
+    freq = host.get("cpu", "frequency")
+    top_ghz = high / 1e6 if high else (float(freq.strip('"').removesuffix("GHz")) if freq and freq.endswith('GHz"') else None)
+    if top_ghz is None or low / 1e6 > top_ghz:
+        host.notes.append(f"{name}: scaling_min_freq {low} kHz above the clock at full load: the clock is taken as fixed")
+        return
+    if high:
+        host.set("cpu", "frequency", f'"{high / 1e6:g}GHz"', f"cpufreq: scaling_max_freq {high} kHz, the clock at full load ({where('scaling_max_freq')})")
+    host.set("cpu.freq", "governor", f'"{ours}"', f"cpufreq: scaling_governor {governor}, driver {driver or 'unknown'} ({where('scaling_governor')})")
+    host.set("cpu.freq", "min", f'"{low / 1e6:g}GHz"', f"cpufreq: scaling_min_freq {low} kHz ({where('scaling_min_freq')})")
+    if ours == "powersave":
+        host.notes.append("intel_pstate powersave: modelled without HWP (1.25 x max x busy); with HWP the processor picks the clock itself")
+
+
 PARSERS = {
     "ethtool-i.txt": parse_ethtool_i,
     "ethtool-g.txt": parse_ethtool_g,
@@ -330,6 +387,7 @@ PARSERS = {
     "lscpu.txt": parse_lscpu,
     "interrupts.txt": parse_interrupts,
     "cpuidle.txt": parse_cpuidle,
+    "cpufreq.txt": parse_cpufreq,
 }
 
 
@@ -414,6 +472,15 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
                 continue
     if idle:
         texts["cpuidle.txt"] = "\n".join(idle) + "\n"
+    freq = []
+    for pattern in CPUFREQ_GLOBS:
+        f = Path(pattern)
+        try:
+            freq.append(f"{f}:{f.read_text().strip()}")
+        except OSError:
+            continue
+    if freq:
+        texts["cpufreq.txt"] = "\n".join(freq) + "\n"
     return from_texts(texts, iface, origin="live ")
 
 
@@ -459,7 +526,7 @@ def to_toml(host: Host, source: str) -> str:
         s["cpu.idle"] = {
             "table": Value('"intel-skx"', "the default, a published machine's (intel_idle's Xeon Scalable states), not this host's: no cpuidle.txt")
         }
-    order = ["cpu", "cpu.caches", "cpu.idle", "link", "traffic", "cost", "nic", "nic.itr", "host"]
+    order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
         "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},
         "cost": {"profile": Value('"raumer2015-64B"', "000's Linux router (Linux 3.7, Xeon E3-1230 v2); replace with `pktsim calibrate`")},

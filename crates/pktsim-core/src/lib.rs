@@ -21,6 +21,7 @@
 // Checks of a wanted range are written negated (`!(x > 0.0)`) so that NaN fails them.
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod clock;
 pub mod cost;
 pub mod engine;
 pub mod error;
@@ -32,6 +33,7 @@ pub mod predict;
 pub mod price;
 pub mod rates;
 pub mod scenario;
+pub mod simulate;
 pub mod topology;
 pub mod trace;
 pub mod units;

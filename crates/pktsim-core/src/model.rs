@@ -64,6 +64,8 @@ pub struct CoreFigures {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Prediction {
     pub name: String,
+    /// The clock the cores run at this load: `cpu.frequency`, or where `[cpu.freq]`'s
+    /// governor settles (the figures at saturation stay at `cpu.frequency`).
     pub frequency_hz: f64,
     pub cores: u32,
     pub mean_frame_bytes: f64,

@@ -4,6 +4,7 @@
 //! are taken from the simulator's own components and handed to [`crate::model`], which
 //! knows nothing of the simulator. `pktsim model` and `predict()` come here.
 
+use crate::clock;
 use crate::engine::build::layout;
 use crate::engine::costs::Costs;
 use crate::engine::io::mode_costs;
@@ -14,7 +15,31 @@ use crate::topology::Topology;
 
 /// The analytical prediction for a scenario.
 pub fn predict(sc: &ResolvedScenario) -> Prediction {
-    model::predict(sc, &inputs(sc))
+    match clock::settled(sc, &busiest) {
+        Some((_, node)) => {
+            // The load's figures at the clock the governor settles at; those at saturation
+            // (a frame's price, the capacity) at full load, where the clock is
+            // `cpu.frequency`.
+            let mut p = model::predict(&node, &inputs(&node));
+            let top = model::predict(sc, &inputs(sc));
+            p.cycles_by_group = top.cycles_by_group;
+            (p.c_total_cycles, p.c_core_cycles) = (top.c_total_cycles, top.c_core_cycles);
+            (p.frame_cost_ns, p.ns_per_packet) = (top.frame_cost_ns, top.ns_per_packet);
+            (p.r_max_pps, p.r_cpu_pps, p.capacity_pps) = (top.r_max_pps, top.r_cpu_pps, top.capacity_pps);
+            for (c, t) in p.per_core.iter_mut().zip(&top.per_core) {
+                (c.ns_per_packet, c.capacity_pps) = (t.ns_per_packet, t.capacity_pps);
+            }
+            p
+        }
+        None => model::predict(sc, &inputs(sc)),
+    }
+}
+
+/// The model's load of the node's busiest core (an application's cores included), at the
+/// clock the scenario states: what a cpufreq governor follows ([`clock::settled`]).
+pub fn busiest(sc: &ResolvedScenario) -> f64 {
+    let p = model::predict(sc, &inputs(sc));
+    p.per_core.iter().map(|c| c.cpu_load).fold(p.cpu_load, f64::max)
 }
 
 /// The analytical prediction for a chain of nodes: each node's, and the chain's bottleneck.

@@ -9,10 +9,11 @@
 
 use std::path::{Path, PathBuf};
 
-use pktsim_core::engine::{run, SimResult};
+use pktsim_core::engine::SimResult;
 use pktsim_core::model::Prediction;
 use pktsim_core::predict::predict;
 use pktsim_core::scenario::chain;
+use pktsim_core::simulate::run;
 use pktsim_core::{ResolvedScenario, Scenario};
 
 const LOADS: [f64; 5] = [0.1, 0.3, 0.5, 0.7, 0.9];

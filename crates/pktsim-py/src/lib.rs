@@ -147,7 +147,7 @@ impl Chain {
     /// Simulate the chain: end to end (also at the top level), loss by node, each node.
     #[pyo3(signature = (as_json = false, and_json = false))]
     fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
-        let r = on_engine_thread(py, |flag| pktsim_core::engine::chain::run(&self.c, flag))?;
+        let r = on_engine_thread(py, |flag| pktsim_core::simulate::run_chain(&self.c, flag))?;
         if and_json && !as_json {
             let pair = (pyser::to_py(py, &r)?, json(&r)?);
             return pair.into_pyobject(py).map(|t| t.into_any());
@@ -208,7 +208,7 @@ impl Resolved {
 const SIGNAL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
-    on_engine_thread(py, |flag| pktsim_core::engine::run(sc, flag))
+    on_engine_thread(py, |flag| pktsim_core::simulate::run(sc, flag))
 }
 
 /// Whether a signal can stop a run on this thread: only the main thread runs Python's

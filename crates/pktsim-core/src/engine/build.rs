@@ -123,6 +123,7 @@ impl SimNode {
             queue_names: nic_spec.queues.clone(),
             class_names,
             mean_frame_bytes: sc.mean_frame_bytes(),
+            frequency_hz: s.cpu.frequency.hz,
             notes: notes(sc),
         };
         let interference =

@@ -365,6 +365,7 @@ fn end_to_end(
         t_proc_ns: first.t_proc_ns,
         t_clean_ns: first.t_clean_ns,
         t_irq_ns: first.t_irq_ns,
+        cpu_freq_hz: first.cpu_freq_hz,
         io: super::io::IoReport::Chain { chain: chain.nodes.len() },
         idle_states: None,
         series: None,

@@ -99,6 +99,8 @@ struct ReportInfo {
     queue_names: Vec<String>,
     class_names: Vec<String>,
     mean_frame_bytes: f64,
+    /// The clock the cores run at (`[cpu.freq]`'s steady state, else `cpu.frequency`).
+    frequency_hz: f64,
     notes: Vec<String>,
 }
 

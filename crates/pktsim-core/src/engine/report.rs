@@ -67,6 +67,9 @@ pub struct SimResult {
     pub t_proc_ns: f64,
     pub t_clean_ns: f64,
     pub t_irq_ns: f64,
+    /// The clock the cores ran at, Hz: `cpu.frequency`, or where `[cpu.freq]`'s governor
+    /// settles at the run's load (every cost then scaled to it).
+    pub cpu_freq_hz: f64,
     pub io: super::io::IoReport,
     /// Each idle state's entries and share of the time (`[cpu.idle]`), like `cpupower
     /// monitor`; absent when the cores never sleep at a cost.
@@ -162,6 +165,7 @@ impl SimNode {
             t_proc_ns: self.costs.t_proc_mean(info.mean_frame_bytes.round() as u64).as_ns_f64(),
             t_clean_ns: self.costs.t_clean.as_ns_f64(),
             t_irq_ns: self.costs.t_irq.as_ns_f64(),
+            cpu_freq_hz: info.frequency_hz,
             io: self.mode.report(&self.nic),
             idle_states: self.idle.report(info.duration, k),
             series: info.interval.map(|_| st.series.clone()),

@@ -3,6 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::freq::Freq;
 use super::idle::Idle;
 use crate::error::{ConfigError, Result};
 use crate::fib::Caches;
@@ -30,6 +31,10 @@ pub struct Cpu {
     /// the next interrupt pays to wake it.
     #[serde(default)]
     pub idle: Idle,
+    /// The cpufreq governor and the lowest clock: how much slower the same work runs
+    /// below full load (`cpu.frequency` is the clock at full load).
+    #[serde(default)]
+    pub freq: Freq,
 }
 
 /// `[cpu.interference]`: what takes each forwarding core away from the packets now and
@@ -146,6 +151,7 @@ impl Cpu {
         }
         self.interference.validate(origin)?;
         self.idle.validate(origin)?;
+        self.freq.validate(origin, self.frequency.hz)?;
         let c = &self.caches;
         if c.l1d.bytes == 0 || c.l2.bytes < c.l1d.bytes || c.l3.bytes < c.l2.bytes {
             return Err(ConfigError::new(
@@ -174,6 +180,7 @@ mod tests {
             caches: Caches::default(),
             interference: Interference::default(),
             idle: Idle::default(),
+            freq: Freq::default(),
         }
     }
 

@@ -49,6 +49,7 @@ pub mod chain;
 mod cost;
 mod cpu;
 mod fib;
+mod freq;
 mod host;
 mod idle;
 pub mod limits;
@@ -64,6 +65,7 @@ mod traffic;
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
 pub use self::cpu::{Cpu, Interference};
+pub use self::freq::{Freq, FreqGovernor, HEADROOM};
 pub use self::host::{
     AfXdpIo, AfXdpSpec, BatchCalls, BatchedSyscallIo, BusyPollBatch, BusyPollIo, DeviceNapi, EmptyCall, GroBatch,
     HostSpec, IoModeKind, IoSpec, Irq, NapiIo, NetRxAction, Poll, Rings, ServerIo, ServiceDist, Softirq, StackSpec,
