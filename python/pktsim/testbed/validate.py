@@ -181,8 +181,8 @@ def halt(sw: dict) -> dict | None:
 
 def calibrate_with_probes(points: list[dict], sw: dict, names: tuple[str, ...] | None = None, split: bool = True) -> dict:
     """:func:`calibrate` with what the validation's probes measured: the halt's refill taken
-    out first, the wake-up split (:func:`split_wakeup`; ``split`` False for a device's NAPI
-    thread, which has no way to sleep), and whether the interference and the halt entered
+    out first, the wake-up split (:func:`split_wakeup`; ``split`` False keeps it whole, all
+    paid at the wake-up), and whether the interference and the halt entered
     the model."""
     cal = calibrate(points, names, halt=halt(sw))
     if split:

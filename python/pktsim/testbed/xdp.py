@@ -65,7 +65,9 @@ def compare(sw: dict) -> dict:
     if len(usable) < 2:
         raise runner.TestbedError("fewer than two loads below saturation forwarded anything: nothing to calibrate from")
     cal_points = validate.calibration_points(usable)
-    # A device's NAPI thread: its wake-up stays whole (no way to sleep to split it into).
+    # The whole wake-up at the wake-up: split as on the stack path (the switch in at the
+    # wake-up, the rest on the thread's way to sleep) it put this path's CPU per frame 26-44%
+    # and its frames per wake-up 29-40% high at 22-47% load (VALIDATION.md, xdp).
     cal = validate.calibrate_with_probes(cal_points, sw, names=None if len(cal_points) > 2 else FIT, split=False)
     lo = cal_points[0]
     kw = {**KW, "sets": validate.machine_sets(sw)}

@@ -200,8 +200,9 @@ pub struct ThreadSpec {
     /// (`local_bh_enable`'s softirqs, `napi_thread_wait`, `schedule()` switching out). A
     /// frame whose napi_schedule comes meanwhile finds it awake: it polls again with no
     /// wake-up, and the rest of this time is not spent. Default 0: the whole switch is paid
-    /// at the wake-up (`t_wakeup`). Only host.io = "threaded-napi" reads it; the analytical
-    /// model adds it to every wake-up's cost (it does not see the frames it catches).
+    /// at the wake-up (`t_wakeup`). A device's NAPI thread (`nic.napi.threaded`) goes to sleep
+    /// at once where an application shares its core; the analytical model adds it to every
+    /// wake-up's cost (it does not see the frames it catches).
     #[serde(default)]
     pub t_sleep: Duration,
 }
@@ -937,19 +938,6 @@ impl HostSpec {
                     None,
                     format!(
                         "no host.thread with host.io = \"{}\" unless nic.napi.threaded = true: only a NAPI thread has a wake-up (host.io = \"threaded-napi\", or a device's NAPI with nic.napi.threaded)",
-                        self.io.name()
-                    ),
-                )
-                .into());
-            }
-            // A device's NAPI thread takes its whole switch at the wake-up.
-            if !n.thread.t_sleep.is_zero() {
-                return Err(ConfigError::new(
-                    origin,
-                    "host.thread.t_sleep",
-                    Some(format!("{:?}", n.thread.t_sleep.to_string())),
-                    format!(
-                        "no host.thread.t_sleep with host.io = \"{}\": only host.io = \"threaded-napi\" (veth's thread) reads it",
                         self.io.name()
                     ),
                 )

@@ -214,6 +214,9 @@ enum ThreadState {
     Waking,
     /// On its core's run queue or running; `fresh`: its wake-up cost is still to pay.
     Runnable { fresh: bool },
+    /// On its way to sleep since then (`host.thread.t_sleep`, its `wake` timer set for the
+    /// end): awake, its core in no idle state.
+    Dozing(Instant),
 }
 
 /// Per-vector NAPI state and what its episode did so far.
@@ -251,6 +254,9 @@ pub struct NapiParams {
     pub threaded: bool,
     pub wake_latency: Span,
     pub t_wakeup: Span,
+    /// CPU time on the way to sleep, during which the NAPI's next schedule finds the thread
+    /// awake (no wake-up).
+    pub t_sleep: Span,
     /// Busy polling (`[socket]`): frames per busy poll, `SO_PREFER_BUSY_POLL`, and
     /// `irq_suspend_timeout`.
     pub busy_poll_budget: u32,
@@ -308,6 +314,7 @@ impl Napi {
                 threaded: n.napi.threaded,
                 wake_latency: thread.wake_latency.into(),
                 t_wakeup: thread.t_wakeup.into(),
+                t_sleep: thread.t_sleep.into(),
                 busy_poll_budget: sc.scenario.socket.busy_poll_budget,
                 prefer_busy_poll: sc.scenario.socket.prefer_busy_poll,
                 irq_suspend_timeout: n.napi.irq_suspend_timeout.into(),
@@ -381,10 +388,15 @@ impl IoMode for Napi {
                     }
                 }
             }
-            // A woken NAPI thread is scheduled on its core.
+            // A woken NAPI thread is scheduled on its core; one on its way to sleep that no
+            // schedule caught sleeps.
             Key::Wake(v) if self.napi[v as usize].wake.fired(gen, ctx.queue) => {
                 let (v, now) = (v as usize, ctx.now);
                 let c = ctx.nic.vectors()[v].layout().core;
+                if matches!(self.napi[v].thread, ThreadState::Dozing(_)) {
+                    self.end_doze(c, v, now, true, ctx);
+                    return;
+                }
                 self.thread_runnable(c, v, now, ctx);
                 if self.cores[c].worker.is_idle() {
                     units::run(self, c, now, ctx);
@@ -398,12 +410,28 @@ impl IoMode for Napi {
         for c in 0..self.cores.len() + self.app_workers.len() {
             units::end(self, c, t, ctx);
         }
+        for v in 0..self.napi.len() {
+            if let ThreadState::Dozing(from) = self.napi[v].thread {
+                ctx.stats.busy(ctx.nic.vectors()[v].layout().core, Activity::Wakeup, from, t);
+            }
+        }
     }
 
     fn on_irq(&mut self, irq: Irq, ctx: &mut Ctx) {
         let (c, now) = (irq.core, ctx.now);
         if self.cores[c].worker.is_idle() {
             self.cores[c].irq_queue.push_back(irq.vector);
+            // The interrupt finds its NAPI's thread on its way to sleep: awake, it polls
+            // after the handler, with no wake-up. (Another NAPI's thread on the core that
+            // was on its way is switched out by the handler: asleep.)
+            if self.p.threaded && !self.p.t_sleep.is_zero() {
+                for v in 0..self.napi.len() {
+                    if matches!(self.napi[v].thread, ThreadState::Dozing(_)) && ctx.nic.vectors()[v].layout().core == c
+                    {
+                        self.end_doze(c, v, now, v != irq.vector, ctx);
+                    }
+                }
+            }
             units::run(self, c, now, ctx);
         } else {
             // Preempt: the running unit finishes t_irq later; the handler's effect

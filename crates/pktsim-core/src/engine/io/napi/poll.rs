@@ -9,7 +9,7 @@
 //! A phase's frames and completions run as one run where nothing they do can raise an
 //! event (`Nic::runs_alone`), else one unit each, inline while they end by the horizon.
 
-use super::{Napi, Phase, PollKind, ThreadState, Work};
+use super::{Napi, Phase, PollKind, Work};
 use crate::engine::io::units;
 use crate::engine::io::Ctx;
 use crate::engine::queue::Key;
@@ -207,9 +207,9 @@ impl Napi {
         if self.p.threaded && poll.kind == PollKind::Normal {
             let core = &mut self.cores[c];
             if !incomplete {
-                // napi_complete: the thread sleeps until the NAPI is scheduled again.
-                core.thread = None;
-                self.napi[v].thread = ThreadState::Asleep;
+                // napi_complete: the thread sleeps (on its way there for t_sleep) until the
+                // NAPI is scheduled again.
+                self.thread_done(c, v, t, ctx);
             } else if !core.runnable.is_empty() {
                 // cond_resched: the next runnable NAPI thread gets the core.
                 core.thread = None;

@@ -74,14 +74,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
         crate::price::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
     ];
+    // The thread's way to sleep before each wake-up (where nothing else runs on its core:
+    // `napi::thread_done`), and the wake-up.
+    let wake_ps = (io.thread().t_wakeup.ps + if sc.scenario.app.is_none() { io.thread().t_sleep.ps } else { 0 }) as f64;
     if n.napi.threaded {
         // A thread that never runs out of work never sleeps; alone, a frame may wake it.
-        terms.push(crate::price::IoCost::per_event(
-            "wake-up",
-            io.thread().t_wakeup.ps as f64,
-            f64::INFINITY,
-            vectors + deferred,
-        ));
+        terms.push(crate::price::IoCost::per_event("wake-up", wake_ps, f64::INFINITY, vectors + deferred));
     }
     let sock = &sc.scenario.socket;
     let suspends = n.napi.irq_suspend_timeout.ps > 0;
@@ -117,7 +115,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         itr: n.itr.clone(),
         shared_tx: shared && app.is_none(),
         tx_vector: !shared && app.is_none(),
-        thread: n.napi.threaded.then(|| (io.thread().wake_latency.ps as f64, io.thread().t_wakeup.ps as f64)),
+        thread: n.napi.threaded.then(|| (io.thread().wake_latency.ps as f64, wake_ps)),
         defer: n.napi.defers().then_some((n.napi.defer_hard_irqs, n.napi.gro_flush_timeout.ps as f64)),
     });
     crate::price::ModeCosts {

@@ -64,7 +64,12 @@ impl Napi {
         }
         self.napi[v].scheduled = true;
         if self.p.threaded {
-            // ____napi_schedule: wake the NAPI's thread (a running one polls again).
+            // ____napi_schedule: wake the NAPI's thread (a running one polls again, one on
+            // its way to sleep too, with no wake-up).
+            if let ThreadState::Dozing(_) = self.napi[v].thread {
+                self.end_doze(c, v, t, false, ctx);
+                return;
+            }
             if self.napi[v].thread == ThreadState::Asleep {
                 self.napi[v].thread = ThreadState::Waking;
                 if self.p.wake_latency.is_zero() {

@@ -147,6 +147,35 @@ fn a_threaded_napi_is_polled_by_its_thread_the_interrupt_wakes() {
     assert_eq!((r.latency_ns.min, r.latency_ns.max), (7_000.0, 8_000.0));
 }
 
+/// A device's NAPI thread on its way to sleep (XDP drop, t_driver 1 us, t_irq 1 us, wake
+/// latency 3 us, t_wakeup 1 us, t_sleep 5 us, ITR off). Frames at 10, 20 and 40 us.
+///
+/// ```text
+///  10  IRQ 10-11 wakes the thread: runs at 14, wake-up 14-15, frame 15-16 (latency 6);
+///      complete, on its way to sleep 16-21
+///  20  IRQ: the thread is still on its way (4 us of it spent): handler 20-21, the thread
+///      polls with no wake-up, frame 21-22 (latency 2); on its way 22-27, then asleep
+///  40  IRQ 40-41, thread at 44, wake-up 44-45, frame 45-46 (latency 6); on its way 46-51
+/// ```
+///
+/// Two wake-ups; the thread's CPU besides its polls is 2 x 1 + 4 + 5 + 5 = 16 us. Without
+/// t_sleep the frame of 20 wakes the thread (at 24) and waits 6 us too.
+#[test]
+fn a_device_napi_thread_on_its_way_to_sleep_polls_again_without_a_wake_up() {
+    let host = "io = \"xdp\"\nt_irq = \"1us\"\n[host.xdp]\naction = \"drop\"\nt_driver = \"1us\"\n[host.thread]\nwake_latency = \"3us\"\nt_wakeup = \"1us\"";
+    let napi = "[nic.itr]\nmode = \"off\"\n[nic.napi]\nthreaded = true";
+    let frames = [(10_000, 64), (20_000, 64), (40_000, 64)];
+    let (r, _) = trace(&node_toml(&format!("{host}\nt_sleep = \"5us\""), napi), &frames);
+    assert_eq!(r.io.json()["thread_wakeups"], 2);
+    assert_eq!((r.latency_ns.min, r.latency_ns.max), (2_000.0, 6_000.0));
+    assert!((r.latency_ns.mean - 14_000.0 / 3.0).abs() < 1e-6, "{}", r.latency_ns.mean);
+    assert!((r.cpu_by_activity["wakeup"] - 16e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["wakeup"]);
+    assert_eq!(r.irq_per_s * 1e-3, 3.0);
+    let (r0, _) = trace(&node_toml(host, napi), &frames);
+    assert_eq!(r0.io.json()["thread_wakeups"], 3);
+    assert_eq!((r0.latency_ns.min, r0.latency_ns.max), (6_000.0, 6_000.0));
+}
+
 const BUSY: &str = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\nt_proc = \"1us\"";
 
 fn busy_toml(socket: &str, napi: &str) -> String {

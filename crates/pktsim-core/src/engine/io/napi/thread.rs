@@ -7,10 +7,47 @@
 use std::ops::ControlFlow;
 
 use super::{Napi, Phase, Poll, PollKind, ThreadState, Work};
-use crate::engine::io::Ctx;
+use crate::engine::io::{units, Ctx};
+use crate::engine::queue::Key;
+use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
 
 impl Napi {
+    /// NAPI `v`'s thread on core `c` completes its NAPI at `t`: it sleeps, or with
+    /// `host.thread.t_sleep` and nothing else to run on its core (no other thread runnable,
+    /// no application there) it is on its way to sleep for that long.
+    pub(super) fn thread_done(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
+        let core = &mut self.cores[c];
+        core.thread = None;
+        if self.p.t_sleep.is_zero() || !core.runnable.is_empty() || self.app.is_some() {
+            self.napi[v].thread = ThreadState::Asleep;
+            return;
+        }
+        self.napi[v].thread = ThreadState::Dozing(t);
+        core.worker.dozing = true;
+        self.napi[v].wake.set(ctx.queue, t + self.p.t_sleep, Key::Wake(v as u32));
+    }
+
+    /// NAPI `v`'s thread (on core `c`) ends its way to sleep at `t`, its CPU time from when
+    /// it began charged: asleep (its core idles if nothing runs on it), or with `sleeps`
+    /// false awake again and on the run queue, with no wake-up to pay.
+    pub(super) fn end_doze(&mut self, c: usize, v: usize, t: Instant, sleeps: bool, ctx: &mut Ctx) {
+        let ThreadState::Dozing(from) = self.napi[v].thread else { return };
+        ctx.stats.busy(c, Activity::Wakeup, from, t);
+        self.cores[c].worker.dozing = false;
+        if sleeps {
+            self.napi[v].thread = ThreadState::Asleep;
+            self.napi[v].wake.cancel();
+            if self.cores[c].worker.is_idle() && self.cores[c].irq_queue.is_empty() {
+                units::sleep(&self.cores[c].worker, c, t, ctx);
+            }
+        } else {
+            self.napi[v].wake.cancel();
+            self.napi[v].thread = ThreadState::Runnable { fresh: false };
+            self.cores[c].runnable.push_back(v);
+        }
+    }
+
     /// NAPI `v`'s woken thread joins core `c`'s run queue at `t`.
     pub(super) fn thread_runnable(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
         self.napi[v].thread = ThreadState::Runnable { fresh: true };
