@@ -5,7 +5,8 @@
 //! core was at the clock it had ([`Freq::request_hz`]). Under a steady load the clock
 //! settles where the request equals the clock: `f = request(f, busy(f))`. `busy(f)` falls
 //! as `f` rises (the same work takes less of the time), so `f - request(f, busy(f))` rises
-//! with `f` and the steady clock is found by bisection between `min` and `cpu.frequency`.
+//! with `f` and the steady clock is found between `min` and `cpu.frequency` by false
+//! position (a few evaluations of the model).
 //! `busy(f)` is the analytical model's load of the node's busiest core at `f` (the cores
 //! share one policy here), so the model and the simulator run the node at the same clock
 //! ([`crate::predict::predict`] and [`crate::simulate::run`] start from it).

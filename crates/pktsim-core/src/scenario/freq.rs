@@ -58,7 +58,8 @@ pub struct Freq {
     #[schemars(extend("x-linux" = "/sys/devices/system/cpu/cpuN/cpufreq/scaling_governor"))]
     pub governor: FreqGovernor,
     /// The lowest clock the governor sets (`scaling_min_freq`, e.g. "1.2GHz" on a Xeon
-    /// E5 v4); needed by `powersave` and `schedutil`, at most `cpu.frequency`.
+    /// E5 v4); needed by `powersave` and `schedutil`, from 1% of `cpu.frequency` to all of
+    /// it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("x-linux" = "/sys/devices/system/cpu/cpuN/cpufreq/scaling_min_freq"))]
     pub min: Option<Frequency>,
@@ -74,7 +75,8 @@ impl Freq {
         self.governor != FreqGovernor::Performance
     }
 
-    /// `min` is given for a scaling governor, above 0 Hz and at most `max_hz`; not given
+    /// `min` is given for a scaling governor, from 1% of `max_hz` (no processor scales
+    /// further; every cost then stays far from wrapping the clock) to `max_hz`; not given
     /// with `performance`, which does not read it.
     pub(super) fn validate(&self, origin: &str, max_hz: f64) -> Result<()> {
         match (self.scales(), self.min) {
@@ -95,11 +97,15 @@ impl Freq {
                 "no cpu.freq.min with cpu.freq.governor = \"performance\" (it runs at cpu.frequency)",
             )
             .into()),
-            (true, Some(m)) if !(m.hz > 0.0 && m.hz <= max_hz) => Err(ConfigError::new(
+            (true, Some(m)) if !(m.hz >= max_hz / 100.0 && m.hz <= max_hz) => Err(ConfigError::new(
                 origin,
                 "cpu.freq.min",
                 Some(format!("{:?}", m.to_string())),
-                format!("a frequency above 0 Hz and at most cpu.frequency ({})", Frequency::from_hz(max_hz)),
+                format!(
+                    "a frequency from 1% of cpu.frequency to all of it ({} to {})",
+                    Frequency::from_hz(max_hz / 100.0),
+                    Frequency::from_hz(max_hz)
+                ),
             )
             .into()),
             _ => Ok(()),
@@ -148,8 +154,10 @@ mod tests {
         let e = config_error(freq("governor = \"powersave\"\nmin = \"4GHz\""));
         assert_eq!(
             e.to_string(),
-            "t: cpu.freq.min = \"4GHz\": expected a frequency above 0 Hz and at most cpu.frequency (3.6GHz)"
+            "t: cpu.freq.min = \"4GHz\": expected a frequency from 1% of cpu.frequency to all of it (36MHz to 3.6GHz)"
         );
+        assert_eq!(config_error(freq("governor = \"powersave\"\nmin = \"35MHz\"")).path, "cpu.freq.min");
+        assert!(freq("governor = \"powersave\"\nmin = \"36MHz\"").is_ok());
         assert_eq!(config_error(freq("governor = \"powersave\"\nmin = \"0Hz\"")).path, "cpu.freq.min");
         assert_eq!(config_error(freq("min = \"1GHz\"")).path, "cpu.freq.min");
     }
