@@ -218,3 +218,11 @@ def test_run_plots_its_time_series_and_refuses_a_plot_it_cannot_draw(tmp_path):
     assert bad.returncode == 2 and ".png or .svg" in bad.stderr and "Traceback" not in bad.stderr
     none = run_cli("run", ex, "--set", "measure.duration=2ms", "--plot", tmp_path / "x.png", check=False)
     assert none.returncode == 2 and "measure.interval" in none.stderr and not (tmp_path / "x.png").exists()
+
+
+def test_run_says_the_clock_a_governor_settles_at():
+    text = run_cli("run", EXAMPLES / "xdp-drop-mlx5.toml", "--set", "measure.duration=2ms").stdout
+    clock = next(line for line in text.splitlines() if line.startswith("clock"))
+    assert "GHz, where [cpu.freq]'s governor settles at this load" in clock
+    assert float(clock.split()[1]) < 3.6
+    assert not any(line.startswith("clock") for line in run_cli("run", EXAMPLES / "linux-router-64B.toml", "--set", "measure.duration=2ms").stdout.splitlines())

@@ -130,7 +130,13 @@ def _format_run(r: dict, origin: str) -> str:
                 else []
             )
             + _wakeup_rows(r)
-            + _idle_rows(r),
+            + _idle_rows(r)
+            # Under a scaling cpufreq governor, the clock the run settled at.
+            + (
+                [["clock", f"{r['cpu_freq_hz'] / 1e9:.2f} GHz, where [cpu.freq]'s governor settles at this load"]]
+                if any(n.startswith("cpu.freq:") for n in r["notes"])
+                else []
+            ),
             ["quantity", "value"],
             "ll",
         ),
