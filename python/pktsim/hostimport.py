@@ -463,25 +463,24 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
         texts["interrupts.txt"] = Path("/proc/interrupts").read_text()
     except OSError:
         pass
-    idle = []
-    for pattern in CPUIDLE_GLOBS:
+    for name, globs in (("cpuidle.txt", CPUIDLE_GLOBS), ("cpufreq.txt", CPUFREQ_GLOBS)):
+        text = _grep_sysfs(globs)
+        if text:
+            texts[name] = text
+    return from_texts(texts, iface, origin="live ")
+
+
+def _grep_sysfs(globs: tuple[str, ...]) -> str | None:
+    """``grep .`` of the sysfs files `globs` name: a ``PATH:VALUE`` line each that reads
+    (None when none does)."""
+    lines = []
+    for pattern in globs:
         for f in sorted(Path("/").glob(pattern.lstrip("/"))):
             try:
-                idle.append(f"{f}:{f.read_text().strip()}")
+                lines.append(f"{f}:{f.read_text().strip()}")
             except OSError:
                 continue
-    if idle:
-        texts["cpuidle.txt"] = "\n".join(idle) + "\n"
-    freq = []
-    for pattern in CPUFREQ_GLOBS:
-        f = Path(pattern)
-        try:
-            freq.append(f"{f}:{f.read_text().strip()}")
-        except OSError:
-            continue
-    if freq:
-        texts["cpufreq.txt"] = "\n".join(freq) + "\n"
-    return from_texts(texts, iface, origin="live ")
+    return "\n".join(lines) + "\n" if lines else None
 
 
 def to_toml(host: Host, source: str) -> str:
