@@ -235,5 +235,9 @@ mod tests {
             "{:?}",
             r.notes
         );
+        // A run stopped before it starts looks for the clock no further and stops.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let e = crate::simulate::run(&sc, stop).unwrap_err().to_string();
+        assert!(e.contains(crate::engine::INTERRUPTED), "{e}");
     }
 }

@@ -225,5 +225,8 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
             "xdp2018-cores.png",
             "xdp2018 Figs. 3 and 5: drop and forwarding rate vs cores (markers: the paper; 1 core fitted; the PCI Express bus caps the NIC above 4 cores)",
         ),
-        ("xdp2018-cpu.png", "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 5 Mpps)"),
+        (
+            "xdp2018-cpu.png",
+            "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 1 and 10 Mpps, the open markers; the clock intel_pstate settles at below full load)",
+        ),
     ]
