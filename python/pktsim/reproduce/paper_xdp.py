@@ -227,6 +227,7 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
         ),
         (
             "xdp2018-cpu.png",
-            "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP at 1 and 10 Mpps, the open markers; the clock intel_pstate settles at below full load)",
+            "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP"
+            " at 1 and 10 Mpps, the open markers; the clock intel_pstate settles at below full load)",
         ),
     ]
