@@ -50,7 +50,8 @@ BUNDLED = [
 def test_every_bundled_scenario_saturates_where_the_model_says(example, cores):
     """Above capacity (1.5x the rate at which the last loaded core saturates, at most the
     line rate) the simulator forwards what the model predicts, within 1%: one cost
-    semantics (per-byte service, contention, RSS placement, I/O-mode costs) in both."""
+    semantics (per-byte service, contention, RSS placement, I/O-mode costs) in both (5%
+    where a reader shares its core with ksoftirqd)."""
     import pktsim
 
     sets = {} if cores is None else {"cpu.cores": cores}
@@ -60,7 +61,11 @@ def test_every_bundled_scenario_saturates_where_the_model_says(example, cores):
     p = pktsim.predict(example, sets)
     r = pktsim.run(example, sets)
     assert p["saturated"] or p["bottleneck"] == "link"
-    assert r["throughput_pps"] == pytest.approx(p["predicted_pps"], rel=0.01), (p["notes"], p["per_core"])
+    # A reader sharing its core with the stack's saturated softirq work gets what the fair
+    # class and __do_softirq's limits leave it (lag, blocking when it empties its socket):
+    # within 5% of the closed forms (crates/pktsim-core/tests/shared_core.rs).
+    fair = any("__do_softirq" in n or "by their weights" in n for n in p["notes"])
+    assert r["throughput_pps"] == pytest.approx(p["predicted_pps"], rel=0.05 if fair else 0.01), (p["notes"], p["per_core"])
     text = run_cli("model", example).stdout
     assert "C_total" in text and "predicted" in text
 

@@ -117,6 +117,12 @@ def _format_run(r: dict, origin: str) -> str:
                     + ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_activity"].items(), key=lambda kv: -kv[1]) if v > 0),
                 ],
             ]
+            # Where NAPI runs: the CPU by context, as mpstat (%irq, %soft) and pidstat show it.
+            + (
+                [["contexts", ", ".join(f"{k} {100 * v:.1f}%" for k, v in sorted(r["cpu_by_context"].items(), key=lambda kv: -kv[1]) if v > 0)]]
+                if any(v > 0 for v in r.get("cpu_by_context", {}).values())
+                else []
+            )
             # Interrupts, polls and softirqs only where the I/O mode has them.
             + ([["IRQs", f"{r['irq_per_s']:,.0f} /s  ({r['irqs_per_packet']:.4f} per packet)"]] if r["irq_per_s"] > 0 else [])
             + (

@@ -69,6 +69,8 @@ def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
     - ``cpu_utilization``, ``cpu_useful`` (0..1 of all cores' time), ``cpu_by_activity``
       (``idle``, ``io``, ``irq``, ``poll``, ``rx_clean``, ``spin``, ``tx_clean``,
       ``tx_lock``, ``wakeup``, ``refill``: 0..1), ``cpu_per_core`` (list, 0..1);
+    - ``cpu_by_context`` (NAPI modes: ``hardirq``, ``softirq``, ``ksoftirqd``,
+      ``napi_threads``, ``app``: 0..1 of all cores' time, as mpstat and pidstat split it);
     - ``idle_states`` (with ``[cpu.idle]`` states that cost something: ``governor``, per state
       ``name``, ``entries``, ``time_share``, ``above``, ``below``; ``wakeups_per_s``,
       ``mean_exit_latency_ns``);

@@ -227,6 +227,73 @@ pub struct Inputs {
 /// See [`Inputs::settle`].
 pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64, f64)) -> Level;
 
+/// What an application on its NAPI's core reads per second when ksoftirqd has the stack's
+/// work (`engine::io::napi::softirq`), and whether it has it at this load. The stack takes
+/// `rho` of the core (s per frame `own_s`) and an interrupt finds `f_irq` frames.
+///
+/// ksoftirqd gets the work when a `__do_softirq` ends with work left: it polls one NAPI's
+/// frames a pass (P = min(weight, budget)) and hands over after `MAX_SOFTIRQ_RESTART`
+/// passes, so an interrupt's episode must outlast ten full polls. Episodes average f frames
+/// (the rate / the interrupts a second) but grow without bound as rho nears 1; the model
+/// takes the hand-over from rho = 1 - f / (10 P) on, a rule, not a closed form: where it
+/// first happens is history (one long episode), and with `"defer"` ksoftirqd keeps the work
+/// from then on wherever the stack's share of the core is short of rho. `tests/shared_core.rs`
+/// records the loads where the simulator's 100 ms differ.
+///
+/// - `host.softirq = "defer"`: ksoftirqd keeps the work while the stack's share of the core
+///   is short of rho; it and the reader, both runnable, share the core by their weights
+///   (`app.nice`; ksoftirqd nice 0): the reader empties its socket and blocks after each of
+///   ksoftirqd's passes, so it reads its share / (its time a frame + a wake-up per P
+///   frames), at most 1 / (own + its time) (a reader faster than the stack blocks);
+///   An AF_XDP reader gets the same with either setting (its calls take no socket lock),
+///   and so does a reader beside a device's NAPI thread (`nic.napi.threaded`, policy
+///   "other"), from the load where the thread's share is short of rho; beside a SCHED_FIFO
+///   thread it gets what the thread leaves;
+/// - `"inline"`: softirqs still run on interrupt exit, so the reader loses nothing until
+///   the stack saturates; then each of its receive calls' `local_bh_enable` runs a whole
+///   `__do_softirq` first (10 P frames, or up to `MAX_SOFTIRQ_TIME`, on average half a jiffy
+///   short), and ksoftirqd's fair share of task time comes on top: batch frames per (that +
+///   the reader's call and frames x (1 + ksoftirqd's weight / the reader's)).
+fn shared_core_plateau(
+    s: &crate::scenario::Scenario,
+    a: &crate::price::AppCosts,
+    own_s: f64,
+    rho: f64,
+    f_irq: f64,
+) -> (f64, bool) {
+    let app_s = a.frame_ps / 1e12;
+    let w_app = s.app.as_ref().map_or(1024.0, |x| crate::engine::sched::weight_of(x.nice) as f64);
+    let w_k = crate::engine::sched::weight_of(0) as f64;
+    let softirq = s.host.io.softirq();
+    let per_pass = s.host.io.poll().weight.min(softirq.budget).max(1) as f64;
+    let saturated = rho >= 1.0 - 1e-9;
+    if s.nic.napi.threaded {
+        // A NAPI thread polls until its ring drains: SCHED_FIFO keeps the core whenever it
+        // has work (the reader gets what is left), SCHED_OTHER shares it by weight as soon
+        // as the thread's share is short of rho.
+        let thread = s.host.io.thread();
+        if thread.policy == crate::scenario::ThreadPolicy::Fifo {
+            return (0.0, saturated);
+        }
+        let share = w_app / (w_app + w_k);
+        let read = (share / (app_s + a.t_wakeup_ps / 1e12 / per_pass)).min(1.0 / (own_s + app_s));
+        return (read, rho > 1.0 - share);
+    }
+    // An AF_XDP reader's calls take no socket lock: nothing runs the softirq in them.
+    let socket_reader = !matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
+    if softirq.softirq == crate::scenario::SoftirqRun::Defer || !socket_reader {
+        let share = w_app / (w_app + w_k);
+        let engaged = saturated || (rho >= 1.0 - f_irq / (10.0 * per_pass) && rho > 1.0 - share);
+        let read = (share / (app_s + a.t_wakeup_ps / 1e12 / per_pass)).min(1.0 / (own_s + app_s));
+        return (read, engaged);
+    }
+    let jiffy_s = 1.0 / softirq.hz as f64;
+    let max_time_s = (0.002 / jiffy_s).ceil().max(1.0) * jiffy_s - jiffy_s / 2.0;
+    let bh_s = (10.0 * per_pass * own_s).min(max_time_s);
+    let call_s = (a.t_call_ps + a.batch * a.t_packet_ps) / 1e12;
+    (a.batch / (bh_s + call_s * (1.0 + w_k / w_app)), saturated)
+}
+
 /// The analytical prediction for a scenario, with its layout and mode costs ([`Inputs`]).
 pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     let s = &sc.scenario;
@@ -342,6 +409,43 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     }
     // What the stack processes on each core, before an application reads (below).
     let (stack_fwd, stack_busy) = (fwd.clone(), busy.clone());
+    let arrivals = if sc.trace.is_none()
+        && sc.sources.iter().all(|src| src.pattern == crate::scenario::Pattern::Cbr)
+        && loads.iter().filter(|l| l.0 > 0.0).count() <= 1
+    {
+        Arrivals::Cbr
+    } else {
+        Arrivals::Poisson
+    };
+    let event_term = |t: &IoCost| matches!(t.name, "poll" | "interrupt" | "wake-up" | "call");
+    let idle = IdleModel::of(sc);
+    // Core c's interrupts, polls and wake-ups below saturation with its reader taking
+    // `read_pps` (rates.rs).
+    let core_ev = |c: usize, read_pps: f64| {
+        let bytes = loads[c].1;
+        let t_frame_ps = (frame_ps(bytes)
+            + mode
+                .terms
+                .iter()
+                .filter(|t| !event_term(t))
+                .map(|t| (t.ps + t.fs_per_byte * bytes / 1e3) * sat(t))
+                .sum::<f64>()
+            + hold_ps(c))
+            * stretch;
+        let tx_pps: f64 = cleans(c).map(|q| per_queue[q]).sum();
+        core_events(&CoreInputs {
+            mode,
+            arrivals,
+            rx_pps: stack_fwd[c],
+            t_frame_ps,
+            bytes: (bytes - 4.0).max(0.0),
+            tx_pps,
+            clean_busy: clean_s * tx_pps,
+            read_pps,
+            settle: inputs.settle,
+            idle: &idle,
+        })
+    };
     let (_, cpu_queue, _, _) = solve(f64::INFINITY);
     let r_cpu: f64 = cpu_queue.iter().sum();
     let mut predicted: f64 = per_queue.iter().sum();
@@ -350,6 +454,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     // livelock), or on a core of its own at up to 1 / its per-frame time.
     let app_s = mode.app.as_ref().map(|a| a.frame_ps / 1e12);
     let mut app_busy = vec![0.0; topo.cores()];
+    let mut plateau_notes: Vec<String> = Vec::new();
     if let (Some(a), Some(app_s)) = (&mode.app, app_s) {
         for c in 0..topo.cores() {
             if a.same_core && drives[c] {
@@ -361,10 +466,34 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 fwd[c] = read;
                 continue;
             }
-            let read =
-                if a.same_core { ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]) } else { fwd[c].min(1.0 / app_s) };
+            let read = if !a.same_core {
+                fwd[c].min(1.0 / app_s)
+            } else {
+                // What the softirq work leaves, or what the reader gets once ksoftirqd has
+                // the work (see `shared_core_plateau`).
+                let left = ((1.0 - busy[c]).max(0.0) / app_s).min(fwd[c]);
+                let demand = loads[c].0 * offered;
+                let f_irq = demand / core_ev(c, left).irq_per_s.max(1e-9);
+                let (plateau, engaged) = shared_core_plateau(s, a, own_s[c], busy[c], f_irq);
+                if plateau_notes.is_empty() && engaged {
+                    let defer = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer
+                        || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
+                    plateau_notes.push(if s.nic.napi.threaded {
+                        "the NAPI thread shares its core with the reader by their weights (host.thread.policy = \"other\") once its share is short of the stack's load"
+                    } else if defer {
+                        "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader by their weights (host.softirq = \"defer\", or a reader whose calls run no softirq)"
+                    } else {
+                        "host.softirq = \"inline\": the stack takes its core; each of the reader's receive calls first runs a whole __do_softirq (MAX_SOFTIRQ_RESTART passes)"
+                    }.to_string());
+                }
+                if engaged {
+                    plateau.min(fwd[c])
+                } else {
+                    left
+                }
+            };
             if a.same_core {
-                busy[c] += read * app_s;
+                busy[c] = (busy[c] + read * app_s).min(1.0);
             } else {
                 app_busy[c] = read * app_s;
             }
@@ -372,6 +501,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         }
         predicted = fwd.iter().sum();
     }
+    notes.extend(plateau_notes);
     // The first core (or lock) to saturate, as the offered rate R grows: core c's load is
     // R (w_c own_c + clean * share of the queues it cleans), linear in R.
     let mut first_sat = f64::INFINITY;
@@ -439,47 +569,14 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         / k_all as f64
         + app_busy.iter().sum::<f64>() / k_all as f64;
     // Below saturation: each core's rounds in closed form (see the section at the end).
-    let arrivals = if sc.trace.is_none()
-        && sc.sources.iter().all(|src| src.pattern == crate::scenario::Pattern::Cbr)
-        && loads.iter().filter(|l| l.0 > 0.0).count() <= 1
-    {
-        Arrivals::Cbr
-    } else {
-        Arrivals::Poisson
-    };
-    let event_term = |t: &IoCost| matches!(t.name, "poll" | "interrupt" | "wake-up" | "call");
-    let idle = IdleModel::of(sc);
     let mut ev = Vec::with_capacity(topo.cores());
     for c in 0..topo.cores() {
         let demand = loads[c].0 * offered;
-        let bytes = loads[c].1;
-        let t_frame_ps = (frame_ps(bytes)
-            + mode
-                .terms
-                .iter()
-                .filter(|t| !event_term(t))
-                .map(|t| (t.ps + t.fs_per_byte * bytes / 1e3) * sat(t))
-                .sum::<f64>()
-            + hold_ps(c))
-            * stretch;
-        let tx_pps: f64 = cleans(c).map(|q| per_queue[q]).sum();
         let saturated = loads[c].0 > 0.0
             && (stack_busy[c] >= 1.0 - 1e-9
                 || stack_fwd[c] < demand * (1.0 - 1e-9)
                 || fwd[c] < stack_fwd[c] * (1.0 - 1e-9));
-        let e = core_events(&CoreInputs {
-            mode,
-            arrivals,
-            rx_pps: stack_fwd[c],
-            t_frame_ps,
-            bytes: (bytes - 4.0).max(0.0),
-            tx_pps,
-            clean_busy: clean_s * tx_pps,
-            read_pps: if mode.app.is_some() { fwd[c] } else { 0.0 },
-            settle: inputs.settle,
-            idle: &idle,
-        });
-        ev.push((e, saturated));
+        ev.push((core_ev(c, if mode.app.is_some() { fwd[c] } else { 0.0 }), saturated));
     }
     let some_saturated = ev.iter().any(|(_, s)| *s);
     let closed_holds = ev.iter().all(|(e, _)| e.holds);

@@ -221,7 +221,8 @@ fn xdp_actions_native_and_generic() {
 
 /// An application reading what the stack delivers: on its own core it caps the node at
 /// 1 / its per-frame time; on the NAPI's core it gets what the softirq work leaves, down to
-/// nothing when the stack saturates the core (receive livelock).
+/// a few tens of kpps when the stack saturates the core (receive livelock; see
+/// `shared_core.rs` for ksoftirqd's share with `host.softirq = "defer"`).
 #[test]
 fn an_application_on_its_own_core_or_sharing_the_napis() {
     let app = |core: &'static str, rate: &'static str| {
@@ -256,9 +257,12 @@ fn an_application_on_its_own_core_or_sharing_the_napis() {
     assert!(close(p, (1.0 - 1.2e6 * 456e-9) / 725e-9, 1e-3) && close(s, p, 0.03) && s < p, "model {p}, simulator {s}");
     let (p, s, _) = app("same", "2Mpps");
     assert!(close(s, p, 0.03) && s < p, "model {p}, simulator {s}");
-    // Above 1 / 400 ns the stack takes the whole core: nothing is read.
+    // Above 1 / 456 ns the stack takes the whole core (host.softirq = "inline"): each
+    // receive call first runs a whole __do_softirq, 10 polls of 64 frames (292 us), and
+    // ksoftirqd's fair share of task time comes on top: 8 frames per (292 + 2 x 5.8) us,
+    // 26.4 kpps.
     let (p, s, _) = app("same", "3Mpps");
-    assert!(p == 0.0 && s < 1e3, "model {p}, simulator {s}");
+    assert!(close(p, 8.0 / (640.0 * 456e-9 + 2.0 * 5.8e-6), 0.01) && close(s, p, 0.10), "model {p}, simulator {s}");
 }
 
 /// Preferred busy polling with deferral on the reader's core: above the stack's capacity
@@ -286,8 +290,10 @@ fn preferred_busy_polling_ends_receive_livelock() {
         let sc = load(ROUTER, "router.toml", &sets);
         (predict(&sc).predicted_pps, sim(&sc).throughput_pps)
     };
+    // Without it, the reader's calls each wait for a whole __do_softirq (receive livelock
+    // but for a few tens of kpps).
     let (p, s) = run("false");
-    assert!(p < 1.0 && s < 1e3, "livelock: model {p}, simulator {s}");
+    assert!(close(s, p, 0.10) && s < 5e4, "livelock: model {p}, simulator {s}");
     let (p, s) = run("true");
     assert!(p > 5e5 && close(s, p, 0.02), "model {p}, simulator {s}");
 }

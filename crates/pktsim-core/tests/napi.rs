@@ -109,7 +109,9 @@ fn legacy_softirq_polls_until_the_budget_runs_out_modern_repolls_each_run() {
     // Modern: a NAPI that used its weight goes to the repoll list, re-raised each time.
     assert!(close(modern.softirqs_per_packet, 1.0 / 64.0, 0.02), "{}", modern.softirqs_per_packet);
     assert_eq!(modern.time_squeeze, 0);
-    assert!(modern.ksoftirqd_wakeups > 0);
+    // Ten such passes end a __do_softirq with work left: ksoftirqd, woken once in the
+    // warm-up, has the work from then on.
+    assert!(modern.cpu_by_context["ksoftirqd"] > 0.95, "{:?}", modern.cpu_by_context);
 }
 
 #[test]

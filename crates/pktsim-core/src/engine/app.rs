@@ -47,6 +47,8 @@ pub struct AppParams {
     pub busy: Span,
     /// How a frame that finds the socket full is counted.
     pub drop_kind: DropKind,
+    /// Its load weight against ksoftirqd on a shared core (`app.nice`).
+    pub weight: u32,
 }
 
 /// Where a frame the socket cannot take is counted.
@@ -75,6 +77,7 @@ impl AppParams {
                 crate::scenario::AppWait::Recvmsg => s.busy_read.into(),
             },
             drop_kind: DropKind::Rcvbuf,
+            weight: crate::engine::sched::weight_of(a.nice),
         })
     }
 }
@@ -179,6 +182,20 @@ impl App {
     /// Whether thread `i` wants its core.
     pub fn runnable(&self, i: usize) -> bool {
         matches!(self.threads[i].state, State::Runnable { .. })
+    }
+
+    /// Whether thread `i` was woken and is on its way to its core (a wake-up that
+    /// preempts an idle core: `need_resched` is set from the wake-up on).
+    pub fn waking(&self, i: usize) -> bool {
+        self.threads[i].state == State::Waking
+    }
+
+    /// Thread `i` lost its core to another task while runnable: switching back in costs its
+    /// `t_wakeup` again.
+    pub fn switched_out(&mut self, i: usize) {
+        if self.threads[i].state == (State::Runnable { fresh: false }) {
+            self.threads[i].state = State::Runnable { fresh: true };
+        }
     }
 
     /// Thread `i`'s next step at `t` and its length, or None when it blocks.

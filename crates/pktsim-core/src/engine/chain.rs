@@ -301,6 +301,12 @@ fn end_to_end(
             *cpu_by_activity.entry(a.clone()).or_default() += v * k / total_cores;
         }
     }
+    let mut cpu_by_context: BTreeMap<String, f64> = BTreeMap::new();
+    for (r, k) in nodes.iter().zip(&cores) {
+        for (a, v) in &r.cpu_by_context {
+            *cpu_by_context.entry(a.clone()).or_default() += v * k / total_cores;
+        }
+    }
     let throughput = all.throughput_pps.max(f64::MIN_POSITIVE);
     let irq_per_s: f64 = nodes.iter().map(|r| r.irq_per_s).sum();
     let per_class = class_names
@@ -348,6 +354,7 @@ fn end_to_end(
         cpu_utilization: weighted(&|r| r.cpu_utilization),
         cpu_useful: weighted(&|r| r.cpu_useful),
         cpu_by_activity,
+        cpu_by_context,
         empty_polls: nodes.iter().map(|r| r.empty_polls).sum(),
         drops,
         offered_packets: offered,

@@ -34,6 +34,7 @@ pub mod queue;
 pub mod report;
 pub mod rng;
 pub mod run;
+pub mod sched;
 pub mod stalls;
 pub mod stats;
 pub mod strategy;

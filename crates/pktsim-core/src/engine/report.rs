@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::stats::{self, Activity, GroupSummary, LatencySummary, ACTIVITY_NAMES};
+use super::stats::{self, Activity, GroupSummary, LatencySummary, ACTIVITY_NAMES, TASK_NAMES};
 use super::SimNode;
 
 /// Rx packets per poll.
@@ -37,6 +37,12 @@ pub struct SimResult {
     /// CPU busy with packets (all but spinning on empty rings), 0..1.
     pub cpu_useful: f64,
     pub cpu_by_activity: BTreeMap<String, f64>,
+    /// CPU by context where NAPI runs (0..1 of all cores' time, like `mpstat`'s %irq and
+    /// %soft and `pidstat`'s tasks): `hardirq`, `softirq` (run on interrupt exit or
+    /// `local_bh_enable`), `ksoftirqd`, `napi_threads`, `app`; the idle-state refill and
+    /// interference are left out. Empty for the other I/O modes.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_by_context: BTreeMap<String, f64>,
     /// Busy polls that found nothing.
     pub empty_polls: u64,
     pub drops: BTreeMap<String, u64>,
@@ -111,6 +117,21 @@ impl SimNode {
             .map(|(n, b)| (n.to_string(), share(b.ps())))
             .chain(std::iter::once(("idle".to_string(), 1.0 - share(busy_total))))
             .collect();
+        let cpu_by_context: BTreeMap<String, f64> = if st.tasks {
+            let hardirq = st.busy[Activity::Irq as usize].ps();
+            let tasks: u64 = st.by_task.iter().map(|b| b.ps()).sum();
+            let aside =
+                [Activity::Interference, Activity::Refill].iter().map(|&a| st.busy[a as usize].ps()).sum::<u64>();
+            let softirq = busy_total.saturating_sub(hardirq + tasks + aside);
+            TASK_NAMES
+                .iter()
+                .zip(st.by_task.iter())
+                .map(|(n, b)| (n.to_string(), share(b.ps())))
+                .chain([("hardirq".to_string(), share(hardirq)), ("softirq".to_string(), share(softirq))])
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         let polls_with_rx: u64 = st.rx_per_poll.iter().sum();
         let per_poll_mean = if polls_with_rx == 0 {
             0.0
@@ -149,6 +170,7 @@ impl SimNode {
             cpu_useful: share(busy_total - st.busy[Activity::Spin as usize].ps()),
             empty_polls: st.empty_polls,
             cpu_by_activity,
+            cpu_by_context,
             drops: all.drops.clone(),
             offered_packets: all.offered_packets,
             forwarded_packets: all.forwarded_packets,

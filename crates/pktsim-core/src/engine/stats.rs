@@ -47,6 +47,10 @@ pub enum Activity {
 pub const ACTIVITY_NAMES: [&str; 11] =
     ["irq", "poll", "tx_clean", "rx_clean", "tx_lock", "io", "spin", "wakeup", "app", "interference", "refill"];
 
+/// The tasks whose CPU time a NAPI mode reports apart from interrupt context: ksoftirqd,
+/// the NAPI threads, the application's threads.
+pub const TASK_NAMES: [&str; 3] = ["ksoftirqd", "napi_threads", "app"];
+
 /// Per-interval counters.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Bucket {
@@ -658,6 +662,10 @@ pub struct Stats {
     pub ksoftirqd_wakeups: u64,
     /// CPU time per activity, all cores together.
     pub busy: [Span; ACTIVITY_NAMES.len()],
+    /// CPU time of the tasks that run packet work (`TASK_NAMES`), where the I/O mode tells
+    /// them apart (`tasks`): the rest of the packet work is interrupt context.
+    pub by_task: [Span; TASK_NAMES.len()],
+    pub tasks: bool,
     pub empty_polls: u64,
     pub busy_core: Vec<Span>,
     /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
@@ -730,6 +738,8 @@ impl Stats {
             time_squeeze: 0,
             ksoftirqd_wakeups: 0,
             busy: [Span::ZERO; ACTIVITY_NAMES.len()],
+            by_task: [Span::ZERO; TASK_NAMES.len()],
+            tasks: false,
             empty_polls: 0,
             busy_core: vec![Span::ZERO; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
@@ -1010,6 +1020,17 @@ impl Stats {
         let e = end.min(self.stop);
         if e > s {
             self.busy_core[core] += e - s;
+        }
+    }
+
+    /// CPU time `[start, end)` task `task` (of [`TASK_NAMES`]) ran; only the part inside the
+    /// window counts.
+    #[inline]
+    pub fn busy_task(&mut self, task: usize, start: Instant, end: Instant) {
+        let s = start.max(self.warm);
+        let e = end.min(self.stop);
+        if e > s {
+            self.by_task[task] += e - s;
         }
     }
 

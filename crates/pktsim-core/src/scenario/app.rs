@@ -72,6 +72,12 @@ pub struct AppSpec {
     /// blocking read, busy polling for `socket.busy_read`).
     #[serde(default)]
     pub wait: AppWait,
+    /// The thread's nice level (-20 ... 19): its weight against ksoftirqd (nice 0) when
+    /// they share a core (`sched_prio_to_weight`).
+    #[serde(default)]
+    #[schemars(range(min = -20, max = 19), extend("x-quantity" = "a nice level"))]
+    #[schemars(extend("x-linux" = "nice / setpriority"))]
+    pub nice: i32,
 }
 
 fn one() -> u32 {
@@ -88,6 +94,7 @@ impl Default for AppSpec {
             wake_latency: Duration::default(),
             t_wakeup: default_t_wakeup(),
             wait: AppWait::Epoll,
+            nice: 0,
         }
     }
 }
@@ -179,12 +186,37 @@ pub(super) fn validate(
             .into());
         }
     }
+    if host.io.thread().policy != super::ThreadPolicy::default()
+        && !(napi.threaded && app.is_some_and(|a| a.core == AppCore::Same))
+    {
+        return Err(ConfigError::new(
+            origin,
+            "host.thread.policy",
+            Some("\"fifo\"".into()),
+            "\"other\" unless an [app] shares the core of a device's NAPI thread (nic.napi.threaded, app.core = \"same\"): the policy decides only between the two",
+        )
+        .into());
+    }
     let Some(app) = app else {
         if *socket != SocketSpec::default() {
             return Err(ConfigError::new(origin, "socket", None, "no [socket] without an [app] reading it").into());
         }
         return Ok(());
     };
+    if !(-20..=19).contains(&app.nice) {
+        return Err(
+            ConfigError::new(origin, "app.nice", Some(app.nice.to_string()), "a nice level from -20 to 19").into()
+        );
+    }
+    if app.nice != 0 && app.core != AppCore::Same {
+        return Err(ConfigError::new(
+            origin,
+            "app.nice",
+            Some(app.nice.to_string()),
+            "0 unless app.core = \"same\" (the nice level weighs the thread against ksoftirqd or the NAPI thread on its core)",
+        )
+        .into());
+    }
     if let IoSpec::AfXdp(io) = &host.io {
         // The AF_XDP thread reads the socket's rx ring: its batch and busy polling are
         // host.af_xdp's, and there is no socket buffer.

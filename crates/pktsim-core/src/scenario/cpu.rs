@@ -35,6 +35,32 @@ pub struct Cpu {
     /// below full load (`cpu.frequency` is the clock at full load).
     #[serde(default)]
     pub freq: Freq,
+    /// The fair scheduling class: how tasks sharing a core (ksoftirqd, the application's
+    /// thread) take turns.
+    #[serde(default)]
+    pub sched: Sched,
+}
+
+/// `[cpu.sched]`: the fair class (EEVDF, Linux 6.6 on) on each core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sched {
+    /// The slice a task runs before another runnable task of its weight gets the core
+    /// (`sysctl_sched_base_slice`, kernel/sched/fair.c: 0.75 ms x (1 + ilog2(online CPUs,
+    /// at most 8))). Default 3 ms: a server with 8 or more CPUs.
+    #[serde(default = "default_base_slice")]
+    #[schemars(extend("x-linux" = "/sys/kernel/debug/sched/base_slice_ns"))]
+    pub base_slice: Duration,
+}
+
+fn default_base_slice() -> Duration {
+    Duration::from_ps(3_000_000_000)
+}
+
+impl Default for Sched {
+    fn default() -> Self {
+        Sched { base_slice: default_base_slice() }
+    }
 }
 
 /// `[cpu.interference]`: what takes each forwarding core away from the packets now and
@@ -131,6 +157,16 @@ fn one_u32() -> u32 {
 impl Cpu {
     /// A clock above 0 Hz, 1 to 4096 cores, and cache sizes above 0 B with l1d <= l2 <= l3.
     pub(super) fn validate(&self, origin: &str) -> Result<()> {
+        let slice = self.sched.base_slice;
+        if !(10_000_000..=1_000_000_000_000).contains(&slice.ps) {
+            return Err(ConfigError::new(
+                origin,
+                "cpu.sched.base_slice",
+                Some(format!("{:?}", slice.to_string())),
+                "a slice from 10us to 1s",
+            )
+            .into());
+        }
         if !(self.frequency.hz > 0.0) {
             return Err(ConfigError::new(
                 origin,
@@ -181,6 +217,7 @@ mod tests {
             interference: Interference::default(),
             idle: Idle::default(),
             freq: Freq::default(),
+            sched: Sched::default(),
         }
     }
 

@@ -205,11 +205,34 @@ pub struct ThreadSpec {
     /// wake-up's cost (it does not see the frames it catches).
     #[serde(default)]
     pub t_sleep: Duration,
+    /// The thread's scheduling policy against an application on its core: "other"
+    /// (SCHED_OTHER at nice 0, the kernel's default for `napi/...` threads: the two share
+    /// the core by weight) or "fifo" (SCHED_FIFO, `chrt -f`: the thread runs whenever it has
+    /// work).
+    #[serde(default)]
+    #[schemars(extend("x-linux" = "chrt -p PID"))]
+    pub policy: ThreadPolicy,
+}
+
+/// A NAPI thread's scheduling policy (`sched_setscheduler`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreadPolicy {
+    /// SCHED_OTHER (SCHED_NORMAL), nice 0: the fair class.
+    #[default]
+    Other,
+    /// SCHED_FIFO: before every fair-class task on its core.
+    Fifo,
 }
 
 impl Default for ThreadSpec {
     fn default() -> Self {
-        ThreadSpec { wake_latency: Duration::default(), t_wakeup: default_t_wakeup(), t_sleep: Duration::default() }
+        ThreadSpec {
+            wake_latency: Duration::default(),
+            t_wakeup: default_t_wakeup(),
+            t_sleep: Duration::default(),
+            policy: ThreadPolicy::default(),
+        }
     }
 }
 
@@ -314,6 +337,20 @@ pub enum NetRxAction {
     /// Linux 2.6 - 3.x (002, 003): the per-CPU list is iterated in place until the budget
     /// or the time limit runs out.
     Legacy,
+}
+
+/// Where a pending softirq runs while ksoftirqd is runnable (`invoke_softirq`,
+/// `do_softirq`; kernel/softirq.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SoftirqRun {
+    /// On interrupt exit and `local_bh_enable`, whether ksoftirqd runs or not: Linux before
+    /// 4.9 and from 6.5 (d15121be7485, `Revert "softirq: Let ksoftirqd do its job"`).
+    #[default]
+    Inline,
+    /// Left to ksoftirqd while it is runnable (`ksoftirqd_running`): Linux 4.9 (4cd13c21b207,
+    /// "softirq: Let ksoftirqd do its job") to 6.4, and the 5.10, 5.15 and 6.1 stable trees.
+    Defer,
 }
 
 /// Distribution of the per-packet service time.
@@ -432,6 +469,12 @@ pub struct Softirq {
     pub hz: u32,
     #[serde(default)]
     pub net_rx_action: NetRxAction,
+    /// Where softirqs raised while ksoftirqd is runnable run: "inline" (on interrupt exit and
+    /// `local_bh_enable`, as ever; Linux before 4.9 and from 6.5) or "defer" (left to
+    /// ksoftirqd, a fair-class task: Linux 4.9 - 6.4 and the 5.10, 5.15 and 6.1 stable
+    /// trees).
+    #[serde(default)]
+    pub softirq: SoftirqRun,
 }
 
 impl Default for Softirq {
@@ -441,6 +484,7 @@ impl Default for Softirq {
             budget_time: default_budget_time(),
             hz: default_hz(),
             net_rx_action: NetRxAction::default(),
+            softirq: SoftirqRun::default(),
         }
     }
 }
@@ -929,6 +973,15 @@ impl HostSpec {
                 return Err(
                     ConfigError::new(origin, "host.budget_time", Some("\"0ps\"".into()), "a time above 0").into()
                 );
+            }
+            if napi.threaded && s.softirq != SoftirqRun::default() {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.softirq",
+                    Some("\"defer\"".into()),
+                    "no host.softirq with nic.napi.threaded = true: a NAPI thread polls, not the NET_RX softirq",
+                )
+                .into());
             }
             // (Its thread's keys are read only where a thread polls it.)
             if !napi.threaded && n.thread != ThreadSpec::default() {

@@ -64,13 +64,13 @@ mod traffic;
 
 pub use self::app::{AppCore, AppSpec, AppWait, SocketSpec};
 pub use self::cost::{BufferSpec, CostSpec, PagePoolSpec};
-pub use self::cpu::{Cpu, Interference};
+pub use self::cpu::{Cpu, Interference, Sched};
 pub use self::freq::{Freq, FreqGovernor, HEADROOM};
 pub use self::host::{
     AfXdpIo, AfXdpSpec, BatchCalls, BatchedSyscallIo, BusyPollBatch, BusyPollIo, DeviceNapi, EmptyCall, GroBatch,
-    HostSpec, IoModeKind, IoSpec, Irq, NapiIo, NetRxAction, Poll, Rings, ServerIo, ServiceDist, Softirq, StackSpec,
-    StrategyKind, StrategySpec, SyscallBatch, ThreadSpec, ThreadedNapiIo, TxLock, Wakeup, XdpAction, XdpIo, XdpMode,
-    XdpSpec,
+    HostSpec, IoModeKind, IoSpec, Irq, NapiIo, NetRxAction, Poll, Rings, ServerIo, ServiceDist, Softirq, SoftirqRun,
+    StackSpec, StrategyKind, StrategySpec, SyscallBatch, ThreadPolicy, ThreadSpec, ThreadedNapiIo, TxLock, Wakeup,
+    XdpAction, XdpIo, XdpMode, XdpSpec,
 };
 pub use self::idle::{deepest_within, halt_state, Governor, Idle, IdleState, IdleTable, ResolvedState};
 pub use self::link::{line_rate_pps, Link};
@@ -408,6 +408,6 @@ mod tests {
             TPlus
         );
         // (And the check sees an alias: one struct with one.)
-        assert_eq!(keys_of::<Softirq>().len(), 6);
+        assert_eq!(keys_of::<Softirq>().len(), 7);
     }
 }

@@ -67,6 +67,7 @@ pub fn app_params(sc: &ResolvedScenario) -> Option<AppParams> {
         same_core: a.core == AppCore::Same,
         busy: if x.busy_poll { FOREVER } else { Span::ZERO },
         drop_kind: DropKind::XskRing,
+        weight: crate::engine::sched::weight_of(a.nice),
     })
 }
 

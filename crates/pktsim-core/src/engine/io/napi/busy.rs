@@ -11,6 +11,7 @@ use crate::engine::app::{self, App, AppParams};
 use crate::engine::io::units::Worker;
 use crate::engine::io::Ctx;
 use crate::engine::queue::Key;
+use crate::engine::sched::{weight_of, Fair};
 use crate::engine::time::{Instant, Span};
 
 impl Napi {
@@ -19,6 +20,23 @@ impl Napi {
         if let Some(p) = p {
             let n = self.topo.cores();
             self.app_workers = if p.same_core { Vec::new() } else { (0..n).map(|_| Worker::default()).collect() };
+            // The run queue of each core: the application, ksoftirqd, and the NAPI threads
+            // of its vectors (all nice 0).
+            let cores = self.cores.len();
+            self.entity_vector = vec![Vec::new(); cores];
+            self.thread_entity = (0..self.topo.vectors())
+                .map(|v| {
+                    let c = self.topo.vector(v).core;
+                    self.entity_vector[c].push(v);
+                    1 + self.entity_vector[c].len()
+                })
+                .collect();
+            self.fair_threads = p.same_core && self.p.threaded && !self.p.thread_fifo;
+            for (c, core) in self.cores.iter_mut().enumerate() {
+                let mut weights = vec![p.weight, weight_of(0)];
+                weights.extend(self.entity_vector[c].iter().map(|_| weight_of(0)));
+                core.fair = Fair::new(&weights, self.p.base_slice, self.jiffy);
+            }
             self.app = Some(App::new(p, n));
         }
         self
@@ -47,6 +65,9 @@ impl Napi {
         let v = self.topo.vector_of_ring(self.topo.rings_of_core(c).start);
         let kind = match app.next(c, t, ctx.stats) {
             None => {
+                if !app.runnable(c) {
+                    self.cores[c].fair.block(super::APP);
+                }
                 // Blocking in epoll with IRQ suspension: napi_resume_irqs.
                 if app.take_blocked(c) && !self.p.irq_suspend_timeout.is_zero() {
                     self.napi_schedule(c, v, t, ctx);

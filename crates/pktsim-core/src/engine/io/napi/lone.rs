@@ -139,6 +139,8 @@ impl Napi {
             && core.poll.is_none()
             && !core.net_rx.active
             && !core.softirq_pending
+            && !core.ksoftirqd
+            && core.bh.is_none()
             && core.poll_list.is_empty()
             && !self.napi[v].scheduled;
         if !quiet {
@@ -187,6 +189,9 @@ impl Napi {
                 self.napi[v].scheduled = true;
                 ctx.stats.softirq(*t);
                 let time_limit = self.jiffy_start(*t) + self.jiffy * self.budget_jiffies;
+                // invoke_softirq: a __do_softirq of its own (the core was quiet).
+                let end = self.softirq_end(*t);
+                self.cores[c].bh = Some(super::Bh { passes: 0, end, ksoftirqd: false });
                 let nr = &mut self.cores[c].net_rx;
                 (nr.active, nr.budget, nr.time_limit, nr.polled) = (true, self.p.budget as i64, time_limit, false);
             }
@@ -351,7 +356,7 @@ impl Napi {
                 ctx.stats.squeeze(*t);
             }
             nr.active = false;
-            self.cores[c].restarts = 0;
+            self.cores[c].bh = None;
             // The next interrupt: the earlier held one, if it comes before anything else
             // can happen (two at one time go back to the queue).
             // (Without a tx vector of its own, only the rx vector's is ever held.)

@@ -15,7 +15,10 @@
 //!                gro_flush_timeout (softirq, no hard IRQ); else ITR update (once per
 //!                episode), unmask; a cause that came meanwhile fires when the throttle
 //!                allows
-//!           budget or time exhausted -> time_squeeze, re-raise (ksoftirqd after 10)
+//!           budget or time exhausted -> time_squeeze, re-raise; __do_softirq restarts
+//!           up to 10 passes / 2 ms / need_resched, then wakes ksoftirqd, a fair-class
+//!           task beside the application (host.softirq: whether interrupt exits still run
+//!           the softirq meanwhile)
 //!
 //!   threaded ([nic.napi] threaded; napi_threaded_poll): napi_schedule wakes the NAPI's
 //!   kernel thread instead of raising the softirq; it runs wake_latency later (the CPU is
@@ -79,9 +82,10 @@ use crate::engine::ingress::Packet;
 use crate::engine::moderation::Episode;
 use crate::engine::nic::{Irq, Nic};
 use crate::engine::queue::{Key, Timer};
+use crate::engine::sched::{weight_of, Fair};
 use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
-use crate::scenario::{NetRxAction, ResolvedScenario};
+use crate::scenario::{NetRxAction, ResolvedScenario, SoftirqRun, ThreadPolicy};
 use crate::topology::Topology;
 use softirq::{move_all, NetRx};
 
@@ -188,7 +192,17 @@ struct Core {
     irq_queue: VecDeque<usize>,
     poll_list: VecDeque<usize>,
     softirq_pending: bool,
-    restarts: u32,
+    /// The softirq was raised where its exit runs it (a hard IRQ, a timer, a
+    /// `local_bh_enable`): `invoke_softirq` / `do_softirq` look at it next.
+    invoke: bool,
+    /// The `__do_softirq` under way, between its `net_rx_action` passes.
+    bh: Option<Bh>,
+    /// ksoftirqd is runnable (woken by a `__do_softirq` that gave up with work left).
+    ksoftirqd: bool,
+    /// The fair class of the core: the application's thread ([`APP`]) and ksoftirqd
+    /// ([`KSOFTIRQD`]); the task that last had the core.
+    fair: Fair,
+    last_task: Option<usize>,
     net_rx: NetRx,
     poll: Option<Poll>,
     /// The frame of the running RxPacket or TxLock unit (kept here, not in the unit: units
@@ -204,6 +218,22 @@ struct Core {
     /// Units run inline by `next` (for the stop flag, see `Napi::inline_fits`).
     inline_units: u32,
 }
+
+/// One `__do_softirq` (kernel/softirq.c): its `net_rx_action` passes so far, the jiffy it
+/// ends at (`MAX_SOFTIRQ_TIME`, 2 ms in whole jiffies), and whether ksoftirqd runs it.
+#[derive(Debug, Clone, Copy)]
+struct Bh {
+    passes: u32,
+    end: Instant,
+    ksoftirqd: bool,
+}
+
+/// `MAX_SOFTIRQ_RESTART`: passes of one `__do_softirq` before it hands over to ksoftirqd.
+const MAX_SOFTIRQ_RESTART: u32 = 10;
+
+/// The fair class's tasks on a NAPI core.
+const APP: usize = 0;
+const KSOFTIRQD: usize = 1;
 
 /// A NAPI kernel thread's state (threaded NAPI).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -262,6 +292,13 @@ pub struct NapiParams {
     pub busy_poll_budget: u32,
     pub prefer_busy_poll: bool,
     pub irq_suspend_timeout: Span,
+    /// Where softirqs raised while ksoftirqd is runnable run (`host.softirq`).
+    pub softirq_run: SoftirqRun,
+    /// The fair class's slice (`cpu.sched.base_slice`).
+    pub base_slice: Span,
+    /// The NAPI threads run before an application on their core (`host.thread.policy =
+    /// "fifo"`), rather than sharing it by weight.
+    pub thread_fifo: bool,
 }
 
 pub struct Napi {
@@ -291,6 +328,13 @@ pub struct Napi {
     /// deferral; `lone_pair`: on a vector of their own (`nic.tx_vector = "separate"`).
     lone: bool,
     lone_pair: bool,
+    /// The NAPI threads share their cores with the application by the fair class (threaded,
+    /// an application on the NAPIs' cores, `host.thread.policy = "other"`); each vector's
+    /// entity on its core's run queue (after [`APP`] and [`KSOFTIRQD`]), and each core's
+    /// vectors by entity.
+    fair_threads: bool,
+    thread_entity: Vec<usize>,
+    entity_vector: Vec<Vec<usize>>,
 }
 
 impl Napi {
@@ -318,6 +362,9 @@ impl Napi {
                 busy_poll_budget: sc.scenario.socket.busy_poll_budget,
                 prefer_busy_poll: sc.scenario.socket.prefer_busy_poll,
                 irq_suspend_timeout: n.napi.irq_suspend_timeout.into(),
+                softirq_run: softirq.softirq,
+                base_slice: sc.scenario.cpu.sched.base_slice.into(),
+                thread_fifo: thread.policy == ThreadPolicy::Fifo,
             },
         )
     }
@@ -326,7 +373,8 @@ impl Napi {
         let jiffy = Span::from_ps(1_000_000_000_000 / p.hz as u64);
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
-        let cores = (0..topo.cores()).map(|_| Core::default()).collect();
+        let fair = Fair::new(&[weight_of(0), weight_of(0)], p.base_slice, jiffy);
+        let cores = (0..topo.cores()).map(|_| Core { fair: fair.clone(), ..Core::default() }).collect();
         Napi {
             napi,
             cores,
@@ -344,6 +392,9 @@ impl Napi {
             app_workers: Vec::new(),
             lone: false,
             lone_pair: false,
+            fair_threads: false,
+            thread_entity: Vec::new(),
+            entity_vector: Vec::new(),
         }
     }
 
@@ -356,6 +407,7 @@ impl Napi {
 
 impl IoMode for Napi {
     fn start(&mut self, ctx: &mut Ctx) {
+        ctx.stats.tasks = true;
         for v in 0..self.napi.len() {
             ctx.nic.arm_vector(v, Instant::ZERO, ctx.queue);
         }
@@ -383,6 +435,9 @@ impl IoMode for Napi {
                 let (i, now) = (i as usize, ctx.now);
                 if self.app.as_mut().is_some_and(|a| a.on_wake(i, gen, now, ctx.queue, ctx.stats)) {
                     let core = self.app_core(i);
+                    if let Some(c) = self.cores.get_mut(core) {
+                        c.fair.wake(APP);
+                    }
                     if self.worker(core).is_idle() {
                         units::run(self, core, now, ctx);
                     }

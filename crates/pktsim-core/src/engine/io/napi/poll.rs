@@ -56,7 +56,7 @@ impl Napi {
                             horizon,
                             ctx.stats,
                         );
-                        ctx.stats.busy(c, Activity::TxClean, t0, *t);
+                        self.charge_poll(c, Activity::TxClean, t0, *t, ctx);
                         if beyond {
                             return Some((Work::TxClean(q), d));
                         }
@@ -73,7 +73,7 @@ impl Napi {
                         if !self.inline_fits(c, *t, d, ctx) {
                             return Some((Work::TxClean(q), d));
                         }
-                        ctx.stats.busy(c, Activity::TxClean, *t, *t + d);
+                        self.charge_poll(c, Activity::TxClean, *t, *t + d, ctx);
                         *t += d;
                         self.tx_cleaned(c, q, *t, ctx);
                     }
@@ -109,7 +109,7 @@ impl Napi {
                             &mut core.frame,
                             &mut None,
                         );
-                        ctx.stats.busy(c, Activity::RxClean, t0, *t);
+                        self.charge_poll(c, Activity::RxClean, t0, *t, ctx);
                         if let Some(d) = beyond {
                             return Some((Work::RxPacket(r), d));
                         }
@@ -139,7 +139,7 @@ impl Napi {
                         if !self.inline_fits(c, *t, d, ctx) {
                             return Some((Work::RxPacket(r), d));
                         }
-                        ctx.stats.busy(c, Activity::RxClean, *t, *t + d);
+                        self.charge_poll(c, Activity::RxClean, *t, *t + d, ctx);
                         *t += d;
                         self.rx_cleaned(c, r, *t, ctx);
                         if let Some((q, d)) = self.cores[c].lock.take() {
@@ -210,8 +210,9 @@ impl Napi {
                 // napi_complete: the thread sleeps (on its way there for t_sleep) until the
                 // NAPI is scheduled again.
                 self.thread_done(c, v, t, ctx);
-            } else if !core.runnable.is_empty() {
-                // cond_resched: the next runnable NAPI thread gets the core.
+            } else if !core.runnable.is_empty() && !self.fair_threads {
+                // cond_resched: the next runnable NAPI thread gets the core (sharing it
+                // with an application, the fair class decides).
                 core.thread = None;
                 core.runnable.push_back(v);
             }

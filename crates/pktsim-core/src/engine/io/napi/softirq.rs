@@ -1,26 +1,51 @@
 //! The NET_RX softirq on a NAPI core: `napi_schedule` puts a NAPI on the core's poll list
 //! and raises the softirq; `net_rx_action` polls the listed NAPIs round robin within its
 //! budget (`netdev_budget` packets, `netdev_budget_usecs` as whole jiffies), a full poll
-//! going to the back of the list; with work left it raises itself again, and after
-//! `MAX_SOFTIRQ_RESTART` restarts `__do_softirq` hands over to ksoftirqd. The old
+//! going to the back of the list; with work left it raises itself again. The old
 //! (`legacy`) `net_rx_action` walks the per-CPU list itself.
+//!
+//! Where the softirq runs (kernel/softirq.c):
+//!
+//! ```text
+//!   raised in a hard IRQ, a timer, or before local_bh_enable (the reader's receive call:
+//!   spin_unlock_bh of the socket queue in __skb_recv_udp)
+//!     --> on its exit: __do_softirq, unless host.softirq = "defer" and ksoftirqd is runnable
+//!         (ksoftirqd_running: Linux 4.9 - 6.4 and the 5.10 / 5.15 / 6.1 stable trees;
+//!         "inline" before 4.9 and from 6.5, d15121be7485)
+//!   __do_softirq: net_rx_action passes while the softirq is raised again, up to
+//!     MAX_SOFTIRQ_RESTART (10) passes, MAX_SOFTIRQ_TIME (2 ms in whole jiffies) and no
+//!     need_resched(); with work left after that, wakeup_softirqd
+//!   ksoftirqd: a nice-0 task of the core's fair class (`engine::sched`, beside the
+//!     application's thread): switched in (t_wakeup), it runs __do_softirq's with the same
+//!     limits while the softirq is raised, and sleeps when it is not
+//! ```
 //!
 //! This file also holds the core's poll loop, [`Units::next`]: the next unit of a NAPI
 //! core, in the kernel's order — a frame waiting for a shared tx queue's lock, a hard IRQ
 //! handler (or a lone core's whole episodes, [`super::lone`]), the poll under way
-//! ([`super::poll`]), the NAPI threads ([`super::thread`]), the softirq, and last the
-//! application thread ([`super::busy`]).
+//! ([`super::poll`]), the NAPI threads ([`super::thread`]), the softirq where it runs now,
+//! and last the fair class's pick: ksoftirqd or the application thread ([`super::busy`]).
+//! It also tells the CPU time of each unit's context apart (hard IRQ, softirq, ksoftirqd,
+//! NAPI thread, application: `cpu_by_context`) and charges the tasks' time to their
+//! fair-class entities.
 
 use std::collections::VecDeque;
 use std::ops::ControlFlow;
 
 use super::lone::Lone;
-use super::{Napi, Phase, Poll, PollKind, ThreadState, Work};
+use super::{Bh, Napi, Phase, Poll, PollKind, ThreadState, Work, APP, KSOFTIRQD, MAX_SOFTIRQ_RESTART};
+use crate::engine::app;
 use crate::engine::io::units::{Units, Worker};
 use crate::engine::io::Ctx;
 use crate::engine::queue::Key;
+use crate::engine::stats::Activity;
 use crate::engine::time::{Instant, Span};
-use crate::scenario::NetRxAction;
+use crate::scenario::{NetRxAction, SoftirqRun};
+
+/// [`crate::engine::stats::TASK_NAMES`]' indices.
+const TASK_KSOFTIRQD: usize = 0;
+const TASK_NAPI_THREADS: usize = 1;
+const TASK_APP: usize = 2;
 
 /// One `net_rx_action` invocation, kept in its core between invocations (`active`
 /// false, both lists empty): starting one writes a few words in place, and NAPIs move
@@ -88,7 +113,153 @@ impl Napi {
             (false, _) => {
                 core.poll_list.push_back(v);
                 core.softirq_pending = true;
+                core.invoke = true;
             }
+        }
+    }
+
+    /// The end of a `__do_softirq` begun at `t`: `MAX_SOFTIRQ_TIME` (2 ms) in whole jiffies
+    /// (`msecs_to_jiffies` rounds up), counted from the jiffy `t` is in.
+    pub(super) fn softirq_end(&mut self, t: Instant) -> Instant {
+        let jiffies = Span::from_ps(2_000_000_000).div_ceil(self.jiffy).max(1);
+        self.jiffy_start(t) + self.jiffy * jiffies
+    }
+
+    /// Whether core `c`'s pending softirq runs now, in interrupt context or in ksoftirqd's
+    /// `__do_softirq` under way: the next pass of that one, or a new one where the raise
+    /// was (`invoke_softirq` on interrupt exit, `do_softirq` on `local_bh_enable`) unless
+    /// ksoftirqd is runnable and `host.softirq = "defer"` leaves it the work.
+    fn softirq_runs(&mut self, c: usize, t: Instant) -> bool {
+        // (A raise while a __do_softirq runs is that one's: the interrupt's exit is still
+        // in softirq context, `in_interrupt()`.)
+        let invoke = std::mem::take(&mut self.cores[c].invoke);
+        let core = &self.cores[c];
+        if core.bh.is_some() {
+            return true;
+        }
+        let inline = !core.ksoftirqd || (invoke && self.p.softirq_run == SoftirqRun::Inline);
+        if inline {
+            let end = self.softirq_end(t);
+            self.cores[c].bh = Some(Bh { passes: 0, end, ksoftirqd: false });
+        }
+        inline
+    }
+
+    /// `need_resched()` on core `c`: a task waits for the core and the one that had it used
+    /// its slice or blocked, or the core was idle and a task is waking on it.
+    fn need_resched(&self, c: usize) -> bool {
+        let core = &self.cores[c];
+        core.fair.need_resched()
+            || (core.fair.curr().is_none()
+                && self.app_workers.is_empty()
+                && self.app.as_ref().is_some_and(|a| a.waking(c)))
+    }
+
+    /// The task core `c`'s poll work runs in now ([`crate::engine::stats::TASK_NAMES`]'
+    /// index; None: a softirq in interrupt context): a busy-polling application, a NAPI
+    /// thread, ksoftirqd. (An application on a core of its own polls nothing.)
+    #[inline(always)]
+    fn poll_task(&self, c: usize) -> Option<usize> {
+        let core = self.cores.get(c)?;
+        if core.poll.as_ref().is_some_and(|p| p.kind != PollKind::Normal) {
+            Some(TASK_APP)
+        } else if self.p.threaded {
+            Some(TASK_NAPI_THREADS)
+        } else if core.bh.is_some_and(|b| b.ksoftirqd) {
+            Some(TASK_KSOFTIRQD)
+        } else {
+            None
+        }
+    }
+
+    /// CPU time `[start, end)` of core `c`'s poll work, charged to the task it runs in.
+    #[inline(always)]
+    pub(super) fn charge_poll(&mut self, c: usize, a: Activity, start: Instant, end: Instant, ctx: &mut Ctx) {
+        ctx.stats.busy(c, a, start, end);
+        let task = self.poll_task(c);
+        self.charge_task(c, task, start, end, ctx);
+    }
+
+    /// Task `task` (None: interrupt context) ran `[start, end)` on core `c`: its CPU figure,
+    /// and its fair-class entity's runtime where it shares a NAPI core.
+    #[inline(always)]
+    fn charge_task(&mut self, c: usize, task: Option<usize>, start: Instant, end: Instant, ctx: &mut Ctx) {
+        let Some(task) = task else { return };
+        ctx.stats.busy_task(task, start, end);
+        if let Some(core) = self.cores.get_mut(c) {
+            match task {
+                TASK_APP => core.fair.charge(APP, end - start),
+                TASK_KSOFTIRQD => core.fair.charge(KSOFTIRQD, end - start),
+                _ if self.fair_threads => {
+                    if let Some(v) = core.thread {
+                        core.fair.charge(self.thread_entity[v], end - start);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The tail of `__do_softirq` after a `net_rx_action` pass on core `c` at `t`: with
+    /// the softirq raised again it restarts while within `MAX_SOFTIRQ_TIME`, with no
+    /// reschedule due and fewer than `MAX_SOFTIRQ_RESTART` passes, else wakes ksoftirqd.
+    fn softirq_tail(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
+        let resched = self.need_resched(c);
+        let core = &mut self.cores[c];
+        let Some(mut bh) = core.bh.take() else { return };
+        if !core.softirq_pending {
+            return;
+        }
+        bh.passes += 1;
+        if t < bh.end && !resched && bh.passes < MAX_SOFTIRQ_RESTART {
+            core.bh = Some(bh);
+            return;
+        }
+        // wakeup_softirqd
+        if !core.ksoftirqd {
+            core.ksoftirqd = true;
+            core.fair.wake(KSOFTIRQD);
+            if ctx.stats.in_window(t) {
+                ctx.stats.ksoftirqd_wakeups += 1;
+            }
+        }
+    }
+
+    /// Core `c` at `t` with no interrupt or softirq work it must run now: the fair class's
+    /// pick runs — ksoftirqd (switching in first, then a `__do_softirq` of its own, or
+    /// sleeping when nothing is pending) or the application's thread. `Break`: the core's
+    /// next unit (None: it idles); `Continue`: look again.
+    fn task_step(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> ControlFlow<Option<(Work, Span)>> {
+        if self.cores[c].fair.pick() == Some(KSOFTIRQD) {
+            let core = &mut self.cores[c];
+            if core.last_task != Some(KSOFTIRQD) {
+                if core.last_task == Some(APP) {
+                    if let Some(app) = self.app.as_mut() {
+                        app.switched_out(c);
+                    }
+                }
+                core.last_task = Some(KSOFTIRQD);
+                if !self.p.t_wakeup.is_zero() {
+                    return ControlFlow::Break(Some((Work::Wakeup, self.p.t_wakeup)));
+                }
+            }
+            if core.softirq_pending {
+                let end = self.softirq_end(t);
+                self.cores[c].bh = Some(Bh { passes: 0, end, ksoftirqd: true });
+            } else {
+                // run_ksoftirqd finds nothing pending: ksoftirqd sleeps.
+                core.ksoftirqd = false;
+                core.fair.block(KSOFTIRQD);
+                core.last_task = None;
+            }
+            return ControlFlow::Continue(());
+        }
+        let next = self.app_next(c, t, ctx);
+        self.cores[c].last_task = next.map(|_| APP);
+        match next {
+            // napi_resume_irqs scheduled the NAPI: the softirq runs first.
+            None if self.cores[c].softirq_pending => ControlFlow::Continue(()),
+            next => ControlFlow::Break(next),
         }
     }
 
@@ -140,15 +311,8 @@ impl Napi {
         }
         if !core.poll_list.is_empty() {
             core.softirq_pending = true;
-            core.restarts += 1;
-            if core.restarts > 10 {
-                // __do_softirq gives up after MAX_SOFTIRQ_RESTART and wakes ksoftirqd.
-                core.restarts = 0;
-                if ctx.stats.in_window(t) {
-                    ctx.stats.ksoftirqd_wakeups += 1;
-                }
-            }
         }
+        self.softirq_tail(c, t, ctx);
         None
     }
 }
@@ -167,6 +331,14 @@ impl Units for Napi {
     #[inline]
     fn account(&mut self, c: usize, work: &Work, start: Instant, end: Instant, ctx: &mut Ctx) {
         ctx.stats.busy(c, work.activity(), start, end);
+        let task = match work {
+            Work::Irq(_) => None,
+            Work::App(_) | Work::BusySpin => Some(TASK_APP),
+            Work::Wakeup if self.p.threaded => Some(TASK_NAPI_THREADS),
+            Work::Wakeup => Some(TASK_KSOFTIRQD),
+            _ => self.poll_task(c),
+        };
+        self.charge_task(c, task, start, end, ctx);
     }
 
     #[inline(always)]
@@ -179,6 +351,13 @@ impl Units for Napi {
                 let thread = if c >= self.cores.len() { c - self.cores.len() } else { c };
                 if let Some(app) = &mut self.app {
                     app.finish(thread, step, t, ctx.stats);
+                    // The receive call's `spin_unlock_bh` of the socket queue
+                    // (`__skb_recv_udp`): `local_bh_enable` runs pending softirqs.
+                    if step == app::Step::Call && app.params().drop_kind == app::DropKind::Rcvbuf {
+                        if let Some(core) = self.cores.get_mut(c) {
+                            core.invoke |= core.softirq_pending;
+                        }
+                    }
                 }
             }
             Work::TxClean(q) => self.tx_cleaned(c, q, t, ctx),
@@ -236,7 +415,7 @@ impl Units for Napi {
                 }
                 continue;
             }
-            if self.cores[c].softirq_pending {
+            if self.cores[c].softirq_pending && self.softirq_runs(c, *t) {
                 self.cores[c].softirq_pending = false;
                 ctx.stats.softirq(*t);
                 let time_limit = self.jiffy_start(*t) + self.jiffy * self.budget_jiffies;
@@ -246,11 +425,10 @@ impl Units for Napi {
                 move_all(&mut core.poll_list, &mut nr.local);
                 continue;
             }
-            self.cores[c].restarts = 0;
-            match self.app_next(c, *t, ctx) {
-                // napi_resume_irqs scheduled the NAPI: the softirq runs first.
-                None if self.cores[c].softirq_pending => continue,
-                next => return next,
+            self.cores[c].invoke = false;
+            match self.task_step(c, *t, ctx) {
+                ControlFlow::Break(next) => return next,
+                ControlFlow::Continue(()) => continue,
             }
         }
     }

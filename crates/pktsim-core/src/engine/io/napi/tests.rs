@@ -263,3 +263,26 @@ fn the_throttle_counter_delays_the_second_interrupt() {
     assert_eq!(dep[1].0, 22_240.0);
     assert!((r.latency_ns.max - 7_240.0).abs() < 8.0, "7.24 us, within its HDR bucket: {}", r.latency_ns.max);
 }
+
+/// `__do_softirq`'s restart limit: a burst of 700 frames (10 Gbit/s apart, 64 B) on one
+/// NAPI, t_irq 1 us, t_proc 1 us, ITR off. Each `net_rx_action` pass polls the NAPI once
+/// (64 frames, a full poll goes back on the list and the softirq is raised again); after
+/// `MAX_SOFTIRQ_RESTART` = 10 passes (640 frames, 10 - 651 us) the softirq wakes
+/// ksoftirqd, which switches in (0.74 us, the default wake-up) and polls the other 60
+/// (651.74 - 711.74 us) in task context.
+#[test]
+fn ten_passes_of_do_softirq_hand_the_rest_to_ksoftirqd() {
+    let host = "io = \"napi\"\nt_irq = \"1us\"\nt_proc = \"1us\"\nt_clean = \"0ns\"";
+    let toml =
+        node_toml(host, "[nic]\nrx_ring = 1024\ntx_ring = 1024\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"");
+    let frames: Vec<(u64, u16)> = (0..700).map(|_| (10_000, 64)).collect();
+    let (r, dep) = trace(&toml, &frames);
+    assert_eq!(dep.len(), 700);
+    assert_eq!(r.ksoftirqd_wakeups, 1);
+    assert!((dep[639].0 - 651_000.0).abs() < 1e-6, "{:?}", dep[639]);
+    assert!((dep[699].0 - 711_740.0).abs() < 1e-6, "{:?}", dep[699]);
+    let ctx = &r.cpu_by_context;
+    assert!((ctx["ksoftirqd"] - 60.74e-6 / 1e-3).abs() < 1e-12, "{ctx:?}");
+    assert!((ctx["softirq"] - 640e-6 / 1e-3).abs() < 1e-12, "{ctx:?}");
+    assert_eq!(ctx["hardirq"], r.cpu_by_activity["irq"], "the handlers, the burst's and the completions' after it");
+}

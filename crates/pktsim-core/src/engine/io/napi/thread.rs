@@ -19,6 +19,9 @@ impl Napi {
     pub(super) fn thread_done(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
         let core = &mut self.cores[c];
         core.thread = None;
+        if self.fair_threads {
+            core.fair.block(self.thread_entity[v]);
+        }
         if self.p.t_sleep.is_zero() || !core.runnable.is_empty() || self.app.is_some() {
             self.napi[v].thread = ThreadState::Asleep;
             return;
@@ -51,6 +54,9 @@ impl Napi {
     /// NAPI `v`'s woken thread joins core `c`'s run queue at `t`.
     pub(super) fn thread_runnable(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
         self.napi[v].thread = ThreadState::Runnable { fresh: true };
+        if self.fair_threads {
+            self.cores[c].fair.wake(self.thread_entity[v]);
+        }
         if ctx.stats.in_window(t) {
             self.wakeups += 1;
         }
@@ -64,6 +70,9 @@ impl Napi {
     /// thread became runnable meanwhile).
     #[inline(always)]
     pub(super) fn thread_step(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> ControlFlow<Option<(Work, Span)>> {
+        if self.fair_threads {
+            return self.thread_step_fair(c, t, ctx);
+        }
         let core = &mut self.cores[c];
         let v = match core.thread {
             Some(v) => v,
@@ -86,5 +95,55 @@ impl Napi {
         };
         core.poll = Some(Poll::new(v, ctx.nic, PollKind::Normal, self.p.weight, Phase::Start));
         ControlFlow::Continue(())
+    }
+
+    /// [`Napi::thread_step`] where the NAPI threads share the core with the application by
+    /// the fair class (`host.thread.policy = "other"`): its pick runs — a NAPI thread
+    /// (switched in at its wake-up cost, then polling until its NAPI completes or the fair
+    /// class picks another) or the application. A thread that loses the core while it has
+    /// work stays runnable and pays its switch again when it comes back.
+    fn thread_step_fair(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> ControlFlow<Option<(Work, Span)>> {
+        let pick = self.cores[c].fair.pick();
+        let Some(e) = pick.filter(|&e| e > super::KSOFTIRQD) else {
+            // The application (or nothing): a thread it displaces keeps its place.
+            self.switch_out_thread(c);
+            let next = self.app_next(c, t, ctx);
+            self.cores[c].last_task = next.map(|_| super::APP);
+            return match next {
+                // (The application blocked: a thread may be runnable.)
+                None if self.cores[c].fair.pick().is_some_and(|e| e > super::KSOFTIRQD) => ControlFlow::Continue(()),
+                next => ControlFlow::Break(next),
+            };
+        };
+        let v = self.entity_vector[c][e - super::KSOFTIRQD - 1];
+        if self.cores[c].thread != Some(v) {
+            self.switch_out_thread(c);
+            if self.cores[c].last_task == Some(super::APP) {
+                if let Some(app) = self.app.as_mut() {
+                    app.switched_out(c);
+                }
+            }
+            let core = &mut self.cores[c];
+            core.runnable.retain(|&x| x != v);
+            core.thread = Some(v);
+            core.last_task = Some(e);
+            if self.napi[v].thread == (ThreadState::Runnable { fresh: true }) {
+                self.napi[v].thread = ThreadState::Runnable { fresh: false };
+                if self.p.t_wakeup > Span::ZERO {
+                    return ControlFlow::Break(Some((Work::Wakeup, self.p.t_wakeup)));
+                }
+            }
+        }
+        self.cores[c].poll = Some(Poll::new(v, ctx.nic, PollKind::Normal, self.p.weight, Phase::Start));
+        ControlFlow::Continue(())
+    }
+
+    /// The NAPI thread running on core `c`, if any, loses the core with work left: back on
+    /// the run queue, its switch to pay again.
+    fn switch_out_thread(&mut self, c: usize) {
+        if let Some(old) = self.cores[c].thread.take() {
+            self.cores[c].runnable.push_front(old);
+            self.napi[old].thread = ThreadState::Runnable { fresh: true };
+        }
     }
 }

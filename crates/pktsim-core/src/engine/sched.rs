@@ -1,0 +1,304 @@
+//! The fair scheduling class on one core: which task runs when several want the core
+//! (`ksoftirqd`, the application's thread). Linux's EEVDF (`kernel/sched/fair.c`, v6.6 on;
+//! Peter Zijlstra, "sched/fair: Implement an EEVDF-like scheduling policy"):
+//!
+//! ```text
+//!   each task: weight w (sched_prio_to_weight[nice]), virtual runtime v (+= runtime * 1024 / w),
+//!              deadline d = v + base_slice * 1024 / w (set when picked or when its slice ends)
+//!   V = the load-weighted mean of the runnable tasks' v (avg_vruntime)
+//!   pick (pick_eevdf): among the eligible tasks (v <= V) the one with the earliest deadline;
+//!        the running task keeps the core while it is eligible until its slice is used
+//!        (RUN_TO_PARITY: a waking task preempts it only by making it ineligible)
+//!   block (dequeue): keep its lag V - v, at most max(2 base_slice, a tick) each way
+//!   wake (place_entity, PLACE_LAG): v = V - lag * (W + w) / W with W the runnable load,
+//!        d = v + its slice
+//! ```
+//!
+//! The kernel checks a used slice at the tick and at each scheduling event of the core;
+//! here it is checked whenever the core finishes a unit of work (a frame, a call), which
+//! lets a slice end up to a tick earlier than on a kernel without `hrtick`. Hard IRQs and
+//! softirqs run on behalf of no task (`CONFIG_IRQ_TIME_ACCOUNTING`): they charge none.
+
+use super::time::Span;
+
+/// `sched_prio_to_weight` (kernel/sched/core.c): the load weight of nice -20 ... 19, each
+/// step about 1.25x (10% CPU between two tasks a nice level apart).
+pub const PRIO_TO_WEIGHT: [u32; 40] = [
+    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904, 3906, 3121, 2501,
+    1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87, 70, 56, 45, 36, 29, 23, 18, 15,
+];
+
+/// The weight of nice level `nice` (-20 ... 19).
+pub fn weight_of(nice: i32) -> u32 {
+    PRIO_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+const NICE_0: u128 = 1024;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entity {
+    weight: u32,
+    runnable: bool,
+    /// Virtual runtime and deadline (ps scaled by 1024 / weight).
+    v: u128,
+    deadline: u128,
+    /// Lag kept from its last dequeue (virtual ps).
+    vlag: i128,
+}
+
+/// The fair run queue of one core.
+#[derive(Debug, Clone)]
+pub struct Fair {
+    ents: Vec<Entity>,
+    curr: Option<usize>,
+    slice_ps: u128,
+    lag_limit_ps: u128,
+    /// The last mean virtual runtime of a non-empty queue (a task waking to an empty
+    /// queue starts there).
+    last_avg: u128,
+}
+
+impl Default for Fair {
+    /// Two nice-0 tasks, the default 3 ms slice, a 1 ms tick.
+    fn default() -> Self {
+        Fair::new(&[1024, 1024], Span::from_ps(3_000_000_000), Span::from_ps(1_000_000_000))
+    }
+}
+
+impl Fair {
+    /// A run queue of tasks with these weights, all blocked; `base_slice` is
+    /// `sched_base_slice`, `tick` a jiffy (the lag bound is the larger of two slices and a
+    /// tick).
+    pub fn new(weights: &[u32], base_slice: Span, tick: Span) -> Self {
+        let slice_ps = base_slice.ps().max(1) as u128;
+        Fair {
+            ents: weights.iter().map(|&w| Entity { weight: w.max(1), ..Entity::default() }).collect(),
+            curr: None,
+            slice_ps,
+            lag_limit_ps: (2 * slice_ps).max(tick.ps() as u128),
+            last_avg: 0,
+        }
+    }
+
+    fn vslice(&self, i: usize) -> u128 {
+        self.slice_ps * NICE_0 / self.ents[i].weight as u128
+    }
+
+    /// The load-weighted mean virtual runtime of the runnable tasks, and their load.
+    fn avg(&self) -> (u128, u128) {
+        let (mut sum, mut load) = (0u128, 0u128);
+        for e in self.ents.iter().filter(|e| e.runnable) {
+            sum += e.v * e.weight as u128;
+            load += e.weight as u128;
+        }
+        if load == 0 {
+            (self.last_avg, 0)
+        } else {
+            (sum / load, load)
+        }
+    }
+
+    /// Task `i` wakes (`enqueue_entity` with its lag); a running task keeps the core.
+    pub fn wake(&mut self, i: usize) {
+        if self.ents[i].runnable {
+            return;
+        }
+        let (avg, load) = self.avg();
+        let w = self.ents[i].weight as u128;
+        let lag = if load > 0 { self.ents[i].vlag * (load + w) as i128 / load as i128 } else { 0 };
+        let v = (avg as i128 - lag).max(0) as u128;
+        let d = v + self.vslice(i);
+        let e = &mut self.ents[i];
+        (e.v, e.deadline, e.runnable) = (v, d, true);
+        // check_preempt_wakeup_fair: a running task no longer eligible is preempted.
+        if self.curr.is_some_and(|c| !self.eligible(c)) {
+            self.curr = None;
+        }
+    }
+
+    /// `entity_eligible`: its virtual runtime is at most the mean.
+    fn eligible(&self, i: usize) -> bool {
+        self.ents[i].v <= self.avg().0
+    }
+
+    /// Task `i` blocks (`dequeue_entity`): it keeps its lag, bounded.
+    pub fn block(&mut self, i: usize) {
+        if !self.ents[i].runnable {
+            return;
+        }
+        let (avg, _) = self.avg();
+        let limit = (self.lag_limit_ps * NICE_0 / self.ents[i].weight as u128) as i128;
+        self.ents[i].vlag = (avg as i128 - self.ents[i].v as i128).clamp(-limit, limit);
+        self.ents[i].runnable = false;
+        if self.curr == Some(i) {
+            self.curr = None;
+        }
+        self.last_avg = self.avg().0.max(avg);
+    }
+
+    /// Task `i` ran for `d` (`update_curr`): its virtual runtime advances, and a used slice
+    /// gets the next deadline (`update_deadline`).
+    pub fn charge(&mut self, i: usize, d: Span) {
+        let vd = d.ps() as u128 * NICE_0 / self.ents[i].weight as u128;
+        let vslice = self.vslice(i);
+        let e = &mut self.ents[i];
+        e.v += vd;
+        if e.v >= e.deadline {
+            e.deadline = e.v + vslice;
+            if self.curr == Some(i) && self.ents.iter().filter(|e| e.runnable).count() > 1 {
+                // resched_curr: the next pick may choose another task.
+                self.curr = None;
+            }
+        }
+    }
+
+    pub fn is_runnable(&self, i: usize) -> bool {
+        self.ents[i].runnable
+    }
+
+    /// The task that has the core (picked and not yet rescheduled).
+    pub fn curr(&self) -> Option<usize> {
+        self.curr
+    }
+
+    /// Whether a reschedule is due (`need_resched`): tasks wait for the core and the one
+    /// that had it used its slice, blocked or never ran (the core was idle).
+    pub fn need_resched(&self) -> bool {
+        self.curr.is_none() && self.ents.iter().any(|e| e.runnable)
+    }
+
+    /// The task that runs next: the current one until its slice is used (RUN_TO_PARITY) or
+    /// a waking task made it ineligible, else the eligible task with the earliest deadline
+    /// (`pick_eevdf`); None when no task is runnable.
+    pub fn pick(&mut self) -> Option<usize> {
+        if let Some(c) = self.curr.filter(|&c| self.ents[c].runnable) {
+            return Some(c);
+        }
+        let (avg, _) = self.avg();
+        let best = (0..self.ents.len())
+            .filter(|&i| self.ents[i].runnable && self.ents[i].v <= avg)
+            .min_by_key(|&i| (self.ents[i].deadline, i))
+            // Rounding can leave none at or below the mean: the least virtual runtime then.
+            .or_else(|| (0..self.ents.len()).filter(|&i| self.ents[i].runnable).min_by_key(|&i| (self.ents[i].v, i)));
+        self.curr = best;
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000_000;
+
+    /// Run `fair` for `total` ps in units of `unit` ps with every task always runnable:
+    /// each task's share of the time.
+    fn shares(fair: &mut Fair, total: u64, unit: u64) -> Vec<f64> {
+        let mut ran = vec![0u64; fair.ents.len()];
+        let mut t = 0;
+        while t < total {
+            let i = fair.pick().unwrap();
+            fair.charge(i, Span::from_ps(unit));
+            ran[i] += unit;
+            t += unit;
+        }
+        ran.iter().map(|&r| r as f64 / total as f64).collect()
+    }
+
+    #[test]
+    fn the_weights_are_the_kernels() {
+        assert_eq!(weight_of(0), 1024);
+        assert_eq!(weight_of(-20), 88761);
+        assert_eq!(weight_of(19), 15);
+        assert_eq!(weight_of(5), 335);
+    }
+
+    /// Two nice-0 tasks always runnable take turns of one slice each: 50% each, and the
+    /// core changes hands once per 3 ms slice.
+    #[test]
+    fn equal_tasks_share_the_core_in_slices() {
+        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        f.wake(0);
+        f.wake(1);
+        let mut switches = 0;
+        let mut last = None;
+        for _ in 0..3000 {
+            let i = f.pick().unwrap();
+            if last.is_some_and(|l| l != i) {
+                switches += 1;
+            }
+            last = Some(i);
+            f.charge(i, Span::from_ps(10_000_000)); // 10 us
+        }
+        // 30 ms: 10 slices, 9 hand-overs.
+        assert!((9..=10).contains(&switches), "{switches}");
+        let s = shares(&mut f, 600 * MS, 10_000_000);
+        assert!((s[0] - 0.5).abs() < 0.01, "{s:?}");
+    }
+
+    /// Weights divide the core in their ratio: nice 0 against nice 5 is 1024 : 335.
+    #[test]
+    fn weights_divide_the_core() {
+        let mut f = Fair::new(&[1024, 335], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        f.wake(0);
+        f.wake(1);
+        let s = shares(&mut f, 2000 * MS, 10_000_000);
+        let want = 1024.0 / (1024.0 + 335.0);
+        assert!((s[0] - want).abs() < 0.01, "{s:?} vs {want}");
+    }
+
+    /// A task that wakes while another runs waits for the end of that one's slice
+    /// (RUN_TO_PARITY), then runs first: it slept, so its lag is not negative.
+    #[test]
+    fn a_waking_task_does_not_preempt_but_runs_at_the_slice_end() {
+        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        f.wake(0);
+        assert_eq!(f.pick(), Some(0));
+        f.charge(0, Span::from_ps(MS));
+        f.wake(1);
+        assert!(!f.need_resched());
+        assert_eq!(f.pick(), Some(0), "task 0 keeps its slice");
+        f.charge(0, Span::from_ps(2 * MS));
+        assert!(f.need_resched(), "its 3 ms are used");
+        assert_eq!(f.pick(), Some(1));
+    }
+
+    /// A task that slept having run less than its share wakes with that lag: placed
+    /// before the running task, it makes that one ineligible and preempts it.
+    #[test]
+    fn a_task_owed_time_preempts_on_waking() {
+        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        f.wake(0);
+        f.wake(1);
+        assert_eq!(f.pick(), Some(0));
+        f.charge(0, Span::from_ps(MS)); // task 1 never ran: 0.5 ms behind the mean
+        f.block(1);
+        assert_eq!(f.ents[1].vlag, 500_000_000);
+        f.charge(0, Span::from_ps(MS));
+        f.wake(1);
+        // Placed 0.5 ms x 2 = 1 ms before task 0: the mean is 0.5 ms before it.
+        assert_eq!(f.ents[0].v - f.ents[1].v, 1_000_000_000);
+        assert!(f.need_resched());
+        assert_eq!(f.pick(), Some(1));
+    }
+
+    /// A task that ran more than its share before blocking keeps that (negative) lag: on
+    /// waking it is not eligible until the other task has caught up.
+    #[test]
+    fn lag_is_kept_across_a_sleep() {
+        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        f.wake(0);
+        f.wake(1);
+        assert_eq!(f.pick(), Some(0));
+        f.charge(0, Span::from_ps(3 * MS)); // task 0 used its slice: 1.5 ms ahead of the mean
+        f.block(0);
+        assert_eq!(f.ents[0].vlag, -(1_500_000_000i128));
+        assert_eq!(f.pick(), Some(1));
+        f.charge(1, Span::from_ps(MS));
+        f.wake(0);
+        // Placed 1.5 ms x (W + w) / W = 3 ms after the mean: not eligible while task 1 is.
+        assert!(f.ents[0].v > f.ents[1].v);
+        f.charge(1, Span::from_ps(2 * MS));
+        assert_eq!(f.pick(), Some(1), "task 0 is not yet eligible");
+    }
+}
