@@ -50,6 +50,8 @@ struct Entity {
 #[derive(Debug, Clone)]
 pub struct Fair {
     ents: Vec<Entity>,
+    /// Runnable tasks (`nr_running`).
+    runnable: usize,
     curr: Option<usize>,
     slice_ps: u128,
     lag_limit_ps: u128,
@@ -73,6 +75,7 @@ impl Fair {
         let slice_ps = base_slice.ps().max(1) as u128;
         Fair {
             ents: weights.iter().map(|&w| Entity { weight: w.max(1), ..Entity::default() }).collect(),
+            runnable: 0,
             curr: None,
             slice_ps,
             lag_limit_ps: (2 * slice_ps).max(tick.ps() as u128),
@@ -110,6 +113,7 @@ impl Fair {
         let d = v + self.vslice(i);
         let e = &mut self.ents[i];
         (e.v, e.deadline, e.runnable) = (v, d, true);
+        self.runnable += 1;
         // check_preempt_wakeup_fair: a running task no longer eligible is preempted.
         if self.curr.is_some_and(|c| !self.eligible(c)) {
             self.curr = None;
@@ -130,6 +134,7 @@ impl Fair {
         let limit = (self.lag_limit_ps * NICE_0 / self.ents[i].weight as u128) as i128;
         self.ents[i].vlag = (avg as i128 - self.ents[i].v as i128).clamp(-limit, limit);
         self.ents[i].runnable = false;
+        self.runnable -= 1;
         if self.curr == Some(i) {
             self.curr = None;
         }
@@ -145,7 +150,7 @@ impl Fair {
         e.v += vd;
         if e.v >= e.deadline {
             e.deadline = e.v + vslice;
-            if self.curr == Some(i) && self.ents.iter().filter(|e| e.runnable).count() > 1 {
+            if self.curr == Some(i) && self.runnable > 1 {
                 // resched_curr: the next pick may choose another task.
                 self.curr = None;
             }
@@ -164,15 +169,19 @@ impl Fair {
     /// Whether a reschedule is due (`need_resched`): tasks wait for the core and the one
     /// that had it used its slice, blocked or never ran (the core was idle).
     pub fn need_resched(&self) -> bool {
-        self.curr.is_none() && self.ents.iter().any(|e| e.runnable)
+        self.curr.is_none() && self.runnable > 0
     }
 
     /// The task that runs next: the current one until its slice is used (RUN_TO_PARITY) or
     /// a waking task made it ineligible, else the eligible task with the earliest deadline
     /// (`pick_eevdf`); None when no task is runnable.
+    #[inline]
     pub fn pick(&mut self) -> Option<usize> {
         if let Some(c) = self.curr.filter(|&c| self.ents[c].runnable) {
             return Some(c);
+        }
+        if self.runnable == 0 {
+            return None;
         }
         let (avg, _) = self.avg();
         let best = (0..self.ents.len())

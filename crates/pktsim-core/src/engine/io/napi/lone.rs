@@ -190,8 +190,7 @@ impl Napi {
                 ctx.stats.softirq(*t);
                 let time_limit = self.jiffy_start(*t) + self.jiffy * self.budget_jiffies;
                 // invoke_softirq: a __do_softirq of its own (the core was quiet).
-                let end = self.softirq_end(*t);
-                self.cores[c].bh = Some(super::Bh { passes: 0, end, ksoftirqd: false });
+                self.cores[c].bh = Some(super::Bh { passes: 0, start: *t, ksoftirqd: false });
                 let nr = &mut self.cores[c].net_rx;
                 (nr.active, nr.budget, nr.time_limit, nr.polled) = (true, self.p.budget as i64, time_limit, false);
             }

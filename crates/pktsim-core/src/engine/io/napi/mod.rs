@@ -219,12 +219,13 @@ struct Core {
     inline_units: u32,
 }
 
-/// One `__do_softirq` (kernel/softirq.c): its `net_rx_action` passes so far, the jiffy it
-/// ends at (`MAX_SOFTIRQ_TIME`, 2 ms in whole jiffies), and whether ksoftirqd runs it.
+/// One `__do_softirq` (kernel/softirq.c): its `net_rx_action` passes so far, when it began
+/// (it ends `MAX_SOFTIRQ_TIME` later, in whole jiffies: [`Napi::softirq_end`]), and
+/// whether ksoftirqd runs it.
 #[derive(Debug, Clone, Copy)]
 struct Bh {
     passes: u32,
-    end: Instant,
+    start: Instant,
     ksoftirqd: bool,
 }
 
@@ -310,6 +311,8 @@ pub struct Napi {
     /// The start of the jiffy last asked for (see `jiffy_start`).
     jiffy_at: Instant,
     budget_jiffies: u64,
+    /// `MAX_SOFTIRQ_TIME`, 2 ms in whole jiffies (`msecs_to_jiffies` rounds up).
+    softirq_time: Span,
     /// Polls the deferral timer started in the measurement window.
     timer_polls: u64,
     /// The XDP program (io = "xdp"), and its flushes in the window.
@@ -383,6 +386,7 @@ impl Napi {
             jiffy,
             jiffy_at: Instant::ZERO,
             budget_jiffies,
+            softirq_time: jiffy * Span::from_ps(2_000_000_000).div_ceil(jiffy).max(1),
             timer_polls: 0,
             xdp: None,
             flushes: 0,

@@ -120,9 +120,8 @@ impl Napi {
 
     /// The end of a `__do_softirq` begun at `t`: `MAX_SOFTIRQ_TIME` (2 ms) in whole jiffies
     /// (`msecs_to_jiffies` rounds up), counted from the jiffy `t` is in.
-    pub(super) fn softirq_end(&mut self, t: Instant) -> Instant {
-        let jiffies = Span::from_ps(2_000_000_000).div_ceil(self.jiffy).max(1);
-        self.jiffy_start(t) + self.jiffy * jiffies
+    fn softirq_end(&mut self, t: Instant) -> Instant {
+        self.jiffy_start(t) + self.softirq_time
     }
 
     /// Whether core `c`'s pending softirq runs now, in interrupt context or in ksoftirqd's
@@ -139,8 +138,7 @@ impl Napi {
         }
         let inline = !core.ksoftirqd || (invoke && self.p.softirq_run == SoftirqRun::Inline);
         if inline {
-            let end = self.softirq_end(t);
-            self.cores[c].bh = Some(Bh { passes: 0, end, ksoftirqd: false });
+            self.cores[c].bh = Some(Bh { passes: 0, start: t, ksoftirqd: false });
         }
         inline
     }
@@ -204,18 +202,19 @@ impl Napi {
     /// the softirq raised again it restarts while within `MAX_SOFTIRQ_TIME`, with no
     /// reschedule due and fewer than `MAX_SOFTIRQ_RESTART` passes, else wakes ksoftirqd.
     fn softirq_tail(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
-        let resched = self.need_resched(c);
         let core = &mut self.cores[c];
         let Some(mut bh) = core.bh.take() else { return };
         if !core.softirq_pending {
             return;
         }
         bh.passes += 1;
-        if t < bh.end && !resched && bh.passes < MAX_SOFTIRQ_RESTART {
+        if bh.passes < MAX_SOFTIRQ_RESTART && t < self.softirq_end(bh.start) && !self.need_resched(c) {
+            let core = &mut self.cores[c];
             core.bh = Some(bh);
             return;
         }
         // wakeup_softirqd
+        let core = &mut self.cores[c];
         if !core.ksoftirqd {
             core.ksoftirqd = true;
             core.fair.wake(KSOFTIRQD);
@@ -229,7 +228,13 @@ impl Napi {
     /// pick runs — ksoftirqd (switching in first, then a `__do_softirq` of its own, or
     /// sleeping when nothing is pending) or the application's thread. `Break`: the core's
     /// next unit (None: it idles); `Continue`: look again.
+    #[inline(always)]
     fn task_step(&mut self, c: usize, t: Instant, ctx: &mut Ctx) -> ControlFlow<Option<(Work, Span)>> {
+        if self.app.is_none() && !self.cores[c].ksoftirqd {
+            // (No task wants the core: it idles.)
+            self.cores[c].last_task = None;
+            return ControlFlow::Break(None);
+        }
         if self.cores[c].fair.pick() == Some(KSOFTIRQD) {
             let core = &mut self.cores[c];
             if core.last_task != Some(KSOFTIRQD) {
@@ -244,8 +249,7 @@ impl Napi {
                 }
             }
             if core.softirq_pending {
-                let end = self.softirq_end(t);
-                self.cores[c].bh = Some(Bh { passes: 0, end, ksoftirqd: true });
+                self.cores[c].bh = Some(Bh { passes: 0, start: t, ksoftirqd: true });
             } else {
                 // run_ksoftirqd finds nothing pending: ksoftirqd sleeps.
                 core.ksoftirqd = false;
@@ -332,7 +336,7 @@ impl Units for Napi {
     fn account(&mut self, c: usize, work: &Work, start: Instant, end: Instant, ctx: &mut Ctx) {
         ctx.stats.busy(c, work.activity(), start, end);
         let task = match work {
-            Work::Irq(_) => None,
+            Work::Irq(_) => return,
             Work::App(_) | Work::BusySpin => Some(TASK_APP),
             Work::Wakeup if self.p.threaded => Some(TASK_NAPI_THREADS),
             Work::Wakeup => Some(TASK_KSOFTIRQD),
