@@ -22,6 +22,8 @@ EXPECT = {
         'budget_time = "8000us"': "netdev_budget_usecs",
         'l3 = "8MiB"': "lscpu",
         'governor = "teo"': "current_governor",
+        'softirq = "defer"': "kernel.osrelease = 5.15.0-91-generic: softirqs raised while ksoftirqd runs are left to it",
+        'base_slice = "2250us"': "0.75 ms x (1 + log2 of min(4 CPUs, 8))",
         'states = [{ name = "POLL", latency = "0us", residency = "0us" }, { name = "C1", latency = "2us", residency = "2us" }, '
         '{ name = "C1E", latency = "10us", residency = "20us" }, { name = "C6", latency = "133us", residency = "600us", '
         "flush = true, disable = true }]": "4 states of cpu0, driver intel_idle",
@@ -45,6 +47,8 @@ EXPECT = {
         'frequency = "3.6GHz"': "scaling_max_freq",
         'governor = "powersave"': "driver intel_pstate",
         'min = "1.2GHz"': "scaling_min_freq",
+        'softirq = "inline"': "kernel.osrelease = 6.8.0-45-generic",
+        'base_slice = "3000us"': "min(8 CPUs, 8)",
     },
     "virtio_net": {
         "cores = 2": "ethtool -l",
@@ -138,3 +142,31 @@ def test_values_the_scenario_cannot_take_are_noted_not_written(tmp_path):
         assert note in text, text
         assert not any(x.startswith(absent) for x in text.splitlines()), text
         assert pktsim.predict(pktsim.Scenario.from_toml(text, origin="imported"))["predicted_pps"] > 0
+
+
+@pytest.mark.parametrize(
+    "release, softirq",
+    [
+        ("4.8.17", "inline"),
+        ("4.9.0", "defer"),
+        ("5.10.228", "defer"),
+        ("5.15.133-rt70", "inline"),
+        ("5.15.148-generic", "defer"),
+        ("6.1.46-rt13", "inline"),
+        ("6.1.141", "defer"),
+        ("6.4.16", "defer"),
+        ("6.5.0", "inline"),
+        ("6.8.0-45-generic", "inline"),
+    ],
+)
+def test_the_kernel_release_sets_where_softirqs_run(release, softirq):
+    """host.softirq from kernel.osrelease: deferred to ksoftirqd from 4.9 to 6.4 and in the
+    stable trees, inline before and after the 2023 revert (and in the -rt trees that took it)."""
+    from pktsim import hostimport
+
+    host = hostimport.Host(driver="ixgbe")
+    hostimport.parse_sysctl(f"kernel.osrelease = {release}\n", host, "sysctl.txt")
+    assert host.get("host", "softirq") == f'"{softirq}"'
+    bad = hostimport.Host(driver="ixgbe")
+    hostimport.parse_sysctl("kernel.osrelease = unknown\n", bad, "sysctl.txt")
+    assert bad.get("host", "softirq") is None and "not a version" in bad.notes[0]

@@ -11,7 +11,7 @@ outputs, any of which may be missing:
 | ``ethtool-l.txt`` | ``ethtool -l IFACE`` (queues) |
 | ``ethtool-c.txt`` | ``ethtool -c IFACE`` (interrupt coalescing) |
 | ``ethtool.txt`` | ``ethtool IFACE`` (link speed) |
-| ``sysctl.txt`` | ``sysctl -a`` or ``sysctl net.core`` |
+| ``sysctl.txt`` | ``sysctl -a`` or ``sysctl net.core kernel.osrelease`` (the release sets ``host.softirq``) |
 | ``lscpu.txt`` | ``lscpu`` |
 | ``interrupts.txt`` | ``cat /proc/interrupts`` |
 | ``cpuidle.txt`` | ``grep .`` of the cpuidle sysfs files ``CPUIDLE_GLOBS`` names (idle states, governor) |
@@ -225,6 +225,30 @@ def parse_sysctl(text: str, host: Host, name: str) -> None:
             host.set(section, key, fmt(v), f"sysctl {k} = {v}: {what} ({name}:{n})")
         if k == "net.core.dev_weight" and _int(v) is not None:
             host.notes.append(f"net.core.dev_weight = {v} is the backlog's (RPS) weight, not the driver's NAPI weight ({name}:{n})")
+        if k == "kernel.osrelease":
+            _softirq_of_release(v, host, f"{name}:{n}")
+
+
+def _softirq_of_release(release: str, host: Host, where: str) -> None:
+    """``host.softirq`` from the kernel's release: softirqs raised while ksoftirqd runs are
+    left to it from 4.9 (4cd13c21b207) to 6.4, and in the 5.10 / 5.15 / 6.1 stable trees;
+    before 4.9 and from 6.5 (d15121be7485, the revert) they run inline. The -rt trees took
+    the revert into 6.1.46-rt13 and 5.15.133-rt70."""
+    m = re.match(r"^(\d+)\.(\d+)(?:\.(\d+))?", release.strip())
+    if not m:
+        host.notes.append(f"kernel.osrelease = {release}: not a version, host.softirq left at its default ({where})")
+        return
+    io = host_io(host.driver)
+    if not schema_info.io_mode(io).reads("host.softirq"):
+        return
+    version = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
+    rt = re.search(r"-rt(\d+)", release)
+    reverted = version >= (6, 5, 0) or (rt is not None and (version >= (6, 1, 46) and version < (6, 2) or (5, 15, 133) <= version < (5, 16)))
+    if version < (4, 9, 0) or reverted:
+        value, why = "inline", "softirqs run on interrupt exit even while ksoftirqd runs (before 4.9, or the 2023 revert)"
+    else:
+        value, why = "defer", "softirqs raised while ksoftirqd runs are left to it (4.9 - 6.4, the 5.10 / 5.15 / 6.1 stable trees)"
+    host.set("host", "softirq", f'"{value}"', f"kernel.osrelease = {release.strip()}: {why} ({where})")
 
 
 _SIZE = re.compile(r"^([\d.]+)\s*([KMG])(i?B)?\b", re.I)
@@ -262,6 +286,14 @@ def parse_lscpu(text: str, host: Host, name: str) -> None:
     if "CPU(s)" in fields and _int(fields["CPU(s)"][0]):
         host.cpus = _int(fields["CPU(s)"][0])
         host.notes.append(f"{fields['CPU(s)'][0]} CPUs ({name}:{fields['CPU(s)'][1]})")
+        # sysctl_sched_base_slice: 0.75 ms x (1 + ilog2(online CPUs, at most 8)).
+        factor = 1 + (min(host.cpus, 8).bit_length() - 1)
+        host.set(
+            "cpu.sched",
+            "base_slice",
+            f'"{750 * factor}us"',
+            f"the fair class's slice, 0.75 ms x (1 + log2 of min({host.cpus} CPUs, 8)) ({name}:{fields['CPU(s)'][1]})",
+        )
     for key, ours in (("L1d cache", "l1d"), ("L2 cache", "l2"), ("L3 cache", "l3")):
         if key in fields:
             v, n = fields[key]
@@ -446,7 +478,7 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
         "ethtool-l.txt": ["ethtool", "-l", iface],
         "ethtool-c.txt": ["ethtool", "-c", iface],
         "ethtool.txt": ["ethtool", iface],
-        "sysctl.txt": ["sysctl", "net.core"],
+        "sysctl.txt": ["sysctl", "net.core", "kernel.osrelease"],
         "lscpu.txt": ["lscpu"],
     }
     texts = {}
@@ -525,7 +557,9 @@ def to_toml(host: Host, source: str) -> str:
         s["cpu.idle"] = {
             "table": Value('"intel-skx"', "the default, a published machine's (intel_idle's Xeon Scalable states), not this host's: no cpuidle.txt")
         }
-    order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "link", "traffic", "cost", "nic", "nic.itr", "host"]
+    if not schema_info.io_mode(io).reads("host.softirq"):
+        s.pop("cpu.sched", None)  # (the fair class runs on the cores of a device's NAPI)
+    order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "cpu.sched", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
         "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},
         "cost": {"profile": Value('"raumer2015-64B"', "000's Linux router (Linux 3.7, Xeon E3-1230 v2); replace with `pktsim calibrate`")},
