@@ -1,6 +1,7 @@
 """The ``pktsim model`` command: JSON contract, text output, --set, Eq. 3, errors."""
 
 import json
+import re
 
 import pytest
 from conftest import EXAMPLES, run_cli
@@ -223,6 +224,22 @@ def test_run_plots_its_time_series_and_refuses_a_plot_it_cannot_draw(tmp_path):
     assert bad.returncode == 2 and ".png or .svg" in bad.stderr and "Traceback" not in bad.stderr
     none = run_cli("run", ex, "--set", "measure.duration=2ms", "--plot", tmp_path / "x.png", check=False)
     assert none.returncode == 2 and "measure.interval" in none.stderr and not (tmp_path / "x.png").exists()
+
+
+def test_run_splits_the_cpu_by_context_and_compare_sets_two_kernels_side_by_side(tmp_path):
+    """A UDP reader on its NAPI's core above the stack's capacity: with host.softirq =
+    "defer" ksoftirqd has the stack's work and the reader half the core; inline, the
+    softirq takes it. `run` prints the split, `compare` the two settings."""
+    sets = ["--set", "traffic.rate=3.5Mpps", "--set", "measure.duration=20ms"]
+    text = run_cli("run", EXAMPLES / "udp-receiver.toml", *sets, "--set", "host.softirq=defer").stdout
+    contexts = next(line for line in text.splitlines() if line.startswith("contexts"))
+    shares = dict((k, float(v.rstrip("%"))) for k, v in re.findall(r"(\w+) ([\d.]+%)", contexts))
+    assert shares["ksoftirqd"] > 40 and shares["app"] > 40, contexts
+    defer = tmp_path / "defer.toml"
+    defer.write_text((EXAMPLES / "udp-receiver.toml").read_text().replace('softirq = "inline"', 'softirq = "defer"'))
+    out = run_cli("compare", EXAMPLES / "udp-receiver.toml", defer, *sets).stdout
+    row = next(line for line in out.splitlines() if line.startswith("CPU in ksoftirqd")).split()
+    assert float(row[3]) == 0.0 and float(row[5]) > 40, row
 
 
 def test_run_says_the_clock_a_governor_settles_at():

@@ -47,6 +47,10 @@ def compare(a: Scenario | str | Mapping[str, Any], b: Scenario | str | Mapping[s
     add("CPU doing packet work", ra["cpu_useful"], rb["cpu_useful"], "fraction")
     for k in sorted(set(ra["cpu_by_activity"]) | set(rb["cpu_by_activity"])):
         add(f"CPU {k}", ra["cpu_by_activity"].get(k), rb["cpu_by_activity"].get(k), "fraction")
+    # Where NAPI runs: by context (hard IRQ, softirq, ksoftirqd, NAPI threads, application).
+    ca, cb = ra.get("cpu_by_context", {}), rb.get("cpu_by_context", {})
+    for k in sorted(set(ca) | set(cb)):
+        add(f"CPU in {k}", ca.get(k), cb.get(k), "fraction")
     add("IRQs", ra["irq_per_s"], rb["irq_per_s"], "1/s")
     add("polls per packet", ra["polls_per_packet"], rb["polls_per_packet"], "polls/packet")
     add("packets per poll", ra["packets_per_poll"]["mean"], rb["packets_per_poll"]["mean"], "packets")
