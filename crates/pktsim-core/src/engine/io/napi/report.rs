@@ -99,7 +99,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     if let Some(a) = &app {
         notes.clear();
         if a.same_core && (costs.t_irq > Span::ZERO || costs.t_poll > Span::ZERO) {
-            notes.push("the application shares the NAPI's core: the stack is not saturated, its interrupts and polls cost more than the saturated estimate, so the read rate is an upper bound".to_string());
+            notes.push("the application shares the NAPI's core: where the stack leaves it time, the stack's interrupts and polls cost more than the saturated estimate, so the read rate there is an upper bound".to_string());
         }
     }
     // A preferred busy poller's NAPI yields after every poll: while the reader is busy
