@@ -200,6 +200,11 @@ mod tests {
 
     const MS: u64 = 1_000_000_000;
 
+    /// A run queue of these weights, a 3 ms slice and a 4 ms tick (HZ 250).
+    fn two_tasks(weights: &[u32]) -> Fair {
+        Fair::new(weights, Span::from_ps(3 * MS), Span::from_ps(4 * MS))
+    }
+
     /// Run `fair` for `total` ps in units of `unit` ps with every task always runnable:
     /// each task's share of the time.
     fn shares(fair: &mut Fair, total: u64, unit: u64) -> Vec<f64> {
@@ -226,7 +231,7 @@ mod tests {
     /// core changes hands once per 3 ms slice.
     #[test]
     fn equal_tasks_share_the_core_in_slices() {
-        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
         let mut switches = 0;
@@ -248,7 +253,7 @@ mod tests {
     /// Weights divide the core in their ratio: nice 0 against nice 5 is 1024 : 335.
     #[test]
     fn weights_divide_the_core() {
-        let mut f = Fair::new(&[1024, 335], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        let mut f = two_tasks(&[1024, 335]);
         f.wake(0);
         f.wake(1);
         let s = shares(&mut f, 2000 * MS, 10_000_000);
@@ -260,7 +265,7 @@ mod tests {
     /// (RUN_TO_PARITY), then runs first: it slept, so its lag is not negative.
     #[test]
     fn a_waking_task_does_not_preempt_but_runs_at_the_slice_end() {
-        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         assert_eq!(f.pick(), Some(0));
         f.charge(0, Span::from_ps(MS));
@@ -276,7 +281,7 @@ mod tests {
     /// before the running task, it makes that one ineligible and preempts it.
     #[test]
     fn a_task_owed_time_preempts_on_waking() {
-        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
         assert_eq!(f.pick(), Some(0));
@@ -295,7 +300,7 @@ mod tests {
     /// waking it is not eligible until the other task has caught up.
     #[test]
     fn lag_is_kept_across_a_sleep() {
-        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS));
+        let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
         assert_eq!(f.pick(), Some(0));

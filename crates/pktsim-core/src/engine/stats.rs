@@ -1005,21 +1005,24 @@ impl Stats {
     /// clamped pieces of a partition add up to the clamped whole.
     #[inline]
     pub fn busy_on(&mut self, a: Activity, start: Instant, end: Instant) {
-        let s = start.max(self.warm);
-        let e = end.min(self.stop);
-        if e > s {
-            self.busy[a as usize] += e - s;
+        if let Some(d) = self.windowed(start, end) {
+            self.busy[a as usize] += d;
         }
+    }
+
+    /// The part of `[start, end)` inside the measurement window, if any.
+    #[inline(always)]
+    fn windowed(&self, start: Instant, end: Instant) -> Option<Span> {
+        let (s, e) = (start.max(self.warm), end.min(self.stop));
+        (e > s).then(|| e - s)
     }
 
     /// [`Stats::busy`]'s core part alone, over a whole run `[start, end)` (see
     /// [`Stats::busy_on`]).
     #[inline]
     pub fn busy_core_over(&mut self, core: usize, start: Instant, end: Instant) {
-        let s = start.max(self.warm);
-        let e = end.min(self.stop);
-        if e > s {
-            self.busy_core[core] += e - s;
+        if let Some(d) = self.windowed(start, end) {
+            self.busy_core[core] += d;
         }
     }
 
@@ -1027,21 +1030,17 @@ impl Stats {
     /// window counts.
     #[inline]
     pub fn busy_task(&mut self, task: usize, start: Instant, end: Instant) {
-        let s = start.max(self.warm);
-        let e = end.min(self.stop);
-        if e > s {
-            self.by_task[task] += e - s;
+        if let Some(d) = self.windowed(start, end) {
+            self.by_task[task] += d;
         }
     }
 
     /// CPU time `[start, end)` core `core` spent on `a`; only the part inside the window counts.
     #[inline(always)]
     pub fn busy(&mut self, core: usize, a: Activity, start: Instant, end: Instant) {
-        let s = start.max(self.warm);
-        let e = end.min(self.stop);
-        if e > s {
-            self.busy[a as usize] += e - s;
-            self.busy_core[core] += e - s;
+        if let Some(d) = self.windowed(start, end) {
+            self.busy[a as usize] += d;
+            self.busy_core[core] += d;
         }
     }
 }
