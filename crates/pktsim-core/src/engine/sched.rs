@@ -94,11 +94,7 @@ impl Fair {
             sum += e.v * e.weight as u128;
             load += e.weight as u128;
         }
-        if load == 0 {
-            (self.last_avg, 0)
-        } else {
-            (sum / load, load)
-        }
+        sum.checked_div(load).map_or((self.last_avg, 0), |avg| (avg, load))
     }
 
     /// Task `i` wakes (`enqueue_entity` with its lag); a running task keeps the core.
