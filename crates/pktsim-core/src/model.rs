@@ -466,6 +466,29 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 fwd[c] = read;
                 continue;
             }
+            // A zero-copy AF_XDP socket that holds the stack back: once the stack and the
+            // reader overrun the core, the stack processes only what the reader reads.
+            if let (true, Some(bp_ps)) = (a.same_core, a.back_pressure_ps) {
+                let demand = loads[c].0 * offered;
+                let stack_s = if fwd[c] > 0.0 { busy[c] / fwd[c] } else { own_s[c] };
+                if demand * (stack_s + app_s) >= 1.0 {
+                    // A reader that spins keeps the core while ksoftirqd waits with the
+                    // stack's work: the stack gets ksoftirqd's share by weight.
+                    let w_app = s.app.as_ref().map_or(1024.0, |x| crate::engine::sched::weight_of(x.nice) as f64);
+                    let w_k = crate::engine::sched::weight_of(0) as f64;
+                    let read = if a.spin {
+                        demand.min(w_k / (w_k + w_app) / stack_s)
+                    } else {
+                        demand.min(1.0 / (stack_s + app_s + bp_ps / 1e12))
+                    };
+                    busy[c] = 1.0;
+                    fwd[c] = read;
+                    if plateau_notes.is_empty() {
+                        plateau_notes.push("the AF_XDP socket holds the stack back (its driver stops at a full rx ring, or its umem runs out first): the NAPI processes only what the reader reads, and each cycle of the ring costs a kick, its interrupts and the reader's wake-up".into());
+                    }
+                    continue;
+                }
+            }
             let read = if !a.same_core {
                 fwd[c].min(1.0 / app_s)
             } else {
@@ -478,7 +501,9 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 if plateau_notes.is_empty() && engaged {
                     let defer = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer
                         || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
-                    plateau_notes.push(if s.nic.napi.threaded {
+                    plateau_notes.push(if a.spin {
+                        "a reader that spins on its NAPI's core keeps it for its slices while ksoftirqd waits with the stack's work, and a driver that drops at a full rx ring burns ksoftirqd's turns on frames the ring refuses: the read rate here is an upper bound (the simulator reads a few per cent of it; a zero-copy socket whose driver stops at a full ring, rx_full = \"stop\", or busy polling avoids this)"
+                    } else if s.nic.napi.threaded {
                         "the NAPI thread shares its core with the reader by their weights (host.thread.policy = \"other\") once its share is short of the stack's load"
                     } else if defer {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader by their weights (host.softirq = \"defer\", or a reader whose calls run no softirq)"
@@ -493,11 +518,14 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 }
             };
             if a.same_core {
-                busy[c] = (busy[c] + read * app_s).min(1.0);
+                busy[c] = if a.spin { 1.0 } else { (busy[c] + read * app_s).min(1.0) };
             } else {
-                app_busy[c] = read * app_s;
+                app_busy[c] = if a.spin { 1.0 } else { read * app_s };
             }
             fwd[c] = read;
+        }
+        if a.spin {
+            notes.push("the reader spins on its ring in user space: its core is always busy".into());
         }
         predicted = fwd.iter().sum();
     }
@@ -1074,10 +1102,17 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
         let v = (1.0 / rounds - q * rx.idle_gap_s).max(0.0);
         let busy_at_next =
             if run_s <= v { 0.0 } else { (1.0 - q) + q * (1.0 - i.arrivals.p_none(i.read_pps * (run_s - v))) };
-        let wakes = with_frames * (1.0 - busy_at_next);
+        // A thread that spins never sleeps.
+        let wakes = if a.spin { 0.0 } else { with_frames * (1.0 - busy_at_next) };
         let per_wake = if wakes > 0.0 { i.read_pps / wakes } else { f64::INFINITY };
         let calls = if wakes > 0.0 { wakes * (per_wake / a.batch).ceil().max(1.0) } else { i.read_pps / a.batch };
-        let app_busy = i.read_pps * a.t_packet_ps * ps + calls * a.t_call_ps * ps + wakes * a.t_wakeup_ps * ps;
+        let mut app_busy = i.read_pps * a.t_packet_ps * ps + calls * a.t_call_ps * ps + wakes * a.t_wakeup_ps * ps;
+        if let Some((kick_ps, napi_ps)) = a.kick_per_sleep_ps {
+            // Each sleep follows a kick, whose interrupt and poll the NAPI's core runs.
+            app_busy += wakes * kick_ps * ps;
+            e.busy += wakes * napi_ps * ps;
+            e.irq_per_s += wakes;
+        }
         e.wakeups_per_s += wakes;
         let alone = i.read_pps * (a.t_packet_ps + a.t_wakeup_ps + a.t_call_ps) * ps;
         if a.same_core {
@@ -1087,7 +1122,15 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
         } else {
             e.app_busy = app_busy;
         }
-        if a.busy_poll_ps > 0.0 && a.same_core {
+        if a.spin {
+            if a.same_core {
+                e.busy = 1.0;
+                e.busy_max = 1.0;
+                e.spins = true;
+            } else {
+                e.app_busy = 1.0;
+            }
+        } else if a.busy_poll_ps > 0.0 && a.same_core {
             // It spins up to busy_poll on an empty socket: the core sleeps only after a
             // frame's gap longer than that (Poisson: e^(-λ B) of the gaps, mean gap 1/λ
             // beyond it; evenly spaced: never if the gap is shorter).

@@ -219,4 +219,16 @@ pub struct AppCosts {
     pub wake_latency_ps: f64,
     pub t_wakeup_ps: f64,
     pub busy_poll_ps: f64,
+    /// It never sleeps (an AF_XDP thread that spins on its ring): its core is always busy.
+    pub spin: bool,
+    /// Its socket holds the stack back once the reader falls behind on its NAPI's core (a
+    /// zero-copy AF_XDP socket whose driver stops at a full rx ring, or whose fill ring
+    /// runs dry first): the stack then processes only what the reader reads, at this much
+    /// more per frame (the kick that restarts it, its interrupts, the reader's wake-up,
+    /// shared by the frames of a cycle), ps.
+    pub back_pressure_ps: Option<f64>,
+    /// A kick before each sleep (a zero-copy l2fwd thread's `poll()` with frames on its tx
+    /// ring): its system call on the reader's core and the software interrupt and poll it
+    /// raises on the NAPI's, ps.
+    pub kick_per_sleep_ps: Option<(f64, f64)>,
 }

@@ -391,7 +391,12 @@ fn af_xdp_sockets() {
     );
     // Busy polling on the NAPI's core with deferral: the timer polls while the thread reads.
     run(
-        &[("host.af_xdp.busy_poll", "true"), ("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", "20us")],
+        &[
+            ("host.af_xdp.busy_poll", "20us"),
+            ("host.af_xdp.wait", "spin"),
+            ("nic.napi.defer_hard_irqs", "2"),
+            ("nic.napi.gro_flush_timeout", "20us"),
+        ],
         "30Mpps",
         0.02,
     );

@@ -493,3 +493,42 @@ fn the_traffic_kind_is_a_tag_implied_by_pcap() {
         &["traffic.pcap", "kind = \"pcap\", which has no default for it"],
     );
 }
+
+/// AF_XDP's rings, umem, waiting and forwarding: each key in range, read only where the
+/// socket uses it, and no setting that would loop without time passing.
+#[test]
+fn an_af_xdp_socket_is_refused_what_it_cannot_be() {
+    let xsk = |extra: &[(&'static str, &'static str)]| {
+        let mut sets = vec![
+            ("host.io", "af-xdp"),
+            ("host.xdp.action", "redirect"),
+            ("host.t_poll", "200ns"),
+            ("app.t_packet", "10ns"),
+        ];
+        sets.extend_from_slice(extra);
+        sets
+    };
+    assert!(load_with(&xsk(&[("host.af_xdp.role", "l2fwd"), ("host.af_xdp.t_xmit_zc", "20ns")])).is_ok());
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: &[Case] = &[
+        (&[("host.af_xdp.busy_poll", "true")], &["host.af_xdp.busy_poll", "duration"]),
+        (&[("host.af_xdp.wait", "sleep")], &["host.af_xdp.wait", "poll", "spin"]),
+        (&[("host.af_xdp.umem_frames", "0")], &["host.af_xdp.umem_frames", "from 1"]),
+        (&[("host.af_xdp.fill_size", "1000")], &["host.af_xdp.fill_size", "1000", "power of two"]),
+        (&[("host.af_xdp.tx_size", "1024")], &["host.af_xdp.tx_size", "rxdrop"]),
+        (&[("host.af_xdp.t_xmit_copy", "1us")], &["host.af_xdp.t_xmit_copy", "zero_copy = false"]),
+        (
+            &[("host.af_xdp.zero_copy", "false"), ("host.af_xdp.rx_full", "stop")],
+            &["host.af_xdp.rx_full", "need_wakeup"],
+        ),
+        (&[("host.af_xdp.wait", "spin"), ("app.t_call", "0ns")], &["app.t_call", "spin"]),
+        (
+            &[("host.af_xdp.role", "l2fwd"), ("app.t_call", "0ns"), ("host.af_xdp.t_syscall", "0ns")],
+            &["app.t_call", "l2fwd"],
+        ),
+        (&[("host.af_xdp.need_wakeup", "false"), ("host.t_poll", "0ns")], &["host.t_poll", "need_wakeup"]),
+    ];
+    for (extra, parts) in cases {
+        assert_names(&message(&xsk(extra)), parts);
+    }
+}

@@ -15,6 +15,12 @@
 //!       frames a poll, until the socket has data or the time is up; then one more poll
 //!       (busy_poll_stop) and the reads, or blocking (with IRQ suspension, the NAPI is
 //!       scheduled first: napi_resume_irqs)
+//!
+//!   an AF_XDP socket (`io = "af-xdp"`, its rings and umem in `xsk.rs`): the rx ring is the
+//!   queue; a frame read goes back to the fill ring (rxdrop) or onto the tx ring (l2fwd);
+//!   the thread kicks the kernel (`t_kick`) where the driver asked for it, before a
+//!   `poll()` sleep with frames to send, or to send them (copy mode); a spinning thread
+//!   never sleeps, looking at its ring every `t_call`
 //! ```
 //!
 //! One thread and one socket per NAPI core (a `SO_REUSEPORT` group steered by
@@ -29,6 +35,7 @@ use super::ingress::Packet;
 use super::queue::{EventQueue, Key, Timer};
 use super::stats::Stats;
 use super::time::{Instant, Span};
+use super::xsk::{Xsk, XskParams, COPY_TX_BATCH};
 use crate::scenario::{AppCore, ResolvedScenario};
 
 /// The application's timing and its socket's size.
@@ -49,6 +56,13 @@ pub struct AppParams {
     pub drop_kind: DropKind,
     /// Its load weight against ksoftirqd on a shared core (`app.nice`).
     pub weight: u32,
+    /// It never sleeps: on an empty socket it looks again (`t_call` a look) or busy polls
+    /// (an AF_XDP thread's loop, `host.af_xdp.wait = "spin"`).
+    pub spin: bool,
+    /// A kick system call (AF_XDP's `recvfrom` / `sendto` / `poll()`: `xsk_wakeup`).
+    pub t_kick: Span,
+    /// An AF_XDP socket's rings and umem (`io = "af-xdp"`).
+    pub xsk: Option<XskParams>,
 }
 
 /// Where a frame the socket cannot take is counted.
@@ -78,6 +92,9 @@ impl AppParams {
             },
             drop_kind: DropKind::Rcvbuf,
             weight: crate::engine::sched::weight_of(a.nice),
+            spin: false,
+            t_kick: Span::ZERO,
+            xsk: None,
         })
     }
 }
@@ -95,6 +112,12 @@ pub enum Step {
     BusyPoll,
     /// The last poll of a busy-poll loop (`busy_poll_stop`), which hands the NAPI back.
     BusyStop,
+    /// A spinning thread's look at its empty socket.
+    Spin,
+    /// A system call that kicks the kernel (`xsk_wakeup`): zero copy, the I/O mode
+    /// schedules the NAPI when it ends; copy mode, it sends the frames of
+    /// [`App::take_sending`] (`xsk_generic_xmit`).
+    Kick,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -125,6 +148,13 @@ struct Thread {
     blocked: bool,
     /// A wait just returned frames (read by [`App::take_events`]).
     events: bool,
+    /// Its AF_XDP socket's rings and umem.
+    xsk: Option<Xsk>,
+    /// It kicked since its last call (`poll()` kicks once before it sleeps; a copy-mode
+    /// l2fwd thread once a call).
+    kicked: bool,
+    /// Frames its running copy-mode kick sends.
+    sending: u32,
 }
 
 /// The application's threads and sockets, one per NAPI core.
@@ -133,11 +163,16 @@ pub struct App {
     threads: Vec<Thread>,
     wakeups: u64,
     calls: u64,
+    kicks: u64,
 }
 
 impl App {
     pub fn new(p: AppParams, cores: usize) -> Self {
-        App { p, threads: (0..cores).map(|_| Thread::default()).collect(), wakeups: 0, calls: 0 }
+        // A spinning thread is never asleep: it runs from the start.
+        let state = if p.spin { State::Runnable { fresh: false } } else { State::Asleep };
+        let threads =
+            (0..cores).map(|_| Thread { xsk: p.xsk.as_ref().map(Xsk::new), state, ..Thread::default() }).collect();
+        App { p, threads, wakeups: 0, calls: 0, kicks: 0 }
     }
 
     pub fn params(&self) -> &AppParams {
@@ -146,13 +181,28 @@ impl App {
 
     /// The stack hands frame `p` to thread `i`'s socket at `t`: queued (and its blocked
     /// reader woken: after `wake_latency`, by the timer [`Key::App`]) or dropped because the
-    /// receive buffer is full.
+    /// receive buffer is full. An AF_XDP socket's frame needs a umem frame: in zero copy
+    /// it has one (a dropped one goes back to the pool), in copy mode it takes one from
+    /// the fill ring first (none: dropped, `rx_dropped`).
     pub fn deliver(&mut self, i: usize, p: Packet, t: Instant, queue: &mut EventQueue, stats: &mut Stats) {
         let th = &mut self.threads[i];
+        let zero_copy = self.p.xsk.as_ref().is_some_and(|x| x.zero_copy);
+        if let (Some(x), false) = (&mut th.xsk, zero_copy) {
+            if x.take_fill(1) == 0 {
+                if stats.in_window(t) {
+                    x.fill_empty += 1;
+                }
+                stats.drop_xsk_fill(&p);
+                return;
+            }
+        }
         if th.rmem + self.p.truesize > self.p.rcvbuf {
             match self.p.drop_kind {
                 DropKind::Rcvbuf => stats.drop_rcvbuf(&p),
                 DropKind::XskRing => stats.drop_xsk(&p),
+            }
+            if let Some(x) = &mut th.xsk {
+                x.free();
             }
             return;
         }
@@ -200,7 +250,7 @@ impl App {
 
     /// Thread `i`'s next step at `t` and its length, or None when it blocks.
     pub fn next(&mut self, i: usize, t: Instant, stats: &Stats) -> Option<(Step, Span)> {
-        let p = self.p;
+        let p = &self.p;
         let th = &mut self.threads[i];
         match th.state {
             State::Runnable { fresh: true } => {
@@ -214,6 +264,16 @@ impl App {
         }
         if th.in_call == 0 {
             if th.queue.is_empty() {
+                // An AF_XDP thread's empty ring: recvfrom or poll() kick the kernel where
+                // it asked for it.
+                if p.xsk.is_some() {
+                    if let Some(k) = Self::xsk_turn(p, th, 0) {
+                        if stats.in_window(t) {
+                            self.kicks += 1;
+                        }
+                        return Some(k);
+                    }
+                }
                 // napi_busy_loop until data or the time is up, then busy_poll_stop.
                 if !p.busy.is_zero() {
                     match th.busy_until {
@@ -230,6 +290,9 @@ impl App {
                     }
                 }
                 (th.busy_until, th.stopped) = (None, false);
+                if p.spin {
+                    return Some((Step::Spin, p.t_call));
+                }
                 th.state = State::Asleep;
                 th.blocked = true;
                 return None;
@@ -240,8 +303,17 @@ impl App {
                 return Some((Step::BusyStop, Span::ZERO));
             }
             (th.busy_until, th.stopped) = (None, false);
+            let k = p.batch.min(th.queue.len() as u32);
+            if p.xsk.is_some() {
+                if let Some(kick) = Self::xsk_turn(p, th, k) {
+                    if stats.in_window(t) {
+                        self.kicks += 1;
+                    }
+                    return Some(kick);
+                }
+            }
             th.events = true;
-            th.in_call = p.batch.min(th.queue.len() as u32);
+            th.in_call = k;
             if stats.in_window(t) {
                 self.calls += 1;
             }
@@ -268,26 +340,116 @@ impl App {
         std::mem::take(&mut self.threads[i].events)
     }
 
+    /// A kick, `extra` more in the call (a look at the rings): in copy mode it sends up
+    /// to [`COPY_TX_BATCH`] frames of the tx ring, each `t_xmit_copy`.
+    fn kick(p: &AppParams, th: &mut Thread, extra: Span) -> (Step, Span) {
+        let mut d = p.t_kick + extra;
+        if let (Some(xp), Some(x)) = (&p.xsk, &th.xsk) {
+            if xp.l2fwd && !xp.zero_copy {
+                th.sending = x.sendable(COPY_TX_BATCH, xp);
+                d += xp.t_xmit_copy * th.sending as u64;
+            }
+        }
+        (Step::Kick, d)
+    }
+
+    /// An AF_XDP thread's turn of its loop before a call of `k` frames (0: its rx ring is
+    /// empty): it reaps the completion ring (l2fwd, `complete_tx_l2fwd`), then kicks the
+    /// kernel if it must — with frames to read, where the tx ring has no room for them
+    /// (and looks again) or, in copy mode, to send what waits (once a call); on an empty
+    /// ring, where the driver set the fill ring's `need_wakeup` flag (zero copy, not busy
+    /// polling: a busy poll polls the NAPI itself and `xsk_no_wakeup` skips the kick),
+    /// before a `poll()` sleep with frames on the tx ring (l2fwd), or in copy mode with
+    /// frames to send.
+    #[inline(never)]
+    fn xsk_turn(p: &AppParams, th: &mut Thread, k: u32) -> Option<(Step, Span)> {
+        let (xp, x) = (p.xsk.as_ref()?, th.xsk.as_mut()?);
+        if xp.l2fwd {
+            x.reap(p.batch, xp);
+        }
+        if k > 0 {
+            if xp.l2fwd && x.tx_room(xp) < k {
+                return Some(Self::kick(p, th, p.t_call));
+            }
+            if xp.l2fwd && !xp.zero_copy && !th.kicked && x.sendable(COPY_TX_BATCH, xp) > 0 {
+                th.kicked = true;
+                return Some(Self::kick(p, th, Span::ZERO));
+            }
+            th.kicked = false;
+            return None;
+        }
+        let flag = std::mem::take(&mut x.flag) && p.busy.is_zero();
+        let sleeps = !p.spin && p.busy.is_zero();
+        let tx = xp.l2fwd
+            && !th.kicked
+            && if xp.zero_copy { sleeps && x.tx_len() > 0 } else { x.sendable(COPY_TX_BATCH, xp) > 0 };
+        if !flag && !tx {
+            return None;
+        }
+        th.kicked = true;
+        Some(Self::kick(p, th, Span::ZERO))
+    }
+
+    /// The driver set thread `i`'s fill ring's `need_wakeup` flag: the thread kicks when
+    /// it next finds its rx ring empty. (A thread asleep then is woken by the frames the
+    /// NAPI delivered before it stopped: it only sleeps on an empty ring.)
+    pub fn need_wakeup(&mut self, i: usize) {
+        if let Some(x) = &mut self.threads[i].xsk {
+            x.flag = true;
+        }
+    }
+
+    /// Thread `i`'s AF_XDP socket.
+    pub fn xsk(&mut self, i: usize) -> Option<&mut Xsk> {
+        self.threads[i].xsk.as_mut()
+    }
+
+    /// The frames thread `i`'s copy-mode kick that just ended sends, in order.
+    pub fn take_sending(&mut self, i: usize) -> Vec<Packet> {
+        let th = &mut self.threads[i];
+        let n = std::mem::take(&mut th.sending);
+        th.xsk.as_mut().map_or_else(Vec::new, |x| (0..n).map_while(|_| x.pop_tx()).collect())
+    }
+
+    /// Frames in thread `i`'s socket.
+    #[inline]
+    pub fn queued(&self, i: usize) -> u64 {
+        self.threads[i].queue.len() as u64
+    }
+
     /// Whether thread `i`'s socket holds frames.
     pub fn has_data(&self, i: usize) -> bool {
         !self.threads[i].queue.is_empty()
     }
 
-    /// Thread `i` finished `step` at `t`.
+    /// Thread `i` finished `step` at `t`: a frame read is consumed; an AF_XDP thread's
+    /// goes back to the fill ring (rxdrop) or onto the tx ring (l2fwd).
     pub fn finish(&mut self, i: usize, step: Step, t: Instant, stats: &mut Stats) {
         if step == Step::Packet {
-            if let Some(p) = self.threads[i].reading.take() {
-                stats.consumed(&p, t);
+            let th = &mut self.threads[i];
+            if let Some(p) = th.reading.take() {
+                match (&self.p.xsk, &mut th.xsk) {
+                    (None, _) | (_, None) => stats.consumed(&p, t),
+                    (Some(xp), Some(x)) if xp.l2fwd => x.push_tx(p),
+                    (Some(xp), Some(x)) => {
+                        x.give_back(1, xp);
+                        stats.consumed(&p, t);
+                    }
+                }
             }
         }
     }
 
     pub fn report(&self) -> AppReport {
+        let xsk = self.p.xsk.is_some();
         AppReport {
             calls: self.calls,
             core: if self.p.same_core { "same" } else { "other" },
             queued_at_end: self.threads.iter().map(|t| t.queue.len()).sum::<usize>(),
             wakeups: self.wakeups,
+            kicks: xsk.then_some(self.kicks),
+            fill_ring_empty: xsk
+                .then(|| self.threads.iter().filter_map(|t| t.xsk.as_ref()).map(|x| x.fill_empty).sum()),
         }
     }
 }
@@ -303,6 +465,12 @@ pub struct AppReport {
     pub queued_at_end: usize,
     /// Times its thread was woken.
     pub wakeups: u64,
+    /// AF_XDP: its kick system calls (`xsk_wakeup`, a copy-mode send).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kicks: Option<u64>,
+    /// AF_XDP: times the kernel found the fill ring short (`rx_fill_ring_empty_descs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fill_ring_empty: Option<u64>,
 }
 
 #[cfg(test)]

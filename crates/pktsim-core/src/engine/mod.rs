@@ -43,6 +43,7 @@ pub mod testing;
 pub mod time;
 pub mod trace;
 pub mod traffic;
+pub mod xsk;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

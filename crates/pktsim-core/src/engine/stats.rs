@@ -376,6 +376,8 @@ pub struct Group {
     pub drop_rcvbuf: u64,
     /// Frames an AF_XDP socket's full rx ring refused (`rx_ring_full`).
     pub drop_xsk: u64,
+    /// Frames a copy-mode AF_XDP socket dropped for want of a fill-ring frame (`rx_dropped`).
+    pub drop_xsk_fill: u64,
     latency: Counts,
     /// Latencies (ps) of the `buf_len` frames that ended since the last flush, all of
     /// batch `buf_batch`.
@@ -403,6 +405,7 @@ impl Group {
             drop_qdisc: 0,
             drop_rcvbuf: 0,
             drop_xsk: 0,
+            drop_xsk_fill: 0,
             // 3 significant digits from 1 ns, kept for the ranges of the latencies
             // recorded: a group's memory follows what it measures (a few KB for one that
             // sees microseconds, nothing for one that sees no frame).
@@ -470,6 +473,7 @@ impl Group {
         self.drop_qdisc += other.drop_qdisc;
         self.drop_rcvbuf += other.drop_rcvbuf;
         self.drop_xsk += other.drop_xsk;
+        self.drop_xsk_fill += other.drop_xsk_fill;
         // One layout: the counts of each bucket add.
         self.latency.add(&other.latency);
         self.latency_min = self.latency_min.min(other.latency_min);
@@ -537,12 +541,13 @@ impl Group {
         let none = self.finished() == 0;
         let [p25, p50, p75, p90, p99, p999] = g.latency.quantiles([0.25, 0.50, 0.75, 0.90, 0.99, 0.999]);
         let pct = |ns: u64| if none { 0.0 } else { (ns as f64).clamp(min_ns, max_ns) };
-        let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf + self.drop_xsk;
+        let dropped = self.drop_rx_ring + self.drop_qdisc + self.drop_rcvbuf + self.drop_xsk + self.drop_xsk_fill;
         let mut drops = BTreeMap::new();
         drops.insert("rx_ring_full".to_string(), self.drop_rx_ring);
         drops.insert("qdisc_full".to_string(), self.drop_qdisc);
         drops.insert("rcvbuf_errors".to_string(), self.drop_rcvbuf);
         drops.insert("xsk_rx_ring_full".to_string(), self.drop_xsk);
+        drops.insert("xsk_rx_dropped".to_string(), self.drop_xsk_fill);
         GroupSummary {
             offered_pps: self.offered as f64 / duration_s,
             throughput_pps: self.finished() as f64 / duration_s,
@@ -825,6 +830,11 @@ impl Stats {
     /// An AF_XDP socket's full rx ring refused a frame.
     pub fn drop_xsk(&mut self, p: &Packet) {
         self.dropped(p, |g| g.drop_xsk += 1);
+    }
+
+    /// A copy-mode AF_XDP socket found its fill ring empty for a frame.
+    pub fn drop_xsk_fill(&mut self, p: &Packet) {
+        self.dropped(p, |g| g.drop_xsk_fill += 1);
     }
 
     /// A frame lost after its ring took it: `count` in its groups, by its arrival.

@@ -238,7 +238,8 @@ pub(super) fn validate(
             )
             .into());
         }
-        if io.af_xdp.busy_poll && app.core != AppCore::Same {
+        let busy = io.af_xdp.busy_poll.ps > 0;
+        if busy && app.core != AppCore::Same {
             return Err(ConfigError::new(
                 origin,
                 "app.core",
@@ -247,7 +248,25 @@ pub(super) fn validate(
             )
             .into());
         }
-        if io.af_xdp.busy_poll && io.napi.poll.t_poll.ps == 0 {
+        if io.af_xdp.wait == crate::scenario::XskWait::Spin && !busy && app.t_call.ps == 0 {
+            return Err(ConfigError::new(
+                origin,
+                "app.t_call",
+                Some("\"0ns\"".into()),
+                "a cost above 0 with host.af_xdp.wait = \"spin\": each empty look at the ring costs app.t_call, and a loop that costs nothing never lets time pass",
+            )
+            .into());
+        }
+        if io.af_xdp.role == crate::scenario::XskRole::L2fwd && app.t_call.ps == 0 && io.af_xdp.t_syscall.ps == 0 {
+            return Err(ConfigError::new(
+                origin,
+                "app.t_call",
+                Some("\"0ns\"".into()),
+                "a cost above 0 (or host.af_xdp.t_syscall above 0) with role = \"l2fwd\": a thread whose tx ring is full kicks and looks again, and a loop that costs nothing never lets time pass",
+            )
+            .into());
+        }
+        if busy && io.napi.poll.t_poll.ps == 0 {
             return Err(ConfigError::new(
                 origin,
                 "host.t_poll",

@@ -68,15 +68,68 @@ pub struct AfXdpSpec {
     #[serde(default = "default_xsk_batch")]
     #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of frames"))]
     pub batch: u32,
-    /// The user thread busy polls its NAPI with `recvfrom` (`SO_BUSY_POLL`,
-    /// `SO_PREFER_BUSY_POLL`, `SO_BUSY_POLL_BUDGET` = batch) instead of sleeping in `poll()`.
+    /// Busy polling by the user thread (`SO_BUSY_POLL` on the socket, with
+    /// `SO_PREFER_BUSY_POLL` and `SO_BUSY_POLL_BUDGET` = batch; xdpsock `-B`); 0: none. With
+    /// `wait = "poll"`: how long `poll()` busy polls the NAPI on an empty rx ring before it
+    /// sleeps (`net.core.busy_poll`); with `wait = "spin"` any value above 0 makes every
+    /// turn of the loop poll the NAPI once (`recvfrom` with `MSG_DONTWAIT`: `sk_busy_loop`
+    /// without a loop end), so the thread drives the NAPI and never sleeps.
     #[serde(default)]
-    pub busy_poll: bool,
+    #[schemars(extend("x-linux" = "net.core.busy_poll, setsockopt SO_BUSY_POLL"))]
+    pub busy_poll: Duration,
+    /// How the user thread waits on an empty rx ring: `"poll"` sleeps in `poll()` until
+    /// `xsk_flush` wakes it (xdpsock `-p`); `"spin"` loops on the ring in user space and
+    /// never sleeps (xdpsock's default loop), each empty look costing `app.t_call`.
+    #[serde(default)]
+    pub wait: XskWait,
+    /// What the thread does with each frame, as xdpsock: `"rxdrop"` (`-r`) gives it back to
+    /// the fill ring; `"l2fwd"` (`-l`) swaps its MAC addresses and puts it on the socket's
+    /// tx ring (`tx_size`), which the driver's NAPI poll transmits (zero copy: `i40e_xmit_zc`
+    /// before the rx clean, `t_xmit_zc` a frame, as many as the NIC queue and the completion
+    /// ring have room for) or a kick system call does (copy mode: `xsk_generic_xmit`,
+    /// `t_xmit_copy` a frame); a later poll's tx clean puts it on the completion ring, from
+    /// where the thread gives it back to the fill ring.
+    #[serde(default)]
+    pub role: XskRole,
+    /// With `need_wakeup`, what a zero-copy driver does with a frame that finds the
+    /// socket's rx ring full: `"stop"` ends its rx clean there (i40e, ice, ixgbe since
+    /// Linux 5.19, "stop NAPI Rx processing on full XSK RQ"): it sets the fill ring's
+    /// `need_wakeup` flag, the NIC's ring backs up and the NIC drops what it cannot hold,
+    /// and the thread's next kick schedules the NAPI again; `"drop"` drops the frame
+    /// (`rx_ring_full`) and goes on (mlx5, and always in copy mode or without
+    /// `need_wakeup`, where "stop" is refused). Default "stop" with zero copy and
+    /// `need_wakeup`. The stopping frame is left on the NIC's ring, as 5.19 to 6.5 did (6.6
+    /// and later recycle that one frame).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_full: Option<XskRxFull>,
     /// Entries of the socket's rx ring (`XSK_RING_CONS__DEFAULT_NUM_DESCS` = 2048); a frame
-    /// that finds it full is dropped (`rx_ring_full` in `XDP_STATISTICS`).
+    /// that finds it full is dropped (`rx_ring_full` in `XDP_STATISTICS`), or in zero-copy
+    /// mode with `need_wakeup` left on the NIC's ring: the driver stops its rx clean (i40e,
+    /// ice, ixgbe since Linux 5.19) and the NIC drops what its ring cannot hold.
     #[serde(default = "default_xsk_ring")]
     #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
     pub rx_size: u32,
+    /// Frames of the umem (xdpsock's `NUM_FRAMES` = 4096); all of them start on the fill
+    /// ring, up to its size, and each goes back there once the thread has read it.
+    #[serde(default = "default_umem_frames")]
+    #[schemars(range(min = 1, max = 16777216), extend("x-quantity" = "a number of umem frames"))]
+    pub umem_frames: u32,
+    /// Entries of the umem's fill ring (xdpsock: `XSK_RING_PROD__DEFAULT_NUM_DESCS` x 2 =
+    /// 4096). The kernel takes a fill-ring frame for every frame it receives: in zero-copy
+    /// mode when the driver refills the NIC's ring (with none left the ring runs dry and the
+    /// NIC drops, `rx_missed_errors`; `rx_fill_ring_empty_descs` counts the attempts), in
+    /// copy mode when it copies (with none left the frame is dropped, `rx_dropped`).
+    #[serde(default = "default_fill_size")]
+    #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
+    pub fill_size: u32,
+    /// Entries of the socket's tx ring and of the umem's completion ring (l2fwd; xdpsock:
+    /// 2048 each). The driver sends no more than the completion ring has room for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
+    pub tx_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
+    pub comp_size: Option<u32>,
     /// Kernel time per frame to put its descriptor on the rx ring (`__xsk_rcv_zc`).
     #[serde(default)]
     pub t_xsk: Duration,
@@ -85,6 +138,15 @@ pub struct AfXdpSpec {
     pub t_copy: Duration,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_copy_per_byte: Option<TimePerByte>,
+    /// l2fwd, zero copy: the driver's time per frame it takes from the tx ring and posts
+    /// to the NIC (`xsk_tx_peek_desc`, the descriptor write), in its NAPI poll.
+    #[serde(default)]
+    pub t_xmit_zc: Duration,
+    /// l2fwd, copy mode: the kernel's time per frame the thread's kick sends
+    /// (`xsk_generic_xmit`: an skb built and copied, `dev_direct_xmit`), in the thread's
+    /// system call.
+    #[serde(default)]
+    pub t_xmit_copy: Duration,
     /// One kick system call (`sendto` / `recvfrom` / `poll`). Default 78 ns: a null system
     /// call (`getppid`), measured by `pktsim testbed probe` on a KVM guest on an Intel Xeon at
     /// 2.6 GHz, Linux 6.18 (VALIDATION.md); a kick that does work costs more.
@@ -101,6 +163,46 @@ fn default_xsk_batch() -> u32 {
 fn default_xsk_ring() -> u32 {
     2048
 }
+fn default_umem_frames() -> u32 {
+    4096
+}
+fn default_fill_size() -> u32 {
+    4096
+}
+
+/// What an AF_XDP thread does with each frame (`host.af_xdp.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XskRole {
+    /// Gives it back to the fill ring (xdpsock `-r`).
+    #[default]
+    Rxdrop,
+    /// Sends it back out on the socket's tx ring (xdpsock `-l`).
+    L2fwd,
+}
+
+/// What a zero-copy driver does with a frame that finds the socket's rx ring full, with
+/// `need_wakeup` (`host.af_xdp.rx_full`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XskRxFull {
+    /// Ends the rx clean and asks for a wake-up (i40e, ice, ixgbe since 5.19).
+    #[default]
+    Stop,
+    /// Drops it and goes on (mlx5).
+    Drop,
+}
+
+/// How an AF_XDP thread waits on an empty rx ring (`host.af_xdp.wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum XskWait {
+    /// `poll()` on the socket: the thread sleeps until `xsk_flush` wakes it.
+    #[default]
+    Poll,
+    /// A loop on the ring in user space: the thread never sleeps.
+    Spin,
+}
 
 impl Default for AfXdpSpec {
     fn default() -> Self {
@@ -108,8 +210,17 @@ impl Default for AfXdpSpec {
             zero_copy: true,
             need_wakeup: true,
             batch: default_xsk_batch(),
-            busy_poll: false,
+            busy_poll: Duration::default(),
+            wait: XskWait::Poll,
+            role: XskRole::Rxdrop,
+            rx_full: None,
             rx_size: default_xsk_ring(),
+            tx_size: None,
+            comp_size: None,
+            t_xmit_zc: Duration::default(),
+            t_xmit_copy: Duration::default(),
+            umem_frames: default_umem_frames(),
+            fill_size: default_fill_size(),
             t_xsk: Duration::default(),
             t_copy: Duration::default(),
             t_copy_per_byte: None,
@@ -463,7 +574,8 @@ pub struct Softirq {
     #[schemars(extend("x-aliases" = ["netdev_budget_usecs"]))]
     #[schemars(extend("x-linux" = "net.core.netdev_budget_usecs"))]
     pub budget_time: Duration,
-    /// Kernel tick rate (CONFIG_HZ), for the jiffy-granular time limit.
+    /// Kernel tick rate (CONFIG_HZ): the jiffy-granular time limits, and the scheduler tick,
+    /// whose interrupt runs a pending softirq on its exit.
     #[serde(default = "default_hz")]
     #[schemars(range(min = 100, max = 10000), extend("x-quantity" = "a tick rate in Hz"))]
     pub hz: u32,
@@ -1005,12 +1117,52 @@ impl HostSpec {
     fn validate_xdp(&self, origin: &str) -> Result<()> {
         if let IoSpec::AfXdp(io) = &self.io {
             let (a, x) = (&io.af_xdp, &io.xdp);
-            if !a.rx_size.is_power_of_two() {
+            for (key, n) in [
+                ("host.af_xdp.rx_size", Some(a.rx_size)),
+                ("host.af_xdp.fill_size", Some(a.fill_size)),
+                ("host.af_xdp.tx_size", a.tx_size),
+                ("host.af_xdp.comp_size", a.comp_size),
+            ] {
+                let Some(n) = n else { continue };
+                if !n.is_power_of_two() {
+                    return Err(ConfigError::new(
+                        origin,
+                        key,
+                        Some(n.to_string()),
+                        "a power of two (the kernel's rings are)",
+                    )
+                    .into());
+                }
+            }
+            let l2fwd = a.role == XskRole::L2fwd;
+            let unread: [(&str, bool, &str); 5] = [
+                ("host.af_xdp.tx_size", a.tx_size.is_some() && !l2fwd, "no key with role = \"rxdrop\": only l2fwd sends"),
+                ("host.af_xdp.comp_size", a.comp_size.is_some() && !l2fwd, "no key with role = \"rxdrop\": only l2fwd sends"),
+                (
+                    "host.af_xdp.t_xmit_zc",
+                    a.t_xmit_zc.ps > 0 && (!l2fwd || !a.zero_copy),
+                    "0 or no key unless role = \"l2fwd\" with zero_copy = true (the driver's send in its NAPI poll)",
+                ),
+                (
+                    "host.af_xdp.t_xmit_copy",
+                    a.t_xmit_copy.ps > 0 && (!l2fwd || a.zero_copy),
+                    "0 or no key unless role = \"l2fwd\" with zero_copy = false (the kick's xsk_generic_xmit)",
+                ),
+                (
+                    "host.af_xdp.rx_full",
+                    a.rx_full == Some(XskRxFull::Stop) && !(a.zero_copy && a.need_wakeup),
+                    "\"drop\" or no key unless zero_copy = true and need_wakeup = true (a copy-mode socket, or one without need_wakeup, drops a frame its full ring refuses)",
+                ),
+            ];
+            if let Some((key, _, want)) = unread.iter().find(|u| u.1) {
+                return Err(ConfigError::new(origin, *key, None, *want).into());
+            }
+            if a.zero_copy && !a.need_wakeup && self.io.poll().t_poll.ps == 0 {
                 return Err(ConfigError::new(
                     origin,
-                    "host.af_xdp.rx_size",
-                    Some(a.rx_size.to_string()),
-                    "a power of two (the kernel's rings are)",
+                    "host.t_poll",
+                    Some("\"0ns\"".into()),
+                    "a cost above 0 with zero_copy = true and need_wakeup = false: a driver short of fill-ring frames polls again at once, and a poll that costs nothing never lets time pass",
                 )
                 .into());
             }

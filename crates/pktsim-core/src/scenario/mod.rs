@@ -70,7 +70,7 @@ pub use self::host::{
     AfXdpIo, AfXdpSpec, BatchCalls, BatchedSyscallIo, BusyPollBatch, BusyPollIo, DeviceNapi, EmptyCall, GroBatch,
     HostSpec, IoModeKind, IoSpec, Irq, NapiIo, NetRxAction, Poll, Rings, ServerIo, ServiceDist, Softirq, SoftirqRun,
     StackSpec, StrategyKind, StrategySpec, SyscallBatch, ThreadPolicy, ThreadSpec, ThreadedNapiIo, TxLock, Wakeup,
-    XdpAction, XdpIo, XdpMode, XdpSpec,
+    XdpAction, XdpIo, XdpMode, XdpSpec, XskRole, XskRxFull, XskWait,
 };
 pub use self::idle::{deepest_within, halt_state, Governor, Idle, IdleState, IdleTable, ResolvedState};
 pub use self::link::{line_rate_pps, Link};

@@ -646,6 +646,27 @@ impl Nic {
         }
     }
 
+    /// [`Nic::refill`] for a zero-copy AF_XDP ring, whose buffers come from the umem's fill
+    /// ring: where it holds at least `min_batch` descriptors, ring `r` gets back as many as
+    /// `fill` has frames for (taken from it). True if some stay unposted for want of frames.
+    #[inline(never)]
+    pub fn refill_from(&mut self, r: usize, t: Instant, min_batch: u32, fill: &mut u32, stats: &mut Stats) -> bool {
+        let held = self.rx[r].unrefilled();
+        if held == 0 || held < min_batch {
+            return false;
+        }
+        self.advance_ring_before_inline(r, t, stats);
+        let n = self.rx[r].refill_n(*fill);
+        *fill -= n;
+        n < held
+    }
+
+    /// Ring `r` starts with `n` of its free descriptors unposted (a zero-copy ring whose fill
+    /// ring had fewer frames than the ring has descriptors).
+    pub fn withhold(&mut self, r: usize, n: u32) {
+        self.rx[r].withhold(n);
+    }
+
     /// [`Nic::refill`]'s work for a larger batch, where there are descriptors to give back.
     #[inline(never)]
     fn give_back(&mut self, r: usize, t: Instant, stats: &mut Stats) {

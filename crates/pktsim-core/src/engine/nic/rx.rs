@@ -229,6 +229,24 @@ impl RxRing {
         self.unrefilled = 0;
     }
 
+    /// Give back `n` of the taken descriptors (at most those held): a zero-copy driver
+    /// posts only as many as it found buffers for (`xsk_buff_alloc_batch`).
+    #[inline]
+    pub(super) fn refill_n(&mut self, n: u32) -> u32 {
+        let n = n.min(self.unrefilled);
+        self.hw_avail += n;
+        self.unrefilled -= n;
+        n
+    }
+
+    /// Take `n` free descriptors back from the NIC (at most those free), unposted: a
+    /// zero-copy ring starts with as many buffers as the fill ring gave it.
+    pub(super) fn withhold(&mut self, n: u32) {
+        let n = n.min(self.hw_avail);
+        self.hw_avail -= n;
+        self.unrefilled += n;
+    }
+
     pub(super) fn set_armed(&mut self, armed: bool) {
         self.wake = armed;
     }

@@ -74,6 +74,15 @@ impl TxRing {
         self.in_flight.len()
     }
 
+    /// Descriptors free to post now (the driver keeps one free), with nothing in the
+    /// qdisc.
+    pub fn room(&self) -> u32 {
+        if !self.qdisc.is_empty() {
+            return 0;
+        }
+        (self.size as usize).saturating_sub(self.in_flight.len() + 1) as u32
+    }
+
     /// Frames waiting in the qdisc.
     pub fn queued(&self) -> usize {
         self.qdisc.len()

@@ -209,6 +209,18 @@ impl Nic {
         self.vectors[v].irq.set(queue, at, Key::Irq(v as u32));
     }
 
+    /// The driver triggers vector `v`'s interrupt itself at `t` (`i40e_force_wb`,
+    /// `ice_trigger_sw_intr`, for an AF_XDP socket's kick: `ndo_xsk_wakeup`): an armed
+    /// vector fires at once, whatever its throttle. False for a masked one (its interrupt
+    /// is on its way, or its NAPI is being polled or deferred: the host sees to it).
+    pub fn software_interrupt(&mut self, v: usize, t: Instant, queue: &mut EventQueue) -> bool {
+        if !self.vectors[v].armed {
+            return false;
+        }
+        self.schedule_irq(v, t, queue);
+        true
+    }
+
     /// Vector `v` masked, its interrupt to fire at `at` (scheduled by the caller, or fired
     /// by the host itself): no cause schedules another, its ring wakes nobody.
     #[inline]

@@ -176,6 +176,9 @@ impl Napi {
                 tx_complete: tx_.2,
                 rx_done: rx_.0,
                 rx_bytes: rx_.1,
+                short: false,
+                xsk_sent: false,
+                tx_reported: 0,
             };
             // The hard IRQ handler; its napi_schedule raises the softirq, which runs next
             // and polls its only NAPI. (A second poll has neither.)

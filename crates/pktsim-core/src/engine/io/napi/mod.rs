@@ -105,6 +105,9 @@ pub enum Work {
     TxLock(usize),
     /// Posting the poll's bulk of XDP_TX / redirected frames (one doorbell).
     XdpFlush,
+    /// Zero-copy AF_XDP l2fwd: sending that many frames of the socket's tx ring on a tx
+    /// queue (`i40e_xmit_zc`: the descriptors, one doorbell).
+    XskXmit(usize, u32),
     /// A NAPI thread's wake-up: switching in, the thread loop (threaded NAPI).
     Wakeup,
     /// The application thread's work (`[app]`).
@@ -121,9 +124,9 @@ impl Work {
             Work::TxClean(_) => Activity::TxClean,
             Work::RxPacket(..) => Activity::RxClean,
             Work::TxLock(..) => Activity::TxLock,
-            Work::XdpFlush => Activity::Io,
+            Work::XdpFlush | Work::XskXmit(..) => Activity::Io,
             Work::Wakeup | Work::App(app::Step::Wakeup) => Activity::Wakeup,
-            Work::BusySpin => Activity::Spin,
+            Work::BusySpin | Work::App(app::Step::Spin) => Activity::Spin,
             Work::App(_) => Activity::App,
         }
     }
@@ -154,6 +157,11 @@ struct Poll {
     tx_complete: bool,
     rx_done: u32,
     rx_bytes: u64,
+    /// Zero-copy AF_XDP: a refill came up short without `need_wakeup` (the poll reports
+    /// its whole budget), the tx ring was sent from, the completions passed on so far.
+    short: bool,
+    xsk_sent: bool,
+    tx_reported: u32,
 }
 
 impl Poll {
@@ -171,6 +179,9 @@ impl Poll {
             tx_complete: true,
             rx_done: 0,
             rx_bytes: 0,
+            short: false,
+            xsk_sent: false,
+            tx_reported: 0,
         }
     }
 }
@@ -217,6 +228,9 @@ struct Core {
     thread: Option<usize>,
     /// Units run inline by `next` (for the stop flag, see `Napi::inline_fits`).
     inline_units: u32,
+    /// The next scheduler tick that would find the application running, once the tick has
+    /// a softirq to run ([`Napi::tick`]).
+    tick_next: Option<Instant>,
 }
 
 /// One `__do_softirq` (kernel/softirq.c): its `net_rx_action` passes so far, when it began
@@ -263,6 +277,9 @@ struct NapiInstance {
     wake: Timer,
     /// An application's busy poll has it (`NAPI_STATE_IN_BUSY_POLL`).
     busy_owned: bool,
+    /// A schedule came while it was being polled (`NAPI_STATE_MISSED`, an AF_XDP kick):
+    /// its completion schedules it again.
+    missed: bool,
 }
 
 /// NAPI and driver limits.
@@ -338,6 +355,14 @@ pub struct Napi {
     fair_threads: bool,
     thread_entity: Vec<usize>,
     entity_vector: Vec<Vec<usize>>,
+    /// Zero-copy AF_XDP: the rings refill from the socket's fill ring, and the driver's
+    /// time per frame it sends from the socket's tx ring (l2fwd).
+    xsk_zc: bool,
+    t_xmit_zc: Span,
+    /// Zero copy with a driver that stops at a full rx ring: the ring's size.
+    xsk_stop: Option<u64>,
+    /// An AF_XDP l2fwd thread sends through the NAPI's tx queues.
+    xsk_l2fwd: bool,
 }
 
 impl Napi {
@@ -399,6 +424,10 @@ impl Napi {
             fair_threads: false,
             thread_entity: Vec::new(),
             entity_vector: Vec::new(),
+            xsk_zc: false,
+            t_xmit_zc: Span::ZERO,
+            xsk_stop: None,
+            xsk_l2fwd: false,
         }
     }
 
@@ -415,6 +444,7 @@ impl IoMode for Napi {
         for v in 0..self.napi.len() {
             ctx.nic.arm_vector(v, Instant::ZERO, ctx.queue);
         }
+        self.xsk_start(ctx);
     }
 
     fn on_timer(&mut self, key: Key, gen: u32, ctx: &mut Ctx) {

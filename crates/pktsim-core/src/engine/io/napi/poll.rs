@@ -78,6 +78,13 @@ impl Napi {
                         self.tx_cleaned(c, q, *t, ctx);
                     }
                 }
+                if let (Some(q), true) = (layout.1, self.xsk_l2fwd) {
+                    // AF_XDP l2fwd: completions onto the completion ring, then (zero copy)
+                    // the socket's tx ring sent.
+                    if let Some(work) = self.xsk_tx(c, q, ctx) {
+                        return Some(work);
+                    }
+                }
                 let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
                 poll.phase = Phase::Rx;
             }
@@ -128,7 +135,14 @@ impl Napi {
                             break;
                         }
                         // Descriptors go back in batches at the top of each iteration.
-                        ctx.nic.refill(r, *t, self.p.refill_batch, ctx.stats);
+                        if self.xsk_zc {
+                            if !self.xsk_rx_refill(c, r, *t, self.p.refill_batch, ctx) {
+                                break;
+                            }
+                        } else {
+                            ctx.nic.refill(r, *t, self.p.refill_batch, ctx.stats);
+                        }
+                        let core = &mut self.cores[c];
                         if ctx.nic.take(r, *t, ctx.stats, &mut core.frame) == 0 {
                             break;
                         }
@@ -147,7 +161,11 @@ impl Napi {
                         }
                     }
                     if self.p.refill_at_poll_end {
-                        ctx.nic.refill(r, *t, 1, ctx.stats);
+                        if self.xsk_zc {
+                            self.xsk_rx_refill(c, r, *t, 1, ctx);
+                        } else {
+                            ctx.nic.refill(r, *t, 1, ctx.stats);
+                        }
                     }
                 }
                 let poll = self.cores[c].poll.as_mut().unwrap_or_else(|| unreachable!("in a poll"));
@@ -173,7 +191,7 @@ impl Napi {
         ep.rx_bytes += poll.rx_bytes;
         ep.tx_packets += poll.tx_done as u64;
         ep.tx_bytes += poll.tx_bytes;
-        let full = poll.rx_done >= poll.weight || !poll.tx_complete;
+        let full = poll.rx_done >= poll.weight || !poll.tx_complete || poll.short;
         match poll.kind {
             // In a busy-poll loop napi_complete_done does nothing: the poller keeps it.
             PollKind::Busy => return,
@@ -233,6 +251,12 @@ impl Napi {
         if !incomplete {
             let inst = &mut self.napi[v];
             inst.scheduled = false;
+            // A kick while it was polled (NAPI_STATE_MISSED): napi_complete_done schedules
+            // it again.
+            if std::mem::take(&mut inst.missed) {
+                self.napi_schedule(c, v, t, ctx);
+                return;
+            }
             // napi_complete_done: work reloads the deferral count; while it lasts, the
             // vector stays masked and the timer polls again (the episode goes on).
             if poll.rx_done > 0 {

@@ -95,6 +95,9 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         wake_latency_ps: a.wake_latency.ps as f64,
         t_wakeup_ps: a.t_wakeup.ps as f64,
         busy_poll_ps: crate::engine::app::AppParams::of(sc).map_or(0.0, |p| p.busy.ps() as f64),
+        spin: false,
+        back_pressure_ps: None,
+        kick_per_sleep_ps: None,
     });
     if let Some(a) = &app {
         notes.clear();

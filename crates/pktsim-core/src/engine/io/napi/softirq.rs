@@ -138,9 +138,41 @@ impl Napi {
         }
         let inline = !core.ksoftirqd || (invoke && self.p.softirq_run == SoftirqRun::Inline);
         if inline {
+            self.cores[c].tick_next = None;
             self.cores[c].bh = Some(Bh { passes: 0, start: t, ksoftirqd: false });
         }
         inline
+    }
+
+    /// The scheduler tick's interrupt on core `c` while the application thread ran, seen at
+    /// its step at `t` (the first in a jiffy after a step in the one before, with no
+    /// softirq or ksoftirqd between): its exit (`irq_exit`, `invoke_softirq`) runs a
+    /// pending softirq, where ksoftirqd is runnable and has not had the core yet, with
+    /// `host.softirq = "inline"` (with "defer", `ksoftirqd_running()` leaves it the work).
+    /// True if the softirq runs now.
+    #[inline(always)]
+    fn tick(&mut self, c: usize, t: Instant) -> bool {
+        let core = &mut self.cores[c];
+        // Only a pending softirq that ksoftirqd holds (with "inline") is the tick's to
+        // run; until then nothing is followed. (A tick while other work had the core found
+        // it in softirq context or in ksoftirqd: it ran nothing.)
+        if !core.ksoftirqd || !core.softirq_pending || self.p.softirq_run != SoftirqRun::Inline {
+            core.tick_next = None;
+            return false;
+        }
+        let ran = core.last_task == Some(APP);
+        match core.tick_next {
+            Some(next) if ran && t < next => false,
+            next => {
+                let tick = ran && next.is_some();
+                // (The jiffy's start is kept: no division while t stays in it.)
+                let after = self.jiffy_start(t) + self.jiffy;
+                let core = &mut self.cores[c];
+                core.tick_next = Some(after);
+                core.invoke |= tick;
+                tick
+            }
+        }
     }
 
     /// `need_resched()` on core `c`: a task waits for the core and the one that had it used
@@ -249,6 +281,7 @@ impl Napi {
                 }
             }
             if core.softirq_pending {
+                self.cores[c].tick_next = None;
                 self.cores[c].bh = Some(Bh { passes: 0, start: t, ksoftirqd: true });
             } else {
                 // run_ksoftirqd finds nothing pending: ksoftirqd sleeps.
@@ -256,6 +289,9 @@ impl Napi {
                 core.fair.block(KSOFTIRQD);
                 core.last_task = None;
             }
+            return ControlFlow::Continue(());
+        }
+        if self.tick(c, t) {
             return ControlFlow::Continue(());
         }
         let next = self.app_next(c, t, ctx);
@@ -363,7 +399,11 @@ impl Units for Napi {
                         }
                     }
                 }
+                if step == app::Step::Kick {
+                    self.xsk_kicked(thread, t, ctx);
+                }
             }
+            Work::XskXmit(q, n) => self.xsk_xmit(c, q, n, t, ctx),
             Work::TxClean(q) => self.tx_cleaned(c, q, t, ctx),
             Work::RxPacket(r) => self.rx_cleaned(c, r, t, ctx),
             Work::TxLock(q) => ctx.nic.xmit(q, &self.cores[c].frame, t, false, ctx.queue, ctx.stats),
