@@ -248,32 +248,30 @@ pub(super) fn validate(
             )
             .into());
         }
-        if io.af_xdp.wait == crate::scenario::XskWait::Spin && !busy && app.t_call.ps == 0 {
-            return Err(ConfigError::new(
+        // A loop that costs nothing never lets time pass: each that can loop has a cost.
+        let zero = |key: &str, why: &str| -> Result<()> {
+            Err(ConfigError::new(
                 origin,
-                "app.t_call",
+                key,
                 Some("\"0ns\"".into()),
-                "a cost above 0 with host.af_xdp.wait = \"spin\": each empty look at the ring costs app.t_call, and a loop that costs nothing never lets time pass",
+                format!("a cost above 0 {why}, and a loop that costs nothing never lets time pass"),
             )
-            .into());
+            .into())
+        };
+        if io.af_xdp.wait == crate::scenario::XskWait::Spin && !busy && app.t_call.ps == 0 {
+            return zero(
+                "app.t_call",
+                "with host.af_xdp.wait = \"spin\": each empty look at the ring costs app.t_call",
+            );
         }
         if io.af_xdp.role == crate::scenario::XskRole::L2fwd && app.t_call.ps == 0 && io.af_xdp.t_syscall.ps == 0 {
-            return Err(ConfigError::new(
-                origin,
+            return zero(
                 "app.t_call",
-                Some("\"0ns\"".into()),
-                "a cost above 0 (or host.af_xdp.t_syscall above 0) with role = \"l2fwd\": a thread whose tx ring is full kicks and looks again, and a loop that costs nothing never lets time pass",
-            )
-            .into());
+                "(or host.af_xdp.t_syscall above 0) with role = \"l2fwd\": a thread whose tx ring is full kicks and looks again",
+            );
         }
         if busy && io.napi.poll.t_poll.ps == 0 {
-            return Err(ConfigError::new(
-                origin,
-                "host.t_poll",
-                Some("\"0ns\"".into()),
-                "a cost above 0 with host.af_xdp.busy_poll: a busy-poll loop that costs nothing never lets time pass",
-            )
-            .into());
+            return zero("host.t_poll", "with host.af_xdp.busy_poll: the thread's busy polls");
         }
         return Ok(());
     }
