@@ -109,6 +109,11 @@ fn a_flag_stops_threaded_napi_xdp_and_af_xdp_runs_within_100ms() {
             "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[host]\nio = \"af-xdp\"\nt_irq = \"100ns\"\nt_poll = \"20ns\"\n[host.xdp]\naction = \"redirect\"\nt_driver = \"5ns\"\nt_prog = \"2ns\"\nt_flush = \"20ns\"\n[host.af_xdp]\nzero_copy = true\nneed_wakeup = true\nbatch = 64\nrx_size = 2048\nt_xsk = \"2ns\"\nt_syscall = \"100ns\"\n[app]\nt_packet = \"2ns\"\nt_call = \"20ns\"\ncore = \"same\"\nwake_latency = \"1us\"\nt_wakeup = \"100ns\"",
             "150Mpps",
         ),
+        (
+            "af-xdp, a spinning thread of its own",
+            "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[host]\nio = \"af-xdp\"\nt_irq = \"100ns\"\nt_poll = \"20ns\"\n[host.xdp]\naction = \"redirect\"\nt_driver = \"5ns\"\nt_prog = \"2ns\"\nt_flush = \"20ns\"\n[host.af_xdp]\nwait = \"spin\"\nt_xsk = \"2ns\"\n[app]\nt_packet = \"2ns\"\nt_call = \"20ns\"\ncore = \"other\"",
+            "1Mpps",
+        ),
     ];
     for (name, host, rate) in hosts {
         let toml = format!("[cpu]\nfrequency = \"3.3GHz\"\n[link]\nrate = \"1Tbit/s\"\n[traffic]\nrate = \"{rate}\"\nsize = \"64B\"\n{host}\n[measure]\nwarmup = \"0s\"\nduration = \"100s\"\n");

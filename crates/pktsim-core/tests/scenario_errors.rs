@@ -523,9 +523,15 @@ fn an_af_xdp_socket_is_refused_what_it_cannot_be() {
         ),
         (&[("host.af_xdp.wait", "spin"), ("app.t_call", "0ns")], &["app.t_call", "spin"]),
         (
-            &[("host.af_xdp.role", "l2fwd"), ("app.t_call", "0ns"), ("host.af_xdp.t_syscall", "0ns")],
+            &[
+                ("host.af_xdp.role", "l2fwd"),
+                ("host.af_xdp.t_xmit_zc", "20ns"),
+                ("app.t_call", "0ns"),
+                ("host.af_xdp.t_syscall", "0ns"),
+            ],
             &["app.t_call", "l2fwd"],
         ),
+        (&[("host.af_xdp.role", "l2fwd")], &["host.af_xdp.t_xmit_zc", "no measured default"]),
         (&[("host.af_xdp.need_wakeup", "false"), ("host.t_poll", "0ns")], &["host.t_poll", "need_wakeup"]),
     ];
     for (extra, parts) in cases {

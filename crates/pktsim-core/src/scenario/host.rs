@@ -139,14 +139,15 @@ pub struct AfXdpSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_copy_per_byte: Option<TimePerByte>,
     /// l2fwd, zero copy: the driver's time per frame it takes from the tx ring and posts
-    /// to the NIC (`xsk_tx_peek_desc`, the descriptor write), in its NAPI poll.
-    #[serde(default)]
-    pub t_xmit_zc: Duration,
+    /// to the NIC (`xsk_tx_peek_desc`, the descriptor write), in its NAPI poll. Required
+    /// there: pktsim has no measured default for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_xmit_zc: Option<Duration>,
     /// l2fwd, copy mode: the kernel's time per frame the thread's kick sends
     /// (`xsk_generic_xmit`: an skb built and copied, `dev_direct_xmit`), in the thread's
-    /// system call.
-    #[serde(default)]
-    pub t_xmit_copy: Duration,
+    /// system call. Required there: pktsim has no measured default for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t_xmit_copy: Option<Duration>,
     /// One kick system call (`sendto` / `recvfrom` / `poll`). Default 78 ns: a null system
     /// call (`getppid`), measured by `pktsim testbed probe` on a KVM guest on an Intel Xeon at
     /// 2.6 GHz, Linux 6.18 (VALIDATION.md); a kick that does work costs more.
@@ -217,8 +218,8 @@ impl Default for AfXdpSpec {
             rx_size: default_xsk_ring(),
             tx_size: None,
             comp_size: None,
-            t_xmit_zc: Duration::default(),
-            t_xmit_copy: Duration::default(),
+            t_xmit_zc: None,
+            t_xmit_copy: None,
             umem_frames: default_umem_frames(),
             fill_size: default_fill_size(),
             t_xsk: Duration::default(),
@@ -1140,13 +1141,13 @@ impl HostSpec {
                 ("host.af_xdp.comp_size", a.comp_size.is_some() && !l2fwd, "no key with role = \"rxdrop\": only l2fwd sends"),
                 (
                     "host.af_xdp.t_xmit_zc",
-                    a.t_xmit_zc.ps > 0 && (!l2fwd || !a.zero_copy),
-                    "0 or no key unless role = \"l2fwd\" with zero_copy = true (the driver's send in its NAPI poll)",
+                    a.t_xmit_zc.is_some() && (!l2fwd || !a.zero_copy),
+                    "no key unless role = \"l2fwd\" with zero_copy = true (the driver's send in its NAPI poll)",
                 ),
                 (
                     "host.af_xdp.t_xmit_copy",
-                    a.t_xmit_copy.ps > 0 && (!l2fwd || a.zero_copy),
-                    "0 or no key unless role = \"l2fwd\" with zero_copy = false (the kick's xsk_generic_xmit)",
+                    a.t_xmit_copy.is_some() && (!l2fwd || a.zero_copy),
+                    "no key unless role = \"l2fwd\" with zero_copy = false (the kick's xsk_generic_xmit)",
                 ),
                 (
                     "host.af_xdp.rx_full",
@@ -1156,6 +1157,22 @@ impl HostSpec {
             ];
             if let Some((key, _, want)) = unread.iter().find(|u| u.1) {
                 return Err(ConfigError::new(origin, *key, None, *want).into());
+            }
+            // l2fwd's send has no built-in cost: no measurement of it is at hand, and it
+            // is not left to a silent 0.
+            let send = if a.zero_copy {
+                ("host.af_xdp.t_xmit_zc", a.t_xmit_zc)
+            } else {
+                ("host.af_xdp.t_xmit_copy", a.t_xmit_copy)
+            };
+            if l2fwd && send.1.is_none() {
+                return Err(ConfigError::new(
+                    origin,
+                    send.0,
+                    None,
+                    "a time per frame sent with role = \"l2fwd\" (e.g. \"20ns\"; \"0ns\" leaves it out): pktsim has no measured default for it",
+                )
+                .into());
             }
             if a.zero_copy && !a.need_wakeup && self.io.poll().t_poll.ps == 0 {
                 return Err(ConfigError::new(

@@ -111,7 +111,7 @@ pub fn xsk_params(x: &AfXdpSpec) -> XskParams {
         tx_size: x.tx_size.unwrap_or(DEFAULT_RING),
         comp_size: x.comp_size.unwrap_or(DEFAULT_RING),
         l2fwd: x.role == XskRole::L2fwd,
-        t_xmit_copy: x.t_xmit_copy.into(),
+        t_xmit_copy: x.t_xmit_copy.unwrap_or_default().into(),
     }
 }
 
@@ -166,7 +166,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
     // in its poll; either way the completion's tx clean on the NAPI's core.
     m.tx_clean_ps = if l2fwd { costs.t_clean.ps() as f64 } else { 0.0 };
     if l2fwd && x.zero_copy {
-        m.terms.push(crate::price::IoCost::per_frame("xsk xmit", x.t_xmit_zc.ps as f64));
+        m.terms.push(crate::price::IoCost::per_frame("xsk xmit", x.t_xmit_zc.unwrap_or_default().ps as f64));
     }
     m.tx_lock = false;
     m.notes.clear();
@@ -175,7 +175,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
     m.app = p.map(|p| {
         // A copy-mode l2fwd thread sends in its kicks, COPY_TX_BATCH frames each.
         let send_ps = if l2fwd && !x.zero_copy {
-            x.t_xmit_copy.ps as f64 + x.t_syscall.ps as f64 / COPY_TX_BATCH as f64
+            x.t_xmit_copy.unwrap_or_default().ps as f64 + x.t_syscall.ps as f64 / COPY_TX_BATCH as f64
         } else {
             0.0
         };

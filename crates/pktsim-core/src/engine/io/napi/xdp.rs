@@ -27,7 +27,7 @@ impl Napi {
         let mut napi = Napi { xdp: Some(Xdp::to_xsk(sc)), ..Self::new(sc, topo) };
         napi.p.busy_poll_budget = x.batch;
         napi.p.prefer_busy_poll = x.busy_poll.ps > 0;
-        napi.t_xmit_zc = x.t_xmit_zc.into();
+        napi.t_xmit_zc = x.t_xmit_zc.unwrap_or_default().into();
         let napi = napi.with_app(crate::engine::io::af_xdp::app_params(sc));
         let xsk = napi.app.as_ref().and_then(|a| a.params().xsk);
         Napi {
