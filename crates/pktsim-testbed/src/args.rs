@@ -25,6 +25,8 @@ pub const MAX_SINK_BATCH: usize = 1024;
 pub const MAX_RATE_PPS: f64 = 1e9;
 /// Highest CPU number `--cpu` accepts (the size of the kernel's CPU set, minus one).
 pub const MAX_CPU: usize = 1023;
+/// Most process ids `softirq --tasks` takes.
+pub const MAX_TASKS: usize = 4;
 
 /// Top-level usage text.
 pub const USAGE: &str = "\
@@ -40,10 +42,14 @@ usage:
                                                           forward between two AF_XDP sockets
   pktsim-tb probe --cpu N --duration-ms MS [options]     gaps an idle spinning thread sees
   pktsim-tb wake --cpu N --from-cpu M [options]           what waking a thread on N costs
+  pktsim-tb udprecv --port P --duration-ms MS [options]   receive probes on a UDP socket
+  pktsim-tb softirq --cpu N --duration-ms MS [options]   NET_RX softirq and IPI time on N
   pktsim-tb version                                       print the version
-  pktsim-tb [gen|sink|xdp|xskfwd|probe|wake] --help            print usage
+  pktsim-tb spin --cpu N --duration-ms MS                 time what else takes a CPU
+  pktsim-tb [gen|sink|xdp|xskfwd|probe|wake|udprecv|softirq|spin] --help
+                                                          print usage
 
-Both subcommands print one JSON object on stdout when they stop.
+Each subcommand prints one JSON object on stdout when it stops.
 Exit status: 0 done, 1 system call failed, 2 usage error.
 
 environment:
@@ -214,6 +220,84 @@ Prints one JSON object: syscall_ns, switch_ns, warm_work_ns, halting and awake (
 per gap: gap_ns, n, wake_latency_ns, work_ns and refill_ns {p10, p50, p90}), interrupted.
 ";
 
+/// Usage text of `pktsim-tb udprecv`.
+pub const UDPRECV_USAGE: &str = "\
+usage: pktsim-tb udprecv --port P --duration-ms MS [options]
+
+The application of a shared-core experiment: receives the probes of `pktsim-tb gen` on a
+UDP socket (AF_INET, bound to 0.0.0.0:P) in batches (recvmmsg) and measures their
+application latency (CLOCK_MONOTONIC after recvmmsg - tx_mono_ns). After each datagram
+it does a fixed amount of CPU work, --work-loops turns of an empty loop: the
+application's cost per datagram, in CPU time (an interruption does not shorten it).
+
+required:
+  --port P             UDP port to receive on, 1..=65535 (gen sends to 9001)
+  --duration-ms MS     hard stop MS milliseconds after the socket is bound, at most 600000
+                       (a --hold-ms counts in it)
+
+options:
+  --idle-ms MS         after the first probe, stop when none arrived for MS ms [500]
+  --run-id N           count only probes of this run id; others are 'foreign' [0]
+  --batch N            datagrams per recvmmsg call, 1..=1024 [64]
+  --cpu N              pin to CPU N
+  --rcvbuf BYTES       receive buffer, 1..=1073741824 (SO_RCVBUFFORCE, else SO_RCVBUF,
+                       which rmem_max caps; the kernel doubles it) [the kernel's default]
+  --work-loops N       after each datagram, N turns of an empty loop, 0..=10000000 [0]
+  --hold-ms H          once bound, read nothing for H ms, 0..=10000 [0]; then note the
+                       receive queue's memory (SO_MEMINFO) and drain the queue (those
+                       datagrams are counted in held, not as received; traffic that goes
+                       on during the drain is drained too: frames_sent_before counts the
+                       probes sent before the memory was noted)
+  --poll-us US         do not block in recvmmsg: sleep on a timer of US microseconds,
+                       1..=100000, then drain the socket without waiting until it is
+                       empty (no wake-up by the stack, on this CPU or another) [0: block]
+  --ready-file PATH    create PATH once the socket is bound
+
+Stops at --duration-ms, after --idle-ms of silence, or on SIGINT/SIGTERM, then prints
+one JSON object: received, foreign, calls (recvmmsg calls that returned datagrams),
+empty_calls and sleeps (--poll-us: the calls that found the socket empty, the timer's
+wake-ups), first_rx_mono_ns, last_rx_mono_ns, latency_app_ns, rcvbuf_bytes (effective SO_RCVBUF),
+ns_per_work_loop (measured at startup; null without --work-loops), work_loops, held
+({rmem_alloc_bytes, frames, frames_sent_before, rcvbuf_bytes} after --hold-ms, else
+null), interrupted.
+";
+
+/// Usage text of `pktsim-tb softirq`.
+pub const SOFTIRQ_USAGE: &str = "\
+usage: pktsim-tb softirq --cpu N --duration-ms MS [options]
+
+Measures the time CPU N spends in NET_RX softirqs and in call-function-single IPIs (the
+interrupt through which RPS hands frames to a remote CPU), exactly: eBPF programs
+(assembled in pktsim-tb, loaded with bpf(2)) on the tracepoints irq:softirq_entry/exit
+and irq_vectors:call_function_single_entry/exit read the clock at entry and add the span
+at exit. NET_RX time is split by the task the softirq ran on: the idle task (an
+interrupt on an idle CPU), ksoftirqd (--ksoftirqd-pid), each of --tasks, or any other
+task (an interrupt on a busy CPU, or a task re-enabling bottom halves). A program on
+sched:sched_switch times what each of these ran on CPU N, from the switch to it to the
+switch away from it (interrupts and softirqs included), without /proc's accounting.
+
+required:
+  --cpu N              the CPU to measure
+  --duration-ms MS     stop after MS milliseconds, at most 600000
+
+options:
+  --ksoftirqd-pid PID  the process id of ksoftirqd/N, 1..=4194304 (without it, no time is
+                       ksoftirqd's: it counts as a task's)
+  --tasks PID[,PID...] 1 to 4 distinct process ids (thread ids), each 1..=4194304 and not
+                       --ksoftirqd-pid's, timed each on its own (else as other tasks)
+  --ready-file PATH    create PATH once the programs are attached and counting
+
+Stops at --duration-ms or on SIGINT/SIGTERM, then prints one JSON object: cpu,
+ksoftirqd_pid, window_ns, net_rx {idle, ksoftirqd, task (every task but the idle task
+and ksoftirqd), other (each {ns, count}), tasks [{pid, ns, count} per --tasks pid], ns,
+count}, ipi {ns, count} (null where the kernel has no call_function_single
+tracepoints), oncpu {idle, ksoftirqd (null without --ksoftirqd-pid), other (each {ns,
+switches}), tasks [{pid, ns, switches} per --tasks pid]} (null where the kernel has no
+sched_switch tracepoint; switches: times switched out; the task running when the
+programs were attached and the one running at the end are not counted for those
+spans), interrupted.
+";
+
 /// A usage error: what was wrong with the command line. Exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError {
@@ -241,6 +325,68 @@ pub enum Command {
     XskFwd(XskFwdArgs),
     Probe(ProbeArgs),
     Wake(WakeArgs),
+    UdpRecv(UdpRecvArgs),
+    Spin(SpinArgs),
+    Softirq(SoftirqArgs),
+}
+
+/// Settings of `pktsim-tb spin`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpinArgs {
+    pub cpu: usize,
+    pub duration_ns: u64,
+    pub ready_file: Option<PathBuf>,
+}
+
+/// Usage text of `pktsim-tb spin`.
+pub const SPIN_USAGE: &str = "\
+usage: pktsim-tb spin --cpu N --duration-ms MS [--ready-file PATH]
+
+Times what everything else takes from CPU N by what is left: a SCHED_IDLE thread pinned
+to it turns an empty loop whenever nothing else wants the CPU (it never lets the CPU
+halt), and the time it did not get is the rest's, interrupts and softirqs with their
+entry and exit included. One turn is timed at startup (the fastest of a few runs).
+
+required:
+  --cpu N              the CPU, 0..=1023
+  --duration-ms MS     stop after MS milliseconds, at most 600000
+
+options:
+  --ready-file PATH    create PATH once it spins
+
+Stops at --duration-ms or on SIGINT/SIGTERM, then prints one JSON object: cpu, window_ns,
+turns, ns_per_turn, work_ns (turns x ns_per_turn), taken_ns (window_ns - work_ns),
+interrupted.
+";
+
+/// Settings of `pktsim-tb udprecv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UdpRecvArgs {
+    pub port: u16,
+    pub duration_ns: u64,
+    pub idle_ns: u64,
+    pub cpu: Option<usize>,
+    pub batch: usize,
+    pub run_id: u32,
+    pub ready_file: Option<PathBuf>,
+    /// Requested SO_RCVBUF; None leaves the kernel's default.
+    pub rcvbuf: Option<u32>,
+    pub work_loops: u32,
+    /// Time to read nothing once bound; 0 for none.
+    pub hold_ns: u64,
+    /// Sleep on a timer of this period and drain without waiting; 0: block in recvmmsg.
+    pub poll_ns: u64,
+}
+
+/// Settings of `pktsim-tb softirq`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SoftirqArgs {
+    pub cpu: usize,
+    pub duration_ns: u64,
+    pub ksoftirqd_pid: Option<u32>,
+    /// Tasks timed each on its own: 0 to [`MAX_TASKS`] distinct pids, not ksoftirqd's.
+    pub tasks: Vec<u32>,
+    pub ready_file: Option<PathBuf>,
 }
 
 /// Settings of `pktsim-tb wake`.
@@ -360,7 +506,7 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
     let Some(first) = argv.first() else {
         return Err(UsageError {
             subcommand: None,
-            message: "missing subcommand (gen, sink, xdp, xskfwd, probe, wake, version)".into(),
+            message: "missing subcommand (gen, sink, xdp, xskfwd, probe, wake, udprecv, softirq, spin, version)".into(),
         });
     };
     let rest = &argv[1..];
@@ -381,10 +527,13 @@ pub fn parse(argv: &[String]) -> Result<Command, UsageError> {
         "xskfwd" => parse_xskfwd(rest),
         "probe" => parse_probe(rest),
         "wake" => parse_wake(rest),
+        "udprecv" => parse_udprecv(rest),
+        "spin" => parse_spin(rest),
+        "softirq" => parse_softirq(rest),
         other => Err(UsageError {
             subcommand: None,
             message: format!(
-                "unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd, probe, wake or version)"
+                "unknown subcommand \"{other}\" (expected gen, sink, xdp, xskfwd, probe, wake, udprecv, softirq, spin or version)"
             ),
         }),
     }
@@ -605,6 +754,103 @@ fn parse_sink(argv: &[String]) -> Result<Command, UsageError> {
         batch: flags
             .optional(SINK_BATCH, |s| parse_int::<usize>(s).filter(|n| (1..=MAX_SINK_BATCH).contains(n)))?
             .unwrap_or(64),
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+    }))
+}
+
+const PORT: (&str, &str) = ("--port", "a UDP port from 1 to 65535");
+const RCVBUF: (&str, &str) = ("--rcvbuf", "a receive buffer size in bytes from 1 to 1073741824");
+const WORK_LOOPS: (&str, &str) = ("--work-loops", "a number of loop turns from 0 to 10000000");
+const READ_HOLD_MS: (&str, &str) = ("--hold-ms", "a hold time in milliseconds from 0 to 10000");
+const POLL_US: (&str, &str) = ("--poll-us", "a timer period in microseconds from 1 to 100000");
+const UDPRECV_FLAGS: &[(&str, &str)] =
+    &[PORT, DURATION_MS, IDLE_MS, CPU, SINK_BATCH, RUN_ID, READY_FILE, RCVBUF, WORK_LOOPS, READ_HOLD_MS, POLL_US];
+
+/// Largest `udprecv --rcvbuf`, in bytes.
+pub const MAX_RCVBUF: u32 = 1 << 30;
+/// Most `udprecv --work-loops`.
+pub const MAX_WORK_LOOPS: u32 = 10_000_000;
+/// Longest `udprecv --hold-ms`.
+pub const MAX_READ_HOLD_MS: u64 = 10_000;
+/// Longest timer period of `udprecv --poll-us`.
+pub const MAX_POLL_US: u64 = 100_000;
+
+const SPIN_FLAGS: &[(&str, &str)] = &[CPU, DURATION_MS, READY_FILE];
+
+fn parse_spin(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("spin", SPIN_FLAGS, argv)? else {
+        return Ok(Command::Help(SPIN_USAGE));
+    };
+    let cpu = flags.required(CPU, parse_cpu)?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    Ok(Command::Spin(SpinArgs {
+        cpu,
+        duration_ns: duration_ms * 1_000_000,
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+    }))
+}
+
+fn parse_udprecv(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("udprecv", UDPRECV_FLAGS, argv)? else {
+        return Ok(Command::Help(UDPRECV_USAGE));
+    };
+    let port = flags.required(PORT, |s| parse_int::<u16>(s).filter(|&p| p >= 1))?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    let idle_ms =
+        flags.optional(IDLE_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?.unwrap_or(500);
+    Ok(Command::UdpRecv(UdpRecvArgs {
+        port,
+        duration_ns: duration_ms * 1_000_000,
+        idle_ns: idle_ms * 1_000_000,
+        cpu: flags.optional(CPU, parse_cpu)?,
+        batch: flags
+            .optional(SINK_BATCH, |s| parse_int::<usize>(s).filter(|n| (1..=MAX_SINK_BATCH).contains(n)))?
+            .unwrap_or(64),
+        run_id: flags.optional(RUN_ID, parse_int::<u32>)?.unwrap_or(0),
+        ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
+        rcvbuf: flags.optional(RCVBUF, |s| parse_int::<u32>(s).filter(|n| (1..=MAX_RCVBUF).contains(n)))?,
+        work_loops: flags.optional(WORK_LOOPS, |s| parse_int::<u32>(s).filter(|&n| n <= MAX_WORK_LOOPS))?.unwrap_or(0),
+        hold_ns: flags.optional(READ_HOLD_MS, |s| parse_int::<u64>(s).filter(|&n| n <= MAX_READ_HOLD_MS))?.unwrap_or(0)
+            * 1_000_000,
+        poll_ns: flags
+            .optional(POLL_US, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_POLL_US).contains(n)))?
+            .unwrap_or(0)
+            * 1000,
+    }))
+}
+
+/// Highest process id Linux hands out (PID_MAX_LIMIT).
+const MAX_PID: u32 = 4_194_304;
+
+const KSOFTIRQD_PID: (&str, &str) = ("--ksoftirqd-pid", "a process id from 1 to 4194304");
+const TASKS: (&str, &str) = ("--tasks", "1 to 4 distinct comma-separated process ids, each from 1 to 4194304");
+const SOFTIRQ_FLAGS: &[(&str, &str)] = &[CPU, DURATION_MS, KSOFTIRQD_PID, TASKS, READY_FILE];
+
+fn parse_softirq(argv: &[String]) -> Result<Command, UsageError> {
+    let Some(flags) = Flags::collect("softirq", SOFTIRQ_FLAGS, argv)? else {
+        return Ok(Command::Help(SOFTIRQ_USAGE));
+    };
+    let cpu = flags.required(CPU, parse_cpu)?;
+    let duration_ms =
+        flags.required(DURATION_MS, |s| parse_int::<u64>(s).filter(|n| (1..=MAX_DURATION_MS).contains(n)))?;
+    let ksoftirqd_pid = flags.optional(KSOFTIRQD_PID, |s| parse_int::<u32>(s).filter(|n| (1..=MAX_PID).contains(n)))?;
+    let tasks = flags
+        .optional(TASKS, |s| {
+            let v: Option<Vec<u32>> =
+                s.split(',').map(|p| parse_int::<u32>(p.trim()).filter(|n| (1..=MAX_PID).contains(n))).collect();
+            v.filter(|v| (1..=MAX_TASKS).contains(&v.len()) && v.iter().enumerate().all(|(i, p)| !v[..i].contains(p)))
+        })?
+        .unwrap_or_default();
+    if let Some(pid) = ksoftirqd_pid.filter(|p| tasks.contains(p)) {
+        return Err(flags.error(format!("--tasks: {pid} is --ksoftirqd-pid, timed as ksoftirqd already")));
+    }
+    Ok(Command::Softirq(SoftirqArgs {
+        cpu,
+        duration_ns: duration_ms * 1_000_000,
+        ksoftirqd_pid,
+        tasks,
         ready_file: flags.optional(READY_FILE, |s| (!s.is_empty()).then(|| PathBuf::from(s)))?,
     }))
 }
@@ -1004,6 +1250,169 @@ mod tests {
     }
 
     #[test]
+    fn spin_parsing() {
+        let c = parse(&argv("spin --cpu 1 --duration-ms 500 --ready-file /tmp/s")).unwrap();
+        assert_eq!(
+            c,
+            Command::Spin(SpinArgs { cpu: 1, duration_ns: 500_000_000, ready_file: Some(PathBuf::from("/tmp/s")) })
+        );
+        let e = parse(&argv("spin --duration-ms 5")).unwrap_err();
+        assert_eq!(e.subcommand, Some("spin"));
+        assert!(e.message.starts_with("missing required flag --cpu"), "{}", e.message);
+        assert!(parse(&argv("spin --cpu 1 --duration-ms 0"))
+            .unwrap_err()
+            .message
+            .starts_with("--duration-ms: expected"));
+        assert_eq!(parse(&argv("spin --help")).unwrap(), Command::Help(SPIN_USAGE));
+    }
+
+    #[test]
+    fn udprecv_parsing() {
+        let c = parse(&argv("udprecv --port 9001 --duration-ms 2000")).unwrap();
+        assert_eq!(
+            c,
+            Command::UdpRecv(UdpRecvArgs {
+                port: 9001,
+                duration_ns: 2_000_000_000,
+                idle_ns: 500_000_000,
+                cpu: None,
+                batch: 64,
+                run_id: 0,
+                ready_file: None,
+                rcvbuf: None,
+                work_loops: 0,
+                hold_ns: 0,
+                poll_ns: 0
+            })
+        );
+        let c = parse(&argv(
+            "udprecv --port 65535 --duration-ms 5 --idle-ms 7 --cpu 1 --batch 1024 --run-id 3 \
+             --ready-file /tmp/r --rcvbuf 1073741824 --work-loops 10000000 --hold-ms 10000",
+        ))
+        .unwrap();
+        assert_eq!(
+            c,
+            Command::UdpRecv(UdpRecvArgs {
+                port: 65535,
+                duration_ns: 5_000_000,
+                idle_ns: 7_000_000,
+                cpu: Some(1),
+                batch: 1024,
+                run_id: 3,
+                ready_file: Some(PathBuf::from("/tmp/r")),
+                rcvbuf: Some(1 << 30),
+                work_loops: 10_000_000,
+                hold_ns: 10_000_000_000,
+                poll_ns: 0
+            })
+        );
+        let err = |s: &str| {
+            let e = parse(&argv(s)).unwrap_err();
+            assert_eq!(e.subcommand, Some("udprecv"), "{s}");
+            e.message
+        };
+        assert_eq!(
+            err("udprecv --duration-ms 5"),
+            "missing required flag --port (expected a UDP port from 1 to 65535)"
+        );
+        assert_eq!(err("udprecv --port 0 --duration-ms 5"), "--port: expected a UDP port from 1 to 65535, got \"0\"");
+        assert_eq!(
+            err("udprecv --port 65536 --duration-ms 5"),
+            "--port: expected a UDP port from 1 to 65535, got \"65536\""
+        );
+        assert!(err("udprecv --port 9001").starts_with("missing required flag --duration-ms"));
+        assert!(err("udprecv --port 9001 --duration-ms 600001").starts_with("--duration-ms: expected"));
+        assert!(err("udprecv --port 9001 --duration-ms 5 --idle-ms 0").starts_with("--idle-ms: expected"));
+        assert!(err("udprecv --port 9001 --duration-ms 5 --batch 0")
+            .starts_with("--batch: expected a batch size from 1 to 1024"));
+        assert!(err("udprecv --port 9001 --duration-ms 5 --batch 1025").starts_with("--batch: expected"));
+        assert_eq!(
+            err("udprecv --port 9001 --duration-ms 5 --rcvbuf 0"),
+            "--rcvbuf: expected a receive buffer size in bytes from 1 to 1073741824, got \"0\""
+        );
+        assert!(err("udprecv --port 9001 --duration-ms 5 --rcvbuf 1073741825").starts_with("--rcvbuf: expected"));
+        assert_eq!(
+            err("udprecv --port 9001 --duration-ms 5 --work-loops 10000001"),
+            "--work-loops: expected a number of loop turns from 0 to 10000000, got \"10000001\""
+        );
+        assert_eq!(
+            err("udprecv --port 9001 --duration-ms 5 --hold-ms 10001"),
+            "--hold-ms: expected a hold time in milliseconds from 0 to 10000, got \"10001\""
+        );
+        assert!(err("udprecv --port 9001 --duration-ms 5 --hold-ms -1").starts_with("--hold-ms: expected"));
+        assert_eq!(
+            err("udprecv --port 9001 --duration-ms 5 --poll-us 0"),
+            "--poll-us: expected a timer period in microseconds from 1 to 100000, got \"0\""
+        );
+        assert!(err("udprecv --port 9001 --duration-ms 5 --poll-us 100001").starts_with("--poll-us: expected"));
+        assert!(err("udprecv --port 9001 --duration-ms 5 --cpu 1024").starts_with("--cpu: expected"));
+        assert!(err("udprecv --port 9001 --duration-ms 5 --iface x").starts_with("unknown flag --iface"));
+        assert_eq!(parse(&argv("udprecv --help")).unwrap(), Command::Help(UDPRECV_USAGE));
+    }
+
+    #[test]
+    fn softirq_parsing() {
+        let c = parse(&argv("softirq --cpu 1 --duration-ms 1000")).unwrap();
+        assert_eq!(
+            c,
+            Command::Softirq(SoftirqArgs {
+                cpu: 1,
+                duration_ns: 1_000_000_000,
+                ksoftirqd_pid: None,
+                tasks: vec![],
+                ready_file: None
+            })
+        );
+        let c = parse(&argv("softirq --cpu 0 --duration-ms 5 --ksoftirqd-pid 15 --ready-file /tmp/r")).unwrap();
+        assert_eq!(
+            c,
+            Command::Softirq(SoftirqArgs {
+                cpu: 0,
+                duration_ns: 5_000_000,
+                ksoftirqd_pid: Some(15),
+                tasks: vec![],
+                ready_file: Some(PathBuf::from("/tmp/r"))
+            })
+        );
+        let tasks = |s: &str| match parse(&argv(s)).unwrap() {
+            Command::Softirq(a) => a.tasks,
+            c => panic!("{c:?}"),
+        };
+        assert_eq!(tasks("softirq --cpu 1 --duration-ms 5 --tasks 4242"), [4242]);
+        assert_eq!(tasks("softirq --cpu 1 --duration-ms 5 --tasks=7,1,4194304,300"), [7, 1, 4_194_304, 300]);
+        assert_eq!(tasks("softirq --cpu 1 --duration-ms 5 --ksoftirqd-pid 15 --tasks 16,17"), [16, 17]);
+        let err = |s: &str| {
+            let e = parse(&argv(s)).unwrap_err();
+            assert_eq!(e.subcommand, Some("softirq"), "{s}");
+            e.message
+        };
+        assert_eq!(
+            err("softirq --duration-ms 5"),
+            "missing required flag --cpu (expected a CPU number from 0 to 1023)"
+        );
+        assert!(err("softirq --cpu 1").starts_with("missing required flag --duration-ms"));
+        assert_eq!(
+            err("softirq --cpu 1 --duration-ms 5 --ksoftirqd-pid 0"),
+            "--ksoftirqd-pid: expected a process id from 1 to 4194304, got \"0\""
+        );
+        assert!(err("softirq --cpu 1 --duration-ms 5 --ksoftirqd-pid 4194305").starts_with("--ksoftirqd-pid: expected"));
+        assert!(err("softirq --cpu 1 --duration-ms 0").starts_with("--duration-ms: expected"));
+        assert_eq!(
+            err("softirq --cpu 1 --duration-ms 5 --tasks 0"),
+            "--tasks: expected 1 to 4 distinct comma-separated process ids, each from 1 to 4194304, got \"0\""
+        );
+        for bad in ["", "1,", ",1", "1,,2", "x", "-1", "4194305", "1,2,3,4,5", "5,6,5", "1;2"] {
+            let e = err(&format!("softirq --cpu 1 --duration-ms 5 --tasks={bad}"));
+            assert!(e.starts_with("--tasks: expected 1 to 4 distinct"), "{bad:?}: {e}");
+        }
+        assert_eq!(
+            err("softirq --cpu 1 --duration-ms 5 --ksoftirqd-pid 15 --tasks 9,15"),
+            "--tasks: 15 is --ksoftirqd-pid, timed as ksoftirqd already"
+        );
+        assert_eq!(parse(&argv("softirq -h")).unwrap(), Command::Help(SOFTIRQ_USAGE));
+    }
+
+    #[test]
     fn parent_from_environment() {
         use std::ffi::OsStr;
         assert_eq!(parent_pid(None), Ok(None));
@@ -1024,7 +1433,10 @@ mod tests {
         let e = parse(&argv("bench")).unwrap_err();
         assert_eq!(
             (e.subcommand, e.message.as_str()),
-            (None, "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe, wake or version)")
+            (
+                None,
+                "unknown subcommand \"bench\" (expected gen, sink, xdp, xskfwd, probe, wake, udprecv, softirq, spin or version)"
+            )
         );
         assert!(parse(&[]).is_err());
     }

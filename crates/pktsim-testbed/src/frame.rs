@@ -193,21 +193,33 @@ pub fn classify(frame: &[u8], run_id: u32) -> Classified {
         return Classified::Other;
     }
     let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
-    let payload_start = IP_OFFSET + ihl + UDP_HEADER_LEN;
-    let Some(p) = frame.get(payload_start..payload_start + PROBE_LEN) else {
-        return Classified::Foreign;
-    };
     if udp_len < UDP_HEADER_LEN + PROBE_LEN {
         return Classified::Foreign;
     }
+    let payload_start = IP_OFFSET + ihl + UDP_HEADER_LEN;
+    classify_payload(frame.get(payload_start..).unwrap_or(&[]), run_id)
+}
+
+/// Classifies a UDP payload (what follows the UDP header, as a UDP socket receives it)
+/// against the expected run id: a probe of the run, or foreign (too short to hold a
+/// probe, wrong magic, other run id). Never [`Classified::Other`].
+pub fn classify_payload(payload: &[u8], run_id: u32) -> Classified {
+    let Some(p) = payload.get(..PROBE_LEN) else {
+        return Classified::Foreign;
+    };
     let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
     let u64_at = |o: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&p[o..o + 8]);
         u64::from_le_bytes(b)
     };
-    let probe = Probe { run_id: u32_at(4), seq: u64_at(8), tx_mono_ns: u64_at(16), tx_real_ns: u64_at(24) };
-    if u32_at(0) != MAGIC || probe.run_id != run_id {
+    let probe = Probe {
+        run_id: u32_at(RUN_ID_OFFSET - PAYLOAD_OFFSET),
+        seq: u64_at(SEQ_OFFSET - PAYLOAD_OFFSET),
+        tx_mono_ns: u64_at(TX_MONO_OFFSET - PAYLOAD_OFFSET),
+        tx_real_ns: u64_at(TX_REAL_OFFSET - PAYLOAD_OFFSET),
+    };
+    if u32_at(MAGIC_OFFSET - PAYLOAD_OFFSET) != MAGIC || probe.run_id != run_id {
         return Classified::Foreign;
     }
     Classified::Probe(probe)
@@ -322,5 +334,23 @@ mod tests {
         assert_eq!(classify(&f[..50], 7), Classified::Foreign, "truncated probe");
         assert_eq!(classify(&f[..20], 7), Classified::Other, "truncated IP header");
         assert_eq!(classify(&[], 7), Classified::Other);
+    }
+
+    #[test]
+    fn payloads_classify_like_their_frames() {
+        let mut f = build(&spec(100));
+        set_seq(&mut f, 42);
+        set_tx_times(&mut f, 5, 6);
+        let payload = &f[PAYLOAD_OFFSET..];
+        let want = Probe { run_id: 7, seq: 42, tx_mono_ns: 5, tx_real_ns: 6 };
+        assert_eq!(classify_payload(payload, 7), Classified::Probe(want));
+        assert_eq!(classify_payload(&payload[..PROBE_LEN], 7), Classified::Probe(want), "exactly a probe");
+        assert_eq!(classify_payload(payload, 8), Classified::Foreign, "other run id");
+        assert_eq!(classify_payload(&payload[..PROBE_LEN - 1], 7), Classified::Foreign, "too short");
+        assert_eq!(classify_payload(&[], 7), Classified::Foreign);
+        let mut bad_magic = payload.to_vec();
+        bad_magic[3] ^= 0x01;
+        assert_eq!(classify_payload(&bad_magic, 7), Classified::Foreign);
+        assert_eq!(classify(&f, 7), classify_payload(payload, 7));
     }
 }

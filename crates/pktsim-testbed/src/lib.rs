@@ -10,12 +10,18 @@
 //! - [`frame`]: probe frame layout, building, parsing, IPv4 checksum.
 //! - [`gen`]: the open-loop generator (AF_PACKET, sendmmsg, integer due times).
 //! - [`sink`]: the receiver (AF_PACKET, recvmmsg, kernel timestamps, latency histograms).
-//! - [`bpf`]: the testbed's XDP programs, assembled here, loaded and attached with bpf(2).
+//! - [`bpf`]: the testbed's eBPF programs (XDP, tracepoints), assembled here, loaded and
+//!   attached with bpf(2).
 //! - [`xdp`]: holds an XDP program on an interface for the length of a run.
 //! - [`xsk`]: AF_XDP sockets: umem, rings, copy-mode binding, busy polling.
 //! - [`xskfwd`]: a user-space forwarder between two AF_XDP sockets.
 //! - [`probe`]: the gaps a spinning thread on one CPU sees (interference).
 //! - [`wake`]: what waking a sleeping thread on one CPU costs (idle exit, refill, switch).
+//! - [`udprecv`]: an application receiving the probes on a UDP socket, with a fixed CPU
+//!   cost per datagram.
+//! - [`softirq`]: the NET_RX softirq and IPI time of one CPU, counted by eBPF programs on
+//!   tracepoints, and what each task ran there (`sched_switch`).
+//! - [`spin`]: what everything else takes from one CPU, by what a SCHED_IDLE loop gets.
 //! - [`sys`]: thin safe wrappers over the Linux calls used.
 //!
 //! Each run prints one JSON object on stdout. Exit status: 0 done (also when stopped by
@@ -35,7 +41,13 @@ mod probe;
 #[cfg(target_os = "linux")]
 mod sink;
 #[cfg(target_os = "linux")]
+mod softirq;
+#[cfg(target_os = "linux")]
+mod spin;
+#[cfg(target_os = "linux")]
 mod sys;
+#[cfg(target_os = "linux")]
+mod udprecv;
 #[cfg(target_os = "linux")]
 mod wake;
 #[cfg(target_os = "linux")]
@@ -82,6 +94,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             | Command::XskFwd(_)
             | Command::Probe(_)
             | Command::Wake(_)
+            | Command::UdpRecv(_)
+            | Command::Spin(_)
+            | Command::Softirq(_)
     ) {
         let parent = match args::parent_pid(std::env::var_os(args::PARENT_ENV).as_deref()) {
             Ok(p) => p,
@@ -102,6 +117,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Command::XskFwd(a) => run_xskfwd(&a),
         Command::Probe(a) => run_probe(&a),
         Command::Wake(a) => run_wake(&a),
+        Command::UdpRecv(a) => run_udprecv(&a),
+        Command::Spin(a) => run_spin(&a),
+        Command::Softirq(a) => run_softirq(&a),
     }
 }
 
@@ -131,9 +149,7 @@ fn usage_error(e: &UsageError) -> ExitCode {
         None => "pktsim-tb".to_string(),
     };
     let help = match e.subcommand {
-        Some(sub)
-            if sub == "gen" || sub == "sink" || sub == "xdp" || sub == "xskfwd" || sub == "probe" || sub == "wake" =>
-        {
+        Some(sub) if ["gen", "sink", "xdp", "xskfwd", "probe", "wake", "udprecv", "softirq", "spin"].contains(&sub) => {
             format!("pktsim-tb {sub} --help")
         }
         _ => "pktsim-tb --help".to_string(),
@@ -212,6 +228,45 @@ fn run_wake(a: &args::WakeArgs) -> ExitCode {
         Ok(report) => print_json(&report),
         Err(e) => failure("wake", &e),
     }
+}
+
+#[cfg(target_os = "linux")]
+fn run_spin(a: &args::SpinArgs) -> ExitCode {
+    match spin::run(a) {
+        Ok(v) => print_json(&v),
+        Err(e) => failure("spin", &e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_udprecv(a: &args::UdpRecvArgs) -> ExitCode {
+    match udprecv::run(a) {
+        Ok(stats) => print_json(&stats.to_json()),
+        Err(e) => failure("udprecv", &e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn run_softirq(a: &args::SoftirqArgs) -> ExitCode {
+    match softirq::run(a) {
+        Ok(report) => print_json(&report),
+        Err(e) => failure("softirq", &e),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_softirq(_: &args::SoftirqArgs) -> ExitCode {
+    failure("softirq", &"needs Linux (eBPF on tracepoints)")
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_spin(_: &args::SpinArgs) -> ExitCode {
+    failure("spin", &"needs Linux")
+}
+
+#[cfg(not(target_os = "linux"))]
+fn run_udprecv(_: &args::UdpRecvArgs) -> ExitCode {
+    failure("udprecv", &"needs Linux")
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -290,6 +290,36 @@ pub fn set_sockopt_int(fd: &OwnedFd, level: i32, name: i32, value: i32) -> io::R
     Ok(())
 }
 
+/// Reads an integer socket option.
+pub fn get_sockopt_int(fd: &OwnedFd, level: i32, name: i32) -> io::Result<i32> {
+    let mut v: libc::c_int = 0;
+    let mut len = mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: we pass a pointer to a c_int and its size; the kernel writes at most that.
+    cvt(unsafe {
+        libc::getsockopt(fd.as_raw_fd(), level, name, &mut v as *mut libc::c_int as *mut libc::c_void, &mut len)
+    })?;
+    Ok(v)
+}
+
+/// SO_MEMINFO (include/uapi/asm-generic/socket.h; the same number on x86 and arm).
+const SO_MEMINFO: i32 = 55;
+
+/// A socket's memory accounting (SO_MEMINFO): `(rmem_alloc, rcvbuf)` in bytes, the
+/// truesize of what sits in its receive queue and the limit it is held to.
+pub fn sk_meminfo(fd: &OwnedFd) -> io::Result<(u32, u32)> {
+    // SK_MEMINFO_VARS is 9 today; room for more.
+    let mut info = [0u32; 16];
+    let mut len = mem::size_of_val(&info) as libc::socklen_t;
+    // SAFETY: we pass the array and its size; the kernel writes at most `len` bytes.
+    cvt(unsafe {
+        libc::getsockopt(fd.as_raw_fd(), libc::SOL_SOCKET, SO_MEMINFO, info.as_mut_ptr() as *mut libc::c_void, &mut len)
+    })?;
+    if (len as usize) < 2 * mem::size_of::<u32>() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    Ok((info[libc::SK_MEMINFO_RMEM_ALLOC as usize], info[libc::SK_MEMINFO_RCVBUF as usize]))
+}
+
 /// Sets SO_RCVTIMEO: a blocking receive returns EAGAIN after `timeout_ns` without data.
 pub fn set_recv_timeout_ns(fd: &OwnedFd, timeout_ns: u64) -> io::Result<()> {
     let tv = libc::timeval {
@@ -306,6 +336,35 @@ pub fn set_recv_timeout_ns(fd: &OwnedFd, timeout_ns: u64) -> io::Result<()> {
             mem::size_of::<libc::timeval>() as libc::socklen_t,
         )
     })?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// UDP sockets
+// ---------------------------------------------------------------------------------------
+
+/// Opens an AF_INET SOCK_DGRAM (UDP) socket.
+pub fn udp_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call; on success we own the new descriptor.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a freshly created descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Binds an AF_INET socket to 0.0.0.0:`port`.
+pub fn bind_inet_any(fd: &OwnedFd, port: u16) -> io::Result<()> {
+    // SAFETY: sockaddr_in is plain data; we pass its exact size.
+    unsafe {
+        let mut sin: libc::sockaddr_in = mem::zeroed();
+        sin.sin_family = libc::AF_INET as libc::sa_family_t;
+        sin.sin_port = port.to_be();
+        sin.sin_addr = libc::in_addr { s_addr: libc::INADDR_ANY.to_be() };
+        cvt(libc::bind(
+            fd.as_raw_fd(),
+            &sin as *const libc::sockaddr_in as *const libc::sockaddr,
+            mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ))?;
+    }
     Ok(())
 }
 
@@ -508,5 +567,89 @@ impl RxBatch {
             }
         }
         None
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Batched receive (recvmmsg) of UDP datagrams
+// ---------------------------------------------------------------------------------------
+
+/// Room for each received datagram: any payload of a 1514-byte frame and then some.
+const UDP_RX_CAP: usize = 2048;
+
+/// Buffers for receiving up to `n` UDP datagrams (AF_INET, no control messages) with
+/// one recvmmsg call.
+pub struct UdpRxBatch {
+    buf: Vec<u8>,
+    names: Vec<libc::sockaddr_in>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+    n_received: usize,
+}
+
+impl UdpRxBatch {
+    /// Buffers for `n_datagrams` datagrams per call.
+    pub fn new(n_datagrams: usize) -> Self {
+        UdpRxBatch {
+            buf: vec![0u8; n_datagrams * UDP_RX_CAP],
+            // SAFETY (zeroed): plain C structs; all-zero is valid.
+            names: (0..n_datagrams).map(|_| unsafe { mem::zeroed() }).collect(),
+            iovs: (0..n_datagrams).map(|_| unsafe { mem::zeroed() }).collect(),
+            hdrs: (0..n_datagrams).map(|_| unsafe { mem::zeroed() }).collect(),
+            n_received: 0,
+        }
+    }
+
+    /// Receives with recvmmsg(MSG_WAITFORONE): waits (up to the socket's SO_RCVTIMEO)
+    /// for the first datagram, then takes whatever else is queued. Returns the count.
+    pub fn recv(&mut self, fd: &OwnedFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_WAITFORONE)
+    }
+
+    /// Takes whatever is queued without waiting (recvmmsg(MSG_DONTWAIT)); EAGAIN when
+    /// nothing is. Returns the count.
+    pub fn recv_queued(&mut self, fd: &OwnedFd) -> io::Result<usize> {
+        self.recv_flags(fd, libc::MSG_DONTWAIT)
+    }
+
+    fn recv_flags(&mut self, fd: &OwnedFd, flags: libc::c_int) -> io::Result<usize> {
+        self.n_received = 0;
+        let n = self.hdrs.len();
+        let base = self.buf.as_mut_ptr();
+        let iov_base = self.iovs.as_mut_ptr();
+        let name_base = self.names.as_mut_ptr();
+        for j in 0..n {
+            // SAFETY: j < n, so every pointer stays inside its own buffer.
+            let (iov, name) = unsafe {
+                let iov = iov_base.add(j);
+                *iov = libc::iovec { iov_base: base.add(j * UDP_RX_CAP) as *mut libc::c_void, iov_len: UDP_RX_CAP };
+                (iov, name_base.add(j))
+            };
+            let h = &mut self.hdrs[j];
+            h.msg_hdr.msg_name = name as *mut libc::c_void;
+            h.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            h.msg_hdr.msg_iov = iov;
+            h.msg_hdr.msg_iovlen = 1;
+            h.msg_hdr.msg_control = ptr::null_mut();
+            h.msg_hdr.msg_controllen = 0;
+            h.msg_hdr.msg_flags = 0;
+            h.msg_len = 0;
+        }
+        // SAFETY: every header points at a live name and iovec of the sizes given; no
+        // timeout pointer (SO_RCVTIMEO bounds the wait).
+        let rc = unsafe {
+            libc::recvmmsg(fd.as_raw_fd(), self.hdrs.as_mut_ptr(), n as libc::c_uint, flags, ptr::null_mut())
+        };
+        self.n_received = cvt(rc)? as usize;
+        Ok(self.n_received)
+    }
+
+    /// The payload of datagram `j` of the last receive (`j` < its return value); at
+    /// most 2048 bytes (a longer datagram is truncated).
+    pub fn payload(&self, j: usize) -> &[u8] {
+        let j = j.min(self.n_received.saturating_sub(1));
+        let len = (self.hdrs[j].msg_len as usize).min(UDP_RX_CAP);
+        let start = j * UDP_RX_CAP;
+        &self.buf[start..start + len]
     }
 }
