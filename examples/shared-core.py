@@ -5,7 +5,8 @@ and the model's lines.
     python examples/shared-core.py                   # writes docs/shared-core.png
     python examples/shared-core.py -o shared.svg
 
-- host.softirq = "inline" (Linux 6.5 on): each receive call first runs a whole __do_softirq;
+- host.softirq = "inline" (Linux 6.5 on): each datagram a receive call takes first runs a
+  whole __do_softirq;
 - host.softirq = "defer" (4.9 - 6.4, 5.10 / 5.15 / 6.1 stable): ksoftirqd has the work and
   shares the core with the reader by weight;
 - a NAPI thread (nic.napi.threaded) as SCHED_OTHER shares it by weight; as SCHED_FIFO it

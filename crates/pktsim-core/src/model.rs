@@ -250,10 +250,12 @@ pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&
 ///   "other"), from the load where the thread's share is short of rho; beside a SCHED_FIFO
 ///   thread it gets what the thread leaves;
 /// - `"inline"`: softirqs still run on interrupt exit, so the reader loses nothing until
-///   the stack saturates; then each of its receive calls' `local_bh_enable` runs a whole
-///   `__do_softirq` first (10 P frames, or up to `MAX_SOFTIRQ_TIME`, on average half a jiffy
-///   short), and ksoftirqd's fair share of task time comes on top: batch frames per (that +
-///   the reader's call and frames x (1 + ksoftirqd's weight / the reader's)).
+///   the stack saturates; then each datagram its receive calls take (`__skb_recv_udp`'s
+///   `local_bh_enable`) runs a whole `__do_softirq` first (10 P frames, or up to
+///   `MAX_SOFTIRQ_TIME`, on average half a jiffy short), and ksoftirqd's fair share of the
+///   reader's task time comes on top: batch frames per (batch such softirqs + the reader's
+///   call and frames x (1 + ksoftirqd's weight / the reader's)), the softirqs counted in
+///   its task time too without IRQ time accounting (`cpu.sched.irq_time_accounting`).
 fn shared_core_plateau(
     s: &crate::scenario::Scenario,
     a: &crate::price::AppCosts,
@@ -291,7 +293,8 @@ fn shared_core_plateau(
     let max_time_s = (0.002 / jiffy_s).ceil().max(1.0) * jiffy_s - jiffy_s / 2.0;
     let bh_s = (10.0 * per_pass * own_s).min(max_time_s);
     let call_s = (a.t_call_ps + a.batch * a.t_packet_ps) / 1e12;
-    (a.batch / (bh_s + call_s * (1.0 + w_k / w_app)), saturated)
+    let task_s = call_s + if s.cpu.sched.irq_time_accounting { 0.0 } else { a.batch * bh_s };
+    (a.batch / (a.batch * bh_s + call_s + task_s * w_k / w_app), saturated)
 }
 
 /// The analytical prediction for a scenario, with its layout and mode costs ([`Inputs`]).
@@ -304,6 +307,12 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
     let mut notes: Vec<String> = sc.notes.iter().chain(&mode.notes).cloned().collect();
     if s.traffic.synthetic().is_some_and(|t| !t.schedule.is_empty()) {
         notes.push("traffic.schedule changes the offered rate over the run; this prediction is for traffic.rate itself (predict each step with --set traffic.rate)".into());
+    }
+    if s.nic.irq_delay.ps > 0 {
+        notes.push("nic.irq_delay is the simulator's alone: this prediction neither delays the interrupts nor lets frames ride along with them".into());
+    }
+    if s.host.io.irq().is_some_and(|i| i.t_irq_busy.ps > 0) {
+        notes.push("host.t_irq_busy is the simulator's alone: this prediction charges every interrupt host.t_irq (run the simulator for what interrupts that find their core running add)".into());
     }
     let mean = sc.mean_frame_bytes();
 
@@ -508,7 +517,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                     } else if defer {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader by their weights (host.softirq = \"defer\", or a reader whose calls run no softirq)"
                     } else {
-                        "host.softirq = \"inline\": the stack takes its core; each of the reader's receive calls first runs a whole __do_softirq (MAX_SOFTIRQ_RESTART passes)"
+                        "host.softirq = \"inline\": the stack takes its core; each datagram the reader takes first runs a whole __do_softirq (MAX_SOFTIRQ_RESTART passes, its local_bh_enable)"
                     }.to_string());
                 }
                 if engaged {

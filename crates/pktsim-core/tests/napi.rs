@@ -76,6 +76,34 @@ fn without_throttling_every_cause_interrupts() {
     assert_eq!(r.latency_ns.mean, 8202.0);
 }
 
+/// `nic.irq_delay`: an interrupt is handled that long after its cause, its vector masked
+/// meanwhile. Isolated frames (CBR, 10 us apart) each wait exactly the delay; at 8 us it
+/// still ends before the next frame, so every frame still interrupts; at 25 us the next two
+/// frames come while the vector is masked and ride along with it, their poll taking three.
+#[test]
+fn an_interrupts_delivery_delays_its_frame_and_what_comes_meanwhile_rides_along() {
+    let at = |delay: &'static str| {
+        node(&[
+            ("traffic.rate", "100kpps"),
+            ("nic.itr.mode", "off"),
+            ("nic.tx_vector", "separate"),
+            ("nic.irq_delay", delay),
+        ])
+    };
+    let (off, short, long) = (at("0ns"), at("8us"), at("25us"));
+    assert_eq!(off.latency_ns.mean, 8202.0);
+    assert_eq!(short.latency_ns.mean, 8202.0 + 8000.0);
+    assert!(close(short.irq_per_s, off.irq_per_s, 1e-3), "{} vs {}", short.irq_per_s, off.irq_per_s);
+    eprintln!(
+        "25 us: {} frames a poll, {} interrupts a frame, mean {} ns",
+        long.packets_per_poll.mean, long.irqs_per_packet, long.latency_ns.mean
+    );
+    // Rx: one interrupt per three frames: the first waits 25 us, the next two 15 and 5 and
+    // then one and two frames' t_proc in the poll (479 ns on average).
+    assert!(close(long.packets_per_poll.mean, 3.0, 0.01), "{}", long.packets_per_poll.mean);
+    assert!(close(long.latency_ns.mean, 8202.0 + 15_000.0 + 479.0, 1e-3), "{}", long.latency_ns.mean);
+}
+
 #[test]
 fn saturation_rate_is_one_over_proc_plus_clean() {
     let r = node(&[("traffic.rate", "2.4Mpps")]);

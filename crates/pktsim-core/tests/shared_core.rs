@@ -120,3 +120,45 @@ fn a_napi_thread_shares_the_core_by_its_policy() {
         }
     }
 }
+
+/// Without IRQ time accounting (`cpu.sched.irq_time_accounting = false`) the softirqs a
+/// reader's receive calls run count in its virtual runtime: past the stack's capacity
+/// ksoftirqd gets its turns beside it and does about half of the stack's work, where with
+/// accounting the reader's inline softirqs keep the core to themselves; the reader reads
+/// about half as much (each of its turns is mostly softirq).
+#[test]
+fn without_irq_time_accounting_ksoftirqd_takes_turns_beside_the_reader() {
+    let sets = |acct: &'static str| {
+        [("host.softirq", "inline"), ("traffic.rate", "5Mpps"), ("cpu.sched.irq_time_accounting", acct)]
+    };
+    let (s_on, p_on, on) = read(&sets("true"));
+    let (s_off, p_off, off) = read(&sets("false"));
+    eprintln!(
+        "accounting: {s_on:.0} ({p_on:.0}) {:?}; none: {s_off:.0} ({p_off:.0}) {:?}",
+        on.cpu_by_context, off.cpu_by_context
+    );
+    assert!(close(p_off, s_off, TOLERANCE), "model {p_off}, simulator {s_off}");
+    assert!(on.cpu_by_context["ksoftirqd"] < 0.02, "{:?}", on.cpu_by_context);
+    assert!((0.4..0.6).contains(&off.cpu_by_context["ksoftirqd"]), "{:?}", off.cpu_by_context);
+    assert!(s_off < 0.7 * s_on && s_off > 0.3 * s_on, "{s_off} vs {s_on}");
+}
+
+/// `host.t_irq_busy`: an interrupt that finds its core running costs that much more (a KVM
+/// guest's exit to the hypervisor), one that finds it idle only `t_irq`. With the reader
+/// on the core some interrupts find it busy: the interrupts' CPU grows, between what every
+/// interrupt at `t_irq` and every one at `t_irq + t_irq_busy` would take, and the reader
+/// reads less past the knee.
+#[test]
+fn an_interrupt_that_finds_its_core_running_costs_t_irq_busy_more() {
+    let at = |extra: &'static str, rate: &'static str| read(&[("traffic.rate", rate), ("host.t_irq_busy", extra)]);
+    let (_, _, base) = at("0us", "0.6Mpps");
+    let (_, _, busy) = at("5us", "0.6Mpps");
+    let irq_s = |r: &pktsim_core::engine::SimResult| r.cpu_by_activity["irq"] / r.irq_per_s;
+    eprintln!("per interrupt: {:.3} us, {:.3} us with 5 us more when busy", 1e6 * irq_s(&base), 1e6 * irq_s(&busy));
+    assert!((irq_s(&base) - 1e-6).abs() < 1e-9, "t_irq is 1 us: {}", irq_s(&base));
+    assert!(irq_s(&busy) > 1.05e-6 && irq_s(&busy) < 6e-6, "{}", irq_s(&busy));
+    // Past the knee the reader loses what the interrupts took.
+    let (s0, _, _) = at("0us", "1.2Mpps");
+    let (s1, _, _) = at("20us", "1.2Mpps");
+    assert!(s1 < s0, "{s1} vs {s0}");
+}

@@ -329,6 +329,12 @@ impl App {
         Some((Step::Packet, p.t_packet))
     }
 
+    /// Whether thread `i` is in a receive call with frames still to take.
+    #[inline]
+    pub fn in_call(&self, i: usize) -> bool {
+        self.threads[i].in_call > 0
+    }
+
     /// Whether thread `i` blocked since this was last asked (`napi_resume_irqs` then).
     pub fn take_blocked(&mut self, i: usize) -> bool {
         std::mem::take(&mut self.threads[i].blocked)

@@ -85,6 +85,7 @@ impl SimNode {
             classifier,
             ingress,
             dma: nic_spec.dma_delay.into(),
+            irq_delay: nic_spec.irq_delay.into(),
             egress_bps: s.link.rate.bps,
             overhead_bytes: s.link.overhead.bytes,
         });

@@ -88,6 +88,8 @@ impl Draws {
 /// Per-packet and per-event costs.
 pub struct Costs {
     pub t_irq: Span,
+    /// What an interrupt adds when it finds its core running (`host.t_irq_busy`).
+    pub t_irq_busy: Span,
     /// Lock hold time per packet on a shared tx queue.
     pub tx_lock: Span,
     pub t_poll: Span,
@@ -125,6 +127,7 @@ impl Costs {
         let (proc, clean) = if k.clean_in_proc { (proc + clean, Span::ZERO) } else { (proc, clean) };
         Costs {
             t_irq: s.host.io.t_irq().into(),
+            t_irq_busy: s.host.io.irq().map_or(Span::ZERO, |i| i.t_irq_busy.into()),
             tx_lock: s.host.io.tx_lock().into(),
             t_poll: s.host.io.poll().t_poll.into(),
             t_clean: clean,

@@ -17,7 +17,9 @@
 //! The kernel checks a used slice at the tick and at each scheduling event of the core;
 //! here it is checked whenever the core finishes a unit of work (a frame, a call), which
 //! lets a slice end up to a tick earlier than on a kernel without `hrtick`. Hard IRQs and
-//! softirqs run on behalf of no task (`CONFIG_IRQ_TIME_ACCOUNTING`): they charge none.
+//! softirqs run on behalf of no task with `CONFIG_IRQ_TIME_ACCOUNTING`
+//! (`cpu.sched.irq_time_accounting`, the default); without it they charge the task they
+//! interrupted (the I/O mode does the charging).
 
 use super::time::Span;
 

@@ -51,6 +51,18 @@ pub struct Sched {
     #[serde(default = "default_base_slice")]
     #[schemars(extend("x-linux" = "/sys/kernel/debug/sched/base_slice_ns"))]
     pub base_slice: Duration,
+    /// `CONFIG_IRQ_TIME_ACCOUNTING`: true, time in hard IRQs and softirqs is charged to no
+    /// task; false, to the task they interrupted (`update_curr` then counts it in that
+    /// task's runtime), so a reader whose receive calls run the softirq (on `local_bh_enable`)
+    /// uses its turns up on it and ksoftirqd gets the rest. Default true: interrupts charge
+    /// no task; `pktsim testbed validate --path share` reads the kernel's own configuration.
+    #[serde(default = "yes")]
+    #[schemars(extend("x-linux" = "CONFIG_IRQ_TIME_ACCOUNTING"))]
+    pub irq_time_accounting: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_base_slice() -> Duration {
@@ -59,7 +71,7 @@ fn default_base_slice() -> Duration {
 
 impl Default for Sched {
     fn default() -> Self {
-        Sched { base_slice: default_base_slice() }
+        Sched { base_slice: default_base_slice(), irq_time_accounting: true }
     }
 }
 

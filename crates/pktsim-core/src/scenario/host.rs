@@ -524,11 +524,20 @@ pub struct Irq {
     /// 667 cycles). "0ns" makes interrupts free.
     #[serde(default = "default_t_irq")]
     pub t_irq: Duration,
+    /// CPU time an interrupt costs on top of `t_irq` when it finds its core running (a task,
+    /// a softirq, a poll) rather than idle: on a KVM guest whose interrupts are not posted,
+    /// it makes the running vCPU exit to the hypervisor and enter again (about 13 us an RPS
+    /// IPI on the testbed's guest, `pktsim testbed validate --path share` measures it with
+    /// `pktsim-tb spin`), where one that finds the vCPU halted is part of the halt's exit
+    /// (`[cpu.idle]`). Default 0: a bare-metal core, where `t_irq` is the whole of it. Only
+    /// the simulator charges it.
+    #[serde(default)]
+    pub t_irq_busy: Duration,
 }
 
 impl Default for Irq {
     fn default() -> Self {
-        Irq { t_irq: default_t_irq() }
+        Irq { t_irq: default_t_irq(), t_irq_busy: Duration::default() }
     }
 }
 
@@ -1066,6 +1075,17 @@ impl HostSpec {
     /// per queue) and `cores` is `cpu.cores` (one entry of `core_strategies` per core).
     pub(super) fn validate(&self, origin: &str, queues: usize, cores: u32, napi: &super::nic::NapiSpec) -> Result<()> {
         self.validate_xdp(origin)?;
+        if let IoSpec::BatchedSyscall(b) = &self.io {
+            if b.irq.t_irq_busy.ps > 0 {
+                return Err(ConfigError::new(
+                    origin,
+                    "host.t_irq_busy",
+                    Some(format!("\"{}\"", b.irq.t_irq_busy)),
+                    "0 with host.io = \"batched-syscall\": its interrupt wakes a sleeping thread, and nothing runs on the core when it comes",
+                )
+                .into());
+            }
+        }
         if let Some(rings) = self.io.rings() {
             rings.validate(origin, queues, cores)?;
         }

@@ -218,6 +218,14 @@ pub struct NicSpec {
     /// From the frame's last bit on the wire to its descriptor written back (DMA).
     #[serde(default)]
     pub dma_delay: Duration,
+    /// From an interrupt's cause (once its moderation lets it fire) to its handler running:
+    /// its delivery. The vector stays masked meanwhile, so frames that come then ride along.
+    /// Default 0: an MSI-X message reaches a bare-metal core in well under a microsecond. On
+    /// a KVM guest an interrupt between vCPUs (an RPS IPI) is injected by the hypervisor:
+    /// about 25 us on the testbed's guest (`pktsim testbed validate --path share` takes it
+    /// from its wake probe).
+    #[serde(default)]
+    pub irq_delay: Duration,
     #[serde(default)]
     pub tx_vector: TxVector,
     /// Rx descriptors are returned to the NIC in batches of at least this many
@@ -309,6 +317,7 @@ impl Default for NicSpec {
             rx_ring: default_ring(),
             tx_ring: default_ring(),
             dma_delay: Duration::default(),
+            irq_delay: Duration::default(),
             tx_vector: TxVector::default(),
             refill_batch: default_refill_batch(),
             refill_at_poll_end: true,

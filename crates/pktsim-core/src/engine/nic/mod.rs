@@ -97,6 +97,9 @@ pub struct Nic {
     ingress: Box<dyn Ingress>,
     /// From a frame's last bit on the wire to its descriptor written back.
     dma: Span,
+    /// From an interrupt's cause, when its moderation lets it fire, to its handler
+    /// (`nic.irq_delay`).
+    pub(super) irq_delay: Span,
     /// Frames off the ingress, classified, in order: the ingress hands them over a batch
     /// at a time. `ahead[at]` is the next one, written back at `next_at` (NEVER when the
     /// ingress has no more). Frames are read in place, never copied out whole before they
@@ -140,6 +143,7 @@ pub struct NicParts {
     pub classifier: Classifier,
     pub ingress: Box<dyn Ingress>,
     pub dma: Span,
+    pub irq_delay: Span,
     /// Egress line rate and per-frame framing overhead.
     pub egress_bps: f64,
     pub overhead_bytes: u64,
@@ -154,6 +158,7 @@ impl Nic {
             classifier: parts.classifier,
             ingress: parts.ingress,
             dma: parts.dma,
+            irq_delay: parts.irq_delay,
             ahead: Vec::with_capacity(AHEAD),
             at: 0,
             next_at: Instant::NEVER,
@@ -921,6 +926,7 @@ mod tests {
             classifier: Classifier::new(topo, &["q".to_string()], 0, &[], &sources),
             ingress: Box::new(Scripted::new(&frames)),
             dma: Span::ZERO,
+            irq_delay: Span::ZERO,
             egress_bps: 1e10,
             overhead_bytes: 20,
         });

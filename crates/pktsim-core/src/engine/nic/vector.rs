@@ -241,14 +241,15 @@ impl Nic {
     pub(super) fn irq_time(&self, v: usize, t: Instant, first: Instant) -> Instant {
         let vec = &self.vectors[v];
         let n = vec.policy.max_frames;
-        if n > 0 && vec.layout.rx.is_some_and(|r| self.rx[r].len() >= n as usize) {
-            return t;
-        }
-        if vec.policy.from_first_cause {
+        let at = if n > 0 && vec.layout.rx.is_some_and(|r| self.rx[r].len() >= n as usize) {
+            t
+        } else if vec.policy.from_first_cause {
             (first + vec.policy.interval).max(t)
         } else {
             t.max(vec.counter_zero)
-        }
+        };
+        // Its delivery: the vector stays masked meanwhile, so what comes then rides along.
+        at + self.irq_delay
     }
 
     /// Keep hearing of rx write-backs while vector `v`'s interrupt waits (after `t`) if

@@ -314,6 +314,9 @@ pub struct NapiParams {
     pub softirq_run: SoftirqRun,
     /// The fair class's slice (`cpu.sched.base_slice`).
     pub base_slice: Span,
+    /// Interrupt and softirq time charges no task (`cpu.sched.irq_time_accounting`); else
+    /// the task it interrupted.
+    pub irq_time_accounting: bool,
     /// The NAPI threads run before an application on their core (`host.thread.policy =
     /// "fifo"`), rather than sharing it by weight.
     pub thread_fifo: bool,
@@ -392,6 +395,7 @@ impl Napi {
                 irq_suspend_timeout: n.napi.irq_suspend_timeout.into(),
                 softirq_run: softirq.softirq,
                 base_slice: sc.scenario.cpu.sched.base_slice.into(),
+                irq_time_accounting: sc.scenario.cpu.sched.irq_time_accounting,
                 thread_fifo: thread.policy == ThreadPolicy::Fifo,
             },
         )
@@ -523,9 +527,10 @@ impl IoMode for Napi {
             }
             units::run(self, c, now, ctx);
         } else {
-            // Preempt: the running unit finishes t_irq later; the handler's effect
+            // Preempt: the running unit finishes t_irq later (and what an interrupt that
+            // finds its core running costs on top: host.t_irq_busy); the handler's effect
             // (napi_schedule) is visible to net_rx_action at its next poll boundary.
-            let t_irq = ctx.costs.t_irq;
+            let t_irq = ctx.costs.t_irq + ctx.costs.t_irq_busy;
             ctx.stats.busy(c, Activity::Irq, now, now + t_irq);
             self.cores[c].worker.stretch(t_irq, Key::Step(c as u32), ctx);
             self.napi_schedule(c, irq.vector, now, ctx);

@@ -214,7 +214,19 @@ impl Napi {
     /// and its fair-class entity's runtime where it shares a NAPI core.
     #[inline(always)]
     fn charge_task(&mut self, c: usize, task: Option<usize>, start: Instant, end: Instant, ctx: &mut Ctx) {
-        let Some(task) = task else { return };
+        let Some(task) = task else {
+            // Interrupt context: without IRQ time accounting the task it interrupted (the
+            // one that has the core) is charged for it, in its virtual runtime only (its
+            // CPU figure keeps the contexts apart).
+            if !self.p.irq_time_accounting {
+                if let Some(core) = self.cores.get_mut(c) {
+                    if let Some(curr) = core.fair.curr() {
+                        core.fair.charge(curr, end - start);
+                    }
+                }
+            }
+            return;
+        };
         ctx.stats.busy_task(task, start, end);
         if let Some(core) = self.cores.get_mut(c) {
             match task {
@@ -372,7 +384,7 @@ impl Units for Napi {
     fn account(&mut self, c: usize, work: &Work, start: Instant, end: Instant, ctx: &mut Ctx) {
         ctx.stats.busy(c, work.activity(), start, end);
         let task = match work {
-            Work::Irq(_) => return,
+            Work::Irq(_) => None,
             Work::App(_) | Work::BusySpin => Some(TASK_APP),
             Work::Wakeup if self.p.threaded => Some(TASK_NAPI_THREADS),
             Work::Wakeup => Some(TASK_KSOFTIRQD),
@@ -391,9 +403,12 @@ impl Units for Napi {
                 let thread = if c >= self.cores.len() { c - self.cores.len() } else { c };
                 if let Some(app) = &mut self.app {
                     app.finish(thread, step, t, ctx.stats);
-                    // The receive call's `spin_unlock_bh` of the socket queue
-                    // (`__skb_recv_udp`): `local_bh_enable` runs pending softirqs.
-                    if step == app::Step::Call && app.params().drop_kind == app::DropKind::Rcvbuf {
+                    // Each datagram a receive call takes goes through `__skb_recv_udp`,
+                    // whose `spin_unlock_bh` of the socket queue is a `local_bh_enable`
+                    // that runs pending softirqs: after the call's entry and after each
+                    // frame but its last.
+                    let dequeue = step == app::Step::Call || (step == app::Step::Packet && app.in_call(thread));
+                    if dequeue && app.params().drop_kind == app::DropKind::Rcvbuf {
                         if let Some(core) = self.cores.get_mut(c) {
                             core.invoke |= core.softirq_pending;
                         }
