@@ -510,3 +510,186 @@ def test_a_wake_up_is_split_into_the_probes_switch_and_the_way_to_sleep():
 
     r = sim.run(validate.scenario({**cal, "t_proc_ns": 5000.0, "t_poll_ns": 0.0, "t_wakeup_ns": 500.0}, 5_000, 0.0))
     assert r["io"]["wakeups"] > 0
+
+
+# ------------------------------------------------------------------------------ share
+
+
+def _stack_point(rate, ppp, ppw_thread=None, t=(5500, 1500, 2500)):
+    t_proc, t_poll, t_wake = t
+    run = {"counts": {"ipi": {"ns": 800 * 100, "count": 100}}}
+    stack = t_proc + t_poll / ppp + (t_wake / ppw_thread if ppw_thread else 0)
+    return {"offered_pps": rate, "loss_ratio": 0.0, "stack_ns_per_packet": stack, "packets_per_poll": ppp, "packets_per_wakeup": ppw_thread, "runs": [run]}
+
+
+def _reader_point(rate, ppc, ppw, t=(1200, 900, 3000)):
+    t_packet, t_call, t_wake = t
+    return {
+        "offered_pps": rate,
+        "loss_ratio": 0.0,
+        "reader_ns_per_packet": t_packet + t_call / ppc + t_wake / ppw,
+        "reader_packets_per_call": ppc,
+        "reader_packets_per_wakeup": ppw,
+        "reader": {"rcvbuf_bytes": 212992},
+    }
+
+
+SYSCTLS = {"netdev_max_backlog": 1000, "dev_weight": 64, "netdev_budget": 300, "netdev_budget_usecs": 8000}
+SW = {
+    "sysctls": SYSCTLS,
+    "irq_time_accounting": False,
+    "base_slice_ns": 1_500_000,
+    # A wake-up across CPUs, the dut CPU busy: 25.79 us at the short gaps (the long one is left out).
+    "wake": {
+        "switch_ns": 790.0,
+        "gaps": [
+            {"gap_ns": 10_000, "wake_latency_awake_ns": 25_790},
+            {"gap_ns": 20_000, "wake_latency_awake_ns": 25_790},
+            {"gap_ns": 2_000_000, "wake_latency_awake_ns": 90_000},
+        ],
+    },
+}
+
+
+def test_share_calibration_recovers_the_stack_and_reader_costs_exactly():
+    from pktsim.testbed import share, sharemodel
+
+    stack = [_stack_point(20e3, 1.0), _stack_point(40e3, 1.3), _stack_point(80e3, 2.5), _stack_point(160e3, 6.0)]
+    # Two batch sizes at each of two loads: a call's cost apart from a wake-up's.
+    reader = [_reader_point(30e3, 12.0, 30.0), _reader_point(30e3, 5.0, 30.0), _reader_point(60e3, 20.0, 60.0), _reader_point(60e3, 6.7, 60.0)]
+    v = {
+        "receive": "softirq",
+        "stack_calibration": stack,
+        "reader_calibration": reader,
+        "held": {"rmem_alloc_bytes": 213_000, "frames": 260, "frames_sent_before": 250},
+    }
+    cal = sharemodel.calibrate(v, SW)
+    for k, want in (("t_proc_ns", 5500), ("t_poll_ns", 1500), ("t_packet_ns", 1200), ("t_call_ns", 900), ("t_timer_wakeup_ns", 3000)):
+        assert cal[k] == pytest.approx(want), k
+    # The reader's wake-up on the shared CPU is the probe's switch, not its timer's; an
+    # interrupt from the other CPU arrives a wake-up across CPUs less that switch later.
+    assert cal["t_app_wakeup_ns"] == 790.0 and cal["irq_delay_ns"] == pytest.approx(25_000)
+    # An interrupt on a busy CPU: what the spinner lost (1 s, 2% baseline: 20 ms) less the
+    # stack's NET_RX and IPI handler time, over the IPIs: (400 - 20 - 250 - 10) ms / 10,000.
+    run = {"spin": {"taken_ns": 400_000_000, "window_ns": 1_000_000_000}, "counts": {"net_rx": {"ns": 250_000_000}, "ipi": {"ns": 10_000_000, "count": 10_000}}}
+    assert sharemodel.busy_interrupt_ns({"runs": [run]}, 0.02, "softirq") == [pytest.approx(12_000)]
+    s2 = sharemodel.sets({**cal, "t_irq_busy_ns": 12_000.0}, "softirq")
+    assert s2["host.t_irq_busy"] == "12000.0ns" and s2["nic.irq_delay"] == "25000.0ns"
+    assert cal["t_irq_ns"] == pytest.approx(800) and cal["truesize_bytes"] == pytest.approx(852)
+    s = sharemodel.sets(cal, "softirq")
+    assert s["nic.rx_ring"] == 1000 and s["host.netdev_budget_usecs"] == "8000us" and s["socket.truesize"] == "852B"
+    assert s["cpu.sched.base_slice"] == "1500000ns" and s["cpu.sched.irq_time_accounting"] is False
+    # The thread's wake-ups are a third cost of the stack, and its interrupt is none.
+    thr = [_stack_point(r, ppp, ppw_thread=w) for r, ppp, w in ((20e3, 1, 1), (40e3, 1.4, 1.2), (80e3, 3, 2), (160e3, 9, 7))]
+    cal = sharemodel.calibrate({"receive": "threaded", "stack_calibration": thr, "reader_calibration": reader, "held": None}, SW)
+    assert cal["t_wakeup_ns"] == pytest.approx(2500) and cal["t_irq_ns"] == 0
+    s = sharemodel.sets(cal, "threaded")
+    assert s["nic.napi.threaded"] is True and s["host.thread.policy"] == "other" and s["nic.rx_ring"] == 256 and s["host.t_irq"] == "0ns"
+    assert share.base_slice_ns(2) == 1_500_000 and share.base_slice_ns(64) == 3_000_000
+
+
+def test_livelock_onset_is_where_the_reader_first_misses_five_percent():
+    from pktsim.testbed import sharemodel
+
+    # 2.5% missed at 200 kpps, 50% at 300: 5% is crossed at 200 + 100 x 2.5 / 47.5.
+    assert sharemodel.onset([(300e3, 150e3), (100e3, 100e3), (200e3, 195e3)]) == pytest.approx(200e3 + 100e3 * 0.025 / 0.475)
+    assert sharemodel.onset([(100e3, 100e3), (200e3, 199e3)]) is None
+    assert sharemodel.onset([(100e3, 50e3)]) == 100e3
+
+
+def test_share_figures_split_the_receiving_cpu_by_ebpf_and_take_softirqs_off_the_reader():
+    from pktsim.testbed import share
+
+    g = {"offered": 100_000, "elapsed_ns": 1_000_000_000, "refused": 0}
+    r = {"received": 60_000, "calls": 2_000, "empty_calls": 0, "sleeps": 0, "latency_app_ns": {"p50": 40_000}}
+    ms = 1_000_000
+    a = {
+        "window_ns": 1_000 * ms,
+        "net_rx": {
+            "ns": 500 * ms,
+            "count": 9000,
+            "idle": {"ns": 350 * ms, "count": 7990},
+            "task": {"ns": 100 * ms, "count": 1000},
+            "ksoftirqd": {"ns": 50 * ms, "count": 10},
+            "tasks": [{"pid": 7, "ns": 100 * ms, "count": 1000}],
+            "other": {"ns": 0, "count": 0},
+        },
+        "ipi": {"ns": 2 * ms, "count": 2000},
+        # On the CPU by sched_switch: the reader 400 ms (100 ms of it softirqs), ksoftirqd 60 ms.
+        "oncpu": {"idle": {"ns": 500 * ms}, "ksoftirqd": {"ns": 60 * ms}, "tasks": [{"pid": 7, "ns": 400 * ms}], "other": {"ns": 40 * ms}},
+    }
+    before = {
+        "t_ns": 0,
+        "reader_switches": 0,
+        "napi_switches": 0,
+        "udp": {"InDatagrams": 0, "RcvbufErrors": 0},
+        "softnet": {"processed": 0, "dropped": 0},
+        "busy": 0,
+    }
+    after = {
+        "t_ns": 1_000 * ms,
+        "reader_switches": 500,
+        "napi_switches": 0,
+        "udp": {"InDatagrams": 60_000, "RcvbufErrors": 40_000},
+        "softnet": {"processed": 100_000, "dropped": 0},
+        "busy": 990 * ms,
+    }
+    f = share.figures(g, r, a, before, after, 2500, 100e3, True, "softirq")
+    assert f["read_pps"] == 60e3 and f["rcvbuf_errors_pps"] == 40e3 and f["loss_ratio"] == pytest.approx(0.4)
+    assert f["stack_ns_per_packet"] == pytest.approx(5000) and f["packets_per_poll"] == 40
+    # 400 ms on the CPU, 100 ms of it softirqs on its stack: 300 ms of its own.
+    assert f["reader_ns_per_packet"] == pytest.approx(5000) and f["cpu"]["app"] == pytest.approx(0.3)
+    assert f["reader_packets_per_call"] == 30 and f["reader_packets_per_wakeup"] == 120
+    assert f["cpu"]["softirq"] == pytest.approx(0.45) and f["cpu"]["ksoftirqd"] == pytest.approx(0.06)
+    assert f["cpu"]["hardirq"] == pytest.approx(0.002) and f["ipi_ns"] == 1000 and f["packets_per_ipi"] == 50
+    assert f["cpu"]["other"] == pytest.approx(0.04) and f["cpu"]["busy"] == pytest.approx(0.99)
+    # With the reader on the other CPU nothing of it is the dut CPU's; a reader on a timer
+    # counts its timer's wake-ups and its empty calls.
+    r2 = {**r, "empty_calls": 1000, "sleeps": 1000}
+    f = share.figures(g, r2, a, before, after, 2500, 100e3, False, "softirq")
+    assert f["cpu"]["app"] == 0 and f["reader_ns_per_packet"] is None
+    assert f["reader_packets_per_call"] == 20 and f["reader_packets_per_wakeup"] == 60
+
+
+SHARE_DATA = ROOT / "tests" / "data" / "testbed-share.json"
+
+
+# Where the recorded shared CPU is not predicted yet (VALIDATION.md, share), and how far off
+# the model may be there (|predicted - measured| / the most the reader read): with the
+# softirq, the collapse from 90% to 110% of the grid's load comes about 15 kpps later in the
+# model (on the shared CPU the reader costs about twice its cost alone there); with the NAPI
+# thread, the reader past the thread's capacity is woken up to milliseconds late and its
+# socket overflows, which pktsim's fair class does not reproduce (it reads 37-42% more).
+OPEN_SHARE = {("softirq", 0.9): 0.6, ("softirq", 1.0): 0.6, ("softirq", 1.1): 0.45, ("threaded", 1.1): 0.3}
+OPEN_OVERLOAD = ("threaded", 1.25, 0.35)
+
+
+def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations():
+    """tests/data/testbed-share.json (VALIDATION.md, share): calibrated only on runs with
+    the stack and the reader each alone on the dut CPU, the simulator predicts what the
+    reader reads on the shared CPU within 10% of the most it read at every load but the
+    open ones above, from full delivery through livelock (softirq: 0.3 kpps read, the
+    model 0.4 - 6.5) and the threaded NAPI's loss-free capacity within 10%."""
+    from pktsim.testbed import share
+
+    sw = json.loads(SHARE_DATA.read_text())
+    res = share.compare(sw)
+    kinds = {r["kind"] for r in res["rows"]}
+    assert kinds <= {"fitted", "predicted"} and {"fitted", "predicted"} <= kinds
+    rows = {r["quantity"]: r for r in res["rows"]}
+    for name, v in sw["variants"].items():
+        peak = max(p["read_pps"] for p in v["shared"]) / 1e3
+        for p in v["shared"]:
+            r = next(r for q, r in rows.items() if q.startswith(f"read by the reader, {name},") and f"({p['offered_pps'] / 1e3:.1f} kpps)" in q)
+            limit = OPEN_SHARE.get((name, round(p["load"], 2)), 0.1)
+            if name == OPEN_OVERLOAD[0] and p["load"] >= OPEN_OVERLOAD[1]:
+                limit = OPEN_OVERLOAD[2]
+            assert abs(r["predicted"] - r["reported"]) <= limit * peak, (r, limit)
+    assert abs(rows["livelock onset (5% unread), threaded"]["rel_error"]) <= 0.10
+    # The softirq's onset is open (+50%), but the model's livelock is the kernel's: past
+    # the collapse both read under 2% of the peak.
+    soft = sw["variants"]["softirq"]
+    deep = [p for p in soft["shared"] if p["load"] >= 1.5]
+    assert deep and all(p["read_pps"] < 0.02 * max(q["read_pps"] for q in soft["shared"]) for p in deep)
+    # No fitted figure of the shared CPU: every one of its rows is a prediction.
+    assert all(r["kind"] == "predicted" for q, r in rows.items() if "alone on the dut CPU" not in q)

@@ -310,6 +310,28 @@ def test_quick_validate_of_each_path_follows_the_reproduce_contract(path):
 
 
 @root_only
+def test_quick_share_validation_measures_both_ways_of_sharing_the_cpu():
+    """About a minute: the shared-CPU path's contract (fitted rows only from the runs with
+    the stack or the reader alone on the dut CPU), eBPF's timing of the dut CPU, the
+    kernel's livelock with the softirq, and nothing left behind."""
+    res = json.loads(run_cli("testbed", "validate", "--path", "share", "--quick", "--json").stdout)
+    assert res["path"] == "share" and res["rows"]
+    assert {r["kind"] for r in res["rows"]} == {"fitted", "predicted"}
+    assert all("alone on the dut CPU" in r["quantity"] for r in res["rows"] if r["kind"] == "fitted")
+    sw = res["measurements"]
+    assert set(sw["variants"]) == {"softirq", "threaded"} and sw["wake"]["switch_ns"] > 0
+    soft = sw["variants"]["softirq"]
+    # The held socket's truesize, and the softirq's time from eBPF on the dut CPU.
+    assert soft["held"]["frames"] > 0 and res["calibration"]["softirq"]["truesize_bytes"] > 0
+    assert all(p["stack_ns_per_packet"] > 0 for p in soft["stack_calibration"] if p["loss_ratio"] < 0.02)
+    # Offered 3x what the CPU can take, the reader on the receiving CPU reads (almost)
+    # nothing: receive livelock, on this kernel (softirqs inline since 6.5).
+    top = max(soft["shared"], key=lambda p: p["offered_pps"])
+    assert top["read_pps"] < 0.1 * max(p["read_pps"] for p in soft["shared"]), top
+    assert left_behind() == [] and topology.marked_processes() == []
+
+
+@root_only
 def test_a_killed_xdp_run_leaves_no_program_holder():
     """SIGKILL of a run with XDP attached: the `pktsim-tb xdp` holders die with it (their
     BPF links close, the programs detach) and teardown removes the namespaces."""

@@ -377,7 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def dials(p):
         p.add_argument("--routes", type=int, default=0, metavar="N", help="N /32 routes in the dut (the generator cycles through them)")
-        p.add_argument("--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (default 400)")
+        p.add_argument(
+            "--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (--path share: the input hook; default 400)"
+        )
         p.add_argument("--duration", metavar="D", help="per run, 50ms to 60s, e.g. 3s")
         p.add_argument("--json", action="store_true")
         p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
@@ -392,10 +394,11 @@ def build_parser() -> argparse.ArgumentParser:
     tv = tbs.add_parser("validate", help="measure a path, calibrate its model on a few points, predict the rest, print measured vs predicted")
     tv.add_argument(
         "--path",
-        choices=("stack", "defer", "xdp", "afxdp"),
+        choices=("stack", "defer", "xdp", "afxdp", "share"),
         default="stack",
         help="stack: the kernel's forwarding (nftables dial); defer: the same with napi_defer_hard_irqs / gro_flush_timeout dialled; "
-        "xdp: native XDP redirect between the veths; afxdp: a forwarder between two AF_XDP sockets, batch 1 to 256 (default stack)",
+        "xdp: native XDP redirect between the veths; afxdp: a forwarder between two AF_XDP sockets, batch 1 to 256; "
+        "share: a UDP receiver on the receiving CPU, softirq and threaded NAPI, calibrated with it on the other CPU (default stack)",
     )
     tv.add_argument(
         "--loops", type=int, default=None, metavar="N", help="--path xdp / afxdp: turns of the XDP program's cost loop per frame (default 15000 / 3000)"

@@ -357,6 +357,7 @@ def _testbed_title(res: dict) -> str:
         "xdp": f"native XDP redirect, program loop {setup.get('loops', '?')} turns",
         "defer": f"threaded NAPI with deferral, {setup.get('rules', '?')} nftables rules",
         "afxdp": f"AF_XDP copy mode, XSK program loop {setup.get('loops', '?')} turns",
+        "share": f"a UDP reader on the receiving CPU, {setup.get('rules', '?')} nftables input rules",
     }.get(path, f"{setup.get('rules', '?')} nftables rules")
     # Two lines: one would be wider than the figure with a long CPU model or dial.
     return f"pktsim testbed --path {path}: measured vs predicted\n{m.get('cpu_model', '?')}, {m.get('cpus', '?')} CPUs, Linux {m.get('kernel', '?')}; {dial}"
@@ -370,6 +371,10 @@ def testbed_validation(res: dict, path: str | Path) -> None:
         return _testbed_defer(res, path)
     if res.get("path") == "afxdp":
         return _testbed_afxdp(res, path)
+    if res.get("path") == "share":
+        from .testbed.shareplot import figure
+
+        return figure(res, path, _plt(), _save, _testbed_title(res))
     plt = _plt()
     sw = res["measurements"]
     pts = sorted(sw["points"], key=lambda p: p["offered_pps"])

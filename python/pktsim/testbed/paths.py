@@ -7,14 +7,14 @@ calibration in one line); :data:`TOPOLOGY` says what each needs built.
 
 from __future__ import annotations
 
-from . import afxdp, defer, tails, validate, wake, xdp
+from . import afxdp, defer, share, tails, validate, wake, xdp
 from .topology import Topology
 
 # Seconds of the interference probe each validation runs on the dut CPU before it
 # measures (quick: a short one), for the model's [cpu.interference].
 PROBE_S = (10.0, 2.0)
 
-PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp)}
+PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp, share)}
 # What each path's topology carries besides the veths and the threaded NAPI.
 TOPOLOGY = {
     "stack": lambda o: {"rules": o["rules"], "routes": o["routes"]},
@@ -22,6 +22,9 @@ TOPOLOGY = {
     "xdp": lambda o: {"xdp": True, "xdp_loops": o["loops"] if o["loops"] is not None else xdp.DEFAULT_LOOPS},
     # No nftables or XDP redirect: the forwarder attaches its own program (loops: its dial).
     "afxdp": lambda o: {"xdp_loops": o["loops"] if o["loops"] is not None else afxdp.DEFAULT_LOOPS},
+    # A local receiver: the nftables dial on the input hook; share.measure switches the
+    # receive mode per variant.
+    "share": lambda o: {"rules": o["rules"], "local": True, "receive": "softirq"},
 }
 # Paths with an XDP program whose cost loop --loops sets.
 LOOPED = ("xdp", "afxdp")

@@ -128,6 +128,8 @@ MAX_XDP_LOOPS = 100_000
 NAPI_PRIORITY = 50
 # The sink's NAPI thread (XDP path) on the load CPU: above the sink reader and the generator.
 SINK_NAPI_PRIORITY = 20
+# How the dut's ingress veth can receive (Topology.receive).
+RECEIVE = ("threaded", "softirq")
 # `pktsim-tb xdp` holds its program at most this long (it dies with the run before that).
 XDP_HOLD_MS = 86_400_000
 
@@ -199,6 +201,16 @@ class Topology:
     # no nftables); the sink's veth carries XDP_PASS and a NAPI thread on the load CPU.
     xdp: bool = False
     xdp_loops: int = 0  # the XDP program's cost dial: turns of an empty loop per frame
+    # The generator's destination is the dut's own address (on its loopback): the dut
+    # delivers to a local UDP socket, and the nftables dial sits on the input hook.
+    local: bool = False
+    # How the dut receives: "threaded" (veth's NAPI in a kernel thread on the dut CPU) or
+    # "softirq" (GRO off, so veth has no NAPI: each frame goes to a backlog, which RPS
+    # puts on the dut CPU, whose NET_RX softirq processes it after the RPS IPI).
+    receive: str = "threaded"
+    # The NAPI thread's scheduling class: "fifo" (NAPI_PRIORITY) or "other" (the kernel's
+    # default for NAPI threads: SCHED_OTHER, nice 0).
+    napi_policy: str = "fifo"
     placement: Placement = field(default_factory=Placement)
     napi_pid: int | None = None
     sink_napi_pid: int | None = None
@@ -214,6 +226,10 @@ class Topology:
             raise TestbedError(f"--loops {self.xdp_loops}: expected a number of XDP loop turns from 0 to {MAX_XDP_LOOPS}")
         if not 0 <= self.rules <= MAX_RULES:
             raise TestbedError(f"--rules {self.rules}: expected a number of nftables rules from 0 to {MAX_RULES}")
+        if self.receive not in RECEIVE:
+            raise TestbedError(f"receive {self.receive!r}: expected one of {', '.join(RECEIVE)}")
+        if self.napi_policy not in ("fifo", "other"):
+            raise TestbedError(f"napi_policy {self.napi_policy!r}: expected fifo or other")
 
     # ------------------------------------------------------------------ life cycle
 
@@ -280,14 +296,13 @@ class Topology:
         self.dut_mac = mac(DUT, DUT_IN)
         _sh("ip", "-n", GEN, "neigh", "replace", DUT_IN_IP, "lladdr", self.dut_mac, "dev", GEN_IF, "nud", "permanent")
         _sh("ip", "-n", DUT, "neigh", "replace", SINK_IP, "lladdr", mac(SINK, SINK_IF), "dev", DUT_OUT, "nud", "permanent")
-        # veth takes its NAPI path only with GRO on at the receiver and TSO off at the sender.
+        if self.local:
+            _sh("ip", "-n", DUT, "addr", "add", f"{DST_BASE}/32", "dev", "lo")
         _sh("ethtool", "-K", GEN_IF, "tso", "off", ns=GEN)
-        _sh("ethtool", "-K", DUT_IN, "gro", "on", ns=DUT)
-        _sh("sh", "-c", f"echo 1 > /sys/class/net/{DUT_IN}/threaded", ns=DUT)
         _sh("sh", "-c", f"echo {1 << self.placement.load_cpu:x} > /sys/class/net/{SINK_IF}/queues/rx-0/rps_cpus", ns=SINK)
         self._routes()
         self._rules()
-        self.napi_pid = self._place_napi_thread(DUT_IN, self.placement.dut_cpu, NAPI_PRIORITY)
+        self.set_receive(self.receive, self.napi_policy)
         if self.xdp:
             self._xdp()
 
@@ -320,6 +335,40 @@ class Topology:
                 raise TestbedError(f"could not attach XDP to {dev}: {err or 'no answer within 5 s'} (native XDP on veth needs Linux 5.9 or later with BPF)")
             time.sleep(0.01)
 
+    def set_receive(self, receive: str, napi_policy: str = "fifo") -> None:
+        """How the dut's ingress veth receives (see :attr:`receive`), switched in place."""
+        if receive not in RECEIVE or napi_policy not in ("fifo", "other"):
+            raise TestbedError(f"receive {receive!r} / {napi_policy!r}: expected one of {', '.join(RECEIVE)} / fifo or other")
+        rps = f"/sys/class/net/{DUT_IN}/queues/rx-0/rps_cpus"
+        if receive == "threaded":
+            _sh("sh", "-c", f"echo 0 > {rps}", ns=DUT)
+            # veth takes its NAPI path only with GRO on at the receiver and TSO off at the sender.
+            _sh("ethtool", "-K", DUT_IN, "gro", "on", ns=DUT)
+            _sh("sh", "-c", f"echo 1 > /sys/class/net/{DUT_IN}/threaded", ns=DUT)
+            prio = NAPI_PRIORITY if napi_policy == "fifo" else None
+            self.napi_pid = self._place_napi_thread(DUT_IN, self.placement.dut_cpu, prio)
+        else:
+            if self.napi_pid is not None:
+                _sh("sh", "-c", f"echo 0 > /sys/class/net/{DUT_IN}/threaded", ns=DUT)
+            _sh("ethtool", "-K", DUT_IN, "gro", "off", ns=DUT)
+            _sh("sh", "-c", f"echo {1 << self.placement.dut_cpu:x} > {rps}", ns=DUT)
+            self.napi_pid = None
+        self.receive, self.napi_policy = receive, napi_policy
+
+    def set_stack_cpu(self, cpu: int) -> None:
+        """Where the dut's receive work runs: RPS's CPU for the backlog (``softirq``), the
+        NAPI thread's affinity (``threaded``)."""
+        if self.receive == "softirq":
+            _sh("sh", "-c", f"echo {1 << cpu:x} > /sys/class/net/{DUT_IN}/queues/rx-0/rps_cpus", ns=DUT)
+        elif self.napi_pid is not None:
+            os.sched_setaffinity(self.napi_pid, {cpu})
+
+    @property
+    def ksoftirqd_pid(self) -> int | None:
+        """The dut CPU's ksoftirqd."""
+        name = f"ksoftirqd/{self.placement.dut_cpu}"
+        return next((pid for pid in _pids() if _comm(pid) == name), None)
+
     def set_deferral(self, defer_hard_irqs: int, gro_flush_timeout_ns: int) -> None:
         """``napi_defer_hard_irqs`` and ``gro_flush_timeout`` of the dut's ingress veth."""
         if not (0 <= defer_hard_irqs <= 2**31 - 1 and 0 <= gro_flush_timeout_ns <= 10**9):
@@ -342,19 +391,23 @@ class Topology:
         if not self.rules:
             return
         # Rules that never match this traffic (it goes to UDP port 9001): each costs one
-        # evaluation per forwarded packet.
+        # evaluation per forwarded (with ``local``: delivered) packet.
         body = "\n".join(f"    udp dport {10_000 + i} drop" for i in range(self.rules))
-        text = f"table inet pktsim_tb {{\n  chain forward_dial {{\n    type filter hook forward priority 0; policy accept;\n{body}\n  }}\n}}\n"
+        hook = "input" if self.local else "forward"
+        text = f"table inet pktsim_tb {{\n  chain {hook}_dial {{\n    type filter hook {hook} priority 0; policy accept;\n{body}\n  }}\n}}\n"
         _sh("nft", "-f", "-", input=text, ns=DUT)
 
-    def _place_napi_thread(self, dev: str, cpu: int, priority: int) -> int:
+    def _place_napi_thread(self, dev: str, cpu: int, priority: int | None) -> int:
         deadline = time.monotonic() + 5
         pat = re.compile(rf"^napi/{re.escape(dev)}-\d+$")
         while time.monotonic() < deadline:
             for pid in _pids():
                 if pat.match(_comm(pid)):
                     os.sched_setaffinity(pid, {cpu})
-                    os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
+                    if priority is None:
+                        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+                    else:
+                        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(priority))
                     return pid
             time.sleep(0.05)
         raise TestbedError(f"no threaded NAPI kernel thread napi/{dev}-* appeared (does this kernel support threaded NAPI on veth?)")
