@@ -664,7 +664,7 @@ OPEN_SHARE = {("softirq", 0.9): 0.6, ("softirq", 1.0): 0.6, ("softirq", 1.1): 0.
 OPEN_OVERLOAD = ("threaded", 1.25, 0.35)
 
 
-def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations():
+def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp_path):
     """tests/data/testbed-share.json (VALIDATION.md, share): calibrated only on runs with
     the stack and the reader each alone on the dut CPU, the simulator predicts what the
     reader reads on the shared CPU within 10% of the most it read at every load but the
@@ -691,5 +691,10 @@ def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations():
     soft = sw["variants"]["softirq"]
     deep = [p for p in soft["shared"] if p["load"] >= 1.5]
     assert deep and all(p["read_pps"] < 0.02 * max(q["read_pps"] for q in soft["shared"]) for p in deep)
+    # Its figure redrawn from a saved result, as `pktsim testbed plot` does.
+    saved = tmp_path / "share.json"
+    saved.write_text(json.dumps({"path": "share", "measurements": sw, **res}))
+    proc = run_cli("testbed", "plot", str(saved), "-o", str(tmp_path / "share.png"))
+    assert proc.returncode == 0 and (tmp_path / "share.png").stat().st_size > 10_000, proc.stderr
     # No fitted figure of the shared CPU: every one of its rows is a prediction.
     assert all(r["kind"] == "predicted" for q, r in rows.items() if "alone on the dut CPU" not in q)

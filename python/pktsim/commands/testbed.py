@@ -188,7 +188,8 @@ def cmd_testbed_plot(args) -> int:
 
     try:
         res = json.loads(Path(args.result).read_text())
-        res["measurements"]["points"], res["predictions"], res["calibration"]
+        # (The share path's measurements are by variant.)
+        res["measurements"]["variants" if res.get("path") == "share" else "points"], res["predictions"], res["calibration"]
     except OSError as e:
         raise UsageError(f"{args.result}: cannot read ({e.strerror or e})") from None
     except (ValueError, KeyError, TypeError):
