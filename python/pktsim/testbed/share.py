@@ -29,11 +29,13 @@ Two ways the dut CPU receives, each measured:
    - the socket's truesize from a held socket (its memory over the frames it held), the
      sysctls from the dut, the fair class's slice from the CPU count and
      ``CONFIG_IRQ_TIME_ACCOUNTING`` from the kernel's configuration.
-2. **Predict the shared CPU**, every load from 20% to 300% of the loss-free capacity,
-   with the simulator (``scenarios/veth-udp-receiver.toml``, the app on the same core,
-   ``host.softirq = "inline"``): the rate the reader reads, the socket's overflows
-   (``RcvbufErrors``), the CPU split (softirq, ksoftirqd, NAPI thread, reader, IPI) and
-   the loss-free capacity, where livelock sets in (the load at which 5% is first lost).
+2. **Measure the shared CPU and predict it**, loads from 20% to 300% of what the CPU
+   could take through the stack and the reader at their calibrated costs, with the
+   simulator (``scenarios/veth-udp-receiver.toml``, the app on the same core; its model
+   half is :mod:`.sharemodel`): the rate the reader reads, the socket's overflows
+   (``RcvbufErrors``), the CPU split (softirq, ksoftirqd, NAPI thread, reader, hard IRQs)
+   and the loss-free capacity, where livelock sets in (the load at which 5% is first
+   lost).
 """
 
 from __future__ import annotations
