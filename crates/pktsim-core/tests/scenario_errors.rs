@@ -256,6 +256,11 @@ fn keys_a_mode_does_not_read_are_refused() {
         let taken = load_with(&with(right, key, value));
         assert!(taken.is_ok(), "{key} with {right}: {:?}", taken.err().map(|e| e.to_string()));
     }
+    // Batched I/O reads host.t_irq, but its interrupt wakes a sleeping thread: it never finds
+    // its core running, and a cost for that is refused rather than ignored.
+    let busy = message(&with("batched-syscall", "host.t_irq_busy", "5us"));
+    assert_names(&busy, &["host.t_irq_busy = \"5us\"", "expected 0", "batched-syscall"]);
+    assert!(load_with(&with("napi", "host.t_irq_busy", "5us")).is_ok());
     // One strategy per core is a strategy too.
     let per_core =
         [("host.io", "napi"), ("cpu.cores", "2"), ("host.core_strategies", "[{ kind = \"sq\" }, { kind = \"sq\" }]")];
