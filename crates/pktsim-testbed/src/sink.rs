@@ -181,6 +181,17 @@ fn open_socket(iface: &str) -> Result<OwnedFd, SysError> {
     Ok(fd)
 }
 
+/// Whether a receive loop ends now: `Some(true)` on a stop signal, `Some(false)` at its
+/// deadline or after `idle_ns` of silence since its last frame; `None` to go on.
+pub fn loop_ends(deadline_mono_ns: u64, last_rx_mono_ns: Option<u64>, idle_ns: u64) -> Option<bool> {
+    if sys::stop_requested() {
+        return Some(true);
+    }
+    let now = sys::mono_ns();
+    (now >= deadline_mono_ns || last_rx_mono_ns.is_some_and(|last| now.saturating_sub(last) >= idle_ns))
+        .then_some(false)
+}
+
 /// Runs the sink until `--duration-ms`, `--idle-ms` of silence after the first probe,
 /// or a stop signal.
 pub fn run(args: &SinkArgs) -> Result<SinkStats, SysError> {
@@ -199,15 +210,8 @@ pub fn run(args: &SinkArgs) -> Result<SinkStats, SysError> {
     let start_mono_ns = sys::mono_ns();
     let deadline_mono_ns = start_mono_ns.saturating_add(args.duration_ns);
     loop {
-        if sys::stop_requested() {
-            stats.interrupted = true;
-            break;
-        }
-        let now = sys::mono_ns();
-        if now >= deadline_mono_ns {
-            break;
-        }
-        if stats.last_rx_mono_ns.is_some_and(|last| now.saturating_sub(last) >= args.idle_ns) {
+        if let Some(interrupted) = loop_ends(deadline_mono_ns, stats.last_rx_mono_ns, args.idle_ns) {
+            stats.interrupted = interrupted;
             break;
         }
         let n = match rx.recv(&fd) {

@@ -14,26 +14,13 @@ use serde_json::{json, Value};
 
 use crate::args::SpinArgs;
 use crate::sys::{self, failed, SysError};
-use crate::udprecv::work;
+use crate::udprecv::{ns_per_turn, work};
 
 /// Turns of a timing run at startup (about a millisecond), and how many runs.
 const TIMING_TURNS: u32 = 4_000_000;
 const TIMING_RUNS: usize = 7;
 /// Time per chunk of turns between looks at the clock.
 const CHUNK_NS: f64 = 100_000.0;
-
-/// ns per turn of the loop undisturbed: the fastest of a few timed runs.
-fn ns_per_turn() -> f64 {
-    let fastest = (0..TIMING_RUNS)
-        .map(|_| {
-            let t0 = sys::mono_ns();
-            work(TIMING_TURNS);
-            sys::mono_ns() - t0
-        })
-        .min()
-        .unwrap_or(0);
-    fastest as f64 / f64::from(TIMING_TURNS)
-}
 
 /// The JSON object printed at the end: the window, the turns, what they took undisturbed,
 /// and the rest (`taken_ns`).
@@ -54,7 +41,7 @@ pub fn run(a: &SpinArgs) -> Result<Value, SysError> {
     sys::pin_to_cpu(a.cpu).map_err(failed(format!("sched_setaffinity(cpu {})", a.cpu)))?;
     sys::install_stop_handlers().map_err(failed("sigaction(SIGINT/SIGTERM)"))?;
     // Timed before SCHED_IDLE, while the CPU is still the thread's as much as it can be.
-    let per_turn = ns_per_turn().max(0.01);
+    let per_turn = ns_per_turn(TIMING_TURNS, TIMING_RUNS).max(0.01);
     sys::set_idle_policy().map_err(failed("sched_setscheduler(SCHED_IDLE)"))?;
     let chunk = (CHUNK_NS / per_turn).clamp(1.0, f64::from(u32::MAX)) as u32;
     if let Some(path) = &a.ready_file {

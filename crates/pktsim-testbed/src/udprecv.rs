@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 
 use crate::args::UdpRecvArgs;
 use crate::frame::{self, Classified, Probe};
-use crate::sink::LatencyStats;
+use crate::sink::{self, LatencyStats};
 use crate::sys::{self, failed, SysError, UdpRxBatch};
 
 /// Longest a receive call blocks, so the deadline, idle time and signals are noticed.
@@ -45,17 +45,18 @@ pub fn work(turns: u32) {
     }
 }
 
-/// What one turn of [`work`] costs on this CPU, in ns: the fastest of a few timed runs.
-fn ns_per_work_loop() -> f64 {
-    let fastest = (0..CALIBRATION_RUNS)
+/// What one turn of [`work`] costs on this CPU, in ns: the fastest of `runs` timed runs
+/// of `turns` (the others were interrupted).
+pub fn ns_per_turn(turns: u32, runs: usize) -> f64 {
+    let fastest = (0..runs)
         .map(|_| {
             let t0 = sys::mono_ns();
-            work(CALIBRATION_TURNS);
+            work(turns);
             sys::mono_ns() - t0
         })
         .min()
         .unwrap_or(0);
-    fastest as f64 / f64::from(CALIBRATION_TURNS)
+    fastest as f64 / f64::from(turns)
 }
 
 /// The receive queue after `--hold-ms`: its memory, and the datagrams it held.
@@ -212,7 +213,7 @@ pub fn run(args: &UdpRecvArgs) -> Result<UdpRecvStats, SysError> {
     let mut stats = UdpRecvStats::new(args.work_loops)
         .map_err(|e| SysError { call: "hdrhistogram".into(), err: io::Error::other(e) })?;
     if args.work_loops > 0 {
-        stats.ns_per_work_loop = Some(ns_per_work_loop());
+        stats.ns_per_work_loop = Some(ns_per_turn(CALIBRATION_TURNS, CALIBRATION_RUNS));
     }
     let fd = open_socket(args)?;
     let rcvbuf =
@@ -232,15 +233,8 @@ pub fn run(args: &UdpRecvArgs) -> Result<UdpRecvStats, SysError> {
     }
     let mut next_poll_mono_ns = sys::mono_ns();
     loop {
-        if sys::stop_requested() {
-            stats.interrupted = true;
-            break;
-        }
-        let now = sys::mono_ns();
-        if now >= deadline_mono_ns {
-            break;
-        }
-        if stats.last_rx_mono_ns.is_some_and(|last| now.saturating_sub(last) >= args.idle_ns) {
+        if let Some(interrupted) = sink::loop_ends(deadline_mono_ns, stats.last_rx_mono_ns, args.idle_ns) {
+            stats.interrupted = interrupted;
             break;
         }
         let got = if args.poll_ns > 0 { rx.recv_queued(&fd) } else { rx.recv(&fd) };
@@ -343,7 +337,7 @@ mod tests {
         let t0 = sys::mono_ns();
         work(2_000_000);
         assert!(sys::mono_ns() - t0 > 100_000, "2e6 turns in under 0.1 ms");
-        let per_turn = ns_per_work_loop();
+        let per_turn = ns_per_turn(CALIBRATION_TURNS, CALIBRATION_RUNS);
         assert!(per_turn > 0.0 && per_turn < 100.0, "{per_turn}");
     }
 }
