@@ -14,14 +14,18 @@
 //!        d = v + its slice
 //! ```
 //!
-//! The kernel checks a used slice at the tick and at each scheduling event of the core;
-//! here it is checked whenever the core finishes a unit of work (a frame, a call), which
-//! lets a slice end up to a tick earlier than on a kernel without `hrtick`. Hard IRQs and
+//! The kernel notices a used slice in `update_curr`, which runs at the tick and at each
+//! scheduling event of the core (a task waking on it or blocking), not when the slice
+//! ends: without the `HRTICK` scheduler feature (off by default, `cpu.sched.hrtick`) a
+//! task keeps the core until the first tick after its slice, so on a HZ 250 kernel two
+//! busy tasks take turns of a whole 4 ms jiffy rather than of a 1.5 ms slice. With
+//! `hrtick` the slice ends when it is used (here: when the unit of work that used it, a
+//! frame or a call, ends). Hard IRQs and
 //! softirqs run on behalf of no task with `CONFIG_IRQ_TIME_ACCOUNTING`
 //! (`cpu.sched.irq_time_accounting`, the default); without it they charge the task they
 //! interrupted (the I/O mode does the charging).
 
-use super::time::Span;
+use super::time::{Instant, Span};
 
 /// `sched_prio_to_weight` (kernel/sched/core.c): the load weight of nice -20 ... 19, each
 /// step about 1.25x (10% CPU between two tasks a nice level apart).
@@ -60,20 +64,25 @@ pub struct Fair {
     /// The last mean virtual runtime of a non-empty queue (a task waking to an empty
     /// queue starts there).
     last_avg: u128,
+    /// A jiffy (ps); 0 with `hrtick`: a used slice ends at once.
+    tick_ps: u64,
+    /// The current task used its slice: it is rescheduled at this tick (ps) or at the
+    /// next scheduling event of the core, whichever comes first.
+    resched_at: Option<u64>,
 }
 
 impl Default for Fair {
-    /// Two nice-0 tasks, the default 3 ms slice, a 1 ms tick.
+    /// Two nice-0 tasks, the default 3 ms slice, a 1 ms tick, no `hrtick`.
     fn default() -> Self {
-        Fair::new(&[1024, 1024], Span::from_ps(3_000_000_000), Span::from_ps(1_000_000_000))
+        Fair::new(&[1024, 1024], Span::from_ps(3_000_000_000), Span::from_ps(1_000_000_000), false)
     }
 }
 
 impl Fair {
     /// A run queue of tasks with these weights, all blocked; `base_slice` is
     /// `sched_base_slice`, `tick` a jiffy (the lag bound is the larger of two slices and a
-    /// tick).
-    pub fn new(weights: &[u32], base_slice: Span, tick: Span) -> Self {
+    /// tick); with `hrtick` a used slice ends at once, else at the next tick.
+    pub fn new(weights: &[u32], base_slice: Span, tick: Span, hrtick: bool) -> Self {
         let slice_ps = base_slice.ps().max(1) as u128;
         Fair {
             ents: weights.iter().map(|&w| Entity { weight: w.max(1), ..Entity::default() }).collect(),
@@ -82,6 +91,8 @@ impl Fair {
             slice_ps,
             lag_limit_ps: (2 * slice_ps).max(tick.ps() as u128),
             last_avg: 0,
+            tick_ps: if hrtick { 0 } else { tick.ps() },
+            resched_at: None,
         }
     }
 
@@ -112,9 +123,10 @@ impl Fair {
         let e = &mut self.ents[i];
         (e.v, e.deadline, e.runnable) = (v, d, true);
         self.runnable += 1;
-        // check_preempt_wakeup_fair: a running task no longer eligible is preempted.
-        if self.curr.is_some_and(|c| !self.eligible(c)) {
-            self.curr = None;
+        // check_preempt_wakeup_fair: a running task that used its slice (update_curr sees
+        // it now) or is no longer eligible is preempted.
+        if self.resched_at.is_some() || self.curr.is_some_and(|c| !self.eligible(c)) {
+            self.resched();
         }
     }
 
@@ -133,26 +145,39 @@ impl Fair {
         self.ents[i].vlag = (avg as i128 - self.ents[i].v as i128).clamp(-limit, limit);
         self.ents[i].runnable = false;
         self.runnable -= 1;
-        if self.curr == Some(i) {
-            self.curr = None;
+        if self.curr == Some(i) || self.resched_at.is_some() {
+            self.resched();
         }
         self.last_avg = self.avg().0.max(avg);
     }
 
-    /// Task `i` ran for `d` (`update_curr`): its virtual runtime advances, and a used slice
-    /// gets the next deadline (`update_deadline`).
-    pub fn charge(&mut self, i: usize, d: Span) {
-        let vd = d.ps() as u128 * NICE_0 / self.ents[i].weight as u128;
+    /// Task `i` ran `[start, end)`: its virtual runtime advances, and a used slice gets the
+    /// next deadline (`update_deadline`). The current task that used its slice with others
+    /// waiting is rescheduled at the first tick from `end` (at once with `hrtick`).
+    pub fn charge(&mut self, i: usize, start: Instant, end: Instant) {
+        let vd = (end - start).ps() as u128 * NICE_0 / self.ents[i].weight as u128;
         let vslice = self.vslice(i);
         let e = &mut self.ents[i];
         e.v += vd;
+        let now = end.ps();
         if e.v >= e.deadline {
             e.deadline = e.v + vslice;
-            if self.curr == Some(i) && self.runnable > 1 {
-                // resched_curr: the next pick may choose another task.
-                self.curr = None;
+            if self.curr == Some(i) && self.runnable > 1 && self.resched_at.is_none() {
+                // resched_curr once update_curr runs: at the next tick.
+                // (With hrtick, a tick of 0: at once.)
+                let tick = self.tick_ps;
+                self.resched_at = Some(now.checked_div(tick).map_or(now, |n| n.saturating_add(1).saturating_mul(tick)));
             }
         }
+        if self.resched_at.is_some_and(|t| now >= t) {
+            self.resched();
+        }
+    }
+
+    /// `resched_curr`: the next pick may choose another task.
+    fn resched(&mut self) {
+        self.curr = None;
+        self.resched_at = None;
     }
 
     pub fn is_runnable(&self, i: usize) -> bool {
@@ -198,9 +223,16 @@ mod tests {
 
     const MS: u64 = 1_000_000_000;
 
-    /// A run queue of these weights, a 3 ms slice and a 4 ms tick (HZ 250).
+    /// A run queue of these weights, a 3 ms slice and a 4 ms tick (HZ 250), with `hrtick`
+    /// (a used slice ends at once).
     fn two_tasks(weights: &[u32]) -> Fair {
-        Fair::new(weights, Span::from_ps(3 * MS), Span::from_ps(4 * MS))
+        Fair::new(weights, Span::from_ps(3 * MS), Span::from_ps(4 * MS), true)
+    }
+
+    /// Task `i` runs `d` ps from `*t`.
+    fn run(f: &mut Fair, t: &mut u64, i: usize, d: u64) {
+        f.charge(i, Instant::from_ps(*t), Instant::from_ps(*t + d));
+        *t += d;
     }
 
     /// Run `fair` for `total` ps in units of `unit` ps with every task always runnable:
@@ -210,9 +242,8 @@ mod tests {
         let mut t = 0;
         while t < total {
             let i = fair.pick().unwrap();
-            fair.charge(i, Span::from_ps(unit));
+            run(fair, &mut t, i, unit);
             ran[i] += unit;
-            t += unit;
         }
         ran.iter().map(|&r| r as f64 / total as f64).collect()
     }
@@ -229,6 +260,7 @@ mod tests {
     /// core changes hands once per 3 ms slice.
     #[test]
     fn equal_tasks_share_the_core_in_slices() {
+        let mut t = 0;
         let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
@@ -240,7 +272,7 @@ mod tests {
                 switches += 1;
             }
             last = Some(i);
-            f.charge(i, Span::from_ps(10_000_000)); // 10 us
+            run(&mut f, &mut t, i, 10_000_000); // 10 us
         }
         // 30 ms: 10 slices, 9 hand-overs.
         assert!((9..=10).contains(&switches), "{switches}");
@@ -263,14 +295,15 @@ mod tests {
     /// (RUN_TO_PARITY), then runs first: it slept, so its lag is not negative.
     #[test]
     fn a_waking_task_does_not_preempt_but_runs_at_the_slice_end() {
+        let mut t = 0;
         let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         assert_eq!(f.pick(), Some(0));
-        f.charge(0, Span::from_ps(MS));
+        run(&mut f, &mut t, 0, MS);
         f.wake(1);
         assert!(!f.need_resched());
         assert_eq!(f.pick(), Some(0), "task 0 keeps its slice");
-        f.charge(0, Span::from_ps(2 * MS));
+        run(&mut f, &mut t, 0, 2 * MS);
         assert!(f.need_resched(), "its 3 ms are used");
         assert_eq!(f.pick(), Some(1));
     }
@@ -279,14 +312,15 @@ mod tests {
     /// before the running task, it makes that one ineligible and preempts it.
     #[test]
     fn a_task_owed_time_preempts_on_waking() {
+        let mut t = 0;
         let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
         assert_eq!(f.pick(), Some(0));
-        f.charge(0, Span::from_ps(MS)); // task 1 never ran: 0.5 ms behind the mean
+        run(&mut f, &mut t, 0, MS); // task 1 never ran: 0.5 ms behind the mean
         f.block(1);
         assert_eq!(f.ents[1].vlag, 500_000_000);
-        f.charge(0, Span::from_ps(MS));
+        run(&mut f, &mut t, 0, MS);
         f.wake(1);
         // Placed 0.5 ms x 2 = 1 ms before task 0: the mean is 0.5 ms before it.
         assert_eq!(f.ents[0].v - f.ents[1].v, 1_000_000_000);
@@ -298,19 +332,59 @@ mod tests {
     /// waking it is not eligible until the other task has caught up.
     #[test]
     fn lag_is_kept_across_a_sleep() {
+        let mut t = 0;
         let mut f = two_tasks(&[1024, 1024]);
         f.wake(0);
         f.wake(1);
         assert_eq!(f.pick(), Some(0));
-        f.charge(0, Span::from_ps(3 * MS)); // task 0 used its slice: 1.5 ms ahead of the mean
+        run(&mut f, &mut t, 0, 3 * MS); // task 0 used its slice: 1.5 ms ahead of the mean
         f.block(0);
         assert_eq!(f.ents[0].vlag, -(1_500_000_000i128));
         assert_eq!(f.pick(), Some(1));
-        f.charge(1, Span::from_ps(MS));
+        run(&mut f, &mut t, 1, MS);
         f.wake(0);
         // Placed 1.5 ms x (W + w) / W = 3 ms after the mean: not eligible while task 1 is.
         assert!(f.ents[0].v > f.ents[1].v);
-        f.charge(1, Span::from_ps(2 * MS));
+        run(&mut f, &mut t, 1, 2 * MS);
         assert_eq!(f.pick(), Some(1), "task 0 is not yet eligible");
+    }
+
+    /// Without `hrtick` a used slice is seen at the next tick: two busy tasks take turns of
+    /// a whole 4 ms jiffy (the 3 ms slice ends inside it), half the core each.
+    #[test]
+    fn without_hrtick_a_slice_ends_at_the_tick() {
+        let (mut t, mut f) = (0, Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS), false));
+        f.wake(0);
+        f.wake(1);
+        let mut turns = Vec::new();
+        let mut last = (f.pick().unwrap(), 0);
+        while t < 40 * MS {
+            let i = f.pick().unwrap();
+            if i != last.0 {
+                turns.push(t - last.1);
+                last = (i, t);
+            }
+            run(&mut f, &mut t, i, 10_000_000);
+        }
+        assert_eq!(turns, vec![4 * MS; 9], "{turns:?}");
+        let s = shares(&mut f, 400 * MS, 10_000_000);
+        assert!((s[0] - 0.5).abs() < 0.01, "{s:?}");
+    }
+
+    /// A used slice not yet seen by a tick is seen when another task wakes on the core
+    /// (`update_curr` in the enqueue): a waiting task then gets the core.
+    #[test]
+    fn a_wake_sees_a_used_slice_before_the_tick() {
+        let weights = [1024, 1024, 1024];
+        let (mut t, mut f) = (0, Fair::new(&weights, Span::from_ps(3 * MS), Span::from_ps(4 * MS), false));
+        f.wake(0);
+        f.wake(1);
+        assert_eq!(f.pick(), Some(0));
+        run(&mut f, &mut t, 0, 3 * MS + 1000);
+        assert!(!f.need_resched(), "3 ms used, the tick at 4 ms not yet come");
+        assert_eq!(f.pick(), Some(0));
+        f.wake(2);
+        assert!(f.need_resched(), "the wake-up sees task 0's used slice");
+        assert_ne!(f.pick(), Some(0));
     }
 }

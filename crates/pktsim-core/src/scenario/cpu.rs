@@ -59,6 +59,14 @@ pub struct Sched {
     #[serde(default = "yes")]
     #[schemars(extend("x-linux" = "CONFIG_IRQ_TIME_ACCOUNTING"))]
     pub irq_time_accounting: bool,
+    /// The `HRTICK` scheduler feature: true, a task's slice ends when it is used (a
+    /// high-resolution timer); false, the kernel sees it at the next tick or scheduling
+    /// event on the core, so two busy tasks take turns of whole jiffies (4 ms at HZ 250)
+    /// and a woken reader can wait that long. Default false, the kernel's default
+    /// (kernel/sched/features.h: `SCHED_FEAT(HRTICK, false)`).
+    #[serde(default)]
+    #[schemars(extend("x-linux" = "/sys/kernel/debug/sched/features: HRTICK"))]
+    pub hrtick: bool,
 }
 
 fn yes() -> bool {
@@ -71,7 +79,7 @@ fn default_base_slice() -> Duration {
 
 impl Default for Sched {
     fn default() -> Self {
-        Sched { base_slice: default_base_slice(), irq_time_accounting: true }
+        Sched { base_slice: default_base_slice(), irq_time_accounting: true, hrtick: false }
     }
 }
 

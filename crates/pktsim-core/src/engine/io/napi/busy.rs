@@ -35,7 +35,7 @@ impl Napi {
             for (c, core) in self.cores.iter_mut().enumerate() {
                 let mut weights = vec![p.weight, weight_of(0)];
                 weights.extend(self.entity_vector[c].iter().map(|_| weight_of(0)));
-                core.fair = Fair::new(&weights, self.p.base_slice, self.jiffy);
+                core.fair = Fair::new(&weights, self.p.base_slice, self.jiffy, self.p.hrtick);
             }
             self.app = Some(App::new(p, n));
         }

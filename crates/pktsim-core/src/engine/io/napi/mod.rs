@@ -317,6 +317,8 @@ pub struct NapiParams {
     /// Interrupt and softirq time charges no task (`cpu.sched.irq_time_accounting`); else
     /// the task it interrupted.
     pub irq_time_accounting: bool,
+    /// A used slice ends at once (`cpu.sched.hrtick`), else at the next tick.
+    pub hrtick: bool,
     /// The NAPI threads run before an application on their core (`host.thread.policy =
     /// "fifo"`), rather than sharing it by weight.
     pub thread_fifo: bool,
@@ -396,6 +398,7 @@ impl Napi {
                 softirq_run: softirq.softirq,
                 base_slice: sc.scenario.cpu.sched.base_slice.into(),
                 irq_time_accounting: sc.scenario.cpu.sched.irq_time_accounting,
+                hrtick: sc.scenario.cpu.sched.hrtick,
                 thread_fifo: thread.policy == ThreadPolicy::Fifo,
             },
         )
@@ -405,7 +408,7 @@ impl Napi {
         let jiffy = Span::from_ps(1_000_000_000_000 / p.hz as u64);
         let budget_jiffies = p.budget_time.div_ceil(jiffy).max(1);
         let napi = vec![NapiInstance::default(); topo.vectors()];
-        let fair = Fair::new(&[weight_of(0), weight_of(0)], p.base_slice, jiffy);
+        let fair = Fair::new(&[weight_of(0), weight_of(0)], p.base_slice, jiffy, p.hrtick);
         let cores = (0..topo.cores()).map(|_| Core { fair: fair.clone(), ..Core::default() }).collect();
         Napi {
             napi,

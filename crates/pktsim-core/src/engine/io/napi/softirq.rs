@@ -221,7 +221,7 @@ impl Napi {
             if !self.p.irq_time_accounting {
                 if let Some(core) = self.cores.get_mut(c) {
                     if let Some(curr) = core.fair.curr() {
-                        core.fair.charge(curr, end - start);
+                        core.fair.charge(curr, start, end);
                     }
                 }
             }
@@ -230,11 +230,11 @@ impl Napi {
         ctx.stats.busy_task(task, start, end);
         if let Some(core) = self.cores.get_mut(c) {
             match task {
-                TASK_APP => core.fair.charge(APP, end - start),
-                TASK_KSOFTIRQD => core.fair.charge(KSOFTIRQD, end - start),
+                TASK_APP => core.fair.charge(APP, start, end),
+                TASK_KSOFTIRQD => core.fair.charge(KSOFTIRQD, start, end),
                 _ if self.fair_threads => {
                     if let Some(v) = core.thread {
-                        core.fair.charge(self.thread_entity[v], end - start);
+                        core.fair.charge(self.thread_entity[v], start, end);
                     }
                 }
                 _ => {}
