@@ -656,12 +656,12 @@ SHARE_DATA = ROOT / "tests" / "data" / "testbed-share.json"
 
 # Where the recorded shared CPU is not predicted yet (VALIDATION.md, share), and how far off
 # the model may be there (|predicted - measured| / the most the reader read): with the
-# softirq, the collapse from 90% to 110% of the grid's load comes about 15 kpps later in the
+# softirq, the collapse from 80% to 110% of the grid's load comes 20 - 40 kpps later in the
 # model (on the shared CPU the reader costs about twice its cost alone there); with the NAPI
 # thread, the reader past the thread's capacity is woken up to milliseconds late and its
-# socket overflows, which pktsim's fair class does not reproduce (it reads 37-42% more).
-OPEN_SHARE = {("softirq", 0.9): 0.6, ("softirq", 1.0): 0.6, ("softirq", 1.1): 0.45, ("threaded", 1.1): 0.3}
-OPEN_OVERLOAD = ("threaded", 1.25, 0.35)
+# socket overflows, which pktsim's fair class does not reproduce (it reads 27-32% more).
+OPEN_SHARE = {("softirq", 0.8): 0.15, ("softirq", 0.9): 0.7, ("softirq", 1.0): 0.8, ("softirq", 1.1): 0.6}
+OPEN_OVERLOAD = ("threaded", 1.25, 0.3)
 
 
 def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp_path):
@@ -686,7 +686,7 @@ def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp
                 limit = OPEN_OVERLOAD[2]
             assert abs(r["predicted"] - r["reported"]) <= limit * peak, (r, limit)
     assert abs(rows["livelock onset (5% unread), threaded"]["rel_error"]) <= 0.10
-    # The softirq's onset is open (+50%), but the model's livelock is the kernel's: past
+    # The softirq's onset is open (+57%), but the model's livelock is the kernel's: past
     # the collapse both read under 2% of the peak.
     soft = sw["variants"]["softirq"]
     deep = [p for p in soft["shared"] if p["load"] >= 1.5]

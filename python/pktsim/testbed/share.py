@@ -135,6 +135,15 @@ def kernel_hz() -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _autogroup() -> bool | None:
+    """``kernel.sched_autogroup_enabled`` (None without ``CONFIG_SCHED_AUTOGROUP``): with it
+    the reader runs in a session of its own (see :func:`measure_one`)."""
+    try:
+        return Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1"
+    except OSError:
+        return None
+
+
 def base_slice_ns(cpus: int) -> int:
     """``sysctl_sched_base_slice``: 0.75 ms x (1 + ilog2(online CPUs, at most 8))."""
     return 750_000 * (1 + (min(max(cpus, 1), 8).bit_length() - 1))
@@ -180,8 +189,9 @@ def _snap(topo: Topology, reader_pid: int) -> dict:
     }
 
 
-def _spawn(argv: list[str], ready: Path, what: str) -> subprocess.Popen:
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+def _spawn(argv: list[str], ready: Path, what: str, session: bool = False) -> subprocess.Popen:
+    """Start ``argv`` and wait for its ready file; ``session``: in a session of its own."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), start_new_session=session)
     deadline = time.monotonic() + 5
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -231,6 +241,11 @@ def measure_one(
                 + (["--hold-ms", str(hold_ms)] if hold_ms else []),
                 Path(f"{tmp}/reader"),
                 "pktsim-tb udprecv",
+                # Its own session, so its own autogroup (CONFIG_SCHED_AUTOGROUP): in the
+                # generator's, the group's weight on the dut CPU would be shared with the
+                # generator's busy CPU (calc_group_shares), about half a nice-0 task's,
+                # where a server's traffic comes from another machine.
+                session=True,
             )
             procs.append(reader)
             spin = None
@@ -410,6 +425,7 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         "irq_time_accounting": kernel_config("CONFIG_IRQ_TIME_ACCOUNTING"),
         "hz": kernel_hz(),
         "base_slice_ns": base_slice_ns(os.cpu_count() or 1),
+        "autogroup": _autogroup(),
         "wake": wake.run_wake(),
         "variants": {},
     }
