@@ -32,7 +32,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{ConfigError, Error, Result};
+use crate::error::{ConfigError, Result};
 use crate::units::{Cycles, CyclesPerByte, Frequency};
 
 /// The processing groups of 000, in the order a packet meets them.
@@ -263,9 +263,17 @@ pub fn load_profile(name_or_path: &str, base_dir: &Path, origin: &str, key: &str
         return parse_profile(text, &format!("<bundled profile {name}>"), name);
     }
     let path = base_dir.join(name_or_path);
-    if path.is_file() {
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    if path.exists() {
+        if let Some(why) = crate::input::why_not_regular(&path) {
+            return Err(ConfigError::new(
+                origin,
+                key,
+                Some(format!("{name_or_path:?}")),
+                format!("a profile file ({why})"),
+            )
+            .into());
+        }
+        let text = crate::input::read_text(&path)?;
         let stem = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
         return parse_profile(&text, &path.display().to_string(), &stem);
     }

@@ -27,6 +27,7 @@ pub mod engine;
 pub mod error;
 pub mod fib;
 pub mod flame;
+pub mod input;
 pub mod loader;
 pub mod model;
 pub mod predict;

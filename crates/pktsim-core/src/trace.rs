@@ -256,7 +256,7 @@ impl TraceReader {
     /// Open `path` and read its file header.
     pub fn open(path: &Path) -> Result<TraceReader> {
         let name = path.display().to_string();
-        let file = File::open(path).map_err(|e| Error::Io { path: name.clone(), source: e })?;
+        let file = crate::input::open_regular(path)?;
         let mut r = TraceReader {
             path: name,
             file,
@@ -437,7 +437,7 @@ impl TraceReader {
                     let ticks = ts_sec as u64 * frac_limit as u64 + ts_frac as u64;
                     let data = &self.buf[self.pos + 16..self.pos + used];
                     let mut frame = decode(link, orig_len, data).map_err(|e| self.error(e))?;
-                    self.stamp(&mut frame, clock.ps(ticks));
+                    self.stamp(&mut frame, clock.ps(ticks))?;
                     self.pos += used;
                     self.packets += 1;
                     return Ok(Some(frame));
@@ -534,7 +534,7 @@ impl TraceReader {
                             let ticks = (ts_hi as u64) << 32 | ts_lo as u64;
                             let mut frame =
                                 decode(link, orig.max(cap), &b[20..20 + cap as usize]).map_err(|e| self.error(e))?;
-                            self.stamp(&mut frame, clock.ps(ticks));
+                            self.stamp(&mut frame, clock.ps(ticks))?;
                             self.pos += len as usize;
                             self.packets += 1;
                             return Ok(Some(frame));
@@ -554,13 +554,20 @@ impl TraceReader {
         }
     }
 
-    /// Set a decoded frame's time from its timestamp (ps since the epoch).
+    /// Set a decoded frame's time from its timestamp (ps since the epoch); refused when it
+    /// lies further from the first frame's than pktsim's clock reaches (2^64 ps, 213 days).
     #[inline]
-    fn stamp(&mut self, f: &mut Frame, abs_ps: u128) {
+    fn stamp(&mut self, f: &mut Frame, abs_ps: u128) -> Result<()> {
         let first = *self.first_ps.get_or_insert(abs_ps);
         let t = abs_ps.max(self.last_ps).max(first);
         self.last_ps = t;
-        f.t_ps = (t - first).min(u64::MAX as u128) as u64;
+        f.t_ps = u64::try_from(t - first).map_err(|_| {
+            self.error(format!(
+                "its timestamp is {:.0} days after the first packet's, more than the 213 days (2^64 ps) a trace may span",
+                (t - first) as f64 / 86_400e12
+            ))
+        })?;
+        Ok(())
     }
 }
 
@@ -1032,6 +1039,19 @@ pub(crate) mod tests {
                 (expect.packets, expect.span_ps, &expect.sizes, &expect.flows)
             );
         }
+    }
+
+    /// A trace that spans more than the clock holds (2^64 ps, 213 days) is refused at the
+    /// packet that goes past it, not read with its times saturated.
+    #[test]
+    fn a_trace_longer_than_the_clock_is_refused() {
+        let f = udp4([198, 18, 0, 1], [198, 19, 0, 1], 1024, 5001, 0, 60, false);
+        let days = |d: u64| d * 86_400 * 1_000_000_000;
+        let ok = write_temp("long-ok.pcap", &pcap(&[(0, f.clone()), (days(200), f.clone())], true));
+        assert_eq!(TraceSummary::scan(&ok, Window::default()).unwrap().span_ps, days(200) * 1_000);
+        let long = write_temp("long.pcap", &pcap(&[(0, f.clone()), (days(1), f.clone()), (days(300), f)], true));
+        let e = TraceSummary::scan(&long, Window::default()).unwrap_err().to_string();
+        assert!(e.contains("packet 3") && e.contains("300 days after the first packet's"), "{e}");
     }
 
     #[test]

@@ -175,6 +175,15 @@ impl Stream {
         mean + sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
     }
 
+    /// Gamma distributed with this shape and scale (`rand_distr`'s Marsaglia-Tsang; mean
+    /// shape x scale); the mean itself for parameters it refuses (not positive or finite).
+    #[inline]
+    pub fn gamma(&mut self, shape: f64, scale: f64) -> f64 {
+        rand_distr::Gamma::new(shape, scale)
+            .map(|g| rand_distr::Distribution::<f64>::sample(&g, &mut self.rng))
+            .unwrap_or(shape * scale)
+    }
+
     /// Uniform integer in [0, n).
     #[inline]
     pub fn below(&mut self, n: u64) -> u64 {

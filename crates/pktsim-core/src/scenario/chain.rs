@@ -231,12 +231,16 @@ fn resolve_over(
             None => (toml::Table::new(), format!("{origin}: {path}"), base_dir.to_path_buf(), None),
             Some(toml::Value::String(f)) => {
                 let p = base_dir.join(&f);
-                let text = std::fs::read_to_string(&p).map_err(|e| {
+                let text = crate::input::read_text(&p).map_err(|e| {
+                    let why = match e {
+                        Error::Io { source, .. } => source.to_string(),
+                        e => e.to_string(),
+                    };
                     err(
                         origin,
                         &format!("{path}.file"),
                         Some(format!("{f:?}")),
-                        format!("a readable scenario file ({e})"),
+                        format!("a readable scenario file ({why})"),
                     )
                 })?;
                 let file_origin = format!("{origin}: {path} ({})", p.display());

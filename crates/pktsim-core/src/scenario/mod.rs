@@ -252,8 +252,7 @@ impl Scenario {
 
     /// Load a scenario file.
     pub fn load_path(path: &Path, sets: &[(String, String)]) -> Result<ResolvedScenario> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+        let text = crate::input::read_text(path)?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
         Self::load_toml(&text, &path.display().to_string(), &base, sets)
     }

@@ -28,11 +28,12 @@ pub enum Pattern {
     Cbr,
     /// Poisson arrivals (exponential gaps).
     Poisson,
-    /// Gaps drawn from a normal distribution around the mean (coefficient of variation
-    /// `cv`), clipped at 0.
+    /// Gaps of the source's mean and coefficient of variation `cv`: normally distributed
+    /// up to cv 1/3, gamma distributed above (shape 1/cv^2: never negative, so the mean
+    /// rate holds for any cv).
     Normal,
     /// Bursts of `burst` frames back to back at the line rate, burst starts spaced by
-    /// normally distributed gaps (`cv`), at the source's mean rate (001 VI-A); a software
+    /// gaps of coefficient of variation `cv` (drawn as for "normal"), at the source's mean rate (001 VI-A); a software
     /// generator sending `burst` frames per call is this.
     Burst,
     /// On-off: ON periods (exponential, mean `on`) at a constant peak rate, OFF periods
@@ -63,13 +64,20 @@ impl PacketSize {
     pub fn imix() -> Self {
         PacketSize::Mix(vec![(Bytes::new(64), 7.0), (Bytes::new(576), 4.0), (Bytes::new(1500), 1.0)])
     }
-    /// `(size, probability)` pairs.
+    /// `(size, probability)` pairs. Weights whose sum overflows are scaled by the largest
+    /// first, so that any finite weights have their shares (1e308 and 1e308 are half and
+    /// half).
     pub fn distribution(&self) -> Vec<(u64, f64)> {
         match self {
             PacketSize::Fixed(b) => vec![(b.bytes, 1.0)],
             PacketSize::Mix(m) => {
                 let total: f64 = m.iter().map(|(_, w)| w).sum();
-                m.iter().map(|(b, w)| (b.bytes, w / total)).collect()
+                if total.is_finite() {
+                    return m.iter().map(|(b, w)| (b.bytes, w / total)).collect();
+                }
+                let max = m.iter().map(|(_, w)| *w).fold(0.0, f64::max);
+                let total: f64 = m.iter().map(|(_, w)| w / max).sum();
+                m.iter().map(|(b, w)| (b.bytes, w / max / total)).collect()
             }
         }
     }
@@ -414,8 +422,9 @@ pub struct Source {
     /// Destination port of its flows (source ports vary per flow).
     #[serde(default = "default_dst_port")]
     pub dst_port: u16,
-    /// Coefficient of variation of the gaps (patterns "normal" and "burst").
+    /// Coefficient of variation of the gaps (patterns "normal" and "burst"), 0 to 10.
     #[serde(default = "default_cv")]
+    #[schemars(range(min = 0.0, max = 10.0))]
     pub cv: f64,
     /// Frames per burst (pattern "burst").
     #[serde(default = "default_burst")]
@@ -442,6 +451,9 @@ fn default_peak() -> f64 {
 fn default_dst_port() -> u16 {
     5001
 }
+/// The largest `cv` a source takes.
+pub const MAX_CV: f64 = 10.0;
+
 fn default_cv() -> f64 {
     0.25
 }
@@ -572,12 +584,12 @@ impl Synthetic {
             check_size(join_path(&p, "size"), &size)?;
             let flows = s.flows.unwrap_or(self.flows);
             check_flows(join_path(&p, "flows"), flows)?;
-            if !(s.cv.is_finite() && s.cv >= 0.0) {
+            if !(s.cv.is_finite() && (0.0..=MAX_CV).contains(&s.cv)) {
                 return Err(ConfigError::new(
                     origin,
                     join_path(&p, "cv"),
                     Some(s.cv.to_string()),
-                    "a coefficient of variation >= 0",
+                    "a coefficient of variation from 0 to 10 (at 10 a million gaps give the mean within 1%)",
                 )
                 .into());
             }
@@ -768,12 +780,8 @@ impl PcapReplay {
             return Err(err("traffic.pcap_length", Some("\"0s\"".into()), "a duration above 0".into()));
         }
         let path = base_dir.join(pcap);
-        if !path.is_file() {
-            return Err(err(
-                "traffic.pcap",
-                Some(format!("{pcap:?}")),
-                format!("a pcap or pcapng file (not found: {})", path.display()),
-            ));
+        if let Some(why) = crate::input::why_not_regular(&path) {
+            return Err(err("traffic.pcap", Some(format!("{pcap:?}")), format!("a pcap or pcapng file ({why})")));
         }
         let t = TraceSummary::cached(
             &path,
@@ -841,6 +849,18 @@ mod tests {
 
     fn traffic(sources: Vec<Source>) -> Synthetic {
         Synthetic { sources, ..Synthetic::default() }
+    }
+
+    /// Weights whose sum overflows a float still give their shares: 1e308 and 1e308 are
+    /// half and half (a mean of 782 B), and the imix keeps its 7 : 4 : 1.
+    #[test]
+    fn mix_weights_are_normalised_without_overflow() {
+        let huge = PacketSize::Mix(vec![(Bytes::new(64), 1e308), (Bytes::new(1500), 1e308)]);
+        assert_eq!(huge.distribution(), vec![(64, 0.5), (1500, 0.5)]);
+        assert_eq!(huge.mean_bytes(), 782.0);
+        let tiny = PacketSize::Mix(vec![(Bytes::new(64), 1e-308), (Bytes::new(1500), 3e-308)]);
+        assert!((tiny.mean_bytes() - (64.0 + 3.0 * 1500.0) / 4.0).abs() < 1e-9);
+        assert!((PacketSize::imix().mean_bytes() - (7.0 * 64.0 + 4.0 * 576.0 + 1500.0) / 12.0).abs() < 1e-9);
     }
 
     #[test]
