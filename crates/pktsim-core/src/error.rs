@@ -105,15 +105,33 @@ impl ConfigError {
         }
         if let Some(rest) = message.strip_prefix("invalid type: ") {
             if let Some((found, expected)) = rest.split_once(", expected ") {
-                return ConfigError::new(origin, path, Some(found.to_string()), expected.to_string());
+                return ConfigError::new(origin, path, Some(found.to_string()), in_words(expected));
             }
         }
         if let Some(rest) = message.strip_prefix("invalid value: ") {
             if let Some((found, expected)) = rest.split_once(", expected ") {
-                return ConfigError::new(origin, path, Some(found.to_string()), expected.to_string());
+                return ConfigError::new(origin, path, Some(found.to_string()), in_words(expected));
             }
         }
         ConfigError::new(origin, path, None, message.to_string())
+    }
+}
+
+/// serde's name of a Rust type in an expectation ("u32", "a boolean"), in the words of a
+/// scenario's user: a whole number and its range.
+fn in_words(expected: &str) -> String {
+    let range = |lo: &str, hi: &str| format!("a whole number from {lo} to {hi}");
+    match expected {
+        "u8" => range("0", "255"),
+        "u16" => range("0", "65535"),
+        "u32" => range("0", "4294967295"),
+        "u64" | "usize" => range("0", "18446744073709551615"),
+        "i8" => range("-128", "127"),
+        "i16" => range("-32768", "32767"),
+        "i32" => range("-2147483648", "2147483647"),
+        "i64" | "isize" => range("-9223372036854775808", "9223372036854775807"),
+        "f32" | "f64" => "a number".to_string(),
+        other => other.to_string(),
     }
 }
 

@@ -40,11 +40,25 @@ where
 pub fn parse_toml_table(text: &str, origin: &str) -> Result<toml::Table> {
     text.parse::<toml::Table>().map_err(|e| {
         let position = e.span().map(|span| line_col(text, span.start));
+        let message = e.message().trim();
+        // A duplicate key (or table): named, from the text the error points at.
+        let named = match e.span() {
+            Some(span) if message.starts_with("duplicate key") || message.contains("duplicate") => {
+                let at = text.get(span.clone()).unwrap_or("").trim();
+                let key = at.split(['=', '\n']).next().unwrap_or("").trim().trim_matches(['[', ']']).trim();
+                if key.is_empty() {
+                    String::new()
+                } else {
+                    format!(": `{key}` is given twice; keep one")
+                }
+            }
+            _ => String::new(),
+        };
         Error::Config(ConfigError {
             origin: origin.to_string(),
             path: String::new(),
             value: None,
-            expected: format!("valid TOML ({})", e.message().trim()),
+            expected: format!("valid TOML ({message}{named})"),
             position,
         })
     })
@@ -339,5 +353,11 @@ mod tests {
     fn toml_syntax_errors_have_line_and_column() {
         let e = parse_toml_table("a = 1\nb = = 2", "t.toml").unwrap_err().to_string();
         assert!(e.starts_with("t.toml:2:5: valid TOML"), "{e}");
+    }
+
+    #[test]
+    fn a_duplicate_key_is_named() {
+        let e = parse_toml_table("[traffic]\nrate = \"1Mpps\"\nrate = \"2Mpps\"\n", "t.toml").unwrap_err().to_string();
+        assert!(e.starts_with("t.toml:3:1: valid TOML") && e.contains("`rate` is given twice"), "{e}");
     }
 }

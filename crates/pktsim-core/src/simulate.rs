@@ -7,10 +7,50 @@ use std::sync::Arc;
 
 use crate::clock::settled;
 use crate::engine::{self, chain::ChainResult, SimResult};
-use crate::error::Result;
+use crate::error::{ConfigError, Result};
 use crate::predict::busiest;
 use crate::scenario::chain::ResolvedChain;
 use crate::scenario::ResolvedScenario;
+
+/// The most frames a run simulates unless its caller allows more (`pktsim run
+/// --allow-large`): about a minute of the engine at its usual 20-50 M frames/s. A typo
+/// (`65536Gbit/s` for `6553.6Gbit/s`, `999990s`) is caught before it runs for an hour.
+pub const MAX_FRAMES: f64 = 2e9;
+
+/// Above this many frames a run is announced as a long one (about 10 s and more).
+pub const LONG_FRAMES: f64 = 2e8;
+
+/// The frames a run simulates: the offered rate over warm-up and duration (each node's
+/// for a chain).
+pub fn expected_frames(sc: &ResolvedScenario) -> f64 {
+    sc.offered_pps() * (sc.scenario.measure.warmup.ps as f64 + sc.scenario.measure.duration.ps as f64) / 1e12
+}
+
+/// [`expected_frames`] over a chain's nodes (each sees at most the first node's offer).
+pub fn expected_chain_frames(chain: &ResolvedChain) -> f64 {
+    chain.nodes.first().map_or(0.0, |n| expected_frames(n) * chain.nodes.len() as f64)
+}
+
+/// Refuse a run of more than [`MAX_FRAMES`] frames, naming the keys that make it so.
+pub fn check_work(frames: f64, sc: &ResolvedScenario) -> Result<()> {
+    if frames.is_finite() && frames <= MAX_FRAMES {
+        return Ok(());
+    }
+    let m = &sc.scenario.measure;
+    Err(ConfigError::new(
+        sc.origin.as_str(),
+        "measure.duration",
+        Some(format!(
+            "{}s of warm-up and measurement at {:.4e} pps offered = {frames:.3e} frames",
+            (m.warmup.ps as f64 + m.duration.ps as f64) / 1e12,
+            sc.offered_pps()
+        )),
+        format!(
+            "at most {MAX_FRAMES:.0e} simulated frames (about a minute); check traffic.rate, link.rate and measure.duration, or pass --allow-large (allow_large=True) to run it"
+        ),
+    )
+    .into())
+}
 
 /// Simulate the node a scenario describes as it runs: at the clock its governor settles at
 /// ([`engine::run`] on [`settled`]'s node; the node as stated under `performance`).

@@ -144,9 +144,26 @@ impl Chain {
         out(py, &pktsim_core::predict::predict_chain(&self.c), as_json)
     }
 
+    /// The frames the chain's nodes will simulate (pktsim_core::simulate::expected_chain_frames).
+    #[getter]
+    fn expected_frames(&self) -> f64 {
+        pktsim_core::simulate::expected_chain_frames(&self.c)
+    }
+
     /// Simulate the chain: end to end (also at the top level), loss by node, each node.
-    #[pyo3(signature = (as_json = false, and_json = false))]
-    fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
+    /// More than `MAX_FRAMES` frames in all only with `allow_large`.
+    #[pyo3(signature = (as_json = false, and_json = false, allow_large = false))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        as_json: bool,
+        and_json: bool,
+        allow_large: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !allow_large {
+            let frames = pktsim_core::simulate::expected_chain_frames(&self.c);
+            pktsim_core::simulate::check_work(frames, &self.c.nodes[0]).map_err(|e| to_pyerr(py, e))?;
+        }
         let r = on_engine_thread(py, |flag| pktsim_core::simulate::run_chain(&self.c, flag))?;
         if and_json && !as_json {
             let pair = (pyser::to_py(py, &r)?, json(&r)?);
@@ -181,6 +198,12 @@ impl Resolved {
         self.sc.offered_pps()
     }
 
+    /// The frames a run will simulate (pktsim_core::simulate::expected_frames).
+    #[getter]
+    fn expected_frames(&self) -> f64 {
+        pktsim_core::simulate::expected_frames(&self.sc)
+    }
+
     /// The analytical prediction (000).
     #[pyo3(signature = (as_json = false))]
     fn predict<'py>(&self, py: Python<'py>, as_json: bool) -> PyResult<Bound<'py, PyAny>> {
@@ -193,8 +216,19 @@ impl Resolved {
     /// The engine runs on a thread of its own with the GIL released; this thread looks at
     /// the interpreter's signals every 10 ms, so Ctrl-C (SIGINT) stops the run within
     /// milliseconds, whatever the scenario, and raises KeyboardInterrupt.
-    #[pyo3(signature = (as_json = false, and_json = false))]
-    fn run<'py>(&self, py: Python<'py>, as_json: bool, and_json: bool) -> PyResult<Bound<'py, PyAny>> {
+    /// More than `MAX_FRAMES` frames only with `allow_large`.
+    #[pyo3(signature = (as_json = false, and_json = false, allow_large = false))]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        as_json: bool,
+        and_json: bool,
+        allow_large: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if !allow_large {
+            let frames = pktsim_core::simulate::expected_frames(&self.sc);
+            pktsim_core::simulate::check_work(frames, &self.sc).map_err(|e| to_pyerr(py, e))?;
+        }
         let r = simulate(py, &self.sc)?;
         if and_json && !as_json {
             let pair = (pyser::to_py(py, &r)?, json(&r)?);
@@ -447,6 +481,8 @@ fn testbed_main(py: Python<'_>, args: Vec<String>) -> u8 {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", pktsim_core::VERSION)?;
+    m.add("MAX_FRAMES", pktsim_core::simulate::MAX_FRAMES)?;
+    m.add("LONG_FRAMES", pktsim_core::simulate::LONG_FRAMES)?;
     m.add_class::<Parsed>()?;
     m.add_class::<Resolved>()?;
     m.add_class::<Chain>()?;
