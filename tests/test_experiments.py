@@ -71,11 +71,11 @@ def test_an_interrupted_sweep_resumes_and_skips_finished_points(tmp_path):
 def test_a_failing_point_is_isolated(monkeypatch):
     real = pktsim.sim.run_text
 
-    def flaky(text, fmt, origin, base_dir, sets=()):
+    def flaky(text, fmt, origin, base_dir, sets=(), **kw):
         point = dict(sets)
         if point["traffic.pattern"] == "poisson" and point["traffic.rate"] == "1.9Mpps":
             raise RuntimeError("worker crashed")
-        return real(text, fmt, origin, base_dir, sets)
+        return real(text, fmt, origin, base_dir, sets, **kw)
 
     monkeypatch.setattr(pktsim.sim, "run_text", flaky)
     df = pktsim.sweep(NAPI, GRID, sets=SETS, jobs=1)

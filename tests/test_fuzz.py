@@ -219,7 +219,7 @@ def test_the_checker_catches_what_it_must():
     try:
         t0 = time.monotonic()
         # A case that hangs is caught and named, and the worker replaced.
-        res = w.run(["run", str(ROOT / "examples" / "linux-router-64B.toml"), "--set", "measure.duration=1000s"], 2)
+        res = w.run(["run", str(ROOT / "examples" / "linux-router-64B.toml"), "--set", "measure.duration=1000s", "--allow-large"], 2)
         assert res["rc"] is None and "hang" in res["err"] and time.monotonic() - t0 < 10
     finally:
         w.close()

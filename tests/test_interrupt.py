@@ -21,6 +21,7 @@ FAST_LINK = [
     "--set",
     "measure.duration=10s",
     "--json",
+    "--allow-large",  # 15 Gpps x 10 s: far more than a run is let simulate by default
 ]
 
 

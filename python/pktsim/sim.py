@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 
+from . import _core
 from .parse import _normalise_sets, read_scenario_file, resolve
 from .values import expand_values, flatten
 
@@ -52,7 +53,7 @@ class RunResult(dict):
         return flatten(self)
 
 
-def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
+def run(scenario: Scenario | str | Mapping[str, Any], sets=None, *, allow_large: bool = False) -> RunResult:
     """Simulate a scenario (a :class:`Scenario`, a TOML path or a dict) with optional
     overrides (``sets={"traffic.rate": "1.2Mpps"}``; plain numbers are taken in the key's
     base unit: pps, bit/s, bytes, seconds, Hz, cycles; numpy scalars are numbers).
@@ -87,20 +88,28 @@ def run(scenario: Scenario | str | Mapping[str, Any], sets=None) -> RunResult:
       and their ``exit_latency_sum_ns``, whose mean names the state) and
       ``series_interval_s`` (s);
     - ``sim_time_s``, ``wall_s`` (s), ``t_proc_ns``, ``t_clean_ns``, ``t_irq_ns`` (ns, the
-      per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text)."""
+      per-packet costs used), ``io`` (I/O-mode details) and ``notes`` (list of text).
+
+    A run of more than ``pktsim._core.MAX_FRAMES`` simulated frames (offered rate x
+    warm-up and duration; 2e9, about a minute) raises :class:`~pktsim.errors.ScenarioError`
+    naming ``measure.duration`` unless ``allow_large``."""
     from .scenario import as_scenario
 
     sc = as_scenario(scenario, sets)
-    return _observed(run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets))
+    return _observed(run_text(sc.text, sc.format, sc.origin, sc.base_dir, sc.sets, allow_large=allow_large))
 
 
-def run_file(path: str | Path, sets=None) -> RunResult:
+def run_file(path: str | Path, sets=None, *, allow_large: bool = False, notify: Callable[[str], None] | None = None) -> RunResult:
     """What :func:`run` does for a TOML file, without building a :class:`Scenario` (what
     ``pktsim run FILE`` does: the file is read, validated once and simulated; the same
-    errors, the same result)."""
+    errors, the same result). ``notify`` hears of a long run (more than
+    ``pktsim._core.LONG_FRAMES`` frames) before it starts."""
     text, origin, base_dir = read_scenario_file(path)
     point = resolve(text, "toml", origin, base_dir, _normalise_sets(sets))
-    result = RunResult(point.run())
+    frames = point.expected_frames
+    if notify and frames > _core.LONG_FRAMES and (allow_large or frames <= _core.MAX_FRAMES):
+        notify(f"{origin}: {frames:.3g} frames to simulate: this run may take a minute or more (Ctrl-C stops it)")
+    result = RunResult(point.run(allow_large=allow_large))
     result._offered_pps = point.offered_pps
     return _observed(result)
 
@@ -111,7 +120,7 @@ def _observed(result: RunResult) -> RunResult:
     return result
 
 
-def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_json: bool = False) -> RunResult:
+def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_json: bool = False, allow_large: bool = False) -> RunResult:
     """Simulate scenario text (``fmt`` "toml" or "json") with overrides (``["a.b=1"]``,
     ``[("a.b", 1)]`` or ``{"a.b": 1}``, applied as :meth:`Scenario.with_sets` applies them);
     relative profile paths are read from ``base_dir``, errors name ``origin``.
@@ -124,10 +133,10 @@ def run_text(text: str, fmt: str, origin: str, base_dir: str, sets=(), *, keep_j
     sweep's checkpoint saves it)."""
     point = resolve(text, fmt, origin, base_dir, _normalise_sets(sets), check_profile=False)
     if keep_json:
-        objects, text_json = point.run(and_json=True)
+        objects, text_json = point.run(and_json=True, allow_large=allow_large)
         result = RunResult(objects)
         result._json = text_json
     else:
-        result = RunResult(point.run())
+        result = RunResult(point.run(allow_large=allow_large))
     result._offered_pps = point.offered_pps
     return result

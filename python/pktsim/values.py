@@ -78,9 +78,11 @@ def expand_values(spec: str | Sequence[Any], key: str = "") -> list[str]:
         raise ValueError(f"{spec!r}: START, STOP and STEP must be finite numbers")
     if not step > 0 or stop < start:
         raise ValueError(f"{spec!r}: expected STEP > 0 and STOP >= START")
-    n = int(round((stop - start) / step)) + 1
-    if n > 100_000:
-        raise ValueError(f"{spec!r}: {n} points is too many (at most 100,000)")
+    count = (stop - start) / step + 1
+    if not count <= 100_000:
+        shown = f"{count:.3g}" if math.isfinite(count) else "more than 1e308"
+        raise ValueError(f"{spec!r}: {shown} points is too many (at most 100,000)")
+    n = int(round(count - 1)) + 1
     out = []
     for i in range(n):
         v = (start + i * step) / scale

@@ -24,6 +24,9 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
     if len(args.param) != len(args.values):
         raise UsageError("sweep: give one --values after each --param")
+    twice = sorted({k for k in args.param if args.param.count(k) > 1})
+    if twice:
+        raise UsageError(f"--param {twice[0]}: given twice; expected each key once (put all its values in one --values)")
     sc = Scenario.load(args.file, args.set)
     params, replications = sweep_plan(sc, dict(zip(args.param, args.values)), args.replications)
     if not params:
@@ -80,6 +83,7 @@ def cmd_sweep(args) -> int:
             output=args.output,
             progress=not args.json and sys.stderr.isatty(),
             restart=args.restart,
+            allow_large=args.allow_large,
         )
     except SweepInterrupted as e:
         kept = f"; rerun the same command to resume from {args.output}.partial.jsonl" if args.output else ""

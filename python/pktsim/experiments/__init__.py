@@ -41,6 +41,7 @@ parts: :mod:`~pktsim.experiments.tasks` (the grid's tasks and one run),
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -85,6 +86,12 @@ __all__ = [
 ]
 
 
+# The most runs a sweep starts unless allowed (``allow_large``, ``--allow-large``): at the
+# engine's usual milliseconds per run, minutes to hours of work; a grid past it is mostly
+# a typo in a range.
+MAX_RUNS = 100_000
+
+
 def _say(message: str) -> None:
     print(f"pktsim: {message}", file=sys.stderr)
 
@@ -102,6 +109,7 @@ def sweep(
     dask: str | None = None,
     output: str | None = None,
     restart: bool = False,
+    allow_large: bool = False,
 ):
     """Run the scenario at every point of a grid and return one tidy row per (point,
     replication) as a pandas DataFrame.
@@ -139,7 +147,11 @@ def sweep(
     Jupyter). With ``output`` the table is written (Parquet or CSV, see :func:`write_table`)
     and an interrupted sweep resumes (unless ``restart``, or the checkpoint belongs to
     another sweep). Ctrl-C stops the sweep at once and raises :class:`SweepInterrupted`,
-    whose ``table`` holds the finished rows."""
+    whose ``table`` holds the finished rows.
+
+    Work is bounded before it starts: at most :data:`MAX_RUNS` runs (points x replications x
+    variants), and each run at most ``pktsim._core.MAX_FRAMES`` simulated frames (a point
+    with more is an error row); ``allow_large`` lifts both."""
     if isinstance(param, Mapping):
         params = dict(param)
     elif param is not None:
@@ -160,6 +172,7 @@ def sweep(
         output=output,
         progress=progress,
         restart=restart,
+        allow_large=allow_large,
     )
 
 
@@ -196,6 +209,7 @@ def run_grid(
     restart: bool = False,
     notify: Callable[[str], None] | None = _say,
     dask_lost_after_s: float = 10.0,
+    allow_large: bool = False,
 ):
     """Run a sweep; returns a pandas DataFrame (one row per point and replication; see
     :func:`sweep`). The full result of each run is reached with :func:`results`.
@@ -207,9 +221,11 @@ def run_grid(
     sc = as_scenario(scenario, sets)
     if not params:
         raise ValueError("a sweep needs at least one parameter (--param KEY --values ...)")
-    if replications < 1:
-        raise ValueError(f"replications = {replications}: expected at least 1")
-    if dask:
+    if isinstance(replications, bool) or not isinstance(replications, int) or replications < 1:
+        raise ValueError(f"replications = {replications!r}: expected a whole number of at least 1")
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ValueError(f"jobs = {jobs!r}: expected a whole number of local processes of at least 1 (None: one per core)")
+    if dask is not None:
         _import_distributed()
     named = parse_variants(variants)
     expanded = {}
@@ -223,8 +239,15 @@ def run_grid(
                 raise ValueError(f"{key}: value {v!r} is given twice (each point of a sweep is run once per replication)")
             seen.add(v)
     params = expanded
+    runs = math.prod(len(v) for v in params.values()) * replications * max(1, len(named))
+    if runs > MAX_RUNS and not allow_large:
+        raise ValueError(
+            f"{runs:,} runs ({' x '.join(str(len(v)) for v in params.values())} points x {replications} replications"
+            + (f" x {len(named)} variants" if named else "")
+            + f"): more than {MAX_RUNS:,}; narrow the grid, or pass --allow-large (allow_large=True) to run them all"
+        )
     out = check_output(output) if output else None
-    tasks = grid(sc, params, replications, named)
+    tasks = grid(sc, params, replications, named, allow_large=allow_large)
     checkpoint = _checkpoint_path(out) if out else None
     done: dict = {}
     if checkpoint:
@@ -238,6 +261,8 @@ def run_grid(
                 notify(f"{checkpoint}: not resuming from it: {why}; starting over")
         wanted = {t.key for t in tasks}
         done = {k: v for k, v in done.items() if k in wanted}
+        if done and notify:
+            notify(f"{checkpoint}: resuming: {len(done)} of {len(tasks)} runs reused, {len(tasks) - len(done)} to run")
         # The checkpoint starts afresh with this sweep's hash and the rows kept.
         lines = [json.dumps({"_pktsim_sweep": {"fingerprint": fingerprint, "version": _core.VERSION}})]
         lines += [json.dumps(row, allow_nan=True) for row in done.values()]
@@ -271,7 +296,7 @@ def run_grid(
     try:
         if report and done:
             report(len(rows), len(tasks), f"resuming: {len(done)} points already done")
-        if dask:
+        if dask is not None:
             _run_dask(dask, todo, finished, dask_lost_after_s)
         elif (jobs or os.cpu_count() or 1) == 1 or len(todo) <= 1:
             for t in todo:

@@ -12,29 +12,94 @@ from .. import _core
 from ..scenario import Scenario
 
 
+def _digest(path: Path) -> str:
+    """A hash of the content of the regular file ``path``, read in pieces."""
+    h = hashlib.blake2b(digest_size=20)
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _strings(value, out: set[str]) -> None:
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _strings(v, out)
+
+
+def input_paths(scenario: Scenario, params: Mapping[str, Sequence[str]] | None = None, variants: Mapping[str, tuple] | None = None) -> dict[str, Path]:
+    """Every file a point of a sweep may read: each string of the scenario, its overrides,
+    the grid and the variants that names a regular file (against the scenario's directory,
+    or absolute) — a cost profile, a pcap, a chain's node file, a swept file — and, inside a
+    TOML file found so, the files it names (against its own directory). Keyed by the path as
+    written (a nested file's after its parent's and " > ")."""
+    import os
+    import stat
+
+    from ..tomlread import tomllib
+
+    found: dict[str, Path] = {}
+    todo: list[tuple[Path, str, object]] = [(Path(scenario.base_dir), "", [scenario.data, list(scenario.sets), dict(params or {}), dict(variants or {})])]
+    seen: set[Path] = set()
+    while todo:
+        base, prefix, value = todo.pop()
+        names: set[str] = set()
+        _strings(value, names)
+        for name in sorted(names):
+            if not name or len(name) > 4096 or "\n" in name or "\0" in name:
+                continue
+            path = base / name
+            try:
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    continue
+                real = path.resolve()
+                if real in seen:
+                    continue
+                seen.add(real)
+                found[prefix + name] = path
+            except (OSError, ValueError):
+                continue
+            if path.suffix == ".toml" and path.stat().st_size <= 16 << 20:
+                try:
+                    todo.append((path.parent, f"{prefix}{name} > ", tomllib.loads(path.read_text(encoding="utf-8"))))
+                except (OSError, ValueError):
+                    pass
+    return found
+
+
+def input_files(scenario: Scenario, params: Mapping[str, Sequence[str]] | None = None, variants: Mapping[str, tuple] | None = None) -> dict[str, str]:
+    """:func:`input_paths`, each with a hash of its content."""
+    out = {}
+    for shown, path in input_paths(scenario, params, variants).items():
+        try:
+            out[shown] = _digest(path)
+        except OSError:
+            out[shown] = "<unreadable>"
+    return out
+
+
 def sweep_fingerprint(scenario: Scenario, params: Mapping[str, Sequence[str]], variants: Mapping[str, tuple] | None = None) -> str:
     """A hash of everything a sweep's rows depend on: pktsim's version, the resolved
-    scenario (every default filled in) with its overrides, the cost-profile file it names
-    (bundled profiles are part of the version) and the grid. A checkpoint whose hash differs
+    scenario (every default filled in) with its overrides, the grid, and the content of
+    every file a point reads (:func:`input_files`: profiles, pcaps, chain node files, swept
+    files; bundled profiles are part of the version). A checkpoint whose hash differs
     belongs to another sweep."""
     h = hashlib.sha256()
-    profile = (scenario.data.get("cost") or {}).get("profile")
-    profile_bytes = b""
-    if isinstance(profile, str) and profile not in _core.bundled_profiles():
-        try:
-            profile_bytes = (Path(scenario.base_dir) / profile).read_bytes()
-        except OSError:
-            profile_bytes = b"<unreadable>"
     doc = {
         "version": _core.VERSION,
         "scenario": scenario.data,
         "sets": [list(kv) for kv in scenario.sets],
         "grid": {k: list(v) for k, v in params.items()},
+        "files": input_files(scenario, params, variants),
     }
     if variants:
         doc["variants"] = {k: [list(kv) for kv in v] for k, v in variants.items()}
     h.update(json.dumps(doc, sort_keys=True, default=str).encode())
-    h.update(hashlib.sha256(profile_bytes).digest())
     return h.hexdigest()
 
 
@@ -69,7 +134,7 @@ def _load_checkpoint(path: Path, fingerprint: str) -> tuple[dict, str]:
         except (json.JSONDecodeError, AttributeError):
             header = None
     if not isinstance(header, dict) or header.get("fingerprint") != fingerprint:
-        return done, "it was written by a different sweep (the scenario, its overrides, the grid or pktsim changed)"
+        return done, "it was written by a different sweep (the scenario, its overrides, the grid, a file it reads or pktsim changed)"
     for line in lines[1:]:
         try:
             row = json.loads(line)
@@ -87,19 +152,11 @@ def check_output(output: str | Path) -> Path:
     """The sweep table's path, checked before any run: a ``.parquet`` or ``.csv`` suffix, and
     a directory where the table and its checkpoint can be written. Raises ``ValueError``
     naming the path and the reason."""
+    from ..textio import output_target
+
     out = Path(output)
     if out.suffix not in (".parquet", ".csv"):
         raise ValueError(f"{out}: expected a .parquet or .csv output file")
-    if out.is_dir():
-        raise ValueError(f"{out}: is a directory, expected a .parquet or .csv output file")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        probe = _checkpoint_path(out)
-        existed = probe.exists()
-        with probe.open("a"):
-            pass
-        if not existed:
-            probe.unlink()
-    except OSError as e:
-        raise ValueError(f"{out}: cannot write there ({e.strerror or e})") from None
+    output_target(out, "sweep table")
+    output_target(_checkpoint_path(out), "sweep's checkpoint")
     return out

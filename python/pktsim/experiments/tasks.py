@@ -1,14 +1,16 @@
 """A sweep's runs: the grid's tasks (a point, a replication, what the core needs to run it),
-named variants, the cost-profile files that travel with each task, and one task's run
+named variants, the files that travel with each task, and one task's run
 as a row (:func:`run_task`, which never raises)."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import itertools
-import json
+import os
+import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +43,10 @@ class Task:
     variant: str = ""  # the named variant's name ("" without variants)
     variant_sets: tuple = ()  # its overrides ((key, value), ...)
     numbers: tuple = ()  # each swept value in base units (None when not a number)
-    files: tuple = ()  # ((relative path, text), ...): cost-profile files the scenario names
+    files: tuple = ()  # ((relative path, bytes), ...): the files the scenario names (profiles, pcaps, chain nodes)
     saved: bool = False  # the sweep keeps a checkpoint: the row brings its result's JSON text
+    allow_large: bool = False  # a run of more than pktsim._core.MAX_FRAMES frames is run
+    files_id: str = ""  # a hash of ``files`` (their names and contents), made once per grid
 
     @property
     def key(self) -> tuple:
@@ -59,27 +63,39 @@ class Task:
 _MATERIALISED: dict = {}
 
 
+def files_id(base_dir: str, files: tuple) -> str:
+    """A hash of a task's files, their names and contents (and the directory they are for)."""
+    h = hashlib.sha256(base_dir.encode())
+    for name, data in files:
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()[:16]
+
+
 def _base_dir(task: Task) -> str:
-    """Where the run reads the scenario's relative profile files: its own directory when
-    they are there as sent, else a private directory of this process holding the copies
-    that travelled with the task (a Dask worker started elsewhere)."""
+    """Where the run reads the scenario's relative files: its own directory when they are
+    there as sent, else a private directory of this process holding the copies that
+    travelled with the task (a Dask worker started elsewhere), removed when the process
+    ends. Decided once per process for each set of files."""
     if not task.files:
         return task.base_dir
+    digest = task.files_id or files_id(task.base_dir, task.files)
+    if digest in _MATERIALISED:
+        return _MATERIALISED[digest]
     try:
-        if all((Path(task.base_dir) / name).read_text(encoding="utf-8") == text for name, text in task.files):
+        if all((Path(task.base_dir) / name).read_bytes() == data for name, data in task.files):
+            _MATERIALISED[digest] = task.base_dir
             return task.base_dir
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         pass
-    digest = hashlib.sha256(json.dumps(task.files).encode()).hexdigest()[:16]
-    if digest not in _MATERIALISED:
-        root = Path(tempfile.mkdtemp(prefix="pktsim-profiles-"))
-        depth = max(Path(name).parts.count("..") for name, _ in task.files)
-        base = root.joinpath(*(["d"] * depth)) if depth else root
-        for name, text in task.files:
-            target = base / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        _MATERIALISED[digest] = str(base)
+    root = Path(tempfile.mkdtemp(prefix="pktsim-files-"))
+    atexit.register(shutil.rmtree, root, True)
+    depth = max(Path(name).parts.count("..") for name, _ in task.files)
+    base = root.joinpath(*(["d"] * depth)) if depth else root
+    for name, data in task.files:
+        target = base / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    _MATERIALISED[digest] = str(base)
     return _MATERIALISED[digest]
 
 
@@ -94,9 +110,9 @@ def run_task(task: Task) -> dict:
         return _failed_row(task, task.invalid)
     try:
         if task.saved:
-            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets, keep_json=True)
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets, keep_json=True, allow_large=task.allow_large)
         else:
-            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets)
+            r = sim.run_text(task.text, task.fmt, task.origin, _base_dir(task), task.run_sets, allow_large=task.allow_large)
         flat = {k: v for k, v in flatten(r).items() if not k.startswith(RUN_FIELDS_DROPPED)}
         flat.pop("seed", None)
         row.update(flat)
@@ -172,23 +188,38 @@ def parse_variants(variants) -> dict[str, tuple]:
     return out
 
 
-def _profile_files(scenario: Scenario, extra: Sequence[str] = ()) -> tuple:
-    """The relative cost-profile files the scenario (and swept or variant values of
-    ``cost.profile``) name, as ((path as written, text), ...), to travel with each task."""
-    names = [(scenario.data.get("cost") or {}).get("profile"), *extra]
-    bundled = set(_core.bundled_profiles())
-    files = []
-    for name in dict.fromkeys(n for n in names if isinstance(n, str) and n):
-        if name in bundled or Path(name).is_absolute():
+# Files that travel with each task, in all at most this many bytes (a larger pcap is read
+# where the task runs, at the path the scenario gives).
+MAX_SHIPPED_BYTES = 16 << 20
+
+
+def _input_files(scenario: Scenario, params: Mapping[str, Any], variants: Mapping[str, tuple] | None) -> tuple:
+    """The relative files the scenario, the grid and the variants name (cost profiles,
+    pcaps, chain node files and the files those name: :func:`~.checkpoint.input_files`), as
+    ((path as written, bytes), ...), to travel with each task; nested paths are written
+    against the scenario's directory."""
+    from .checkpoint import input_paths
+
+    base = Path(scenario.base_dir)
+    files, total = [], 0
+    for shown, path in input_paths(scenario, params, variants).items():
+        if Path(shown.split(" > ")[-1]).is_absolute():
             continue
         try:
-            files.append((name, (Path(scenario.base_dir) / name).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError):
+            if total + path.stat().st_size > MAX_SHIPPED_BYTES:
+                continue
+            rel = os.path.relpath(path, base)
+            data = path.read_bytes()
+        except (OSError, ValueError):
             continue  # the core says what is wrong with it
+        files.append((rel, data))
+        total += len(data)
     return tuple(files)
 
 
-def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, variants: Mapping[str, tuple] | None = None) -> list[Task]:
+def grid(
+    scenario: Scenario, params: Mapping[str, Any], replications: int, variants: Mapping[str, tuple] | None = None, *, allow_large: bool = False
+) -> list[Task]:
     """Tasks for the cartesian product of the parameter values, `replications` each with
     seeds base, base + 1, ... (independent streams: each component's seed is derived from
     the scenario seed). The base is the point's own seed: the scenario's, or the swept
@@ -205,10 +236,8 @@ def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, varia
     keys = list(params)
     values = [expand_values(params[k], k) for k in keys]
     named = list((variants or {}).items()) or [("", ())]
-    profiles = [v for _, vs in named for k, v in vs if k == "cost.profile"]
-    if "cost.profile" in params:
-        profiles += values[keys.index("cost.profile")]
-    files = _profile_files(scenario, profiles)
+    files = _input_files(scenario, dict(zip(keys, values)), variants)
+    fid = files_id(scenario.base_dir, files) if files else ""
     numbers_of = {k: {v: numeric_value(k, v) for v in vals} for k, vals in zip(keys, values)}
     seeded = "seed" in keys
     profiled = "cost.profile" in keys
@@ -245,6 +274,8 @@ def grid(scenario: Scenario, params: Mapping[str, Any], replications: int, varia
                     tuple(vsets),
                     numbers,
                     files,
+                    allow_large=allow_large,
+                    files_id=fid,
                 )
             )
     return tasks

@@ -9,14 +9,37 @@ from collections.abc import Sequence
 from .tasks import Task, _failed_row, run_task
 
 
-def _worker_init() -> None:
+def _worker_init(parent: int | None = None) -> None:
     """Local worker processes leave Ctrl-C to the parent, which stops them at once (a
     terminated worker ends quietly: not with the command's SIGTERM handler, inherited by
-    the fork, which would raise KeyboardInterrupt in it)."""
+    the fork, which would raise KeyboardInterrupt in it). And they die with the process
+    that started them, even one killed with SIGKILL, which can stop nothing: the kernel
+    sends them SIGKILL then (``prctl(PR_SET_PDEATHSIG)``); one whose parent is already gone
+    exits at once."""
+    import os
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if parent is not None and os.getppid() != parent:
+        os._exit(0)
+
+
+def _spawner() -> int | None:
+    """The pid a pool worker's parent has: this process when workers are forked (Linux's
+    default start method), else a server process of multiprocessing's (not known here)."""
+    import multiprocessing
+    import os
+
+    # (The pool takes the same default context.)
+    return os.getpid() if multiprocessing.get_context().get_start_method() == "fork" else None
 
 
 def run_chunk(tasks: Sequence[Task]) -> list:
@@ -51,7 +74,7 @@ def _finish_chunk(chunk: Sequence[Task], fut, finished) -> None:
 def _run_processes(workers: int, tasks: Sequence[Task], finished) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(_spawner(),))
     try:
         futures = {ex.submit(run_chunk, c): c for c in chunks(tasks, workers)}
         for fut in as_completed(futures):
@@ -114,12 +137,40 @@ def _run_dask(address: str, tasks: Sequence[Task], finished, lost_after_s: float
             logging.getLogger(n).setLevel(level)
 
 
+# How long a Dask scheduler has to answer, whatever listens at the address.
+DASK_CONNECT_S = 10.0
+
+
+def _connect(address: str):
+    """A client of the Dask scheduler at ``address``, or :class:`DaskClusterError` within
+    :data:`DASK_CONNECT_S` seconds: the client's own timeout covers the connection, not a
+    service that accepts it and never speaks Dask's protocol, so the client is made on a
+    thread of its own and given up on after that long."""
+    import threading
+
+    distributed = _import_distributed()
+    if not str(address).strip():
+        raise DaskClusterError("--dask '': expected the address of a Dask scheduler, such as tcp://host:8786 (leave --dask out to run locally)")
+    box: dict = {}
+
+    def make():
+        try:
+            box["client"] = distributed.Client(address, timeout=f"{DASK_CONNECT_S:g}s")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            box["error"] = e
+
+    t = threading.Thread(target=make, name="pktsim-dask-connect", daemon=True)
+    t.start()
+    t.join(DASK_CONNECT_S + 1.0)
+    if "client" in box:
+        return box["client"]
+    why = f"{box['error']}" if "error" in box else f"no answer as a Dask scheduler within {DASK_CONNECT_S:g} s"
+    raise DaskClusterError(f"--dask {address}: cannot reach the Dask scheduler ({why}); expected an address such as tcp://host:8786")
+
+
 def _run_dask_quiet(address: str, tasks: Sequence[Task], finished, lost_after_s: float) -> None:
     distributed = _import_distributed()
-    try:
-        client = distributed.Client(address, timeout="10s")
-    except (OSError, TimeoutError, ValueError, TypeError) as e:
-        raise DaskClusterError(f"--dask {address}: cannot reach the Dask scheduler ({e}); expected an address such as tcp://host:8786") from None
+    client = _connect(address)
     with client:
         try:
             threads = sum(client.nthreads().values()) or 2  # no worker yet: sized for two

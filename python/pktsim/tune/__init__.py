@@ -34,6 +34,13 @@ class TuneError(ValueError):
     pass
 
 
+# Bounds on a search's work, checked before it starts: loads per candidate, candidates,
+# replications per candidate and load.
+MAX_LOADS = 50
+MAX_BUDGET = 100_000
+MAX_REPLICATIONS = 100
+
+
 def parse_loads(load=None, load_range=None, points: int = DEFAULT_LOADS) -> tuple:
     """The loads (pps) and the index of the target load (-1: objectives averaged over the
     range). ``load``: "300kpps" or a number in pps; ``load_range``: "LO:HI", ``points``
@@ -60,8 +67,8 @@ def parse_loads(load=None, load_range=None, points: int = DEFAULT_LOADS) -> tupl
         lo, hi = pps(lo_t, "--load-range"), pps(hi_t, "--load-range")
         if hi <= lo:
             raise TuneError(f"--load-range {load_range!r}: expected LO below HI")
-        if points < 2:
-            raise TuneError(f"--loads {points}: expected at least 2 loads over a range")
+        if not 2 <= points <= MAX_LOADS:
+            raise TuneError(f"--loads {points}: expected 2 to {MAX_LOADS} loads over a range (each candidate runs at every one)")
         loads = [lo * (hi / lo) ** (i / (points - 1)) for i in range(points)]
         loads = [float(f"{x:.4g}") for x in loads]
     if load is not None:
@@ -136,12 +143,14 @@ def tune(
     elif node is not None:
         raise TuneError(f"--node {node}: {sc.origin} is a single node, not a chain")
     spec = knobs_spec if knobs_spec is not None else knobs
-    if budget < 1:
-        raise TuneError(f"--budget {budget}: expected a number of candidates, at least 1")
+    if not 1 <= budget <= MAX_BUDGET:
+        raise TuneError(f"--budget {budget}: expected a number of candidates from 1 to {MAX_BUDGET:,}")
+    if not 0 <= seed < 2**32:
+        raise TuneError(f"--seed {seed}: expected a seed from 0 to 4294967295")
     if batch < 1:
         raise TuneError(f"--batch {batch}: expected at least 1")
-    if replications is not None and replications < 1:
-        raise TuneError(f"--replications {replications}: expected at least 1")
+    if replications is not None and not 1 <= replications <= MAX_REPLICATIONS:
+        raise TuneError(f"--replications {replications}: expected 1 to {MAX_REPLICATIONS} runs per candidate and load")
     if not (prune_margin > 0):
         raise TuneError(f"prune margin {prune_margin}: expected a positive number")
     objs = goals.objectives(minimize, maximize)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .. import _core
-from ..experiments.tasks import Task, _profile_files
-from ..experiments.workers import _run_dask, _worker_init, chunks, run_chunk
+from ..experiments.tasks import Task, _input_files, files_id
+from ..experiments.workers import _run_dask, _spawner, _worker_init, chunks, run_chunk
 from .goals import value
 from .knobs import Selection
 
@@ -63,7 +63,8 @@ class Evaluator:
     def __init__(self, plan: Plan):
         self.plan = plan
         self.sc = plan.scenario
-        self.files = _profile_files(self.sc)
+        self.files = _input_files(self.sc, {}, None)
+        self.files_id = files_id(self.sc.base_dir, self.files) if self.files else ""
         self.cache: dict = {}
         self.count = 0
         self._pool = None
@@ -105,6 +106,7 @@ class Evaluator:
                         (),
                         (),
                         self.files,
+                        files_id=self.files_id,
                     )
                 )
         return out
@@ -119,7 +121,7 @@ class Evaluator:
             for t, row in batch:
                 rows[id(t)] = row
 
-        if self.plan.dask:
+        if self.plan.dask is not None:
             _run_dask(self.plan.dask, tasks, finished)
         elif self.workers == 1 or len(tasks) == 1:
             for t in tasks:
@@ -128,7 +130,7 @@ class Evaluator:
             from concurrent.futures import ProcessPoolExecutor, as_completed
 
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
+                self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init, initargs=(_spawner(),))
             futures = {self._pool.submit(run_chunk, c): c for c in chunks(tasks, self.workers)}
             for fut in as_completed(futures):
                 finished(list(zip(futures[fut], fut.result())))
