@@ -565,8 +565,8 @@ def test_all_zero_counts_are_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     "option, make, needle",
     [
-        ("-o", lambda d: d, "Is a directory"),
-        ("--flamegraph", lambda d: d, "Is a directory"),
+        ("-o", lambda d: d, "it is a directory"),
+        ("--flamegraph", lambda d: d, "it is a directory"),
         ("--bars", lambda d: d / "bars.bmp", ".png, .svg or .pdf"),
     ],
 )
@@ -575,7 +575,7 @@ def test_bad_output_paths_exit_2_naming_the_option(tmp_path, option, make, needl
     proc = run_cli("calibrate", DATA / "folded.txt", "--rate", "1Mpps", "--cpu-load", "100%", "--freq", "3GHz", option, target, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     line = proc.stderr.strip()
-    assert len(line.splitlines()) == 1 and line.startswith(f"pktsim: error: {option} '{target}'") and needle in line
+    assert len(line.splitlines()) == 1 and line.startswith(f"pktsim: error: {option} ") and str(target) in line and needle in line
 
 
 def test_more_active_cycles_than_one_core_has_is_flagged():

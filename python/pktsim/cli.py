@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from . import __version__
+from .cliparser import OUTPUT_OPTIONS, Parser
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import json_text, si, table
@@ -27,7 +28,7 @@ def cmd_run(args) -> int:
 
     if args.plot:
         _check_plot_path(args.plot)
-    r = run_file(args.file, args.set)
+    r = run_file(args.file, args.set, allow_large=args.allow_large, notify=lambda m: print(f"pktsim: {m}", file=sys.stderr, flush=True))
     if args.plot:
         from .series_plot import time_series
 
@@ -217,7 +218,7 @@ def _later(name: str):
 def build_parser() -> argparse.ArgumentParser:
     from .reproduce import PAPERS  # the list alone: the papers' modules come when one runs
 
-    ap = argparse.ArgumentParser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
+    ap = Parser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
     ap.add_argument("--version", action="version", version=f"pktsim {__version__}")
     sub = ap.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -237,6 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot",
         metavar="FILE",
         help="also draw the time series (needs measure.interval): rates, interrupts and polls, moderation interval, frames per poll, idle wake-ups",
+    )
+    r.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run even when it simulates more than 2e9 frames (offered rate x warm-up and duration; about a minute): refused otherwise, to catch typos",
     )
     r.set_defaults(func=cmd_run)
 
@@ -275,18 +281,23 @@ def build_parser() -> argparse.ArgumentParser:
         "Error rows are run again.",
     )
     w.add_argument("--restart", action="store_true", help="with -o: discard the saved rows of an interrupted sweep and start over")
+    w.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run a grid of more than 100,000 runs, and points of more than 2e9 simulated frames each (refused otherwise, to catch typos)",
+    )
     w.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
     w.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     w.add_argument("--plots", metavar="DIR", help="also draw the standard plots into DIR")
     _figure_args(w)
-    w.set_defaults(func=_later("cmd_sweep"))
+    w.set_defaults(func=_later("cmd_sweep"), output_dirs=("plots",))
 
     pl = sub.add_parser("plot", help="the standard plots of a sweep table (.parquet or .csv)")
     pl.add_argument("table", metavar="SWEEP")
     pl.add_argument("-o", "--output", required=True, metavar="DIR")
     pl.add_argument("--x", metavar="COLUMN", help="x axis (default: the offered load for a load sweep, else the swept key)")
     _figure_args(pl)
-    pl.set_defaults(func=_later("cmd_plot"))
+    pl.set_defaults(func=_later("cmd_plot"), output_dirs=("output",))
 
     k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")
     k.add_argument("profile", metavar="PROFILE", help="perf script output, folded stacks, or perf report --stdio")
@@ -332,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "objects (one per paper, each with its own summary; the pooled summary is pktsim.reproduce.summary over all rows)",
     )
     r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
-    r.set_defaults(func=_later("cmd_reproduce"))
+    r.set_defaults(func=_later("cmd_reproduce"), output_dirs=("report",))
 
     tu = sub.add_parser("tune", help="recommend the kernel knobs for a latency, loss or CPU target, with the commands that apply them")
     tu.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file (today's configuration)")
@@ -369,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--dask", metavar="ADDR", help="run candidates on a Dask cluster, e.g. tcp://host:8786")
     tu.add_argument("-o", "--output", metavar="DIR", help="write DIR/tuned.toml, DIR/apply.sh, DIR/pareto.png and DIR/tune.json")
     tu.add_argument("--json", action="store_true", help="print one JSON object")
-    tu.set_defaults(func=_later("cmd_tune"))
+    tu.set_defaults(func=_later("cmd_tune"), output_dirs=("output",))
 
     tb = sub.add_parser("testbed", help="measure real Linux forwarding in network namespaces and hold the model against it (root)")
     tbs = tb.add_subparsers(dest="testbed_command", metavar="COMMAND")
@@ -540,6 +551,10 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     sys.stdout = _GuardedStdout(real_stdout)
     try:
+        if any(getattr(args, d, None) for d in OUTPUT_OPTIONS):
+            from .commands.common import check_outputs
+
+            check_outputs(args, OUTPUT_OPTIONS)
         rc = args.func(args)
         sys.stdout.flush()
         return rc

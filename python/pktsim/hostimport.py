@@ -24,6 +24,7 @@ the scenario takes 000's Linux router profile, to be replaced by ``pktsim calibr
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ from pathlib import Path
 
 from . import schema_info
 from .errors import ScenarioError
+from .tomlread import tomllib
 
 FILES = (
     "ethtool-i.txt",
@@ -424,12 +426,12 @@ PARSERS = {
 
 
 def _read(path: Path) -> str:
+    from .textio import InputFileError, read_input_bytes
+
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise ScenarioError(f"{path}: cannot read it: {e.strerror}") from None
-    if len(data) > 16 << 20:
-        raise ScenarioError(f"{path}: {len(data)} bytes: expected a saved command output of at most 16 MiB")
+        data = read_input_bytes(path, "saved command output")
+    except InputFileError as e:
+        raise ScenarioError(str(e)) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -519,12 +521,12 @@ def to_toml(host: Host, source: str) -> str:
     """The scenario, every value commented with where it came from."""
     driver = host.driver or "unknown"
     lines = [
-        f"# Imported by pktsim import-host from {source}: interface {host.iface}, driver {driver}.",
+        _comment(f"# Imported by pktsim import-host from {source}: interface {host.iface}, driver {driver}."),
         "# Per-packet costs are not on the machine: [cost] takes 000's Linux router profile;",
         "# measure this host's own with `pktsim calibrate`.",
     ]
-    lines += [f"#   {n}" for n in host.notes]
-    lines += [f'name = "{host.iface} ({driver})"', ""]
+    lines += [_comment(f"#   {n}") for n in host.notes]
+    lines += [f"name = {json.dumps(f'{host.iface} ({driver})')}", ""]
     s = {k: dict(v) for k, v in host.sections.items()}
     cores = s.get("cpu", {}).get("cores")
     if cores and host.cpus and int(cores.toml) > host.cpus:
@@ -574,6 +576,16 @@ def to_toml(host: Host, source: str) -> str:
             continue
         lines.append(f"[{sec}]")
         for k, v in vals.items():
-            lines.append(f"{f'{k} = {v.toml}':<{width}} # {v.source}")
+            try:
+                tomllib.loads(f"x = {v.toml}")
+            except tomllib.TOMLDecodeError:
+                raise ScenarioError(f"{source}: {sec}.{k} = {v.toml!r} (from {_comment(v.source)}): not a TOML value; expected the command's output") from None
+            lines.append(_comment(f"{f'{k} = {v.toml}':<{width}} # {v.source}"))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _comment(line: str) -> str:
+    """A line with no control character in it (a saved output's value, a file name): a
+    newline there would end a TOML comment and start a line of garbage."""
+    return "".join(" " if (ord(c) < 32 and c != "\t") or ord(c) == 127 else c for c in line)

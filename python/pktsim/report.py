@@ -41,7 +41,6 @@ def build(directory: str | Path, papers: list[str]) -> Path:
     from .scenarios import path as scenario_path
 
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pktsim reproductions</title><style>{STYLE}</style>{CHECK}</head><body>"]
     parts.append(f"<h1>pktsim {html.escape(__version__)}: the seed papers, reproduced</h1>")
     parts.append(
@@ -52,6 +51,8 @@ def build(directory: str | Path, papers: list[str]) -> Path:
         "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
     )
     results = [reproduce(paper) for paper in papers]
+    # Made once there is something to write: an interrupted run leaves no empty directory.
+    d.mkdir(parents=True, exist_ok=True)
     everything = [r for res in results for r in res["rows"]]
     # The summary first, then a table of contents.
     label = "summary (all papers)" if len(papers) > 1 else "summary"

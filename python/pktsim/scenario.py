@@ -65,7 +65,11 @@ class Scenario:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], origin: str = "<python dict>", base_dir: str | Path = ".", sets=None) -> Scenario:
-        return cls._make(json.dumps(data), "json", origin, str(base_dir), sets)
+        """A scenario from a dict (as :meth:`to_dict` gives it); a value JSON cannot carry
+        (NaN, infinity, another object) or nesting deeper than a scenario has raises
+        :class:`~pktsim.errors.ScenarioError` naming the key."""
+        _check_plain(data, origin)
+        return cls._make(json.dumps(data, allow_nan=False, default=lambda o: o.item()), "json", origin, str(base_dir), sets)
 
     def with_set(self, key: str, value: Any) -> Scenario:
         """A copy with one more ``key=value`` override (as ``--set`` does)."""
@@ -91,13 +95,62 @@ class Scenario:
         return int(self.data["seed"])
 
     def to_dict(self) -> dict:
-        """The normalised scenario (every default filled in, every unit written out)."""
-        return json.loads(json.dumps(self.data))
+        """The normalised scenario (every default filled in, every unit written out), as
+        :meth:`from_dict` takes it back: a key with no value (null in the core's JSON) is
+        left out, as a TOML file leaves it out."""
+
+        def plain(v):
+            if isinstance(v, dict):
+                return {k: plain(x) for k, x in v.items() if x is not None}
+            if isinstance(v, list):
+                return [plain(x) for x in v]
+            return v
+
+        d = plain(json.loads(json.dumps(self.data)))
+        if "nodes" in d:
+            # A chain: its node names and links are derived from the nodes (each node's
+            # name, and its [link]), not keys of the chain's file.
+            d.pop("node_names", None)
+            d.pop("links", None)
+        return d
 
     @staticmethod
     def schema() -> dict:
         """JSON Schema of the scenario format."""
         return json.loads(_core.schema("scenario"))
+
+
+# No scenario nests deeper (nodes.N.cpu.idle.states.N.name is 6).
+MAX_DEPTH = 32
+
+
+def _check_plain(value: Any, origin: str, path: str = "", depth: int = 0) -> None:
+    """``value`` holds only what a scenario's JSON can: a ScenarioError names the first key
+    that does not (a NaN or infinite number, an object of another type, too deep)."""
+    import math
+
+    def fail(expected: str, shown: str):
+        e = ScenarioError(f"{origin}: {path or '(top)'} = {shown}: expected {expected}")
+        e.origin, e.path, e.value, e.expected = origin, path, shown, expected
+        raise e
+
+    if depth > MAX_DEPTH:
+        fail(f"a scenario nested at most {MAX_DEPTH} levels deep", "...")
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                fail("keys that are strings", repr(k))
+            _check_plain(v, origin, f"{path}.{k}" if path else k, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain(v, origin, f"{path}[{i}]", depth + 1)
+    elif hasattr(value, "item") and not isinstance(value, (str, bytes)):  # a numpy scalar
+        _check_plain(value.item(), origin, path, depth)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            fail("a finite number (with its unit where the key has one)", repr(value))
+    elif not (value is None or isinstance(value, (str, int, bool))):
+        fail("a string, number, boolean, list or table", f"{type(value).__name__} {value!r}"[:80])
 
 
 def as_scenario(obj: Scenario | str | Path | Mapping[str, Any], sets=None) -> Scenario:

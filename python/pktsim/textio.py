@@ -6,6 +6,8 @@ import json
 import os
 from collections.abc import Sequence
 
+from .errors import UsageError
+
 # pathlib is imported where it is used: `pktsim run` starts without it (and without the
 # urllib.parse and ipaddress it imports, ~4 ms).
 TYPE_CHECKING = False
@@ -25,13 +27,91 @@ def current_umask() -> int:
     return mask
 
 
-def atomic_write(path: str | Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one,
-    never a half-written one (write to a temporary file beside it, then rename)."""
-    import tempfile
+class OutputFileError(UsageError, ValueError):
+    """An output path pktsim will not write; the message names it and why (the command
+    line exits 2 with it)."""
+
+
+def output_target(path: str | Path, what: str = "output") -> Path:
+    """The regular file that writing ``path`` replaces, checked before any work is done: a
+    path that does not exist yet or a regular file is written there; a symlink is followed
+    to what it names (which must be one of those; the link stays); a directory, a FIFO or
+    a device is refused (pktsim writes a new file and renames it over the old, which would
+    replace them), and so is a directory that cannot be made or written. Raises
+    :class:`OutputFileError` naming the path."""
+    import stat
     from pathlib import Path
 
-    path = Path(path)
+    p = Path(path)
+    target = Path(os.path.realpath(p)) if p.is_symlink() else p
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise OutputFileError(f"{p}: cannot write the {what} ({e.strerror or e})") from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        via = f" (the symlink names {target})" if target != p else ""
+        raise OutputFileError(f"{p}: cannot write the {what}: it is {_kind(st.st_mode)}{via}, expected a regular file or a new path")
+    _check_can_create(p, target.parent, what)
+    return target
+
+
+def _check_can_create(shown, directory, what: str) -> None:
+    """``directory`` is one files can be made in, or can be made (its nearest existing
+    ancestor is a directory a file can be made in: tried with a temporary file, which
+    permissions alone do not tell in ``/proc`` or on a read-only mount); nothing is left."""
+    import stat
+    import tempfile
+
+    d = directory
+    while True:
+        try:
+            st = os.stat(d)
+            break
+        except FileNotFoundError:
+            if d.parent == d:
+                break
+            d = d.parent
+        except OSError as e:
+            raise OutputFileError(f"{shown}: cannot write the {what} in {d} ({e.strerror or e})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise OutputFileError(f"{shown}: cannot write the {what}: {d} is {_kind(st.st_mode)}, expected a directory")
+    try:
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        raise OutputFileError(f"{shown}: cannot write the {what} in {d} ({e.strerror or e})") from None
+
+
+def output_dir(path: str | Path, what: str = "output directory") -> Path:
+    """A directory files will be written into, checked before any work: an existing
+    writable directory, or a path that can be made one (it is made only when a file is
+    written into it, so a run that stops first leaves nothing). Raises
+    :class:`OutputFileError` naming the path."""
+    import stat
+    from pathlib import Path
+
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as e:
+        raise OutputFileError(f"{p}: cannot write the {what} ({e.strerror or e})") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OutputFileError(f"{p}: cannot write the {what}: it is {_kind(st.st_mode)}, expected a directory")
+    _check_can_create(p, p, what)
+    return p
+
+
+def atomic_write(path: str | Path, data: str | bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one,
+    never a half-written one (write to a temporary file beside it, then rename). Only a
+    regular file or a new path is written (:func:`output_target`)."""
+    import tempfile
+
+    path = output_target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = "wb" if isinstance(data, bytes) else "w"
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -123,28 +203,54 @@ class InputFileError(ValueError):
     """An input file that cannot be used as text; the message names the file and why."""
 
 
-def read_input_text(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
-    """The text of a UTF-8 input file, read whole, or :class:`InputFileError` naming the file:
-    missing or unreadable, not a regular file (a device, a FIFO, a directory), larger than
-    ``limit`` bytes, or not UTF-8 (with the byte offset of the first bad byte)."""
+def _kind(mode: int) -> str:
+    """What a file of this mode is, in words."""
+    import stat
+
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+    for test, name in kinds:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_input_bytes(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file, read whole, or :class:`InputFileError` naming the file:
+    missing or unreadable, not a regular file (a device, a FIFO, a directory: refused before
+    it is opened, so a FIFO never blocks), or larger than ``limit`` bytes. A symlink is
+    followed to what it names."""
     import stat
 
     p = os.fspath(path)
+
+    def check(st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            raise InputFileError(f"{p}: cannot read the {what}: it is {_kind(st.st_mode)}, expected a regular file")
+
     try:
-        with open(p, "rb") as f:
+        # The type first: opening a FIFO would wait for a writer; then opened without
+        # blocking and checked again on the descriptor that is read.
+        check(os.stat(p))
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a device or pipe"
-                raise InputFileError(f"{p}: cannot read the {what}: it is {kind}, expected a regular file")
+            check(st)
             if st.st_size > limit:
                 raise InputFileError(f"{p}: cannot read the {what}: {st.st_size:,} bytes, expected at most {limit:,} ({limit >> 20} MiB)")
             data = f.read(limit + 1)
-    except IsADirectoryError:
-        raise InputFileError(f"{p}: cannot read the {what}: it is a directory, expected a regular file") from None
     except OSError as e:
         raise InputFileError(f"{p}: cannot read the {what} ({e.strerror or e})") from None
     if len(data) > limit:
         raise InputFileError(f"{p}: cannot read the {what}: more than {limit:,} bytes ({limit >> 20} MiB)")
+    return data
+
+
+def read_input_text(path: str | Path, what: str = "file", limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of a UTF-8 input file, read whole (:func:`read_input_bytes`), or
+    :class:`InputFileError` naming the file (also when it is not UTF-8, with the byte offset
+    of the first bad byte)."""
+    p = os.fspath(path)
+    data = read_input_bytes(p, what, limit)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..textio import InputFileError, read_input_bytes
+
+# A profile larger than this is refused before it is read (``perf script`` of a long
+# recording with call stacks reaches hundreds of MiB; a device must not fill memory).
+MAX_PROFILE_BYTES = 2 << 30
 
 
 class ProfileError(ScenarioError):
@@ -232,9 +237,9 @@ def decode_utf8(data: bytes, origin: str, what: str) -> str:
 def read_profile(path: str | Path, fmt: str = "auto") -> Profile:
     path = Path(path)
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise _error(str(path), None, f"a readable profile ({e.strerror or e})") from None
+        data = read_input_bytes(path, "profile", MAX_PROFILE_BYTES)
+    except InputFileError as e:
+        raise _error(str(path), None, f"a readable profile ({str(e).split(': ', 1)[-1]})") from None
     text = decode_utf8(data, str(path), "a profile")
     fmt = detect_format(text) if fmt == "auto" else fmt
     if fmt not in READERS:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import GROUPS
+from ..textio import InputFileError, read_input_bytes
 from ..tomlread import tomllib
 from .profiles import ProfileError, _error, decode_utf8
 
@@ -114,9 +115,9 @@ class Rules:
         path = Path(path) if path else BUNDLED_RULES
         origin = str(path)
         try:
-            data = tomllib.loads(decode_utf8(path.read_bytes(), origin, "a rules file"))
-        except OSError as e:
-            raise _error(origin, None, f"a readable rules file ({e.strerror or e})") from None
+            data = tomllib.loads(decode_utf8(read_input_bytes(path, "rules file"), origin, "a rules file"))
+        except InputFileError as e:
+            raise _error(origin, None, f"a readable rules file ({str(e).split(': ', 1)[-1]})") from None
         except tomllib.TOMLDecodeError as e:
             raise _error(origin, getattr(e, "lineno", None), f"valid TOML ({e})") from None
         unknown = set(data) - {"rule"}

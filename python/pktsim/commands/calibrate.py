@@ -40,8 +40,11 @@ def cmd_calibrate(args) -> int:
     name = args.name or _P(args.profile).stem
     if args.bars and _P(args.bars).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise UsageError(f"--bars {args.bars!r}: expected a file name ending in .png, .svg or .pdf")
+    text = c.to_profile_toml(name, args.routes, args.flows)
+    if args.output:
+        _read_back(text, args.profile)
     outputs = (
-        ("-o", args.output, lambda p: atomic_write(p, c.to_profile_toml(name, args.routes, args.flows))),
+        ("-o", args.output, lambda p: atomic_write(p, text)),
         ("--flamegraph", args.flamegraph, lambda p: atomic_write(p, cal.flamegraph(profile, rules, f"{name}: cycles by group"))),
         ("--bars", args.bars, lambda p: cal.bar_chart([(name, c.cycles_by_group)], p, f"{name}: cycles per packet by group")),
     )
@@ -78,6 +81,24 @@ def cmd_calibrate(args) -> int:
         if p:
             print(f"  wrote {label}: {p}")
     return 0
+
+
+def _read_back(text: str, source: str) -> None:
+    """A cost profile, read back as a scenario reads one before it is written: one pktsim
+    would refuse (a cost that is not a finite number, a name that breaks the TOML) is not
+    written but named."""
+    import tempfile
+
+    from ..errors import ScenarioError
+    from ..scenario import Scenario
+
+    with tempfile.TemporaryDirectory(prefix="pktsim-calibrate-") as d:
+        (Path(d) / "profile.toml").write_text(text, encoding="utf-8")
+        sc = {"cpu": {"frequency": "1GHz"}, "link": {"rate": "100Gbit/s"}, "traffic": {"rate": "1kpps"}, "cost": {"profile": "profile.toml"}}
+        try:
+            Scenario.from_dict(sc, origin=f"<profile calibrated from {source}>", base_dir=d)
+        except ScenarioError as e:
+            raise UsageError(f"calibrate: the profile made from {source} is not valid, so it is not written: {e}") from None
 
 
 def cmd_plot_groups(args) -> int:

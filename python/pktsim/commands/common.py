@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from ..errors import UsageError
-from ..textio import atomic_write
+from ..textio import OutputFileError, atomic_write, output_dir, output_target
 
 
 def _quantity(kind: str, option: str, text: str) -> float:
@@ -36,27 +36,39 @@ def _load_or_active(args) -> tuple:
 
 def _write_file(option: str, path: str, data: str | bytes) -> None:
     """atomic_write, with a path that cannot be written as a UsageError naming the option."""
-    if Path(path).is_dir():
-        raise UsageError(f"{option} {path}: is a directory; expected a file to write")
     try:
         atomic_write(path, data)
+    except OutputFileError as e:
+        raise UsageError(f"{option} {e}") from None
     except OSError as e:
         raise UsageError(f"{option} {path}: cannot write the file ({e.strerror or e})") from None
 
 
 def _writable_dir(option: str, path: str) -> Path:
-    """A directory the command can write files into (created if missing), or a UsageError
-    naming the option and the path."""
-    d = Path(path)
+    """A directory the command can write files into (made when the first file is written),
+    or a UsageError naming the option and the path."""
     try:
-        d.mkdir(parents=True, exist_ok=True)
-        import tempfile
+        return output_dir(path)
+    except OutputFileError as e:
+        raise UsageError(f"{option} {e}; expected a writable directory") from None
 
-        with tempfile.TemporaryFile(dir=d):
-            pass
-    except OSError as e:
-        raise UsageError(f"{option} {path}: cannot write files there ({e.strerror or e}); expected a writable directory") from None
-    return d
+
+def check_outputs(args, options: dict[str, str]) -> None:
+    """Every output a command was given (``options``: argparse dest -> option), checked
+    before it does any work (a simulation, a measurement): a file that can be written, or,
+    for a dest in the parser's ``output_dirs``, a directory that can be written into."""
+    dirs = set(getattr(args, "output_dirs", ()))
+    for dest, option in options.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or not value:
+            continue
+        if dest in dirs:
+            _writable_dir(option, value)
+            continue
+        try:
+            output_target(value)
+        except OutputFileError as e:
+            raise UsageError(f"{option} {e}") from None
 
 
 def _figure_options(args) -> dict:

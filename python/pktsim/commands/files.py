@@ -8,7 +8,8 @@ import json
 import sys
 
 from .. import _core
-from ..errors import UsageError
+from ..errors import ScenarioError, UsageError
+from ..parse import resolve
 from ..textio import bytes_h, si, table
 from .common import _write_file
 
@@ -17,7 +18,13 @@ def cmd_import_host(args) -> int:
     from .. import hostimport
 
     host = hostimport.from_dir(args.from_dir, args.iface) if args.from_dir else hostimport.from_live(args.iface)
-    text = hostimport.to_toml(host, args.from_dir or "this machine")
+    source = args.from_dir or "this machine"
+    text = hostimport.to_toml(host, source)
+    # Read back as pktsim reads a scenario: what it would refuse is not written.
+    try:
+        resolve(text, "toml", f"<import-host from {source}>", ".", [])
+    except ScenarioError as e:
+        raise ScenarioError(f"import-host: the scenario made from {source} is not valid, so it is not written: {e}") from None
     if args.output:
         _write_file("-o", args.output, text)
         print(f"wrote {args.output}")

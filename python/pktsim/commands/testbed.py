@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 from ..errors import UsageError
 from ..testbed.errors import TestbedError
@@ -185,13 +184,14 @@ def cmd_testbed_probe(args) -> int:
 
 def cmd_testbed_plot(args) -> int:
     from ..plots import testbed_validation
+    from ..textio import InputFileError, read_input_text
 
     try:
-        res = json.loads(Path(args.result).read_text())
+        res = json.loads(read_input_text(args.result, "validate result"))
         # (The share path's measurements are by variant.)
         res["measurements"]["variants" if res.get("path") == "share" else "points"], res["predictions"], res["calibration"]
-    except OSError as e:
-        raise UsageError(f"{args.result}: cannot read ({e.strerror or e})") from None
+    except InputFileError as e:
+        raise UsageError(str(e)) from None
     except (ValueError, KeyError, TypeError):
         raise UsageError(f"{args.result}: expected the JSON of `pktsim testbed validate --json` (or -o)") from None
     testbed_validation(res, args.output)

@@ -174,6 +174,12 @@ def write_table(df, path: str | Path, scenario: Scenario | None = None, *, varia
             atomic_write(_sibling(path, n), t.to_csv(index=False))
     else:
         raise ValueError(f"{path}: expected a .parquet or .csv output file")
+    # A long table an earlier sweep wrote to this path, which this one has not: removed, so
+    # that every table beside OUT is OUT's.
+    for n in LONG_TABLES:
+        stale = _sibling(path, n)
+        if n not in extra and stale.is_file():
+            stale.unlink()
 
 
 def read_table(path: str | Path):
