@@ -9,7 +9,7 @@ PYTHON ?= python3
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: run install testbed-tools browser test test-rust test-python lint bench clean
+.PHONY: run install testbed-tools browser test test-rust test-python fuzz lint bench clean
 
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
@@ -52,6 +52,13 @@ test-rust:
 
 test-python: install
 	$(VENV)/bin/pytest -q
+
+# The long fuzz run (not part of `make test`, which runs 3,000 cases): FUZZ_CASES mutated
+# scenarios and command lines (default 100,000, about five minutes on two cores), then the
+# special-file and overflow cases; docs/simulator.md records the last result.
+FUZZ_CASES ?= 100000
+fuzz: install
+	FUZZ_CASES=$(FUZZ_CASES) $(VENV)/bin/pytest -q -s tests/test_fuzz.py tests/test_special_files.py
 
 # Clippy over every crate and target, warnings as errors (not part of `make test`: a newer
 # clippy brings new lints).

@@ -286,3 +286,17 @@ def test_the_api_names_a_value_a_dict_cannot_carry():
         cur = cur["a"]
     with pytest.raises(ScenarioError, match="levels deep"):
         Scenario.from_dict(deep)
+
+
+def test_what_the_long_fuzz_run_found():
+    """Cases `make fuzz` (100,000) found and the short run had not: a tune whose scenario
+    sits off a knob's grid (rx_ring 1000), a node with no cost per frame in `model`, and
+    `model --from-measurement` given a chain."""
+    scen = ROOT / "python" / "pktsim" / "scenarios" / "veth-udp-receiver.toml"
+    short = ["--set", "measure.duration=1ms", "--set", "measure.warmup=0s"]
+    proc = run_cli("tune", scen, *short, "--jobs", "1", "--budget", "3", "--maximize", "cpu", check=False)
+    assert proc.returncode == 0 and "what mattered" in proc.stdout, proc.stderr
+    proc = run_cli("model", EXAMPLES / "beifuss2015-napi.toml", "--set", "host.t_proc=0ns", check=False)
+    assert proc.returncode == 0 and "C_total" in proc.stdout, proc.stderr
+    proc = run_cli("model", EXAMPLES / "router-firewall-chain.toml", "--from-measurement", "--rate", "1Mpps", "--cpu-load", "50%", check=False)
+    assert proc.returncode == 2 and "is a chain" in proc.stderr, proc.stderr

@@ -180,7 +180,10 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | 
 
 
 def si(value: float, unit: str, digits: int = 3) -> str:
-    """``si(1.6683e6, "pps")`` -> ``"1.668 Mpps"``."""
+    """``si(1.6683e6, "pps")`` -> ``"1.668 Mpps"``; no value (None: a rate without a
+    bound, as the model gives a node that costs nothing per frame) -> ``"-"``."""
+    if value is None:
+        return "-"
     for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= factor:
             return f"{value / factor:.{digits}f} {prefix}{unit}"

@@ -35,8 +35,9 @@ def cmd_model(args) -> int:
     )
     print()
     total = p["c_total_cycles"]
-    rows = [[g, f"{p['cycles_by_group'][g]:.1f}", f"{100 * p['cycles_by_group'][g] / total:.1f}%"] for g in GROUPS]
-    rows.append(["C_total (Eq. 2)", f"{total:.1f}", "100.0%"])
+    # (A node whose whole cost is elsewhere, t_clean or an event's, has C_total 0: no shares.)
+    rows = [[g, f"{p['cycles_by_group'][g]:.1f}", f"{100 * p['cycles_by_group'][g] / total:.1f}%" if total else "-"] for g in GROUPS]
+    rows.append(["C_total (Eq. 2)", f"{total:.1f}", "100.0%" if total else "-"])
     print(table(rows, ["group", "cycles/packet", "share"], "lrr"))
     print()
     busy = [c for c in p["per_core"] if c["share"] > 0]
@@ -102,7 +103,10 @@ def _model_from_measurement(args) -> int:
     if args.freq is not None:
         freq = _quantity("frequency", "--freq", args.freq)
     elif args.file:
-        freq = parse_quantity("frequency", Scenario.load(args.file, args.set).data["cpu"]["frequency"])
+        data = Scenario.load(args.file, args.set).data
+        if "nodes" in data:
+            raise UsageError(f"model --from-measurement: {args.file} is a chain; give --freq, or one node's scenario")
+        freq = parse_quantity("frequency", data["cpu"]["frequency"])
     else:
         raise UsageError("model --from-measurement: --freq is required without a scenario FILE (e.g. --freq 3.3GHz)")
     load, active = _load_or_active(args)

@@ -352,8 +352,12 @@ def importance(plan: Plan, cands: list) -> dict:
             if v is None:
                 cur = value_text(data, p.key)
                 v = next((x for x in p.values if same(p.key, x, cur)), p.values[0])
-            idx = next(i for i, x in enumerate(p.values) if same(p.key, x, v))
+            idx = next((i for i, x in enumerate(p.values) if same(p.key, x, v)), None)
+            if idx is None:
+                break  # today's configuration, off the knob's grid (rx_ring 1000): not a point of it
             params[p.key], dists[p.key] = _optuna_param(p, idx)
+        if len(params) < len(sel.params):
+            continue
         y = objective_values(plan, c)[0]
         study.add_trial(optuna.trial.create_trial(params=params, distributions=dists, value=y if o.direction == "minimize" else -y))
     try:
