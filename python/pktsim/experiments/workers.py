@@ -81,14 +81,26 @@ def _run_processes(workers: int, tasks: Sequence[Task], finished) -> None:
             _finish_chunk(futures[fut], fut, finished)
     except BaseException:
         # Ctrl-C: the running points are abandoned, not waited for.
-        procs = list((getattr(ex, "_processes", None) or {}).values())
-        ex.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.join(1.0)
+        abandon_pool(ex)
         raise
     ex.shutdown(wait=True)
+
+
+def abandon_pool(ex) -> None:
+    """Stop a process pool at once: its queued work cancelled, its workers terminated,
+    and its manager thread given a second to close its wakeup pipe, so that the
+    interpreter's exit does not write to that pipe as it closes (CPython 3.11's
+    ``_python_exit`` checks the pipe and writes without a lock: an "Exception ignored"
+    traceback on stderr after Ctrl-C or SIGTERM)."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    manager = getattr(ex, "_executor_manager_thread", None)
+    ex.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.join(1.0)
+    if manager is not None:
+        manager.join(1.0)
 
 
 class DaskClusterError(ValueError):

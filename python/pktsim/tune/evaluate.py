@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .. import _core
 from ..experiments.tasks import Task, _input_files, files_id
-from ..experiments.workers import _run_dask, _spawner, _worker_init, chunks, run_chunk
+from ..experiments.workers import _run_dask, _spawner, _worker_init, abandon_pool, chunks, run_chunk
 from .goals import value
 from .knobs import Selection
 
@@ -76,12 +76,7 @@ class Evaluator:
             self._pool.shutdown(wait=True)
             self._pool = None
         if self._pool is not None:
-            procs = list((getattr(self._pool, "_processes", None) or {}).values())
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            for p in procs:
-                p.terminate()
-            for p in procs:
-                p.join(1.0)
+            abandon_pool(self._pool)
             self._pool = None
 
     def _tasks(self, cand: Candidate, loads: Sequence[int], reps: Sequence[int]) -> list:
