@@ -120,6 +120,10 @@ def test_work_is_bounded_before_it_starts(tmp_path):
     assert proc.returncode == 2 and "--loads 100000" in proc.stderr, proc.stderr
     proc = run_cli("tune", EXAMPLES / "linux-router-64B.toml", "--load", "100kpps", "--minimize", "cpu", "--seed", "-1", check=False)
     assert proc.returncode == 2 and "--seed -1" in proc.stderr, proc.stderr
+    # A chain multiplies each node's memory: two nodes with a million time-series buckets
+    # each took 6.5 GB and 39 s; refused at once by its estimate (6.6 GB > 4 GiB).
+    proc = run_cli("run", EXAMPLES / "router-firewall-chain.toml", "--set", "measure.duration=100ms", "--set", "measure.interval=100ns", check=False)
+    assert proc.returncode == 2 and "measure.interval" in proc.stderr and "4 GiB" in proc.stderr and "--allow-large" in proc.stderr, proc.stderr
     assert time.monotonic() - t0 < 60
     from pktsim.experiments import run_grid
 

@@ -31,12 +31,59 @@ pub fn expected_chain_frames(chain: &ResolvedChain) -> f64 {
     chain.nodes.first().map_or(0.0, |n| expected_frames(n) * chain.nodes.len() as f64)
 }
 
-/// Refuse a run of more than [`MAX_FRAMES`] frames, naming the keys that make it so.
-pub fn check_work(frames: f64, sc: &ResolvedScenario) -> Result<()> {
+/// The most memory a run is let take unless its caller allows more: 4 GiB.
+pub const MAX_MEMORY_BYTES: f64 = 4.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// A run's memory, estimated from its scenario (measured with `/usr/bin/time` on `pktsim
+/// run --json`): 20 MB to start, 240 kB per rx ring (its latency histograms), and 3.3 kB per
+/// time-series bucket (`measure.duration / measure.interval`: the engine's counters, the
+/// result as Python objects and as JSON text; a chain of two nodes with a million buckets
+/// each took 6.5 GB).
+pub fn expected_memory_bytes(sc: &ResolvedScenario) -> f64 {
+    let m = &sc.scenario.measure;
+    let buckets = m.interval.filter(|i| i.ps > 0).map_or(0.0, |i| m.duration.ps as f64 / i.ps as f64);
+    let rings = sc.scenario.cpu.cores as f64 * sc.scenario.nic.queues.len().max(1) as f64;
+    20e6 + rings * 240e3 + buckets * 3.3e3
+}
+
+/// [`expected_memory_bytes`] over a chain's nodes, which run at once.
+pub fn expected_chain_memory_bytes(chain: &ResolvedChain) -> f64 {
+    chain.nodes.iter().map(expected_memory_bytes).sum()
+}
+
+/// Refuse a run of more than [`MAX_FRAMES`] frames or [`MAX_MEMORY_BYTES`] of memory
+/// (`memory`: the estimate over all its nodes, `nodes` of them), naming the keys that make
+/// it so.
+pub fn check_work(frames: f64, memory: f64, nodes: usize, sc: &ResolvedScenario) -> Result<()> {
+    let m = &sc.scenario.measure;
+    if !(memory.is_finite() && memory <= MAX_MEMORY_BYTES) {
+        let (key, value) = match m.interval {
+            Some(i) if i.ps > 0 => (
+                "measure.interval",
+                format!(
+                    "{}s over {}s measured = {:.0} time-series buckets{}",
+                    i.ps as f64 / 1e12,
+                    m.duration.ps as f64 / 1e12,
+                    m.duration.ps as f64 / i.ps as f64,
+                    if nodes > 1 { format!(" in each of {nodes} nodes") } else { String::new() }
+                ),
+            ),
+            _ => ("cpu.cores", format!("{} cores x {} queues", sc.scenario.cpu.cores, sc.scenario.nic.queues.len())),
+        };
+        return Err(ConfigError::new(
+            sc.origin.as_str(),
+            key,
+            Some(value),
+            format!(
+                "a run that fits in 4 GiB of memory (this one takes about {:.1} GB); widen measure.interval, or pass --allow-large (allow_large=True) to run it",
+                memory / 1e9
+            ),
+        )
+        .into());
+    }
     if frames.is_finite() && frames <= MAX_FRAMES {
         return Ok(());
     }
-    let m = &sc.scenario.measure;
     Err(ConfigError::new(
         sc.origin.as_str(),
         "measure.duration",

@@ -151,7 +151,8 @@ impl Chain {
     }
 
     /// Simulate the chain: end to end (also at the top level), loss by node, each node.
-    /// More than `MAX_FRAMES` frames in all only with `allow_large`.
+    /// More than `MAX_FRAMES` frames in all, or more than `MAX_MEMORY_BYTES` of memory (the
+    /// nodes run at once), only with `allow_large`.
     #[pyo3(signature = (as_json = false, and_json = false, allow_large = false))]
     fn run<'py>(
         &self,
@@ -162,7 +163,9 @@ impl Chain {
     ) -> PyResult<Bound<'py, PyAny>> {
         if !allow_large {
             let frames = pktsim_core::simulate::expected_chain_frames(&self.c);
-            pktsim_core::simulate::check_work(frames, &self.c.nodes[0]).map_err(|e| to_pyerr(py, e))?;
+            let memory = pktsim_core::simulate::expected_chain_memory_bytes(&self.c);
+            pktsim_core::simulate::check_work(frames, memory, self.c.nodes.len(), &self.c.nodes[0])
+                .map_err(|e| to_pyerr(py, e))?;
         }
         let r = on_engine_thread(py, |flag| pktsim_core::simulate::run_chain(&self.c, flag))?;
         if and_json && !as_json {
@@ -216,7 +219,7 @@ impl Resolved {
     /// The engine runs on a thread of its own with the GIL released; this thread looks at
     /// the interpreter's signals every 10 ms, so Ctrl-C (SIGINT) stops the run within
     /// milliseconds, whatever the scenario, and raises KeyboardInterrupt.
-    /// More than `MAX_FRAMES` frames only with `allow_large`.
+    /// More than `MAX_FRAMES` frames or `MAX_MEMORY_BYTES` of memory only with `allow_large`.
     #[pyo3(signature = (as_json = false, and_json = false, allow_large = false))]
     fn run<'py>(
         &self,
@@ -227,7 +230,8 @@ impl Resolved {
     ) -> PyResult<Bound<'py, PyAny>> {
         if !allow_large {
             let frames = pktsim_core::simulate::expected_frames(&self.sc);
-            pktsim_core::simulate::check_work(frames, &self.sc).map_err(|e| to_pyerr(py, e))?;
+            let memory = pktsim_core::simulate::expected_memory_bytes(&self.sc);
+            pktsim_core::simulate::check_work(frames, memory, 1, &self.sc).map_err(|e| to_pyerr(py, e))?;
         }
         let r = simulate(py, &self.sc)?;
         if and_json && !as_json {
