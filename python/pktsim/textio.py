@@ -44,17 +44,22 @@ def output_target(path: str | Path, what: str = "output") -> Path:
 
     p = Path(path)
     target = Path(os.path.realpath(p)) if p.is_symlink() else p
-    try:
-        st = os.stat(target)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise OutputFileError(f"{p}: cannot write the {what} ({e.strerror or e})") from None
+    st = _stat_output(target, p, what)
     if st is not None and not stat.S_ISREG(st.st_mode):
         via = f" (the symlink names {target})" if target != p else ""
         raise OutputFileError(f"{p}: cannot write the {what}: it is {_kind(st.st_mode)}{via}, expected a regular file or a new path")
     _check_can_create(p, target.parent, what)
     return target
+
+
+def _stat_output(path, shown, what: str) -> os.stat_result | None:
+    """What is at an output ``path`` (None: nothing yet), or :class:`OutputFileError`."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise OutputFileError(f"{shown}: cannot write the {what} ({e.strerror or e})") from None
 
 
 def _check_can_create(shown, directory, what: str) -> None:
@@ -93,12 +98,7 @@ def output_dir(path: str | Path, what: str = "output directory") -> Path:
     from pathlib import Path
 
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        st = None
-    except OSError as e:
-        raise OutputFileError(f"{p}: cannot write the {what} ({e.strerror or e})") from None
+    st = _stat_output(p, p, what)
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise OutputFileError(f"{p}: cannot write the {what}: it is {_kind(st.st_mode)}, expected a directory")
     _check_can_create(p, p, what)

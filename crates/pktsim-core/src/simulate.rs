@@ -99,6 +99,21 @@ pub fn check_work(frames: f64, memory: f64, nodes: usize, sc: &ResolvedScenario)
     .into())
 }
 
+/// [`check_work`] for a node, on its own estimates.
+pub fn check_node_work(sc: &ResolvedScenario) -> Result<()> {
+    check_work(expected_frames(sc), expected_memory_bytes(sc), 1, sc)
+}
+
+/// [`check_work`] for a chain: its nodes' frames and memory together, named at its first.
+pub fn check_chain_work(chain: &ResolvedChain) -> Result<()> {
+    match chain.nodes.first() {
+        Some(first) => {
+            check_work(expected_chain_frames(chain), expected_chain_memory_bytes(chain), chain.nodes.len(), first)
+        }
+        None => Ok(()),
+    }
+}
+
 /// Simulate the node a scenario describes as it runs: at the clock its governor settles at
 /// ([`engine::run`] on [`settled`]'s node; the node as stated under `performance`).
 pub fn run(sc: &ResolvedScenario, cancel: Arc<AtomicBool>) -> Result<SimResult> {

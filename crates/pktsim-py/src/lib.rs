@@ -162,10 +162,7 @@ impl Chain {
         allow_large: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         if !allow_large {
-            let frames = pktsim_core::simulate::expected_chain_frames(&self.c);
-            let memory = pktsim_core::simulate::expected_chain_memory_bytes(&self.c);
-            pktsim_core::simulate::check_work(frames, memory, self.c.nodes.len(), &self.c.nodes[0])
-                .map_err(|e| to_pyerr(py, e))?;
+            pktsim_core::simulate::check_chain_work(&self.c).map_err(|e| to_pyerr(py, e))?;
         }
         let r = on_engine_thread(py, |flag| pktsim_core::simulate::run_chain(&self.c, flag))?;
         if and_json && !as_json {
@@ -229,9 +226,7 @@ impl Resolved {
         allow_large: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         if !allow_large {
-            let frames = pktsim_core::simulate::expected_frames(&self.sc);
-            let memory = pktsim_core::simulate::expected_memory_bytes(&self.sc);
-            pktsim_core::simulate::check_work(frames, memory, 1, &self.sc).map_err(|e| to_pyerr(py, e))?;
+            pktsim_core::simulate::check_node_work(&self.sc).map_err(|e| to_pyerr(py, e))?;
         }
         let r = simulate(py, &self.sc)?;
         if and_json && !as_json {
