@@ -21,22 +21,11 @@ const TOLERANCE: f64 = 0.10;
 
 /// Points where the closed forms are known to miss by more than the tolerance, and why
 /// (each still checked against `cpu_load_max`; a point off by more than `limit` fails).
-/// The model's `cpu_load_basis` says "estimate" where it knows (the first), not for the
-/// others.
-const OPEN: [(&str, f64, f64, &str); 2] = [
-    (
-        "router-firewall-chain[firewall]",
-        0.5,
-        0.15,
-        "the ixgbe dynamic ITR at 3.5 us a frame: the simulator's rx episodes span several polls (100-190 frames, the rx and tx NAPIs alternating on the core) and take the ITR to bulk; the model's settle draws one vector's episodes alone and stays near 10-20 us, open",
-    ),
-    (
-        "router-firewall-chain[firewall]",
-        0.7,
-        0.20,
-        "the ixgbe dynamic ITR at 3.5 us a frame: the simulator's rx episodes span several polls (100-190 frames, the rx and tx NAPIs alternating on the core) and take the ITR to bulk; the model's settle draws one vector's episodes alone and stays near 10-20 us, open",
-    ),
-];
+/// None today: the firewall node at 50 and 70% (+10.8%, +14.8% while the model took its
+/// rounds at their mean) is within 7% since the rounds are a Markov chain
+/// (`rates::poisson_interrupt_chain`). The model's `cpu_load_basis` says "estimate" where
+/// it knows, and those points have 25%.
+const OPEN: [(&str, f64, f64, &str); 0] = [];
 
 fn examples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
@@ -146,6 +135,43 @@ fn cpu_load_below_saturation_is_within_ten_percent_of_the_simulator() {
                 r.model_max,
                 r.sim
             ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// Interrupts of a node whose tx queue completes on a vector of its own (the firewall node of
+/// `router-firewall-chain`, 3.5 us a frame): the model's, rx and tx vectors together, against
+/// the simulator's at 30, 50 and 70% load, with the ITR static at 10 and 30 us. The rx
+/// rounds follow the chain of `rates::poisson_interrupt_chain` and the tx vector one round
+/// per rx round. With the rounds at their mean and the tx completions a Poisson stream of
+/// their own, the model gave 168.7 k/s where the simulator gives 121 k/s (+39%, 50% load,
+/// 10 us). Today: within 6% at 30%, +8% / +15% at 50%, +25% / +33% at 70% (open: nearer
+/// saturation the simulator's tx vector takes fewer rounds than its rx vector, 0.94 of them
+/// at 70%, and a round's busy period varies more than the chain's two ways allow).
+#[test]
+fn interrupts_of_separate_rx_and_tx_vectors_are_the_simulators() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/router-firewall-chain.toml");
+    let capacity = predict(&nodes(&path, &[]).swap_remove(1).1).capacity_pps;
+    let mut bad = Vec::new();
+    for interval in ["10us", "30us"] {
+        for (load, limit) in [(0.3, 0.10), (0.5, 0.16), (0.7, 0.35)] {
+            let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+            let rate = format!("{:.0}pps", load * capacity);
+            let sets = [
+                set("traffic.rate", &rate),
+                set("nodes.1.nic.itr.mode", "static"),
+                set("nodes.1.nic.itr.interval", interval),
+                set("measure.warmup", "10ms"),
+                set("measure.duration", "100ms"),
+            ];
+            let sc = nodes(&path, &sets).swap_remove(1).1;
+            let sim = run(&sc, Default::default()).unwrap().irq_per_s;
+            let model = predict(&sc).irq_per_s;
+            println!("{interval} {load}: model {model:.0}/s, simulator {sim:.0}/s");
+            if (model / sim - 1.0).abs() > limit {
+                bad.push(format!("{interval} at {:.0}%: model {model:.0}/s, simulator {sim:.0}/s", 100.0 * load));
+            }
         }
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));

@@ -123,14 +123,15 @@ pub fn settle(
     const EPISODES: usize = 4_000;
     let (mut now_ps, mut carry, mut seed) = (0.0f64, 0.0f64, 0x9E37_79B9_7F4A_7C15u64);
     let (mut weighted, mut span) = (0.0, 0.0);
-    let mut cache: Option<(Level, (f64, f64, f64))> = None;
+    // (The levels a policy visits are few, and a dynamic ITR flips between them.)
+    let mut cache: Vec<(Level, (f64, f64, f64))> = Vec::new();
     for i in 0..EPISODES {
         let l = level(&*m);
-        let (rounds_per_s, frames, growth) = match cache {
-            Some((c, v)) if c == l => v,
-            _ => {
+        let (rounds_per_s, frames, growth) = match cache.iter().find(|(c, _)| *c == l) {
+            Some(&(_, v)) => v,
+            None => {
                 let v = at(&l);
-                cache = Some((l, v));
+                cache.push((l, v));
                 v
             }
         };
