@@ -265,43 +265,72 @@ fn poisson_interrupt_chain(r: &Rounds) -> Option<Steady> {
             Some(*acc)
         }))
         .collect();
+    // Each state's row of the transition matrix, once: the chain's end, and the states
+    // lo.. with their probabilities (the ways summed).
+    struct Row {
+        end: f64,
+        lo: usize,
+        p: Vec<f64>,
+    }
+    let rows: Vec<Row> = rounds
+        .iter()
+        .map(|(ways, sent)| {
+            let mut row = Row { end: 0.0, lo: 0, p: Vec::new() };
+            let live: Vec<&Way> = ways.iter().filter(|x| x.p > 0.0).collect();
+            let bounds: Vec<(f64, usize, usize)> = live
+                .iter()
+                .map(|x| {
+                    let mean = lambda * (x.v - x.w);
+                    // Poisson(mean) over mean +- 8 sd (what lies outside is below 1e-14).
+                    let spread = 8.0 * mean.sqrt() + 5.0;
+                    let lo = ((mean - spread).floor().max(1.0) as usize).min(top + 1);
+                    (mean, lo, ((mean + spread).ceil() as usize).min(top))
+                })
+                .collect();
+            let hi = bounds.iter().map(|b| b.2).max().unwrap_or(0);
+            row.p = vec![0.0; hi + 1];
+            for (x, &(mean, lo, hi)) in live.iter().zip(&bounds) {
+                row.end += x.p * p_end(x, *sent);
+                // j = 0 continues only on a frame latched during the round (or its completions).
+                let latched = if tx_cause && *sent { 1.0 } else { 1.0 - (-lambda * x.w).exp() };
+                row.p[0] += x.p * (-mean).exp() * latched;
+                let mut pj = (-mean + lo as f64 * mean.ln() - ln_fact[lo]).exp();
+                for j in lo..=hi {
+                    if j > lo {
+                        pj *= mean / j as f64;
+                    }
+                    row.p[j] += x.p * pj;
+                }
+            }
+            // (States 1.. the row never reaches are skipped.)
+            row.lo = row.p.iter().skip(1).position(|&p| p > 0.0).map_or(row.p.len(), |k| k + 1);
+            row
+        })
+        .collect();
+    // Power iteration, a quarter of each step kept back: a chain that alternates between
+    // full and empty rounds is periodic, and plain steps would follow it round by round
+    // without settling (the lazy chain has the same stationary distribution).
     let mut pi = vec![0.0f64; start + 1];
     pi[start] = 1.0;
     let mut next = vec![0.0f64; start + 1];
     for _ in 0..2_000 {
         next.iter_mut().for_each(|p| *p = 0.0);
-        for (s, (ways, sent)) in rounds.iter().enumerate() {
-            if pi[s] < 1e-13 {
+        for (&w, row) in pi.iter().zip(&rows) {
+            if w < 1e-14 {
                 continue;
             }
-            for x in ways.iter().filter(|x| x.p > 0.0) {
-                let ps_ = pi[s] * x.p;
-                next[start] += ps_ * p_end(x, *sent);
-                let mean = lambda * (x.v - x.w);
-                // j = 0 continues only on a frame latched during the round (or its completions).
-                let latched = if tx_cause && *sent { 1.0 } else { 1.0 - (-lambda * x.w).exp() };
-                next[0] += ps_ * (-mean).exp() * latched;
-                // Poisson(mean) over mean +- 8 sd (what lies outside is below 1e-14).
-                let spread = 8.0 * mean.sqrt() + 5.0;
-                let lo = ((mean - spread).floor().max(1.0) as usize).min(top + 1);
-                let hi = ((mean + spread).ceil() as usize).min(top);
-                let mut pj = (-mean + lo as f64 * mean.ln() - ln_fact[lo]).exp();
-                for (j, slot) in next.iter_mut().enumerate().take(hi + 1).skip(lo) {
-                    if j > lo {
-                        pj *= mean / j as f64;
-                    }
-                    *slot += ps_ * pj;
-                }
+            next[start] += w * row.end;
+            next[0] += w * row.p.first().copied().unwrap_or(0.0);
+            for (slot, p) in next[row.lo..row.p.len()].iter_mut().zip(&row.p[row.lo..]) {
+                *slot += w * p;
             }
         }
-        // (Half a step: a chain that alternates between full and empty rounds is periodic,
-        // which the plain power iteration would follow round by round without settling.)
         let total: f64 = next.iter().sum();
         let change: f64 = pi.iter().zip(&next).map(|(a, b)| (a - b / total).abs()).sum();
         for (a, b) in pi.iter_mut().zip(&next) {
-            *a = 0.5 * (*a + b / total);
+            *a = 0.25 * *a + 0.75 * b / total;
         }
-        if change < 1e-10 {
+        if change < 1e-9 {
             break;
         }
     }
