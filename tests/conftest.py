@@ -27,3 +27,29 @@ def run_cli(*args, check=True):
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def _reproduce_all(tmp_path_factory):
+    """``pktsim reproduce all --json --report DIR`` as a user runs it, once for every test
+    that reads its JSON or its report."""
+    import json
+
+    report = tmp_path_factory.mktemp("reproduce") / "report"
+    proc = run_cli("reproduce", "all", "--json", "--report", report)
+    out = json.loads(proc.stdout)
+    assert isinstance(out, list), "reproduce all --json stays a list of papers"
+    return out, report, proc.stderr
+
+
+@pytest.fixture(scope="session")
+def reproduced_all(_reproduce_all):
+    """``reproduce all --json``'s list (each paper's object is the one ``reproduce PAPER
+    --json`` prints)."""
+    return _reproduce_all[0]
+
+
+@pytest.fixture(scope="session")
+def reproduced_report(_reproduce_all):
+    """The directory ``reproduce all --report`` wrote with that JSON, and its stderr."""
+    return _reproduce_all[1], _reproduce_all[2]

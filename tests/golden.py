@@ -75,7 +75,9 @@ def sets(pairs: list[str]) -> list[str]:
     return [a for p in pairs for a in ("--set", p)]
 
 
-def collect() -> dict:
+def collect(reproduced: list | None = None) -> dict:
+    """Every output golden.json records (`reproduced`: ``reproduce all --json``'s list when
+    the caller has it already)."""
     out: dict = {"run": {}, "model": {}}
     files = sorted((ROOT / "examples").glob("*.toml")) + sorted(SCENARIOS.glob("*.toml"))
     for f in files:
@@ -89,7 +91,7 @@ def collect() -> dict:
     for name, pairs in STRATEGIES.items():
         args = ["host.io=server", "cpu.cores=1", "traffic.rate=240kpps", *pairs]
         out["run"][f"meyer2014-rt: {name}"] = strip_wall(json.loads(pktsim("run", rt, *SHORT, *sets(args), "--json")))
-    out["reproduce"] = strip_wall(json.loads(pktsim("reproduce", "all", "--json")))
+    out["reproduce"] = strip_wall(reproduced if reproduced is not None else json.loads(pktsim("reproduce", "all", "--json")))
     out["schema"] = json.loads(pktsim("schema"))
     return out
 

@@ -229,14 +229,16 @@ def test_standard_plots(tmp_path):
     assert svg.read_text().lstrip().startswith("<?xml")
 
 
-def test_report_renders_with_its_images_in_headless_chromium(tmp_path):
+def test_report_renders_with_its_images_in_headless_chromium(reproduced_report):
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if not browser:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing: make test installs it (apt-get install chromium)")
         pytest.skip("chromium is not installed")
-    report = tmp_path / "report"
-    run_cli("reproduce", "all", "--report", report)
+    # (Written beside `reproduce all --json`: the report comes from the same runs, and says
+    # where it is on stderr, leaving stdout to the JSON.)
+    report, stderr = reproduced_report
+    assert f"wrote {report / 'index.html'}" in stderr
     index = report / "index.html"
     html = index.read_text()
     from pktsim.reproduce import PAPERS

@@ -54,8 +54,8 @@ def test_strategy_parameters_are_validated():
 
 
 @pytest.fixture(scope="module")
-def rep001():
-    return json.loads(run_cli("reproduce", "001", "--json").stdout)
+def rep001(reproduced_all):
+    return next(p for p in reproduced_all if p["paper"] == "001")
 
 
 def test_reproduce_001_relations_hold(rep001):

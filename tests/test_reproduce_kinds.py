@@ -71,10 +71,8 @@ LABELLED = {
 
 
 @pytest.fixture(scope="module")
-def papers():
-    out = json.loads(run_cli("reproduce", "all", "--json").stdout)
-    assert isinstance(out, list), "reproduce all --json stays a list of papers"
-    return {p["paper"]: p for p in out}
+def papers(reproduced_all):
+    return {p["paper"]: p for p in reproduced_all}
 
 
 @pytest.fixture(scope="module")

@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print JSON: for one paper an object {paper, title, rows, summary, ...}; for all, a list of those "
         "objects (one per paper, each with its own summary; the pooled summary is pktsim.reproduce.summary over all rows)",
     )
-    r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures")
+    r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures (with --json, from the same runs)")
     r.set_defaults(func=_later("cmd_reproduce"), output_dirs=("report",))
 
     tu = sub.add_parser("tune", help="recommend the kernel knobs for a latency, loss or CPU target, with the commands that apply them")

@@ -36,7 +36,9 @@ window.addEventListener('load', function () {
 """
 
 
-def build(directory: str | Path, papers: list[str]) -> Path:
+def build(directory: str | Path, papers: list[str], results: list[dict] | None = None) -> Path:
+    """Write ``directory/index.html`` for `papers` (`results`: their reproductions, when the
+    caller has them already) and return its path."""
     from .reproduce import PAPERS, reproduce
     from .scenarios import path as scenario_path
 
@@ -50,7 +52,8 @@ def build(directory: str | Path, papers: list[str]) -> Path:
         "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
         "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
     )
-    results = [reproduce(paper) for paper in papers]
+    if results is None:
+        results = [reproduce(paper) for paper in papers]
     # Made once there is something to write: an interrupted run leaves no empty directory.
     d.mkdir(parents=True, exist_ok=True)
     everything = [r for res in results for r in res["rows"]]

@@ -18,13 +18,19 @@ def cmd_reproduce(args) -> int:
         if paper not in PAPERS:
             names = ", ".join(f"{n} ({a})" for a, n in AUTHORS.items())
             raise UsageError(f"reproduce: no reproduction of paper {args.paper!r} (have: {names}, all)")
-    if args.report:
+    if args.report and not args.json:
         from ..report import build
 
         index = build(args.report, papers)
         print(f"wrote {index}")
         return 0
     results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty())
+    if args.report:
+        # Both: the report from the same reproductions, then the JSON alone on stdout.
+        from ..report import build
+
+        index = build(args.report, papers, results)
+        print(f"wrote {index}", file=sys.stderr)
     if args.json:
         # One paper: its object, with its summary. All: the list of those objects, as
         # before (a consumer iterating papers keeps working); the pooled summary is the
