@@ -251,7 +251,7 @@ def test_progress_is_a_tqdm_bar_with_an_eta(capsys):
     assert "2/2" in err and "run/s" in err and "<" in err  # elapsed<remaining
 
 
-def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows(tmp_path):
+def test_ctrl_c_stops_a_process_pool_sweep_within_half_a_second_keeping_finished_rows(tmp_path):
     out = tmp_path / "s.parquet"
     # Two short points, then two that run for seconds each (600 s of 0.5 Mpps is 300 M
     # frames; 60 s ran in half a second once the engine got faster): Ctrl-C lands while
@@ -289,7 +289,9 @@ def test_ctrl_c_stops_a_process_pool_sweep_within_a_second_keeping_finished_rows
     t0 = time.monotonic()
     _, err = proc.communicate(timeout=30)
     took = time.monotonic() - t0
-    assert took < 1.0, f"took {took:.2f} s to stop"
+    # (About 0.05 s here: the partial table, and pandas with it, is not built for the
+    # command line; that took 0.5 of the 0.9 s it used to take.)
+    assert took < 0.5, f"took {took:.2f} s to stop"
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert "stopped after" in err and "resume" in err
     assert len(partial.read_text().splitlines()) == 1 + 2  # the hash and the two finished rows

@@ -192,7 +192,15 @@ class SweepInterrupted(KeyboardInterrupt):
 
     def __init__(self, table, done: int, total: int):
         super().__init__(f"sweep interrupted after {done} of {total} runs")
-        self.table, self.done, self.total = table, done, total
+        self._table, self.done, self.total = table, done, total
+
+    @property
+    def table(self):
+        # Built when asked for (a callable until then): the command line never asks, and
+        # its first pandas table costs the import of pandas, half a second after Ctrl-C.
+        if callable(self._table):
+            self._table = self._table()
+        return self._table
 
 
 def run_grid(
@@ -306,8 +314,8 @@ def run_grid(
     except KeyboardInterrupt as e:
         if isinstance(e, SweepInterrupted):
             raise
-        partial = _table([rows[t.key] for t in tasks if t.key in rows], sc, keys, len(todo))
-        raise SweepInterrupted(partial, len(rows), len(tasks)) from None
+        finished_rows = [rows[t.key] for t in tasks if t.key in rows]
+        raise SweepInterrupted(lambda: _table(finished_rows, sc, keys, len(todo)), len(rows), len(tasks)) from None
     finally:
         if bar:
             bar.close()
