@@ -9,9 +9,11 @@ Contract (``pktsim reproduce PAPER --json``)::
                  "relations": r, "relations_held": h, ...},
      ...}
 
-``kind`` says what a row is (see :mod:`pktsim.reproduce.rows`): a prediction, a fitted
-point (also ``fitted: true``), a derived value (the paper's own arithmetic or pktsim's
-inputs; such a value is never in ``reported``) or a relation (with ``holds``). ``summary``
+``kind`` says what a row is (see :mod:`pktsim.reproduce.rows`): a prediction (with the
+fitted rows it comes from, ``fitted_on``), a fitted point (also ``fitted: true``), a
+derived value (true by construction: the paper's own arithmetic, pktsim's inputs, which
+are never in ``reported``, or a value that could not have come out otherwise) or a
+relation (with ``holds``). ``summary``
 (:func:`summary`) counts the predicted rows and gives their median and largest
 |rel_error| (fitted and derived rows are left out), and how many relations hold.
 

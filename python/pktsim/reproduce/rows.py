@@ -7,15 +7,20 @@ reported is 0) and ``kind``, then any extra keys the caller gives.
 
 ``kind`` says what the row is, and so what its error means:
 
-* ``predicted``: a model output from inputs that did not use this row; its error is how
-  well pktsim predicts. Only these rows enter the summary's error figures.
+* ``predicted``: a model output from inputs that did not use this row, and that could
+  have come out otherwise; its error is how well pktsim predicts. Only these rows enter
+  the summary's error figures. Such a row names what it was computed from:
+  ``fitted_on`` (the quantities of its paper's fitted rows) and ``inputs`` (other inputs,
+  text).
 * ``fitted``: a calibration point, or any row its own fit closes (the value comes back out
   of a parameter that was set from it, or holds by construction); its error says how well
   the fit closes. These rows also carry ``fitted: True``.
-* ``derived``: the paper's own arithmetic, or a value computed from pktsim's inputs. Such
-  a row says how in ``derived_from`` (text); a value that pktsim's inputs give is never
-  put in ``reported`` (which is then None) but in ``derived_value``, next to what the
-  model makes of it in ``predicted``. ``reported`` holds only a figure the paper prints.
+* ``derived``: true by construction: the paper's own arithmetic, a value computed from
+  pktsim's inputs, or one that could not have come out otherwise (a line rate, k times a
+  fitted rate, a saturated core). Such a row says how in ``derived_from`` (text); a value
+  that pktsim's inputs give is never put in ``reported`` (which is then None) but in
+  ``derived_value``, next to what the model makes of it in ``predicted``. ``reported``
+  holds only a figure the paper prints.
 * ``relation``: a qualitative claim of the paper; ``holds`` says whether pktsim keeps it.
 
 Other keys: ``holds: bool`` (relations, and fitted rows that check a range),
