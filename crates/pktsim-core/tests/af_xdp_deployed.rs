@@ -141,3 +141,23 @@ fn the_scheduler_tick_runs_the_softirq_a_spinning_reader_holds_off() {
     assert!(close(run("inline"), 640e3, 1e-3), "{}", run("inline"));
     assert_eq!(run("defer"), 0.0);
 }
+
+/// A busy poll that takes up to 512 frames reports them: the histogram's last bin is the
+/// budget (512 or more), and the mean of frames per poll is the frames over the polls, not
+/// a histogram clamped at the NAPI weight of 64.
+#[test]
+fn a_busy_poll_of_512_frames_counts_512_a_poll() {
+    let sc = load(
+        EXAMPLE,
+        "af-xdp-rxdrop.toml",
+        &[("host.af_xdp.busy_poll", "50us"), ("host.af_xdp.batch", "512"), ("traffic.rate", "100%")],
+    );
+    let r = sim(&sc);
+    let per_poll = &r.packets_per_poll;
+    assert_eq!(per_poll.histogram.len(), 513);
+    let polls: u64 = per_poll.histogram.iter().sum();
+    assert!(polls > 0 && per_poll.histogram[512] > 0, "{:?}", &per_poll.histogram[500..]);
+    assert!(per_poll.mean > 500.0, "mean {} a poll", per_poll.mean);
+    // Every poll here takes frames: the mean is the inverse of the polls per frame.
+    assert!(close(per_poll.mean, 1.0 / r.polls_per_packet, 0.01), "{} vs {}", per_poll.mean, 1.0 / r.polls_per_packet);
+}

@@ -105,8 +105,12 @@ impl SimNode {
             t_plus,
             from: m.latency_from,
             to: m.latency_to,
+            // The most one poll takes: the weight, or a busy poll's budget (batched I/O's
+            // calls, an AF_XDP thread's batch, a socket's SO_BUSY_POLL_BUDGET).
             max_per_poll: (s.host.io.poll().weight as usize)
-                .max(s.host.io.batch().map_or(BatchCalls::default().size, |b| b.size) as usize),
+                .max(s.host.io.batch().map_or(BatchCalls::default().size, |b| b.size) as usize)
+                .max(s.host.io.af_xdp().map_or(0, |a| a.batch) as usize)
+                .max(if s.app.is_some() { s.socket.busy_poll_budget as usize } else { 0 }),
             interval: m.interval.map(Into::into),
             batches: m.batches as usize,
             classes: class_names.len(),

@@ -12,7 +12,8 @@ use super::SimNode;
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PerPoll {
     pub mean: f64,
-    /// Count of polls that cleaned 0, 1, ..., weight rx packets.
+    /// Count of polls that cleaned 0, 1, ..., N rx packets, N the most a poll may take (the
+    /// NAPI weight, or a busy poll's budget); the last counts N or more.
     pub histogram: Vec<u64>,
 }
 
@@ -133,11 +134,7 @@ impl SimNode {
             BTreeMap::new()
         };
         let polls_with_rx: u64 = st.rx_per_poll.iter().sum();
-        let per_poll_mean = if polls_with_rx == 0 {
-            0.0
-        } else {
-            st.rx_per_poll.iter().enumerate().map(|(i, n)| i as f64 * *n as f64).sum::<f64>() / polls_with_rx as f64
-        };
+        let per_poll_mean = if polls_with_rx == 0 { 0.0 } else { st.rx_polled as f64 / polls_with_rx as f64 };
         let per_class: BTreeMap<String, GroupSummary> = if st.classes.is_empty() {
             info.class_names.iter().map(|c| (c.clone(), all.clone())).collect()
         } else {

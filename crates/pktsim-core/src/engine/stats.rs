@@ -673,8 +673,11 @@ pub struct Stats {
     pub tasks: bool,
     pub empty_polls: u64,
     pub busy_core: Vec<Span>,
-    /// Rx packets cleaned per poll of a vector with an rx ring: index = packets.
+    /// Rx packets cleaned per poll of a vector with an rx ring: index = packets (the last:
+    /// that many or more).
     pub rx_per_poll: Vec<u64>,
+    /// Rx packets those polls cleaned in all (their mean is exact past the last index).
+    pub rx_polled: u64,
     interval: Option<Span>,
     pub series: Vec<Bucket>,
     /// One group a frame (no class groups), no time series, no T+: a frame's statistics
@@ -748,6 +751,7 @@ impl Stats {
             empty_polls: 0,
             busy_core: vec![Span::ZERO; c.cores],
             rx_per_poll: vec![0; c.max_per_poll + 1],
+            rx_polled: 0,
             plain: n(c.classes) == 0 && c.interval.is_none() && c.t_plus.is_none(),
             interval: c.interval,
             series,
@@ -983,6 +987,7 @@ impl Stats {
             if let Some(n) = rx_packets {
                 let i = (n as usize).min(self.rx_per_poll.len() - 1);
                 self.rx_per_poll[i] += 1;
+                self.rx_polled += u64::from(n);
             }
             if let Some(b) = self.bucket(t) {
                 b.polls += 1;
