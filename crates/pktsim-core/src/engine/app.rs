@@ -52,6 +52,11 @@ pub struct AppParams {
     pub same_core: bool,
     /// How long an empty socket is busy polled before the thread blocks (0: never).
     pub busy: Span,
+    /// With `busy` 0, one pass of the busy-poll loop before the thread blocks: epoll with
+    /// `prefer_busy_poll` polls the NAPI once and hands it back even with `busy_poll_usecs`
+    /// 0 (Linux 6.13, "eventpoll: Trigger napi_busy_loop, if prefer_busy_poll is set":
+    /// `ep_busy_loop_on`), which is how IRQ suspension is meant to run.
+    pub busy_once: bool,
     /// How a frame that finds the socket full is counted.
     pub drop_kind: DropKind,
     /// Its load weight against ksoftirqd on a shared core (`app.nice`).
@@ -90,6 +95,7 @@ impl AppParams {
                 crate::scenario::AppWait::Epoll => s.busy_poll.into(),
                 crate::scenario::AppWait::Recvmsg => s.busy_read.into(),
             },
+            busy_once: a.wait == crate::scenario::AppWait::Epoll && s.busy_poll.ps == 0 && s.prefer_busy_poll,
             drop_kind: DropKind::Rcvbuf,
             weight: crate::engine::sched::weight_of(a.nice),
             spin: false,
@@ -274,8 +280,9 @@ impl App {
                         return Some(k);
                     }
                 }
-                // napi_busy_loop until data or the time is up, then busy_poll_stop.
-                if !p.busy.is_zero() {
+                // napi_busy_loop until data or the time is up (one pass: `busy_once`), then
+                // busy_poll_stop.
+                if !p.busy.is_zero() || p.busy_once {
                     match th.busy_until {
                         None => {
                             th.busy_until = Some(t + p.busy);

@@ -125,7 +125,8 @@ pub struct SocketSpec {
     /// `SO_PREFER_BUSY_POLL`: with `nic.napi.defer_hard_irqs` and `gro_flush_timeout`, the
     /// interrupt stays masked after a busy poll (the timer is armed instead), and the
     /// softirq completes a full poll instead of polling again: the application drives the
-    /// NAPI.
+    /// NAPI. With `app.wait = "epoll"` and `busy_poll` 0, epoll polls the NAPI once before
+    /// it sleeps (Linux 6.13, `ep_busy_loop_on`).
     #[serde(default)]
     #[schemars(extend("x-linux" = "SO_PREFER_BUSY_POLL"))]
     pub prefer_busy_poll: bool,
@@ -172,16 +173,14 @@ pub(super) fn validate(
     napi: &super::nic::NapiSpec,
 ) -> Result<()> {
     if napi.irq_suspend_timeout.ps > 0 {
-        let ok = app.is_some_and(|a| a.wait == AppWait::Epoll)
-            && socket.busy_poll.ps > 0
-            && socket.prefer_busy_poll
-            && napi.defers();
+        // (socket.busy_poll may be 0: epoll busy polls once with prefer_busy_poll, 6.13.)
+        let ok = app.is_some_and(|a| a.wait == AppWait::Epoll) && socket.prefer_busy_poll && napi.defers();
         if !ok {
             return Err(ConfigError::new(
                 origin,
                 "nic.napi.irq_suspend_timeout",
                 Some(format!("\"{}\"", napi.irq_suspend_timeout)),
-                "0, unless an [app] waits in epoll with socket.busy_poll, socket.prefer_busy_poll, nic.napi.defer_hard_irqs and gro_flush_timeout set (IRQ suspension is epoll's preferred busy polling)",
+                "0, unless an [app] waits in epoll with socket.prefer_busy_poll, nic.napi.defer_hard_irqs and gro_flush_timeout set (IRQ suspension is epoll's preferred busy polling)",
             )
             .into());
         }
@@ -306,12 +305,16 @@ pub(super) fn validate(
         )
         .into());
     }
-    if busy.1.ps > 0 && app.core != AppCore::Same {
+    // epoll with prefer_busy_poll busy polls once even with busy_poll_usecs 0 (Linux 6.13,
+    // `ep_busy_loop_on`); a socket's busy_read has no such pass.
+    let polls_once = app.wait == AppWait::Epoll && socket.prefer_busy_poll;
+    if (busy.1.ps > 0 || polls_once) && app.core != AppCore::Same {
+        let what = if busy.1.ps > 0 { busy.0 } else { "socket.prefer_busy_poll (epoll's busy poll)" };
         return Err(ConfigError::new(
             origin,
             "app.core",
             Some("\"other\"".into()),
-            format!("\"same\" with {}: pktsim busy polls from the NAPI's core", busy.0),
+            format!("\"same\" with {what}: pktsim busy polls from the NAPI's core"),
         )
         .into());
     }
@@ -324,12 +327,12 @@ pub(super) fn validate(
         )
         .into());
     }
-    if socket.prefer_busy_poll && busy.1.ps == 0 {
+    if socket.prefer_busy_poll && busy.1.ps == 0 && !polls_once {
         return Err(ConfigError::new(
             origin,
             "socket.prefer_busy_poll",
             Some("true".into()),
-            format!("false unless {} is set: only a busy-polling socket prefers it", busy.0),
+            format!("false unless {} is set or app.wait = \"epoll\": only a busy-polling socket prefers it", busy.0),
         )
         .into());
     }
@@ -387,8 +390,18 @@ mod tests {
         let free_polls = super::super::host::host("t_poll = \"0ns\"");
         assert_eq!(config_error(validate("t", Some(&app), &sock, &free_polls, &n)).path, "host.t_poll");
         assert!(validate("t", Some(&app), &sock, &HostSpec::default(), &n).is_ok(), "a poll costs 180 ns by default");
+        // epoll with prefer_busy_poll polls once even with busy_poll 0 (Linux 6.13); a
+        // recvmsg reader without busy_read does not busy poll at all.
         let prefer_only = SocketSpec { prefer_busy_poll: true, ..SocketSpec::default() };
-        assert_eq!(config_error(validate("t", Some(&app), &prefer_only, &host, &n)).path, "socket.prefer_busy_poll");
+        assert_eq!(app.wait, AppWait::Epoll);
+        assert!(validate("t", Some(&app), &prefer_only, &host, &n).is_ok());
+        let recvmsg = AppSpec { wait: AppWait::Recvmsg, ..app.clone() };
+        assert_eq!(
+            config_error(validate("t", Some(&recvmsg), &prefer_only, &host, &n)).path,
+            "socket.prefer_busy_poll"
+        );
+        let other_core = AppSpec { core: AppCore::Other, ..app.clone() };
+        assert_eq!(config_error(validate("t", Some(&other_core), &prefer_only, &host, &n)).path, "app.core");
         let suspend = super::super::nic::NapiSpec { irq_suspend_timeout: us(1000), ..n.clone() };
         assert_eq!(
             config_error(validate("t", Some(&app), &sock, &host, &suspend)).path,
@@ -397,5 +410,12 @@ mod tests {
         );
         let with_defer = super::super::nic::NapiSpec { defer_hard_irqs: 100, gro_flush_timeout: us(20), ..suspend };
         assert!(validate("t", Some(&app), &sock, &host, &with_defer).is_ok());
+        // ... with busy_poll 0 too, as the feature's own measurements ran it.
+        assert!(validate("t", Some(&app), &prefer_only, &host, &with_defer).is_ok());
+        assert_eq!(
+            config_error(validate("t", Some(&app), &SocketSpec::default(), &host, &with_defer)).path,
+            "nic.napi.irq_suspend_timeout",
+            "needs prefer_busy_poll"
+        );
     }
 }

@@ -187,7 +187,8 @@ pub struct NapiSpec {
     pub threaded: bool,
     /// `irq_suspend_timeout` (Linux 6.13, per NAPI through netlink): while epoll's
     /// preferred busy polling finds events, interrupts stay suspended for up to this long;
-    /// when it finds none, the NAPI is scheduled and normal deferral takes over.
+    /// when it finds none, the NAPI is scheduled and normal deferral takes over. Needs an
+    /// epoll reader with `socket.prefer_busy_poll` and deferral; `socket.busy_poll` may be 0.
     #[serde(default)]
     #[schemars(extend("x-linux" = "irq-suspend-timeout"))]
     pub irq_suspend_timeout: Duration,

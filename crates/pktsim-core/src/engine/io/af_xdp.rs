@@ -91,6 +91,7 @@ pub fn app_params(sc: &ResolvedScenario) -> Option<AppParams> {
         truesize: 1,
         same_core: a.core == AppCore::Same,
         busy,
+        busy_once: false,
         drop_kind: DropKind::XskRing,
         weight: crate::engine::sched::weight_of(a.nice),
         spin,

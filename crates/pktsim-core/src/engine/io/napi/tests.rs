@@ -286,3 +286,28 @@ fn ten_passes_of_do_softirq_hand_the_rest_to_ksoftirqd() {
     assert!((ctx["softirq"] - 640e-6 / 1e-3).abs() < 1e-12, "{ctx:?}");
     assert_eq!(ctx["hardirq"], r.cpu_by_activity["irq"], "the handlers, the burst's and the completions' after it");
 }
+
+/// epoll with `prefer_busy_poll` and no busy-poll time (Linux 6.13, `ep_busy_loop_on`):
+/// each time the reader finds its socket empty it polls the NAPI once and hands it back
+/// (`busy_poll_stop`'s poll), then sleeps: two busy polls a wait, four for two frames 50 us
+/// apart. Without `prefer_busy_poll` it never busy polls; with IRQ suspension on top the
+/// same reader runs (the feature's own measurements ran it so).
+#[test]
+fn epoll_preferring_busy_poll_with_no_busy_time_polls_once_before_it_sleeps() {
+    let toml = |socket: &str, napi: &str| {
+        let extra = format!("[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\n{napi}\n[app]\nt_packet = \"500ns\"\nbatch = 8\n[socket]\n{socket}");
+        node_toml(BUSY, &extra)
+    };
+    let defer = "defer_hard_irqs = 2\ngro_flush_timeout = \"5us\"";
+    let frames = [(10_000, 64), (60_000, 64)];
+    let (once, _) = trace(&toml("prefer_busy_poll = true", defer), &frames);
+    assert_eq!(once.consumed_packets, 2);
+    assert_eq!(once.io.json()["busy_polls"], 4);
+    let (plain, _) = trace(&toml("", defer), &frames);
+    assert_eq!(plain.consumed_packets, 2);
+    assert_eq!(plain.io.json()["busy_polls"], 0);
+    let suspend = format!("{defer}\nirq_suspend_timeout = \"1ms\"");
+    let (suspended, _) = trace(&toml("prefer_busy_poll = true", &suspend), &frames);
+    assert_eq!(suspended.consumed_packets, 2);
+    assert_eq!(suspended.io.json()["busy_polls"], 4);
+}
