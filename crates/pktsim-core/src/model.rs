@@ -549,7 +549,9 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         let per_rate = loads[c].0
             * (own_s[c] + drives_ps / 1e12 + if same_core_app { app_s.unwrap_or(0.0) } else { 0.0 })
             + clean_s * cleaned;
-        if mode.poll_gap_ps > 0.0 && loads[c].0 > 0.0 {
+        // The deferral timer's cap on a preferred busy poller's NAPI, unless its reader
+        // empties the socket and drives the NAPI itself (as the rates above say).
+        if mode.poll_gap_ps > 0.0 && loads[c].0 > 0.0 && !drives[c] {
             let weight = s.host.io.poll().weight.min(s.nic.rx_ring).max(1) as f64;
             first_sat = first_sat.min(weight / (mode.poll_gap_ps / 1e12 + weight * own_s[c]) / loads[c].0);
         }
