@@ -572,7 +572,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
         }
     }
     if queue_limited {
-        notes.push("a shared tx queue is near its limit (its lock, or the core that cleans its completions): the model leaves out spinning for a busy lock, so take the figures as an estimate within a few per cent".into());
+        notes.push("a shared tx queue is near its limit (its lock, or the core that cleans its completions): the model leaves out spinning for a busy lock, so take the figures as an upper estimate (with NAPI the simulator forwards 2% less where the lock is busy 75% of the time, up to 15% less from 90%; crates/pktsim-core/tests/model_vs_sim.rs)".into());
     }
     let mut per_core: Vec<CoreFigures> = loads
         .iter()
