@@ -166,6 +166,10 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
     // l2fwd sends every frame again: zero copy, the driver's send from the socket's tx ring
     // in its poll; either way the completion's tx clean on the NAPI's core.
     m.tx_clean_ps = if l2fwd { costs.t_clean.ps() as f64 } else { 0.0 };
+    if !l2fwd {
+        // rxdrop sends nothing: no tx_work_limit on what a poll takes.
+        m.cleans_per_rx = f64::INFINITY;
+    }
     if l2fwd && x.zero_copy {
         m.terms.push(crate::price::IoCost::per_frame("xsk xmit", x.t_xmit_zc.unwrap_or_default().ps as f64));
     }

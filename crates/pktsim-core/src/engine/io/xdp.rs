@@ -165,8 +165,11 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, napi: ModeCosts) -> Mode
     }
     match x.action {
         XdpAction::Drop => {
+            // Nothing is sent: no tx clean, no lock, and no tx_work_limit holding back
+            // what a poll may take (a weight above it halved the model's rate).
             m.tx_clean_ps = 0.0;
             m.tx_lock = false;
+            m.cleans_per_rx = f64::INFINITY;
             if let crate::price::Events::Napi(e) = &mut m.events {
                 (e.shared_tx, e.tx_vector) = (false, false);
             }

@@ -129,7 +129,12 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         tx_lock: app.is_none(),
         tx_clean_ps: if app.is_some() { 0.0 } else { costs.t_clean.ps() as f64 },
         app,
-        cleans_per_rx: n.tx_work_limit as f64 / weight.max(1) as f64,
+        // (Nothing to clean where the application consumes the frames.)
+        cleans_per_rx: if sc.scenario.app.is_some() {
+            f64::INFINITY
+        } else {
+            n.tx_work_limit as f64 / weight.max(1) as f64
+        },
         notes,
         ..Default::default()
     }
