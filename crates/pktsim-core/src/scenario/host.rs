@@ -122,20 +122,24 @@ pub struct AfXdpSpec {
     #[serde(default = "default_fill_size")]
     #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
     pub fill_size: u32,
-    /// Entries of the socket's tx ring and of the umem's completion ring (l2fwd; xdpsock:
-    /// 2048 each). The driver sends no more than the completion ring has room for.
+    /// Entries of the socket's tx ring (l2fwd; xdpsock: `XSK_RING_PROD__DEFAULT_NUM_DESCS`
+    /// = 2048 when not given). The driver sends no more than the completion ring has room for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
     pub tx_size: Option<u32>,
+    /// Entries of the umem's completion ring (l2fwd; xdpsock: `XSK_RING_CONS__DEFAULT_NUM_DESCS`
+    /// = 2048 when not given): the driver sends a frame only while it has room for the
+    /// frame's completion, which the thread gives back to the fill ring.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 2, max = 16777216), extend("x-quantity" = "a number of ring entries"))]
     pub comp_size: Option<u32>,
     /// Kernel time per frame to put its descriptor on the rx ring (`__xsk_rcv_zc`).
     #[serde(default)]
     pub t_xsk: Duration,
-    /// Copy mode: fixed and per-byte time of copying a frame into the umem.
+    /// Copy mode: the fixed time of copying a frame into the umem (`xsk_rcv`).
     #[serde(default)]
     pub t_copy: Duration,
+    /// Copy mode: the time per byte of that copy, on top of `t_copy` (none when not given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t_copy_per_byte: Option<TimePerByte>,
     /// l2fwd, zero copy: the driver's time per frame it takes from the tx ring and posts
