@@ -66,3 +66,31 @@ def test_a_chain_and_a_replayed_trace_stop_within_a_second_of_sigterm(argv):
         pytest.fail("the run did not stop within 10 s of SIGTERM")
     assert time.monotonic() - t0 < 1.0
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err and out == ""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_reproduce_all_in_worker_processes_stops_at_once_and_leaves_no_worker(sig):
+    """`reproduce all` runs its papers side by side in worker processes: a signal stops the
+    command within half a second, its workers with it, and nothing half-written reaches
+    stdout."""
+    import os
+
+    proc = subprocess.Popen([sys.executable, "-m", "pktsim", "reproduce", "all", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    deadline = time.monotonic() + 20
+    kids: list[str] = []
+    while len(kids) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+        kids = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    assert len(kids) >= 2, f"no workers started: {kids}"
+    time.sleep(1.0)
+    assert proc.poll() is None, "reproduce ended before the signal"
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - t0 < 0.5
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert out == ""
+    deadline = time.monotonic() + 2
+    while any(os.path.exists(f"/proc/{k}") for k in kids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not [k for k in kids if os.path.exists(f"/proc/{k}")]

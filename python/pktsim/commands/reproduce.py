@@ -18,19 +18,15 @@ def cmd_reproduce(args) -> int:
         if paper not in PAPERS:
             names = ", ".join(f"{n} ({a})" for a, n in AUTHORS.items())
             raise UsageError(f"reproduce: no reproduction of paper {args.paper!r} (have: {names}, all)")
-    if args.report and not args.json:
-        from ..report import build
-
-        index = build(args.report, papers)
-        print(f"wrote {index}")
-        return 0
     results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty())
     if args.report:
-        # Both: the report from the same reproductions, then the JSON alone on stdout.
+        # The report from these reproductions; with --json, the JSON alone on stdout.
         from ..report import build
 
         index = build(args.report, papers, results)
-        print(f"wrote {index}", file=sys.stderr)
+        print(f"wrote {index}", file=sys.stderr if args.json else sys.stdout)
+        if not args.json:
+            return 0
     if args.json:
         # One paper: its object, with its summary. All: the list of those objects, as
         # before (a consumer iterating papers keeps working); the pooled summary is the
@@ -51,7 +47,14 @@ def cmd_reproduce(args) -> int:
 def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
     """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
     tqdm: terminal or Jupyter). The ETA counts on each paper's ``runs``
-    (:data:`pktsim.reproduce.PAPERS`); the bar adapts when a paper runs more or fewer."""
+    (:data:`pktsim.reproduce.PAPERS`); the bar adapts when a paper runs more or fewer.
+    Several papers on a machine with several CPUs run side by side in worker processes
+    (the bar then advances a paper at a time)."""
+    import os
+
+    workers = min(len(papers), os.cpu_count() or 1)
+    if workers > 1:
+        return _in_processes(papers, workers, show)
     if not show:
         return [reproduce(p) for p in papers]
     from tqdm.auto import tqdm
@@ -77,3 +80,43 @@ def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
             if bar.n < done:  # fewer runs than counted before: skip ahead
                 bar.update(done - bar.n)
     return out
+
+
+def _in_processes(papers: list, workers: int, show: bool) -> list:
+    """The papers' reproductions in `workers` processes, the longest first (their ``runs``),
+    returned in the papers' order; each is the same dict a reproduction in this process
+    gives, bit for bit. Ctrl-C stops the workers at once (``abandon_pool``)."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    from ..experiments.workers import _spawner, _worker_init, abandon_pool
+    from ..reproduce import PAPERS
+
+    bar = None
+    if show:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=max(sum(PAPERS[p].runs for p in papers), 1), unit="run", file=sys.stderr, dynamic_ncols=True, leave=False)
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(_spawner(),))
+    try:
+        futures = {ex.submit(_reproduce_one, p): p for p in sorted(papers, key=lambda p: -PAPERS[p].runs)}
+        done = {}
+        for fut in as_completed(futures):
+            p = futures[fut]
+            done[p] = fut.result()
+            if bar:
+                bar.set_postfix_str(f"paper {p} done", refresh=False)
+                bar.update(PAPERS[p].runs)
+    except BaseException:
+        abandon_pool(ex)
+        raise
+    finally:
+        if bar:
+            bar.close()
+    ex.shutdown(wait=True)
+    return [done[p] for p in papers]
+
+
+def _reproduce_one(paper: str) -> dict:
+    from ..reproduce import reproduce
+
+    return reproduce(paper)
