@@ -698,3 +698,20 @@ def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp
     assert proc.returncode == 0 and (tmp_path / "share.png").stat().st_size > 10_000, proc.stderr
     # No fitted figure of the shared CPU: every one of its rows is a prediction.
     assert all(r["kind"] == "predicted" for q, r in rows.items() if "alone on the dut CPU" not in q)
+
+
+def test_the_share_paths_fit_keeps_every_cost_non_negative():
+    """Noisy quick runs once gave the share path's plain least squares a per-frame cost of
+    -815 ns beside a large per-poll one (and the scenario refused it): the fit is the
+    non-negative least squares, here the per-frame cost alone."""
+    from pktsim.testbed import sharemodel
+
+    pts = [{"y": 3000.0, "ppp": 1.0}, {"y": 1000.0, "ppp": 2.0}, {"y": 200.0, "ppp": 4.0}]
+    plain = np.linalg.lstsq(np.array([[1.0, 1 / p["ppp"]] for p in pts]), np.array([p["y"] for p in pts]), rcond=None)[0]
+    assert plain[0] < 0  # what the plain fit gives
+    fit = sharemodel._fit(pts, "y", {"t_proc_ns": lambda p: 1.0, "t_poll_ns": lambda p: 1 / p["ppp"]})
+    assert fit == pytest.approx({"t_proc_ns": 1400.0, "t_poll_ns": 0.0})
+    # Where the plain fit is non-negative it is the fit.
+    pts = [{"y": 5000.0 + 3000.0 / q, "ppp": q} for q in (1.0, 2.0, 8.0)]
+    fit = sharemodel._fit(pts, "y", {"t_proc_ns": lambda p: 1.0, "t_poll_ns": lambda p: 1 / p["ppp"]})
+    assert fit == pytest.approx({"t_proc_ns": 5000.0, "t_poll_ns": 3000.0})
