@@ -122,3 +122,11 @@ def test_perturbing_what_predicted_rows_report_moves_no_fit_and_no_prediction(pa
     for r in again["rows"]:
         if r["kind"] == "predicted" and before[r["quantity"]]["reported"] is not None and float(before[r["quantity"]]["reported"]) in hits:
             assert r["reported"] != before[r["quantity"]]["reported"], r["quantity"]
+
+
+def test_the_report_says_why_a_row_is_derived_and_what_a_prediction_comes_from(papers):
+    from pktsim.reproduce.rows import html_table
+
+    page = html_table(papers["xdp2018"]["rows"])
+    assert 'title="derived from 2 x the fitted one-core rate' in page
+    assert 'title="computed from the fitted rows: XDP drop, 1 core; XDP drop CPU at 1 Mpps; XDP drop CPU at 10 Mpps"' in page

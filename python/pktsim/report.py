@@ -47,10 +47,12 @@ def build(directory: str | Path, papers: list[str], results: list[dict] | None =
     parts.append(f"<h1>pktsim {html.escape(__version__)}: the seed papers, reproduced</h1>")
     parts.append(
         "<p>Each section: the scenario, every number the paper reports next to pktsim's prediction with the relative error "
-        "and the row's kind: <em>predicted</em> (from inputs that did not use the row), <em>fitted</em> (a calibration "
-        "point or a row its own fit closes: its error says how well the fit closes), <em>derived</em> (the paper's own "
-        "arithmetic or a value of pktsim's inputs, never shown as reported) or <em>relation</em> (a claim that holds or "
-        "not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
+        "and the row's kind: <em>predicted</em> (from inputs that did not use the row, a value that could have come out "
+        "otherwise; <code>fitted_on</code> names the fitted rows it comes from), <em>fitted</em> (a calibration point or a "
+        "row its own fit closes: its error says how well the fit closes), <em>derived</em> (true by construction: the "
+        "paper's own arithmetic, a value of pktsim's inputs, never shown as reported, or one that could not have come out "
+        "otherwise, such as a line rate or k times a fitted rate, beside the paper's figure) or <em>relation</em> (a claim "
+        "that holds or not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
     )
     if results is None:
         results = [reproduce(paper) for paper in papers]

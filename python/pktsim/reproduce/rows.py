@@ -150,6 +150,18 @@ def text_table(rows: Iterable[Mapping]) -> str:
     return table(out, ["quantity", "reported", "predicted", "unit", "error", "kind", "check", "source"], "lrrlrlll")
 
 
+def _why(r: Mapping) -> str:
+    """The kind cell's tooltip: how a derived row's value comes about, or the fitted rows a
+    prediction comes from."""
+    if r.get("derived_from"):
+        text = f"derived from {r['derived_from']}"
+    elif r.get("fitted_on"):
+        text = "computed from the fitted rows: " + "; ".join(r["fitted_on"])
+    else:
+        return ""
+    return f' title="{html.escape(text, quote=True)}"'
+
+
 def html_table(rows: Iterable[Mapping]) -> str:
     """The same rows as an HTML ``<table>`` (the report's), with each row's kind (also its
     ``class``); a relation that does not hold and a row whose |error| > 10% are also
@@ -167,7 +179,7 @@ def html_table(rows: Iterable[Mapping]) -> str:
 
         body.append(
             f"<tr{cls}><td>{html.escape(r['quantity'])}</td><td>{num(r['reported'])}</td><td>{num(r['predicted'])}</td>"
-            f"<td>{html.escape(r['unit'])}</td><td>{err}</td><td>{kind}</td><td>{html.escape(', '.join(notes(r, 'does not hold')))}</td>"
+            f"<td>{html.escape(r['unit'])}</td><td>{err}</td><td{_why(r)}>{kind}</td><td>{html.escape(', '.join(notes(r, 'does not hold')))}</td>"
             f"<td>{html.escape(r.get('source', ''))}</td></tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"
