@@ -6,6 +6,8 @@
 mod common;
 
 use common::{close, load, sim};
+use pktsim_core::engine::SimResult;
+use pktsim_core::model::Prediction;
 use pktsim_core::predict::predict;
 
 const ROUTER: &str = r#"
@@ -31,21 +33,45 @@ fn check(sets: &[(&str, &str)]) {
 }
 
 fn check_within(sets: &[(&str, &str)], rel: f64) {
-    let sc = load(ROUTER, "router.toml", sets);
-    let p = predict(&sc);
-    let last = p.per_core.iter().filter(|c| c.share > 0.0).map(|c| c.capacity_pps / c.share).fold(0.0, f64::max);
-    let rate = format!("{}pps", (1.5 * last).min(p.line_rate_pps).round());
-    let mut all: Vec<(&str, &str)> = sets.to_vec();
-    all.push(("traffic.rate", &rate));
-    let sc = load(ROUTER, "router.toml", &all);
-    let (p, r) = (predict(&sc), sim(&sc));
+    let (p, _) = at_one_and_a_half(ROUTER, "router.toml", sets, last_core, &format!("{sets:?}"), rel);
     assert!(p.saturated, "{sets:?}: offered {} is above capacity {}", p.offered_pps, p.capacity_pps);
+}
+
+/// The model and the simulator offered 1.5x the rate `capacity` reads off the model's
+/// prediction (at most the line rate); the simulator's forwarded rate printed next to the
+/// model's with `label`, and held within `within` of it.
+fn at_one_and_a_half(
+    toml: &str,
+    origin: &str,
+    sets: &[(&str, &str)],
+    capacity: fn(&Prediction) -> f64,
+    label: &str,
+    within: f64,
+) -> (Prediction, SimResult) {
+    let p = predict(&load(toml, origin, sets));
+    let rate = format!("{}pps", (1.5 * capacity(&p)).min(p.line_rate_pps).round());
+    let mut all = sets.to_vec();
+    all.push(("traffic.rate", &rate));
+    let sc = load(toml, origin, &all);
+    let (p, r) = (predict(&sc), sim(&sc));
+    println!(
+        "{label}: model {:12.0}  simulator {:12.0}  {:+.2}%",
+        p.predicted_pps,
+        r.throughput_pps,
+        100.0 * (r.throughput_pps / p.predicted_pps - 1.0)
+    );
     assert!(
-        close(r.throughput_pps, p.predicted_pps, rel),
-        "{sets:?}: simulator {} vs model {} pps",
+        close(r.throughput_pps, p.predicted_pps, within),
+        "{label}: simulator {} vs model {}",
         r.throughput_pps,
         p.predicted_pps
     );
+    (p, r)
+}
+
+/// The rate at which the last loaded core saturates with its own work.
+fn last_core(p: &Prediction) -> f64 {
+    p.per_core.iter().filter(|c| c.share > 0.0).map(|c| c.capacity_pps / c.share).fold(0.0, f64::max)
 }
 
 #[test]
@@ -448,29 +474,10 @@ fn a_shared_tx_lock_from_idle_to_busy() {
     for (hold, napi_within) in napi_gap {
         for (io, within) in [("napi", napi_within), ("server", 1e-4)] {
             let sets = [("cpu.cores", "4"), ("nic.tx_queues", "1"), ("host.tx_lock", hold), ("host.io", io)];
-            let sc = load(ROUTER, "router.toml", &sets);
-            let p = predict(&sc);
-            let last =
-                p.per_core.iter().filter(|c| c.share > 0.0).map(|c| c.capacity_pps / c.share).fold(0.0, f64::max);
-            let rate = format!("{}pps", (1.5 * last).min(p.line_rate_pps).round());
-            let mut all = sets.to_vec();
-            all.push(("traffic.rate", &rate));
-            let sc = load(ROUTER, "router.toml", &all);
-            let (p, r) = (predict(&sc), sim(&sc));
+            let label = format!("{io:6} lock {hold:>5}");
+            let (p, _) = at_one_and_a_half(ROUTER, "router.toml", &sets, last_core, &label, within);
             let busy = p.predicted_pps * hold.trim_end_matches("ns").parse::<f64>().unwrap() * 1e-9;
-            println!(
-                "{io:6} lock {hold:>5}: busy {:5.1}%  model {:10.0}  simulator {:10.0}  {:+.2}%",
-                100.0 * busy,
-                p.predicted_pps,
-                r.throughput_pps,
-                100.0 * (r.throughput_pps / p.predicted_pps - 1.0)
-            );
-            assert!(
-                close(r.throughput_pps, p.predicted_pps, within),
-                "{io} lock {hold}: simulator {} vs model {}",
-                r.throughput_pps,
-                p.predicted_pps
-            );
+            println!("{label}: the lock busy {:5.1}% of the time", 100.0 * busy);
             if io == "napi" && busy > 0.7 {
                 assert!(p.notes.iter().any(|n| n.contains("spinning for a busy lock")), "{hold}: {:?}", p.notes);
             }
@@ -539,24 +546,9 @@ fn every_io_mode_at_budget_1_8_64_512() {
                 for &k in keys {
                     sets.push((k, if k == "host.budget" { &total } else { &b }));
                 }
-                let p = predict(&load(toml, origin, &sets));
-                let rate = format!("{}pps", (1.5 * p.capacity_pps).min(p.line_rate_pps).round());
-                sets.push(("traffic.rate", &rate));
-                let sc = load(toml, origin, &sets);
-                let (p, r) = (predict(&sc), sim(&sc));
                 let within = OPEN.iter().find(|o| o.0 == label && o.1 == budget).map_or(0.01, |o| o.2);
-                println!(
-                    "{label:16} budget {budget:3}: model {:12.0}  simulator {:12.0}  {:+.2}%",
-                    p.predicted_pps,
-                    r.throughput_pps,
-                    100.0 * (r.throughput_pps / p.predicted_pps - 1.0)
-                );
-                assert!(
-                    close(r.throughput_pps, p.predicted_pps, within),
-                    "{label} at budget {budget}: simulator {} vs model {}",
-                    r.throughput_pps,
-                    p.predicted_pps
-                );
+                let what = format!("{label:16} budget {budget:3}");
+                at_one_and_a_half(toml, origin, &sets, |p| p.capacity_pps, &what, within);
             }
         }
     }
