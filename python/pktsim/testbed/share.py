@@ -72,6 +72,10 @@ VARIANTS = {"softirq": ("softirq", "fifo"), "threaded": ("threaded", "other")}
 PILOT_PPS = 20_000.0
 CAL_STEPS = 6
 QUICK_CAL_STEPS = 3
+# A calibration run that misses frames is run again, up to this many tries in all, while
+# the fit lacks its two clean runs: a burst of other work on a shared machine loses a few
+# percent of a load the stack and the reader take without loss on a quiet one.
+CAL_TRIES = 3
 # The reader's calibration (the stack on the load CPU): (fraction of the stack's capacity
 # on one CPU, frames per recvmmsg), each reader on a timer of READER_POLL_US; two batch
 # sizes at each load tell a call's cost from a wake-up's.
@@ -404,6 +408,20 @@ def average(runs: list[dict]) -> dict:
     return out
 
 
+def until_clean(run, tries: int) -> dict:
+    """``run(try_index)`` again, ``tries`` times in all, while the reader misses more than
+    CAL_LOSS of its frames: the run that missed least, with the number of tries it took."""
+    best = None
+    for t in range(tries):
+        q = run(t)
+        q["tries"] = t + 1
+        if best is None or q["loss_ratio"] < best["loss_ratio"]:
+            best = q
+        if q["loss_ratio"] <= CAL_LOSS:
+            break
+    return best
+
+
 def spin_baseline(cpu: int, seconds: float = 1.0) -> float:
     """The share of ``cpu`` that ``pktsim-tb spin`` does not get without traffic (the tick,
     timers, other tasks)."""
@@ -440,10 +458,13 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         nonlocal step, run_id
         if progress:
             where = "the reader on the dut CPU" if reader_cpu == p.dut_cpu else "the reader on the load CPU"
-            progress(step, total, f"{what}: {rate / 1e3:.1f} kpps, {where}")
+            progress(min(step, total - 1), total, f"{what}: {rate / 1e3:.1f} kpps, {where}")
         step += 1
         run_id += 10
         return average([measure_one(topo, rate, duration_s, reader_cpu, run_id + k, **kw) for k in range(reps)])
+
+    def clean(rate: float, what: str, reader_cpu: int, tries: int, **kw) -> dict:
+        return until_clean(lambda t: rep(rate, what if not t else f"{what}, try {t + 1}", reader_cpu, **kw), tries)
 
     for name, (receive, policy) in VARIANTS.items():
         topo.set_receive(receive, policy)
@@ -455,7 +476,9 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         # The stack alone on the dut CPU: doubling loads until the reader misses frames.
         stack_cal = []
         for k in range(steps):
-            q = rep(PILOT_PPS * 2**k, f"{name}, the stack's costs", p.load_cpu, poll_us=POLL_US, priority=READER_PRIORITY)
+            # Until two runs are clean, a lossy one may be the machine's noise: try again.
+            tries = CAL_TRIES if sum(q["loss_ratio"] <= CAL_LOSS for q in stack_cal) < 2 else 1
+            q = clean(PILOT_PPS * 2**k, f"{name}, the stack's costs", p.load_cpu, tries, poll_us=POLL_US, priority=READER_PRIORITY)
             stack_cal.append(q)
             if q["loss_ratio"] > CAL_LOSS or q["offered_pps"] < 0.9 * q["rate_pps"]:
                 break
@@ -468,7 +491,9 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         # The reader alone on the dut CPU, the stack on the load CPU.
         topo.set_stack_cpu(p.load_cpu)
         try:
-            read_cal = [rep(f * stack_pps, f"{name}, the reader's costs (batch {b})", p.dut_cpu, poll_us=READER_POLL_US, batch=b) for f, b in reader_cal]
+            read_cal = [
+                clean(f * stack_pps, f"{name}, the reader's costs (batch {b})", p.dut_cpu, CAL_TRIES, poll_us=READER_POLL_US, batch=b) for f, b in reader_cal
+            ]
         finally:
             topo.set_stack_cpu(p.dut_cpu)
         # The grid's scale: what the CPU could take through both (not a prediction).

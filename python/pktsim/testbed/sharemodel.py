@@ -85,7 +85,12 @@ def calibrate(v: dict, sw: dict) -> dict:
     stack_pts = [p for p in v["stack_calibration"] if p.get(y) and p["loss_ratio"] <= CAL_LOSS]
     reader_pts = [p for p in v["reader_calibration"] if p["reader_ns_per_packet"] and p["loss_ratio"] <= CAL_LOSS]
     if len(stack_pts) < 2 or len(reader_pts) < 2:
-        raise TestbedError(f"{v['receive']}: fewer than two calibration runs of the stack or the reader were read in full: nothing to calibrate from")
+        runs = lambda key: ", ".join(f"{q['offered_pps'] / 1e3:.1f} kpps: {100 * q['loss_ratio']:.1f}% missed" for q in v[key]) or "none"  # noqa: E731
+        raise TestbedError(
+            f"{v['receive']}: fewer than two calibration runs of the stack or the reader missed at most {100 * CAL_LOSS:.0f}% of their frames"
+            f" (the stack's: {runs('stack_calibration')}; the reader's: {runs('reader_calibration')}): nothing to calibrate from;"
+            " other work on the machine's two CPUs takes frames from the runs: run again on a quieter machine"
+        )
     stack = {"t_proc_ns": lambda p: 1.0, "t_poll_ns": inv("packets_per_poll")}
     if v["receive"] == "threaded":
         stack["t_wakeup_ns"] = inv("packets_per_wakeup")
