@@ -14,18 +14,24 @@ SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
 
-install: $(VENV)/.installed testbed-tools
+# The Cargo profile of the extension and of pktsim-tb: `release` (thin LTO) for `make run`
+# and `make install`; `make test` builds with `test-release` (the same optimisation, no LTO),
+# and its Rust tests reuse that build (see test-rust).
+PROFILE ?= release
 
-$(VENV)/.installed: $(SOURCES)
+install: $(VENV)/.installed-$(PROFILE) testbed-tools
+
+$(VENV)/.installed-$(PROFILE): $(SOURCES)
 	@command -v cargo >/dev/null || { echo "pktsim needs a Rust toolchain (cargo); install it with rustup" >&2; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "maturin>=1.5,<2"
-	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "jsonschema>=4" "dask[distributed]>=2023.1" "tqdm>=4.60" "optuna>=3.6" "tomli-w>=1.0" "nbclient>=0.8" "ipykernel>=6" "ruff>=0.8"
-	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --release --quiet
+	$(PY) -m pip install -q "numpy>=1.24" "pandas>=2.0" "matplotlib>=3.6" "pyarrow>=12" "pytest>=7" "pytest-xdist>=3.5" "jsonschema>=4" "dask[distributed]>=2023.1" "tqdm>=4.60" "optuna>=3.6" "tomli-w>=1.0" "nbclient>=0.8" "ipykernel>=6" "ruff>=0.8"
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop --profile $(PROFILE) --quiet
 	$(PY) -m compileall -q python/pktsim  # bytecode, as `pip install` leaves it: `pktsim` starts ~15 ms sooner
-	cargo build --release --quiet -p pktsim-testbed
-	install -m 755 target/release/pktsim-tb $(VENV)/bin/pktsim-tb
+	cargo build --profile $(PROFILE) --quiet -p pktsim-testbed
+	install -m 755 target/$(PROFILE)/pktsim-tb $(VENV)/bin/pktsim-tb
+	@rm -f $(VENV)/.installed $(VENV)/.installed-*
 	@touch $@
 
 # `pktsim testbed` (root only) drives iproute2, ethtool, nftables and perf (Debian's packages).
@@ -35,7 +41,8 @@ testbed-tools:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 ethtool nftables linux-perf >/dev/null) \
 	  || echo "could not install iproute2/ethtool/nftables/linux-perf; pktsim testbed will say what is missing"; fi
 
-test: install browser test-rust test-python
+test:
+	@$(MAKE) --no-print-directory PROFILE=test-release install browser test-rust test-python
 
 # The report test renders the HTML report in headless Chromium (Debian's package).
 browser:
@@ -43,16 +50,25 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "could not install chromium; the report test will say so"; \
 	  else echo "chromium is missing (apt-get install chromium as root); the report test needs it"; fi; }
 
-# (The Rust tree formatted as rustfmt.toml says; then every speed case and bundled file once, briefly: a case the scenarios no longer
-# accept fails here, not in the next `make bench`. Built with Cargo.toml's `test-release` profile: the release's
-# optimisation without thin LTO, which re-optimised the whole core for each test binary: 2.9 min to build, not 10.6.)
+# The Rust tree formatted as rustfmt.toml says; the unit tests in the dev profile (fast to
+# build, and arithmetic overflow panics there); the integration tests, which simulate for
+# seconds, with Cargo.toml's `test-release` profile, sharing the extension's build: naming
+# pktsim-py with the tested crates gives their dependencies the features the extension's
+# build gave them, so nothing is built twice. Then every speed case and bundled file once,
+# briefly: a case the scenarios no longer accept fails here, not in the next `make bench`.
+CRATES := -p pktsim-core -p pktsim-testbed -p pktsim-py
 test-rust:
 	cargo fmt --all --check
-	cargo test -p pktsim-core -p pktsim-testbed --profile test-release
-	PKTSIM_BENCH_SMOKE=1 cargo bench -p pktsim-core --bench engine --quiet --profile test-release
+	cargo test -p pktsim-core -p pktsim-testbed --lib --bins
+	cargo test $(CRATES) --profile test-release --test '*'
+	PKTSIM_BENCH_SMOKE=1 cargo bench $(CRATES) --bench engine --quiet --profile test-release
 
+# Two passes: every test not marked `serial` spread over the CPUs (pytest-xdist), then the
+# `serial` ones alone (they measure the real kernel or hold a wall-clock bound:
+# tests/conftest.py says which).
 test-python: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n auto --dist loadgroup -m "not serial"
+	$(VENV)/bin/pytest -q -m serial
 
 # The long fuzz run (not part of `make test`, which runs 3,000 cases): FUZZ_CASES mutated
 # scenarios and command lines (default 100,000, about five minutes on two cores), then the

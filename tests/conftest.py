@@ -1,3 +1,4 @@
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,11 @@ EXAMPLES = ROOT / "examples"
 # ignored at its start. A handler here makes the children start with the default.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# pytest-xdist gives its workers COLUMNS (the width of the terminal that started them): the
+# tables pktsim prints would wrap at it. Tests that need a width set COLUMNS themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.pop("COLUMNS", None)
 
 
 def run_cli(*args, check=True):
@@ -53,3 +59,23 @@ def reproduced_all(_reproduce_all):
 def reproduced_report(_reproduce_all):
     """The directory ``reproduce all --report`` wrote with that JSON, and its stderr."""
     return _reproduce_all[1], _reproduce_all[2]
+
+
+# `make test` runs the suite in two passes: every test not marked `serial` spread over the
+# machine's CPUs (pytest-xdist, `-n auto --dist loadgroup`), then the `serial` ones alone.
+# Serial: what measures the real kernel (the testbed's live runs, a tune check) and what
+# holds a wall-clock bound (a signal's stop within a fraction of a second), which another
+# test on the other CPU would make a test of the machine's load.
+SERIAL_MODULES = {"test_testbed_live.py", "test_tune_check.py", "test_interrupt.py"}
+# Tests that read one session fixture run on one worker, which builds it once.
+SHARED_FIXTURES = {"_reproduce_all": "reproduce-all", "cases": "fuzz-cases"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SERIAL_MODULES:
+            item.add_marker(pytest.mark.serial)
+        for fixture, group in SHARED_FIXTURES.items():
+            if fixture in item.fixturenames:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break

@@ -251,6 +251,7 @@ def test_progress_is_a_tqdm_bar_with_an_eta(capsys):
     assert "2/2" in err and "run/s" in err and "<" in err  # elapsed<remaining
 
 
+@pytest.mark.serial  # a wall-clock bound: alone on the machine
 def test_ctrl_c_stops_a_process_pool_sweep_within_half_a_second_keeping_finished_rows(tmp_path):
     out = tmp_path / "s.parquet"
     # Two short points, then two that run for seconds each (600 s of 0.5 Mpps is 300 M

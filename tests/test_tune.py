@@ -337,6 +337,7 @@ def test_candidates_on_dask_give_the_local_tune():
     assert [x["sets"] for x in remote["trials"]] == [x["sets"] for x in local["trials"]]
 
 
+@pytest.mark.serial  # a wall-clock bound: alone on the machine
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_tune_stops_promptly_on_a_signal_and_writes_nothing(tmp_path, sig):
     out = tmp_path / "tuned"

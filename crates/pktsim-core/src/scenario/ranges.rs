@@ -1,6 +1,6 @@
 //! A count's range is declared once, on its field, where the schema shows it:
 //!
-//! ```ignore
+//! ```text
 //! #[schemars(range(min = 2, max = 65536), extend("x-quantity" = "a number of descriptors"))]
 //! pub rx_ring: u32,
 //! ```

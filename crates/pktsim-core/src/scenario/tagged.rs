@@ -301,7 +301,7 @@ pub fn take(table: &mut toml::Table, keys: &[Key]) -> toml::Table {
 /// parts' keys together; each key given to the part that reads it, any other refused). The struct itself is written out as usual, with
 /// `#[serde(flatten)]` on its groups so that it writes (and its schema shows) one table.
 ///
-/// ```ignore
+/// ```text
 /// parts!(DeviceNapi { groups: irq: Irq, poll: Poll; tables: thread: ThreadSpec where "nic.napi.threaded" });
 /// ```
 #[macro_export]
