@@ -23,7 +23,7 @@ EXPECT = {
         'l3 = "8MiB"': "lscpu",
         'governor = "teo"': "current_governor",
         'softirq = "defer"': "kernel.osrelease = 5.15.0-91-generic: softirqs raised while ksoftirqd runs are left to it",
-        'base_slice = "2250us"': "0.75 ms x (1 + log2 of min(4 CPUs, 8))",
+        'base_slice = "2100us"': "0.70 ms x (1 + log2 of min(4 CPUs, 8))",
         'states = [{ name = "POLL", latency = "0us", residency = "0us" }, { name = "C1", latency = "2us", residency = "2us" }, '
         '{ name = "C1E", latency = "10us", residency = "20us" }, { name = "C6", latency = "133us", residency = "600us", '
         "flush = true, disable = true }]": "4 states of cpu0, driver intel_idle",
@@ -48,7 +48,7 @@ EXPECT = {
         'governor = "powersave"': "driver intel_pstate",
         'min = "1.2GHz"': "scaling_min_freq",
         'softirq = "inline"': "kernel.osrelease = 6.8.0-45-generic",
-        'base_slice = "3000us"': "min(8 CPUs, 8)",
+        'base_slice = "2800us"': "min(8 CPUs, 8)",
     },
     "virtio_net": {
         "cores = 2": "ethtool -l",

@@ -585,7 +585,10 @@ def test_share_calibration_recovers_the_stack_and_reader_costs_exactly():
     assert cal["t_wakeup_ns"] == pytest.approx(2500) and cal["t_irq_ns"] == 0
     s = sharemodel.sets(cal, "threaded")
     assert s["nic.napi.threaded"] is True and s["host.thread.policy"] == "other" and s["nic.rx_ring"] == 256 and s["host.t_irq"] == "0ns"
-    assert share.base_slice_ns(2) == 1_500_000 and share.base_slice_ns(64) == 3_000_000
+    # The slice this kernel gives a task (/proc/PID/sched), else the default's formula.
+    assert share.base_slice_ns(2, "se.vruntime : 1.5\nse.slice                                     :              1400000\n") == 1_400_000
+    assert share.base_slice_ns(2, "") == 1_400_000 and share.base_slice_ns(64, "") == 2_800_000
+    assert share.base_slice_ns(2) > 0
 
 
 def test_a_lossy_calibration_run_is_tried_again_and_a_failed_calibration_names_its_runs():
@@ -680,8 +683,9 @@ SHARE_DATA = ROOT / "tests" / "data" / "testbed-share.json"
 # model (on the shared CPU the reader costs about twice its cost alone there); with the NAPI
 # thread, the reader past the thread's capacity is woken up to milliseconds late and its
 # socket overflows, which pktsim's fair class does not reproduce (it reads 27-32% more).
-OPEN_SHARE = {("softirq", 0.8): 0.15, ("softirq", 0.9): 0.7, ("softirq", 1.0): 0.8, ("softirq", 1.1): 0.6}
-OPEN_OVERLOAD = ("threaded", 1.25, 0.3)
+# Threaded at 110%: the kernel still reads 138 kpps, just past its knee, where pktsim's
+# reader is down to its plateau (116).
+OPEN_SHARE = {("softirq", 0.8): 0.15, ("softirq", 0.9): 0.7, ("softirq", 1.0): 0.8, ("softirq", 1.1): 0.6, ("threaded", 1.1): 0.2}
 
 
 def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp_path):
@@ -702,8 +706,6 @@ def test_the_recorded_shared_cpu_is_predicted_from_the_separate_calibrations(tmp
         for p in v["shared"]:
             r = next(r for q, r in rows.items() if q.startswith(f"read by the reader, {name},") and f"({p['offered_pps'] / 1e3:.1f} kpps)" in q)
             limit = OPEN_SHARE.get((name, round(p["load"], 2)), 0.1)
-            if name == OPEN_OVERLOAD[0] and p["load"] >= OPEN_OVERLOAD[1]:
-                limit = OPEN_OVERLOAD[2]
             assert abs(r["predicted"] - r["reported"]) <= limit * peak, (r, limit)
     assert abs(rows["livelock onset (5% unread), threaded"]["rel_error"]) <= 0.10
     # The softirq's onset is open (+57%), but the model's livelock is the kernel's: past

@@ -288,13 +288,14 @@ def parse_lscpu(text: str, host: Host, name: str) -> None:
     if "CPU(s)" in fields and _int(fields["CPU(s)"][0]):
         host.cpus = _int(fields["CPU(s)"][0])
         host.notes.append(f"{fields['CPU(s)'][0]} CPUs ({name}:{fields['CPU(s)'][1]})")
-        # sysctl_sched_base_slice: 0.75 ms x (1 + ilog2(online CPUs, at most 8)).
+        # sysctl_sched_base_slice: 0.70 ms x (1 + ilog2(online CPUs, at most 8)) since
+        # kernel commit 2ae891b82695 (2025, also in 6.6-stable); 0.75 ms before.
         factor = 1 + (min(host.cpus, 8).bit_length() - 1)
         host.set(
             "cpu.sched",
             "base_slice",
-            f'"{750 * factor}us"',
-            f"the fair class's slice, 0.75 ms x (1 + log2 of min({host.cpus} CPUs, 8)) ({name}:{fields['CPU(s)'][1]})",
+            f'"{700 * factor}us"',
+            f"the fair class's slice, 0.70 ms x (1 + log2 of min({host.cpus} CPUs, 8)) ({name}:{fields['CPU(s)'][1]})",
         )
     for key, ours in (("L1d cache", "l1d"), ("L2 cache", "l2"), ("L3 cache", "l3")):
         if key in fields:

@@ -73,8 +73,9 @@ fn copy_mode_drops_for_want_of_fill_ring_frames() {
 /// CPU figure at least one half at any load); on the NAPI's core with a driver that stops
 /// it keeps the core for its slices while ksoftirqd waits: the stack gets ksoftirqd's
 /// share, 0.5 / 60.9 ns = 8.2 Mpps in the model. The simulator gives the stack also the
-/// softirq that runs on interrupt exit before ksoftirqd takes over (about 5% of the core
-/// more, 9.0 Mpps): within 12%, where the model leaves that out.
+/// softirq that runs on interrupt exit before ksoftirqd takes over, once per turn (about
+/// 7% of the core more, 9.4 Mpps with the 2.8 ms slice; 9.1 with 3 ms): within 16%, where
+/// the model leaves that out.
 #[test]
 fn a_spinning_reader() {
     let other = [("host.af_xdp.wait", "spin"), ("app.core", "other")];
@@ -84,7 +85,7 @@ fn a_spinning_reader() {
         assert!(cpu_sim >= 0.5 && cpu_model >= 0.5, "{rate}: {cpu_sim} {cpu_model}");
     }
     let same = [("host.af_xdp.wait", "spin"), ("host.af_xdp.rx_full", "stop")];
-    within(&same, OVERLOAD, 0.12);
+    within(&same, OVERLOAD, 0.16);
     let (_, _, cpu_sim, cpu_model) = compare(&same, "2Mpps");
     assert!(cpu_sim > 0.999 && cpu_model > 0.999);
 }

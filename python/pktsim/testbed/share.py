@@ -148,9 +148,21 @@ def _autogroup() -> bool | None:
         return None
 
 
-def base_slice_ns(cpus: int) -> int:
-    """``sysctl_sched_base_slice``: 0.75 ms x (1 + ilog2(online CPUs, at most 8))."""
-    return 750_000 * (1 + (min(max(cpus, 1), 8).bit_length() - 1))
+def base_slice_ns(cpus: int, proc_sched: str | None = None) -> int:
+    """``sysctl_sched_base_slice`` as this kernel applies it: the ``se.slice`` of a task
+    that set none of its own (``/proc/self/sched``; the sysctl itself is in debugfs, which
+    a locked-down kernel refuses), else the default 0.70 ms x (1 + ilog2(online CPUs, at
+    most 8)) of current kernels (0.75 ms before)."""
+    if proc_sched is None:
+        try:
+            proc_sched = Path("/proc/self/sched").read_text()
+        except OSError:
+            proc_sched = ""
+    for line in proc_sched.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "se.slice" and value.strip().isdigit() and int(value) > 0:
+            return int(value)
+    return 700_000 * (1 + (min(max(cpus, 1), 8).bit_length() - 1))
 
 
 def _udp_counters() -> dict:

@@ -46,8 +46,10 @@ pub struct Cpu {
 #[serde(deny_unknown_fields)]
 pub struct Sched {
     /// The slice a task runs before another runnable task of its weight gets the core
-    /// (`sysctl_sched_base_slice`, kernel/sched/fair.c: 0.75 ms x (1 + ilog2(online CPUs,
-    /// at most 8))). Default 3 ms: a server with 8 or more CPUs.
+    /// (`sysctl_sched_base_slice`, kernel/sched/fair.c: 0.70 ms x (1 + ilog2(online CPUs,
+    /// at most 8)) since "sched: Reduce the default slice to avoid tasks getting an extra
+    /// tick" (2ae891b82695, 2025, also in 6.6-stable), 0.75 ms before; a task's `se.slice`
+    /// in /proc/PID/sched shows it). Default 2.8 ms: a server with 8 or more CPUs.
     #[serde(default = "default_base_slice")]
     #[schemars(extend("x-linux" = "/sys/kernel/debug/sched/base_slice_ns"))]
     pub base_slice: Duration,
@@ -74,7 +76,7 @@ fn yes() -> bool {
 }
 
 fn default_base_slice() -> Duration {
-    Duration::from_ps(3_000_000_000)
+    Duration::from_ps(2_800_000_000)
 }
 
 impl Default for Sched {

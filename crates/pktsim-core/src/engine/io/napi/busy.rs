@@ -35,7 +35,13 @@ impl Napi {
             for (c, core) in self.cores.iter_mut().enumerate() {
                 let mut weights = vec![p.weight, weight_of(0)];
                 weights.extend(self.entity_vector[c].iter().map(|_| weight_of(0)));
-                core.fair = Fair::new(&weights, self.p.base_slice, self.jiffy, self.p.hrtick);
+                let mut fair = Fair::new(&weights, self.p.base_slice, self.jiffy, self.p.hrtick);
+                // A NAPI thread preempted by a wake-up polls on to the end of its poll
+                // (`cond_resched` in `napi_threaded_poll_loop`).
+                for k in 0..self.entity_vector[c].len() {
+                    fair = fair.runs_on(2 + k);
+                }
+                core.fair = fair;
             }
             self.app = Some(App::new(p, n));
         }

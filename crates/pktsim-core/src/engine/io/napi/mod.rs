@@ -477,7 +477,7 @@ impl IoMode for Napi {
                 if self.app.as_mut().is_some_and(|a| a.on_wake(i, gen, now, ctx.queue, ctx.stats)) {
                     let core = self.app_core(i);
                     if let Some(c) = self.cores.get_mut(core) {
-                        c.fair.wake(APP);
+                        c.fair.wake(APP, now);
                     }
                     if self.worker(core).is_idle() {
                         units::run(self, core, now, ctx);

@@ -261,7 +261,7 @@ impl Napi {
         let core = &mut self.cores[c];
         if !core.ksoftirqd {
             core.ksoftirqd = true;
-            core.fair.wake(KSOFTIRQD);
+            core.fair.wake(KSOFTIRQD, t);
             if ctx.stats.in_window(t) {
                 ctx.stats.ksoftirqd_wakeups += 1;
             }

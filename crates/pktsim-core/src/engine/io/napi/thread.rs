@@ -55,7 +55,7 @@ impl Napi {
     pub(super) fn thread_runnable(&mut self, c: usize, v: usize, t: Instant, ctx: &mut Ctx) {
         self.napi[v].thread = ThreadState::Runnable { fresh: true };
         if self.fair_threads {
-            self.cores[c].fair.wake(self.thread_entity[v]);
+            self.cores[c].fair.wake(self.thread_entity[v], t);
         }
         if ctx.stats.in_window(t) {
             self.wakeups += 1;

@@ -46,7 +46,7 @@ impl Napi {
             for i in 0..self.topo.cores() {
                 let core = self.app_core(i);
                 if let Some(c) = self.cores.get_mut(core) {
-                    c.fair.wake(super::APP);
+                    c.fair.wake(super::APP, Instant::ZERO);
                 }
                 crate::engine::io::units::run(self, core, Instant::ZERO, ctx);
             }
