@@ -247,8 +247,9 @@ pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&
 ///   frames), at most 1 / (own + its time) (a reader faster than the stack blocks);
 ///   An AF_XDP reader gets the same with either setting (its calls take no socket lock),
 ///   and so does a reader beside a device's NAPI thread (`nic.napi.threaded`, policy
-///   "other"), from the load where the thread's share is short of rho; beside a SCHED_FIFO
-///   thread it gets what the thread leaves;
+///   "other"), from the load where the thread's share is short of rho (an upper bound: the
+///   simulator, as the kernel, charges the thread's run on after a preempting wake-up to the
+///   reader, `engine/sched.rs`); beside a SCHED_FIFO thread it gets what the thread leaves;
 /// - `"inline"`: softirqs still run on interrupt exit, so the reader loses nothing until
 ///   the stack saturates; then each datagram its receive calls take (`__skb_recv_udp`'s
 ///   `local_bh_enable`) runs a whole `__do_softirq` first (10 P frames, or up to
@@ -513,7 +514,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                     plateau_notes.push(if a.spin {
                         "a reader that spins on its NAPI's core keeps it for its slices while ksoftirqd waits with the stack's work, and a driver that drops at a full rx ring burns ksoftirqd's turns on frames the ring refuses: the read rate here is an upper bound (the simulator reads a few per cent of it; a zero-copy socket whose driver stops at a full ring, rx_full = \"stop\", or busy polling avoids this)"
                     } else if s.nic.napi.threaded {
-                        "the NAPI thread shares its core with the reader by their weights (host.thread.policy = \"other\") once its share is short of the stack's load"
+                        "the NAPI thread shares its core with the reader by their weights (host.thread.policy = \"other\") once its share is short of the stack's load; an upper bound: the kernel (and the simulator) charges the thread's poll after a preempting wake-up to the reader (wakeup_preempt's skipped clock), which this model leaves out (on the share path's recorded calibration the simulator reads 21 - 24% less in overload, as the kernel does)"
                     } else if defer {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader by their weights (host.softirq = \"defer\", or a reader whose calls run no softirq)"
                     } else {
