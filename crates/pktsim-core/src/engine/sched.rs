@@ -392,19 +392,30 @@ mod tests {
         assert_eq!(f.pick(), Some(1));
     }
 
+    /// Two nice-0 tasks, a 3 ms slice and a 4 ms tick (no `hrtick`; task 0 runs on to a
+    /// preemption point of its own with `runs_on`): task 0 runs 1 ms beside task 1, which
+    /// then blocks owed 0.5 ms, and `then` ps more alone. The time reached and the queue.
+    fn owed(runs_on: bool, then: u64) -> (u64, Fair) {
+        let mut f = Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS), false);
+        if runs_on {
+            f = f.runs_on(0);
+        }
+        let mut t = 0;
+        f.wake(0, Instant::ZERO);
+        f.wake(1, Instant::ZERO);
+        assert_eq!(f.pick(), Some(0));
+        run(&mut f, &mut t, 0, MS);
+        f.block(1);
+        run(&mut f, &mut t, 0, then);
+        (t, f)
+    }
+
     /// A wake-up that preempts skips the clock until the next pick: the running task goes
     /// on to its preemption point (0.5 ms, five 0.1 ms units) uncharged, and the task picked
     /// then is charged that time (its exec_start is where the clock stood).
     #[test]
     fn a_preempting_wake_up_charges_the_run_on_to_the_task_picked_next() {
-        let (mut t, mut f) =
-            (0, Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS), false).runs_on(0));
-        f.wake(0, Instant::ZERO);
-        f.wake(1, Instant::ZERO);
-        assert_eq!(f.pick(), Some(0));
-        run(&mut f, &mut t, 0, MS);
-        f.block(1); // owed 0.5 ms
-        run(&mut f, &mut t, 0, MS);
+        let (mut t, mut f) = owed(true, MS);
         f.wake(1, Instant::from_ps(t)); // placed at 1 ms, task 0 (2 ms) no longer eligible
         assert!(f.need_resched());
         for _ in 0..5 {
@@ -414,13 +425,7 @@ mod tests {
         assert_eq!(f.pick(), Some(1), "the pick sees the clock as the wake-up left it");
         assert_eq!(f.ents[1].v, 1_500_000_000, "task 1 starts charged the 0.5 ms task 0 ran on");
         // A task that switches at once (in user space) leaves nothing to move.
-        let (mut t, mut f) = (0, Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS), false));
-        f.wake(0, Instant::ZERO);
-        f.wake(1, Instant::ZERO);
-        f.pick();
-        run(&mut f, &mut t, 0, MS);
-        f.block(1);
-        run(&mut f, &mut t, 0, MS);
+        let (mut t, mut f) = owed(false, MS);
         f.wake(1, Instant::from_ps(t));
         run(&mut f, &mut t, 0, MS / 2);
         assert_eq!((f.ents[0].v, f.pick(), f.ents[1].v), (2_500_000_000, Some(1), MS as u128));
@@ -430,14 +435,7 @@ mod tests {
     /// running task ran before it is its own, only what it ran after the tick (4 ms) moves.
     #[test]
     fn a_tick_ends_the_skipped_clock() {
-        let (mut t, mut f) =
-            (0, Fair::new(&[1024, 1024], Span::from_ps(3 * MS), Span::from_ps(4 * MS), false).runs_on(0));
-        f.wake(0, Instant::ZERO);
-        f.wake(1, Instant::ZERO);
-        assert_eq!(f.pick(), Some(0));
-        run(&mut f, &mut t, 0, MS);
-        f.block(1);
-        run(&mut f, &mut t, 0, 2_600_000_000); // 3.6 ms
+        let (mut t, mut f) = owed(true, 2_600_000_000); // 3.6 ms
         f.wake(1, Instant::from_ps(t));
         assert!(f.need_resched());
         for _ in 0..8 {
