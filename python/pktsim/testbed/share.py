@@ -76,6 +76,8 @@ QUICK_CAL_STEPS = 3
 # the fit lacks its two clean runs: a burst of other work on a shared machine loses a few
 # percent of a load the stack and the reader take without loss on a quiet one.
 CAL_TRIES = 3
+# While fewer than two calibration runs are clean, this many more at halved loads.
+CAL_LOWER = 2
 # The reader's calibration (the stack on the load CPU): (fraction of the stack's capacity
 # on one CPU, frames per recvmmsg), each reader on a timer of READER_POLL_US; two batch
 # sizes at each load tell a call's cost from a wake-up's.
@@ -434,6 +436,27 @@ def until_clean(run, tries: int) -> dict:
     return best
 
 
+def lower_until_two_clean(out: list[dict], run, rate: float) -> list[dict]:
+    """``out`` with up to CAL_LOWER more runs, ``run(rate)`` at halved rates below
+    ``rate``, while fewer than two of its runs missed at most CAL_LOSS: a machine slower than
+    the one the loads were chosen on still gives two clean runs. Sorted by rate."""
+    for _ in range(CAL_LOWER):
+        if sum(q["loss_ratio"] <= CAL_LOSS for q in out) >= 2:
+            break
+        rate /= 2
+        out.append(run(rate))
+    return sorted(out, key=lambda q: q["offered_pps"])
+
+
+def reader_calibration(run, cal: tuple, stack_pps: float) -> list[dict]:
+    """The reader's calibration runs: ``run(rate, batch, what)`` at each (fraction of
+    ``stack_pps``, batch) of ``cal``, then lower loads (the first batch size) while fewer
+    than two are clean."""
+    out = [run(f * stack_pps, b, "") for f, b in cal]
+    b = cal[0][1]
+    return lower_until_two_clean(out, lambda rate: run(rate, b, ", a lower load"), min(f for f, _ in cal) * stack_pps)
+
+
 def spin_baseline(cpu: int, seconds: float = 1.0) -> float:
     """The share of ``cpu`` that ``pktsim-tb spin`` does not get without traffic (the tick,
     timers, other tasks)."""
@@ -478,6 +501,9 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
     def clean(rate: float, what: str, reader_cpu: int, tries: int, **kw) -> dict:
         return until_clean(lambda t: rep(rate, what if not t else f"{what}, try {t + 1}", reader_cpu, **kw), tries)
 
+    def stack_run(rate: float, what: str, tries: int) -> dict:
+        return clean(rate, what, p.load_cpu, tries, poll_us=POLL_US, priority=READER_PRIORITY)
+
     for name, (receive, policy) in VARIANTS.items():
         topo.set_receive(receive, policy)
         if progress:
@@ -490,11 +516,12 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         for k in range(steps):
             # Until two runs are clean, a lossy one may be the machine's noise: try again.
             tries = CAL_TRIES if sum(q["loss_ratio"] <= CAL_LOSS for q in stack_cal) < 2 else 1
-            q = clean(PILOT_PPS * 2**k, f"{name}, the stack's costs", p.load_cpu, tries, poll_us=POLL_US, priority=READER_PRIORITY)
+            q = stack_run(PILOT_PPS * 2**k, f"{name}, the stack's costs", tries)
             stack_cal.append(q)
             if q["loss_ratio"] > CAL_LOSS or q["offered_pps"] < 0.9 * q["rate_pps"]:
                 break
         step += steps - len(stack_cal)
+        stack_cal = lower_until_two_clean(stack_cal, lambda rate, n=name: stack_run(rate, f"{n}, the stack's costs (a lower load)", CAL_TRIES), PILOT_PPS)
         # The same with a spinner keeping the dut CPU busy: what an interrupt costs there.
         baseline = spin_baseline(p.dut_cpu)
         busy = [rep(r, f"{name}, interrupts on a busy CPU", p.load_cpu, poll_us=POLL_US, priority=READER_PRIORITY, spinner=True) for r in SPIN_RATES]
@@ -503,9 +530,11 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
         # The reader alone on the dut CPU, the stack on the load CPU.
         topo.set_stack_cpu(p.load_cpu)
         try:
-            read_cal = [
-                clean(f * stack_pps, f"{name}, the reader's costs (batch {b})", p.dut_cpu, CAL_TRIES, poll_us=READER_POLL_US, batch=b) for f, b in reader_cal
-            ]
+            read_cal = reader_calibration(
+                lambda rate, b, what, n=name: clean(rate, f"{n}, the reader's costs (batch {b}{what})", p.dut_cpu, CAL_TRIES, poll_us=READER_POLL_US, batch=b),
+                reader_cal,
+                stack_pps,
+            )
         finally:
             topo.set_stack_cpu(p.dut_cpu)
         # The grid's scale: what the CPU could take through both (not a prediction).
