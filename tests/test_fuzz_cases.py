@@ -425,6 +425,8 @@ def _set_value(rng) -> str:
 # The bundled trace, for trace-info to read as it is and mutated.
 TRACE_FILE = ROOT / "examples" / "trace-small.pcap"
 TRACE = TRACE_FILE.read_bytes()
+FIT_DATA = b"traffic.rate,cpu_per_frame,latency_ns.p50\n100kpps,1.5us,10us\n200kpps,1.1us,9.5us\n400kpps,0.8us,8.5us\n"
+FIT_FREE = ["host.t_irq", "host.t_irq,host.t_poll", "host.t_poll=0ns:2us", "host.budget", "bogus", "host.t_irq=5us:1us", "traffic.rate", "", "cpu.frequency"]
 TUNE_METRICS = ["cpu", "cpu", "cpu", "cpu", "p99", "latency_ns.p50", "throughput", "loss_ratio", "nonsense", "", "cpu_per_core", "latency_ns"]
 TUNE_CONSTRAINTS = [
     "p99 <= 50us",
@@ -533,8 +535,19 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.5:
                 argv += ["--json"]
         else:  # schema, profiles, plot
-            c = rng.choice(["schema", "profiles", "plot", "trace-info"])
-            if c == "trace-info":
+            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit"])
+            if c == "fit":
+                f = workdir / f"m{i}.csv"
+                f.write_bytes(mutate(rng, FIT_DATA)[0])
+                argv = ["fit", base, *SHORT, "--jobs", "1", "--max-runs", "12", "--data", rng.choice([str(f), str(f), str(f), base, "/dev/zero", str(workdir)])]
+                argv += ["--free", rng.choice(FIT_FREE)]
+                argv += rng.choice([[], [], ["--fit-on", rng.choice(["1", "1,2", "0", "x", "9"])], ["--fit-fraction", rng.choice(["0.5", "0", "2", "nan"])]])
+                argv += rng.choice(
+                    [[], [], ["--y", rng.choice(["cpu_per_frame", "bogus", ""])], ["-o", rng.choice([str(workdir / f"f{i}.toml"), "/proc/none/f.toml"])]]
+                )
+                if rng.random() < 0.5:
+                    argv += ["--json"]
+            elif c == "trace-info":
                 f = workdir / f"t{i}.pcap"
                 f.write_bytes(mutate(rng, TRACE)[0])
                 argv = ["trace-info", rng.choice([str(f), str(f), str(TRACE_FILE), base, "/dev/zero", str(workdir / "none.pcap")])] + (
@@ -565,7 +578,7 @@ def test_the_mutators_reach_what_they_should(tmp_path):
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
     cmds = {c["argv"][0] for c in cs}
-    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info"} <= cmds, cmds
+    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info", "fit"} <= cmds, cmds
     # No default case carries a value that is the Rust side's to reject.
     for c in cs:
         for a in c["argv"]:

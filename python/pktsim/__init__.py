@@ -35,6 +35,8 @@ _LAZY = {
     "sweep": "experiments",
     "time_series": "experiments",
     "compare": "comparison",
+    "fit": "fitting",
+    "Fit": "fitting",
 }
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "compare",
+    "fit",
+    "Fit",
     "from_measurement",
     "parse_quantity",
     "predict",

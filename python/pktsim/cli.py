@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import __version__
-from .cliparser import OUTPUT_OPTIONS, Parser
+from .cliparser import OUTPUT_OPTIONS, Parser, add_fit
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import json_text, si, table
@@ -344,6 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--report", metavar="DIR", help="write DIR/index.html with tables and figures (with --json, from the same runs)")
     r.set_defaults(func=_later("cmd_reproduce"), output_dirs=("report",))
+
+    add_fit(sub, _later("cmd_fit"), _figure_args)
 
     tu = sub.add_parser("tune", help="recommend the kernel knobs for a latency, loss or CPU target, with the commands that apply them")
     tu.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file (today's configuration)")

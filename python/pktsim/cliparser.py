@@ -27,3 +27,36 @@ OUTPUT_OPTIONS = {
     "report": "--report",
     "plots": "--plots",
 }
+
+
+def add_fit(sub, func, figure_args) -> None:
+    """``pktsim fit``'s parser (``func`` runs it; ``figure_args`` adds --format/--dpi/--size)."""
+    f = sub.add_parser("fit", help="fit scenario keys (costs) to measurements by least squares on the simulator; predicted vs measured rows")
+    f.add_argument("file", metavar="SCENARIO", help="scenario TOML file")
+    f.add_argument(
+        "--data",
+        required=True,
+        metavar="MEASURED.csv",
+        help="measurements, one row per configuration: columns that are scenario keys (traffic.rate, with units) and measured results "
+        "(cpu_per_frame, latency_ns.p50, irq_per_s, ...: with units, or plain numbers in ns, pps, 1/s, fractions)",
+    )
+    f.add_argument(
+        "--free",
+        required=True,
+        metavar="KEY[=LO:HI],...",
+        help="the keys to fit, comma-separated, each optionally with its range (e.g. host.t_irq,host.t_poll=0ns:2us); they start at the scenario's values",
+    )
+    f.add_argument("--x", metavar="KEY,...", help="the columns that are configuration (default: every column that is a scenario key)")
+    f.add_argument("--y", metavar="RESULT,...", help="the columns to fit (default: every column that is a result pktsim fits)")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--fit-on", metavar="ROWS", help="fit on these rows (numbers from 1, comma-separated); the others are predicted")
+    g.add_argument("--fit-fraction", type=float, metavar="F", help="fit on this share of the rows, evenly spread (default 0.5); the others are predicted")
+    f.add_argument("--max-runs", type=int, default=2000, metavar="N", help="at most this many simulations (default 2000)")
+    f.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
+    f.add_argument("--dask", metavar="ADDR", help="run on a Dask cluster, e.g. tcp://host:8786")
+    f.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    f.add_argument("-o", "--output", metavar="FITTED.toml", help="write the scenario with the fitted values")
+    f.add_argument("--plot", metavar="FILE", help="draw measured (hollow: fitted on) against pktsim for each result")
+    f.add_argument("--json", action="store_true", help="print one JSON object: values, intervals, rows, summary")
+    figure_args(f)
+    f.set_defaults(func=func)

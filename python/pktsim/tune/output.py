@@ -7,11 +7,9 @@ import json
 import math
 from pathlib import Path
 
-from .. import _core, schema_info
-from ..parse import read_scenario_file
 from ..scenario import Scenario
+from ..scenariofile import scenario_file
 from ..textio import atomic_write, si, table
-from ..tomlread import tomllib
 from . import goals
 from .knobs import get_path as _get
 from .knobs import same
@@ -157,53 +155,7 @@ def tuned_toml(t: dict, scenario: Scenario, out_dir: Path) -> str:
         return _tuned_chain(t, scenario, out_dir, base_for(scenario, tuned_keys, t["node"]), tuned_sets, load_set)
     tuned_sets += load_set
     tuned = without(scenario, tuned_keys).with_sets(tuned_sets)
-    if scenario.format == "toml":
-        src = read_scenario_file(scenario.origin)[0] if Path(scenario.origin).is_file() else scenario.text
-        doc = tomllib.loads(src)
-    else:
-        doc = json.loads(scenario.text)
-    # A tuned key is dropped in every spelling the format accepts (its Linux name too).
-    for key in tuned_keys:
-        for spelling in (key, *schema_info.aliases(key)):
-            *path, last = spelling.split(".")
-            parent = _get(doc, ".".join(path)) if path else doc
-            if isinstance(parent, dict):
-                parent.pop(last, None)
-    overrides = [(k, v) for k, v in scenario.sets if k not in tuned_keys] + tuned_sets
-    for key, _ in overrides:
-        value = _get(tuned.data, key)
-        if value is None:
-            continue
-        parts = key.split(".")
-        node = doc
-        for p in parts[:-1]:
-            node = node.setdefault(p, {})
-        node[parts[-1]] = value
-        for other in schema_info.aliases(key):
-            parent = _get(doc, other.rsplit(".", 1)[0])
-            if isinstance(parent, dict):
-                parent.pop(other.rsplit(".", 1)[1], None)
-    prof = _get(doc, "cost.profile")
-    if isinstance(prof, str) and prof not in _core.bundled_profiles() and not Path(prof).is_absolute():
-        import os
-
-        doc["cost"]["profile"] = os.path.relpath(Path(scenario.base_dir, prof).resolve(), out_dir.resolve())
-    import tomli_w
-
-    head = [
-        f"# {scenario.origin} tuned by pktsim tune",
-        "#   "
-        + ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
-        + (", subject to " + "; ".join(c["text"] for c in t["constraints"]) if t["constraints"] else ""),
-    ]
-    for k in dict.fromkeys([*t["current"]["sets"], *rec["sets"]]):
-        head.append(f"#   {k} = {rec['sets'].get(k, '(left out: it does not matter)')} (was {t['current']['sets'].get(k, 'not set')})")
-    text_out = "\n".join(head) + "\n\n" + tomli_w.dumps(doc)
-    # It must be the tuned scenario: read back, it resolves to the same scenario.
-    back = Scenario.from_toml(text_out, origin=str(out_dir / "tuned.toml"), base_dir=out_dir)
-    if json.dumps(back.data, sort_keys=True) != json.dumps(tuned.data, sort_keys=True):
-        raise RuntimeError("tuned.toml does not read back as the tuned scenario")
-    return text_out
+    return scenario_file(scenario, tuned_keys, tuned_sets, tuned, _header(t, scenario), out_dir / "tuned.toml")
 
 
 def _header(t: dict, scenario: Scenario) -> list:
