@@ -78,7 +78,7 @@ def test_a_failing_point_is_isolated(monkeypatch):
         return real(text, fmt, origin, base_dir, sets, **kw)
 
     monkeypatch.setattr(pktsim.sim, "run_text", flaky)
-    df = pktsim.sweep(NAPI, GRID, sets=SETS, jobs=1)
+    df = pktsim.sweep(NAPI, GRID, sets=SETS, jobs=1, errors="keep")
     bad = df[df["status"] == "error"]
     assert len(bad) == 1 and bad.iloc[0]["traffic.rate"] == "1.9Mpps" and "worker crashed" in bad.iloc[0]["error"]
     assert (df[df["status"] == "ok"]["throughput_pps"] > 0).all() and len(df) == 4
@@ -124,8 +124,9 @@ def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch
     df = pktsim.sweep(sc, GRID, replications=3, jobs=1)
     points = 2 * 2
     assert (df["status"] == "ok").all() and len(df) == points * 3
-    # The text once in this process; each run resolves its point once, where it runs.
-    assert counts == {"parse": 1, "resolve": points * 3, "run": points * 3}
+    # The text once in this process; the first point once (checked before any run, as the
+    # command line does); each run resolves its point once, where it runs.
+    assert counts == {"parse": 1, "resolve": 1 + points * 3, "run": points * 3}
 
     counts.clear()
     pktsim.parse._PARSED.clear()
@@ -154,7 +155,7 @@ def test_a_sweep_parses_its_scenario_once_and_resolves_each_run_once(monkeypatch
 
 def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):
     counts = _count_core_work(monkeypatch)
-    df = pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus", "0.5Mpps"]}, replications=2, sets=SETS, jobs=1)
+    df = pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "bogus", "0.5Mpps"]}, replications=2, sets=SETS, jobs=1, errors="keep")
     assert len(df) == 3 * 2
     bad = df[df["traffic.rate"] == "bogus"]
     assert (bad["status"] == "error").all() and bad["error"].str.contains('traffic.rate = "bogus"').all()
@@ -165,12 +166,28 @@ def test_a_bad_point_is_an_error_row_and_the_rest_runs(monkeypatch):
 
 def test_a_swept_seed_is_checked_before_any_run(monkeypatch):
     counts = _count_core_work(monkeypatch)
-    df = pktsim.sweep(NAPI, {"seed": ["7", "-1"]}, replications=2, sets=SETS, jobs=1)
+    df = pktsim.sweep(NAPI, {"seed": ["7", "-1"]}, replications=2, sets=SETS, jobs=1, errors="keep")
     assert df["status"].tolist() == ["ok", "ok", "error", "error"]
     assert df[df["status"] == "ok"]["seed"].tolist() == ["7", "7"]
     assert [r["seed"] for r in pktsim.results(df)[:2]] == [7, 8]
     assert df.iloc[2]["error"].startswith("ScenarioError: ") and "seed" in df.iloc[2]["error"]
     assert counts["run"] == 2
+
+
+def test_python_raises_the_error_the_command_line_prints():
+    """A misspelt key: the CLI's exit-2 message, nothing run. A bad value further on: the
+    line the CLI prints for it, with every row in the error's table."""
+    with pytest.raises(pktsim.ScenarioError) as e:
+        pktsim.sweep(NAPI, {"trafic.rate": ["1Mpps", "2Mpps"]}, sets=SETS, jobs=1)
+    cli = run_cli("sweep", NAPI, "--param", "trafic.rate", "--values", "1Mpps,2Mpps", *[a for k, v in SETS.items() for a in ("--set", f"{k}={v}")], check=False)
+    assert cli.returncode == 2 and cli.stderr.strip() == f"pktsim: error: {e.value}"
+    with pytest.raises(pktsim.SweepError) as e:
+        pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps", "fast"]}, sets=SETS, jobs=1)
+    cli = run_cli("sweep", NAPI, "--param", "traffic.rate", "--values", "1Mpps,fast", *[a for k, v in SETS.items() for a in ("--set", f"{k}={v}")], check=False)
+    assert cli.returncode == 1 and f"pktsim: {e.value}" in cli.stderr
+    assert e.value.failed == 1 and e.value.table["status"].tolist() == ["ok", "error"]
+    with pytest.raises(ValueError, match="errors = 'ignore'"):
+        pktsim.sweep(NAPI, {"traffic.rate": ["1Mpps"]}, sets=SETS, errors="ignore")
 
 
 def test_sweep_cli_writes_parquet_and_csv_with_scenario_seed_and_version(tmp_path):

@@ -28,6 +28,7 @@ _LAZY = {
     "run": "sim",
     "expand_values": "values",
     "SweepInterrupted": "experiments",
+    "SweepError": "experiments",
     "per_class": "experiments",
     "per_ring": "experiments",
     "results": "experiments",
@@ -59,6 +60,7 @@ __all__ = [
     "per_ring",
     "time_series",
     "SweepInterrupted",
+    "SweepError",
     "expand_values",
     "__version__",
 ]

@@ -12,8 +12,7 @@ from .common import _figure_options, _writable_dir
 
 
 def cmd_sweep(args) -> int:
-    from ..errors import ScenarioError
-    from ..experiments import SweepInterrupted, check_output, parse_variants, results, run_grid, summarize, sweep_plan
+    from ..experiments import SweepInterrupted, check_output, failures, first_point_refusal, parse_variants, results, run_grid, summarize, sweep_plan
     from ..model import predict
     from ..scenario import Scenario
     from ..values import expand_values
@@ -53,17 +52,9 @@ def cmd_sweep(args) -> int:
     # under all of them (a misspelt key, a value of the wrong kind: every point would
     # fail), the sweep is refused at once. Other points the scenario refuses are reported as
     # they fail, and the rest of the grid runs.
-    first = [(k, vals[0]) for k, vals in params.items()]
-    refusals = []
-    for vsets in [list(v) for v in variants.values()] or [[]]:
-        try:
-            sc.with_sets([*vsets, *first])
-            break
-        except ScenarioError as e:
-            refusals.append(e)
-    else:
-        point = ", ".join(f"{k}={v}" for k, v in first)
-        raise UsageError(f"sweep: its first point ({point}) is refused: {refusals[0]}")
+    refused = first_point_refusal(sc, params, variants)
+    if refused:
+        raise UsageError(refused)
     if args.output:
         try:
             check_output(args.output)
@@ -95,10 +86,8 @@ def cmd_sweep(args) -> int:
         raise UsageError(f"sweep: {e}") from None
     failed = df[df["status"] != "ok"]
     keys = (["variant"] if variants else []) + list(params)
-    # Plain records of the few columns needed (iterrows builds a Series per row).
-    for r in failed[[*keys, "replication", "error"]].to_dict("records"):
-        point = ", ".join(f"{k}={r[k]}" for k in keys)
-        print(f"pktsim: point {point} (replication {r['replication']}) failed: {r['error']}", file=sys.stderr)
+    for line in failures(df, keys):
+        print(f"pktsim: {line}", file=sys.stderr)
     if args.json:
         res = []
         for r, full in zip(df[[*keys, "replication", "status", "error"]].to_dict("records"), results(df)):

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _core
+from ..errors import ScenarioError
 from ..scenario import Scenario, as_scenario
 from ..values import expand_values
 from .checkpoint import _checkpoint_line, _checkpoint_path, _load_checkpoint, check_output, sweep_fingerprint
@@ -62,6 +63,9 @@ __all__ = [
     "sweep_plan",
     "run_grid",
     "SweepInterrupted",
+    "SweepError",
+    "first_point_refusal",
+    "failures",
     "DaskClusterError",
     "Task",
     "RUN_FIELDS_DROPPED",
@@ -110,9 +114,16 @@ def sweep(
     output: str | None = None,
     restart: bool = False,
     allow_large: bool = False,
+    errors: str = "raise",
 ):
     """Run the scenario at every point of a grid and return one tidy row per (point,
     replication) as a pandas DataFrame.
+
+    A grid whose first point the scenario refuses (a misspelt key, a value of the wrong
+    kind) raises :class:`~pktsim.errors.ScenarioError` before anything runs; a point that
+    fails as it runs raises :class:`SweepError` after the grid (its ``table`` holds every
+    row), with the message ``pktsim sweep`` prints. ``errors="keep"`` returns the table
+    with those points as error rows (``status``, ``error``) instead.
 
     ``sweep(sc, "traffic.rate", "0.1Mpps:2Mpps:0.1Mpps")``,
     ``sweep(sc, {"traffic.rate": np.linspace(0.5e6, 2e6, 4), "cpu.cores": [1, 2, 4]}, replications=5)``
@@ -152,6 +163,8 @@ def sweep(
     Work is bounded before it starts: at most :data:`MAX_RUNS` runs (points x replications x
     variants), and each run at most ``pktsim._core.MAX_FRAMES`` simulated frames (a point
     with more is an error row); ``allow_large`` lifts both."""
+    if errors not in ("raise", "keep"):
+        raise ValueError(f"errors = {errors!r}: expected 'raise' (a failed point raises) or 'keep' (error rows in the table)")
     if isinstance(param, Mapping):
         params = dict(param)
     elif param is not None:
@@ -161,7 +174,12 @@ def sweep(
         sets = None
         params, planned = sweep_plan(scenario)
         replications = planned if replications is None else replications
-    return run_grid(
+    if errors == "raise" and params:
+        sc = as_scenario(scenario, sets)
+        refused = first_point_refusal(sc, {k: expand_values(v, k) for k, v in params.items()}, parse_variants(variants))
+        if refused:
+            raise ScenarioError(refused)
+    df = run_grid(
         scenario,
         params,
         1 if replications is None else replications,
@@ -174,6 +192,51 @@ def sweep(
         restart=restart,
         allow_large=allow_large,
     )
+    if errors == "raise":
+        keys = (["variant"] if variants else []) + list(params)
+        failed = failures(df, keys)
+        if failed:
+            more = f" (and {len(failed) - 1} more failed runs: errors='keep' returns them as rows)" if len(failed) > 1 else ""
+            raise SweepError(failed[0] + more, df, len(failed))
+    return df
+
+
+class SweepError(ScenarioError):
+    """Points of a sweep that failed (a value the scenario refuses, a run that failed): the
+    message is the first one's, as ``pktsim sweep`` prints it; ``table`` holds every row
+    (the failed ones as error rows) and ``failed`` counts them."""
+
+    def __init__(self, message: str, table, failed: int):
+        super().__init__(message)
+        self.table, self.failed = table, failed
+
+
+def first_point_refusal(sc: Scenario, params: Mapping[str, Sequence[str]], variants: Mapping[str, tuple]) -> str | None:
+    """Why the scenario refuses the grid's first point under every variant (a misspelt key,
+    a value of the wrong kind: every point would fail), or None. ``params``: expanded."""
+    first = [(k, vals[0]) for k, vals in params.items() if vals]
+    refusals = []
+    for vsets in [list(v) for v in variants.values()] or [[]]:
+        try:
+            sc.with_sets([*vsets, *first])
+            return None
+        except ScenarioError as e:
+            refusals.append(e)
+    point = ", ".join(f"{k}={v}" for k, v in first)
+    return f"sweep: its first point ({point}) is refused: {refusals[0]}"
+
+
+def failures(df, keys: Sequence[str]) -> list[str]:
+    """One line per failed run of a sweep table: ``point K=V, ... (replication R) failed:
+    ERROR``."""
+    if "status" not in df:
+        return []
+    failed = df[df["status"] != "ok"]
+    out = []
+    for r in failed[[*keys, "replication", "error"]].to_dict("records"):
+        point = ", ".join(f"{k}={r[k]}" for k in keys)
+        out.append(f"point {point} (replication {r['replication']}) failed: {r['error']}")
+    return out
 
 
 def sweep_plan(scenario: Scenario, params: Mapping[str, Any] | None = None, replications: int | None = None) -> tuple[dict, int]:
