@@ -86,6 +86,24 @@ def test_saved_outputs_become_a_scenario_model_and_run_accept(driver, tmp_path):
     assert r["throughput_pps"] > 0
 
 
+@pytest.mark.parametrize("driver", sorted(EXPECT))
+def test_an_imported_host_starts_at_a_light_load_and_names_its_default_costs(driver, tmp_path):
+    """A 100 Gbit/s NIC offered 10% of its line rate was overloaded (14.9 Mpps, 46% loss):
+    the first load is 30% of the loss-free capacity the model gives the host."""
+    from pktsim.commands.files import LIGHT_LOAD
+
+    out = tmp_path / "host.toml"
+    proc = run_cli("import-host", "--from", HOSTS / driver, "-o", out)
+    p = pktsim.predict(out)
+    assert p["offered_pps"] == pytest.approx(LIGHT_LOAD * p["capacity_pps"], rel=0.01)
+    line = next(x for x in out.read_text().splitlines() if x.startswith("rate = ") and "light load" in x)
+    assert "30% of the loss-free capacity" in line
+    r = pktsim.run(out, {"measure.warmup": "1ms", "measure.duration": "5ms"})
+    assert r["loss_ratio"] == 0 and r["cpu_utilization"] < 0.8
+    # Every cost that is a default or a guess is named on stderr.
+    assert "traffic.rate = " in proc.stderr and "host.t_poll" in proc.stderr and "cost.profile" in proc.stderr
+
+
 def test_a_clock_governor_pktsim_does_not_have_is_said_and_left_out(tmp_path):
     out = tmp_path / "host.toml"
     run_cli("import-host", "--from", HOSTS / "i40e", "-o", out)

@@ -518,8 +518,9 @@ def _grep_sysfs(globs: tuple[str, ...]) -> str | None:
     return "\n".join(lines) + "\n" if lines else None
 
 
-def to_toml(host: Host, source: str) -> str:
-    """The scenario, every value commented with where it came from."""
+def to_toml(host: Host, source: str, load: Value | None = None) -> str:
+    """The scenario, every value commented with where it came from; ``load`` the offered
+    rate (default: 10% of the line rate)."""
     driver = host.driver or "unknown"
     lines = [
         _comment(f"# Imported by pktsim import-host from {source}: interface {host.iface}, driver {driver}."),
@@ -564,7 +565,10 @@ def to_toml(host: Host, source: str) -> str:
         s.pop("cpu.sched", None)  # (the fair class runs on the cores of a device's NAPI)
     order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "cpu.sched", "link", "traffic", "cost", "nic", "nic.itr", "host"]
     defaults = {
-        "traffic": {"rate": Value('"10%"', "a light load to start from; sweep it"), "flows": Value("4096", "many flows, so RSS spreads them over the cores")},
+        "traffic": {
+            "rate": load or Value('"10%"', "a light load to start from; sweep it"),
+            "flows": Value("4096", "many flows, so RSS spreads them over the cores"),
+        },
         "cost": {"profile": Value('"raumer2015-64B"', "000's Linux router (Linux 3.7, Xeon E3-1230 v2); replace with `pktsim calibrate`")},
     }
     for sec, vals in defaults.items():
