@@ -584,3 +584,65 @@ def test_more_active_cycles_than_one_core_has_is_flagged():
         "5e+09 active cycles per second is 167% of 3 GHz, more than one core has: the cycles per packet assume one core forwarding the whole rate"
     ]
     assert cal.calibrate(cal.read_profile(DATA / "folded.txt"), cal.Rules.load(), 1e6, 3e9, active_cycles_per_s=3e9).warnings() == []
+
+
+def test_the_shipped_forwarding_capture_adds_up_to_the_cpu_the_testbed_measured():
+    """examples/forwarding-veth.perf.gz: `pktsim testbed run --rate 40kpps --perf-record`
+    on a 2-CPU VM (the dut CPU's cpu-clock samples over the run, 400 nftables rules in the
+    forward hook). With --frames the CPU time is the profile's own: its groups add up to
+    the dut CPU per frame the testbed measured (the NAPI thread's runtime) within 10%."""
+    tb = json.loads((ROOT / "examples" / "forwarding-veth.json").read_text())
+    pr = tb["perf_record"]
+    proc = run_cli(
+        "calibrate",
+        ROOT / "examples" / "forwarding-veth.perf.gz",
+        "--rate",
+        f"{tb['rate_pps']:.0f}pps",
+        "--frames",
+        pr["forwarded"],
+        "--freq",
+        f"{pr['cpu_hz']:.0f}Hz",
+        "--json",
+    )
+    j = json.loads(proc.stdout)
+    ns = j["c_total_cycles"] / pr["cpu_hz"] * 1e9
+    assert ns == pytest.approx(tb["dut_ns_per_packet"], rel=0.10)
+    g = j["cycles_by_group"]
+    # The forward hook's rules (postrouting) and the receive path take most of it; the work
+    # no packet frame is under (the testbed's own processes) stays small.
+    assert g["postrouting"] > g["RX"] > g["prerouting"] > 0 and g["other"] < 0.12 * j["c_total_cycles"]
+    assert j["samples"] == pr["samples"] and j["idle_share"] == 0
+
+
+def test_frames_takes_the_cpu_time_from_the_profile_and_needs_time_samples(tmp_path):
+    p = cal.read_profile(ROOT / "examples" / "forwarding-veth.perf.gz")
+    c = cal.calibrate(p, cal.Rules.load(), 40e3, 2e9, frames=120_000)
+    # Busy ns per frame x cycles per ns: the rate only scales both sides.
+    assert c.c_total_cycles == pytest.approx(p.total / 120_000 * 2.0, rel=1e-9)
+    assert cal.calibrate(p, cal.Rules.load(), 80e3, 2e9, frames=120_000).c_total_cycles == pytest.approx(c.c_total_cycles, rel=1e-9)
+    folded = cal.read_profile(DATA / "folded.txt")
+    with pytest.raises(ValueError, match="weigh samples, not CPU time"):
+        cal.calibrate(folded, cal.Rules.load(), 40e3, 2e9, frames=1000)
+    bad = run_cli("calibrate", DATA / "folded.txt", "--rate", "40kpps", "--freq", "2GHz", "--frames", "0", check=False)
+    assert bad.returncode == 2 and "--frames 0" in bad.stderr
+    both = run_cli("calibrate", DATA / "perf-script.txt", "--rate", "40kpps", "--freq", "2GHz", "--frames", "10", "--cpu-load", "50%", check=False)
+    assert both.returncode == 2 and "one of them" in both.stderr
+
+
+def test_a_frame_in_a_deleted_file_and_a_gzip_profile_are_read(tmp_path):
+    """A JIT's memfd shows up as '(/memfd:x (deleted))' in perf script: it stopped the
+    reader at the first real capture."""
+    import gzip
+
+    text = (
+        "python3 123 [001] 10.000001:     500000 cpu-clock:pppH: \n"
+        "\t    1ff68 [unknown] (/memfd:sealed-91173221a7ea (deleted))\n"
+        "\tffffffff81000000 ip_forward+0x10 ([kernel.kallsyms])\n\n"
+    )
+    f = tmp_path / "p.perf.gz"
+    f.write_bytes(gzip.compress(text.encode()))
+    p = cal.read_profile(f)
+    assert p.total == 500000 and p.weight_unit() == "ns of cpu-clock"
+    (tmp_path / "bad.gz").write_bytes(gzip.compress(text.encode())[:20])
+    proc = run_cli("calibrate", tmp_path / "bad.gz", "--rate", "1Mpps", "--cpu-load", "50%", "--freq", "2GHz", check=False)
+    assert proc.returncode == 2 and "gzip" in proc.stderr and "Traceback" not in proc.stderr

@@ -90,7 +90,7 @@ def test_saved_outputs_become_a_scenario_model_and_run_accept(driver, tmp_path):
 def test_an_imported_host_starts_at_a_light_load_and_names_its_default_costs(driver, tmp_path):
     """A 100 Gbit/s NIC offered 10% of its line rate was overloaded (14.9 Mpps, 46% loss):
     the first load is 30% of the loss-free capacity the model gives the host."""
-    from pktsim.commands.files import LIGHT_LOAD
+    from pktsim.hostload import LIGHT_LOAD
 
     out = tmp_path / "host.toml"
     proc = run_cli("import-host", "--from", HOSTS / driver, "-o", out)

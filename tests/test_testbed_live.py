@@ -94,7 +94,8 @@ def test_run_contract_and_nothing_left_behind(tmp_path):
     subprocess.run(["ip", "netns", "add", "pktsim-tb-dut"], check=True)  # as a crashed run would leave it
     child, recorded, other = _plant_leftovers(tmp_path)  # and what a killed run leaves
     try:
-        r = json.loads(run_cli("testbed", "run", "--rate", "20kpps", "--duration", "500ms", "--repetitions", "1", "--json").stdout)
+        prof = tmp_path / "dut.perf.gz"
+        r = json.loads(run_cli("testbed", "run", "--rate", "20kpps", "--duration", "500ms", "--repetitions", "1", "--json", "--perf-record", prof).stdout)
         assert child.wait(timeout=3) == -signal.SIGKILL
     finally:
         if child.poll() is None:
@@ -114,6 +115,12 @@ def test_run_contract_and_nothing_left_behind(tmp_path):
     assert run["counts"]["sink_received"] >= 0.98 * run["counts"]["forwarded"]
     assert run["counts"]["napi_wakeups"] > 0
     assert left_behind() == []
+    # The dut CPU profiled over the run: its own CPU time per frame is the NAPI thread's,
+    # give or take what else ran on the CPU in half a second.
+    pr = r["perf_record"]
+    assert pr["samples"] > 0 and pr["forwarded"] == pytest.approx(10_000, rel=0.05)
+    c = json.loads(run_cli("calibrate", prof, "--rate", "20kpps", "--frames", pr["forwarded"], "--freq", "1GHz", "--json").stdout)
+    assert c["c_total_cycles"] == pytest.approx(r["dut_ns_per_packet"], rel=0.5)
 
 
 @root_only

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import __version__
-from .cliparser import OUTPUT_OPTIONS, Parser, add_fit
+from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_fit
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import json_text, si, table
@@ -189,20 +189,6 @@ def _wakeup_rows(r: dict) -> list:
     return [["wake-ups", f"{rate:,.0f} /s, {per} (NAPI thread)"]]
 
 
-def _figure_args(p) -> None:
-    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure file format (default png)")
-    p.add_argument("--dpi", type=int, default=300, metavar="N", help="resolution of PNG figures (default 300)")
-    p.add_argument("--size", default="3.5x2.6", metavar="WxH", help="panel size in inches (default 3.5x2.6, a paper column)")
-
-
-def _measurement_args(p: argparse.ArgumentParser, freq_help: str) -> None:
-    """The measurement behind 000 Eq. 3: rate, CPU load or active cycles, clock."""
-    p.add_argument("--rate", metavar="RATE", help="measured forwarding rate, e.g. 1.67Mpps")
-    p.add_argument("--cpu-load", metavar="LOAD", help="measured CPU load of the core, e.g. 100%%")
-    p.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
-    p.add_argument("--freq", metavar="FREQ", help=freq_help)
-
-
 def _later(name: str):
     """Command `name` of :mod:`pktsim.commands`, imported when it runs (its family's module
     alone): `pktsim run` starts without compiling or loading the other commands' code."""
@@ -302,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("calibrate", help="cycles per packet by group from a perf profile (000 Eq. 3)")
     k.add_argument("profile", metavar="PROFILE", help="perf script output, folded stacks, or perf report --stdio")
     _measurement_args(k, "CPU clock, e.g. 3.3GHz")
+    k.add_argument(
+        "--frames",
+        type=int,
+        metavar="N",
+        help="instead of --cpu-load: the frames forwarded while the profile was taken; the CPU time is the profile's own "
+        "(cpu-clock samples weigh ns; pktsim testbed run --perf-record prints N)",
+    )
     k.add_argument("--rules", metavar="RULES.toml", help="group rules (default: the bundled Linux forwarding rules)")
     k.add_argument("--format", default="auto", choices=["auto", "perf-script", "folded", "perf-report"])
     k.add_argument("--idle-into-other", action="store_true", help="count idle functions as C_other (000 at partial load)")
@@ -402,6 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--sweep", metavar="LO%:HI%", help="loads as fractions of the measured capacity, e.g. 10%%:120%%")
     tr.add_argument("--points", type=int, default=None, metavar="N", help="loads in a sweep, 2 to 50 (default 8)")
     tr.add_argument("--repetitions", type=int, default=3, metavar="N", help="runs per load, 1 to 20 (default 3)")
+    tr.add_argument(
+        "--perf-record",
+        metavar="FILE",
+        help="with --rate: profile the dut CPU over the first run (perf record -e cpu-clock -g) and write perf script's text to FILE (.gz: compressed), "
+        "for pktsim calibrate FILE --frames N",
+    )
     dials(tr)
     tr.set_defaults(func=_later("cmd_testbed_run"))
     tv = tbs.add_parser("validate", help="measure a path, calibrate its model on a few points, predict the rest, print measured vs predicted")

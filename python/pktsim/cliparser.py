@@ -16,6 +16,20 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}{hint} (see {self.prog} --help)\n")
 
 
+def _figure_args(p) -> None:
+    p.add_argument("--format", choices=("png", "svg", "pdf"), default="png", help="figure file format (default png)")
+    p.add_argument("--dpi", type=int, default=300, metavar="N", help="resolution of PNG figures (default 300)")
+    p.add_argument("--size", default="3.5x2.6", metavar="WxH", help="panel size in inches (default 3.5x2.6, a paper column)")
+
+
+def _measurement_args(p: argparse.ArgumentParser, freq_help: str) -> None:
+    """The measurement behind 000 Eq. 3: rate, CPU load or active cycles, clock."""
+    p.add_argument("--rate", metavar="RATE", help="measured forwarding rate, e.g. 1.67Mpps")
+    p.add_argument("--cpu-load", metavar="LOAD", help="measured CPU load of the core, e.g. 100%%")
+    p.add_argument("--active-cycles", metavar="N", help="measured active cycles per second (instead of --cpu-load)")
+    p.add_argument("--freq", metavar="FREQ", help=freq_help)
+
+
 # Each option that names something a command writes (argparse dest -> option): a file, or
 # a directory for a command that lists the dest in its parser's ``output_dirs``.
 OUTPUT_OPTIONS = {
@@ -26,6 +40,7 @@ OUTPUT_OPTIONS = {
     "scenario_out": "--scenario-out",
     "report": "--report",
     "plots": "--plots",
+    "perf_record": "--perf-record",
 }
 
 

@@ -204,19 +204,32 @@ def calibrate(
     cpu_load: float | None = None,
     active_cycles_per_s: float | None = None,
     idle_into_other: bool = False,
+    frames: float | None = None,
 ) -> Calibration:
-    """Sort samples into groups and scale them to cycles per packet (000 Eq. 3)."""
+    """Sort samples into groups and scale them to cycles per packet (000 Eq. 3). The
+    active cycles come from ``cpu_load`` (of ``frequency_hz``), ``active_cycles_per_s``, or
+    the profile itself: with ``frames`` (the frames the profiled CPU handled while it was
+    sampled, at ``rate_pps``), its non-idle samples' time (cpu-clock or task-clock periods,
+    in ns) per frame."""
     if not (rate_pps > 0 and math.isfinite(rate_pps)):
         raise ValueError(f"rate = {rate_pps} pps: expected a packet rate above 0")
     if not (frequency_hz > 0 and math.isfinite(frequency_hz)):
         raise ValueError(f"frequency = {frequency_hz:g} Hz: expected a CPU clock above 0 Hz, e.g. 3.3GHz")
-    if (cpu_load is None) == (active_cycles_per_s is None):
-        raise ValueError("give either the CPU load or the active cycles per second")
+    if sum(x is not None for x in (cpu_load, active_cycles_per_s, frames)) != 1:
+        raise ValueError("give one of the CPU load, the active cycles per second or the frames handled while profiled")
+    if frames is not None:
+        if not (frames > 0 and math.isfinite(frames)):
+            raise ValueError(f"frames = {frames:g}: expected the frames handled while profiled, above 0")
+        if not profile.weight_unit().startswith("ns of"):
+            raise ValueError(
+                f"{profile.origin}: its samples weigh {profile.weight_unit()}, not CPU time; --frames takes a profile of cpu-clock or task-clock "
+                "samples with their periods (perf record -e cpu-clock, perf script); give --cpu-load instead"
+            )
     if cpu_load is not None and not 0 < cpu_load <= 1:
         raise ValueError(f"cpu-load = {cpu_load:.0%}: expected above 0% and at most 100%")
     if active_cycles_per_s is not None and not (active_cycles_per_s > 0 and math.isfinite(active_cycles_per_s)):
         raise ValueError(f"active cycles = {active_cycles_per_s:g} per second: expected a finite number of cycles per second above 0")
-    active = frequency_hz * cpu_load if cpu_load is not None else active_cycles_per_s
+    active = frequency_hz * cpu_load if cpu_load is not None else active_cycles_per_s or 0.0
     by_group: dict = {g: 0.0 for g in GROUP_NAMES}
     counts: dict | None = {g: 0.0 for g in GROUP_NAMES} if profile.counts else None
     unmatched: Counter = Counter()
@@ -235,6 +248,10 @@ def calibrate(
             counts[g] += profile.counts.get(stack, 0.0)
     if not profile.total - (0 if idle_into_other else by_group["idle"]) > 0:
         raise ValueError(f"{profile.origin}: every sample is idle; nothing to calibrate")
+    if frames is not None:
+        # The busy time the samples weigh (ns), per frame, in cycles, at the rate.
+        busy_ns = profile.total - (0 if idle_into_other else by_group["idle"])
+        active = busy_ns * 1e-9 * frequency_hz / frames * rate_pps
     n = profile.n_samples
     if counts is None and n is not None and profile.total > 0:
         counts = {g: n * by_group[g] / profile.total for g in GROUP_NAMES}

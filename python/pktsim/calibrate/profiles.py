@@ -119,7 +119,8 @@ _HEADER = re.compile(r"^\S.*?\s+\d+(?:/\d+)?\s+(?:\[\d+\]\s+)?\d+\.\d+:\s+(?:(?P
 _HEX = re.compile(r"[0-9a-fA-F]+\s")
 
 
-_FRAME = re.compile(r"^\s+(?:[0-9a-fA-F]+\s+)?(?P<sym>.+?)\s+\((?P<dso>[^()]*)\)\s*$")
+# The object may hold one level of parentheses: a deleted file, "(/memfd:x (deleted))".
+_FRAME = re.compile(r"^\s+(?:[0-9a-fA-F]+\s+)?(?P<sym>.+?)\s+\((?P<dso>(?:[^()]|\([^()]*\))*)\)\s*$")
 
 
 def read_perf_script(text: str, origin: str) -> Profile:
@@ -240,6 +241,18 @@ def read_profile(path: str | Path, fmt: str = "auto") -> Profile:
         data = read_input_bytes(path, "profile", MAX_PROFILE_BYTES)
     except InputFileError as e:
         raise _error(str(path), None, f"a readable profile ({str(e).split(': ', 1)[-1]})") from None
+    if data[:2] == b"\x1f\x8b":  # gzip (perf script's text compressed, as examples/ ships one)
+        import gzip
+        import io
+        import zlib
+
+        try:
+            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+                data = gz.read(MAX_PROFILE_BYTES + 1)
+        except (OSError, EOFError, zlib.error) as e:
+            raise _error(str(path), None, f"a readable gzip file ({e})") from None
+        if len(data) > MAX_PROFILE_BYTES:
+            raise _error(str(path), None, f"a profile of at most {MAX_PROFILE_BYTES >> 20} MiB uncompressed")
     text = decode_utf8(data, str(path), "a profile")
     fmt = detect_format(text) if fmt == "auto" else fmt
     if fmt not in READERS:

@@ -26,15 +26,18 @@ def cmd_calibrate(args) -> int:
     if not (freq > 0 and math.isfinite(freq)):
         raise UsageError(f"--freq {args.freq!r}: expected a CPU clock above 0 Hz, e.g. 3.3GHz")
     load, active = _load_or_active(args)
-    if (load is None) == (active is None):
-        raise UsageError("calibrate: give --cpu-load (e.g. 100%) or --active-cycles, one of them")
+    frames = args.frames
+    if frames is not None and not (1 <= frames <= 2**63 - 1):
+        raise UsageError(f"--frames {frames}: expected the frames forwarded while the profile was taken, a whole number of at least 1")
+    if sum(x is not None for x in (load, active, frames)) != 1:
+        raise UsageError("calibrate: give --cpu-load (e.g. 100%), --active-cycles or --frames (the CPU time from the profile), one of them")
     for option, value, what in (("--routes", args.routes, "routes in the FIB"), ("--flows", args.flows, "flows in the traffic")):
         if not 1 <= value <= 2**63 - 1:
             raise UsageError(f"{option} {value}: expected the number of {what} when profiled, a whole number from 1 to 2^63-1")
     rules = cal.Rules.load(args.rules)
     profile = cal.read_profile(args.profile, args.format)
     try:
-        c = cal.calibrate(profile, rules, rate, freq, load, active, idle_into_other=args.idle_into_other)
+        c = cal.calibrate(profile, rules, rate, freq, load, active, idle_into_other=args.idle_into_other, frames=frames)
     except ValueError as e:
         raise UsageError(f"calibrate: {e}") from None
     name = args.name or _P(args.profile).stem

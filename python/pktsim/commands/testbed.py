@@ -30,6 +30,8 @@ def cmd_testbed_run(args) -> int:
         raise UsageError(f"--points {args.points}: the number of loads of a --sweep; give --sweep too, or leave --points out")
     if args.points is None:
         args.points = 8
+    if args.perf_record and not args.rate:
+        raise UsageError(f"--perf-record {args.perf_record}: profiles a run at one rate; give --rate too (not --sweep)")
     rate = _quantity("packetrate", "--rate", args.rate) if args.rate else None
     # Everything is checked before the namespaces are built.
     try:
@@ -44,7 +46,7 @@ def cmd_testbed_run(args) -> int:
             lo, hi = runner.parse_sweep(args.sweep)
             res = runner.sweep(topo, lo, hi, args.points, duration, args.repetitions, progress=None if args.json else _tb_progress)
         else:
-            res = runner.repeat(topo, rate, duration, args.repetitions)
+            res = runner.repeat(topo, rate, duration, args.repetitions, perf_record=args.perf_record)
     res["setup"] = {"routes": args.routes, "rules": args.rules, "duration_s": duration, "repetitions": args.repetitions}
     if _emit_tb(args, res):
         return 0
@@ -52,6 +54,13 @@ def cmd_testbed_run(args) -> int:
     if args.sweep:
         print(f"pktsim testbed: dut capacity {res['capacity_pps'] / 1e3:.1f} kpps ({args.rules} nftables rules, {args.routes} routes)")
     print(_format_tb(points))
+    if args.perf_record:
+        pr = res["perf_record"]
+        freq = f"{pr['cpu_hz'] / 1e9:.3f}GHz" if pr.get("cpu_hz") else "F"
+        print(
+            f"wrote {pr['file']}: {pr['samples']:,} samples of the dut CPU every {pr['period_ns'] / 1e3:g} us of its time, "
+            f"{pr['forwarded']:,} frames forwarded meanwhile: pktsim calibrate {pr['file']} --rate {rate / 1e3:g}kpps --frames {pr['forwarded']} --freq {freq}"
+        )
     return 0
 
 

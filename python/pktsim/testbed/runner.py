@@ -73,6 +73,59 @@ def _perf_polls(cpu: int, seconds: float) -> subprocess.Popen | None:
     )
 
 
+# The dut CPU's call stacks for `--perf-record`: software cpu-clock (what a VM has), one
+# sample every this many ns of the CPU's time, so each sample weighs its period in ns.
+PERF_RECORD_PERIOD_NS = 500_000
+
+
+def _perf_record(cpu: int, data: Path) -> subprocess.Popen:
+    """Sample ``cpu``'s call stacks into ``data`` until stopped (SIGINT)."""
+    if shutil.which("perf") is None:
+        raise TestbedError("--perf-record: perf is not installed (apt-get install linux-perf, or linux-tools-$(uname -r))")
+    argv = ["perf", "record", "--quiet", "-e", "cpu-clock", "-c", str(PERF_RECORD_PERIOD_NS), "-g", "-C", str(cpu), "-o", str(data)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=child_env(), preexec_fn=die_with_parent(os.getpid()))
+
+
+def _perf_record_stop(proc: subprocess.Popen, data: Path) -> None:
+    """Stop ``proc`` (its samples written to ``data``)."""
+    import signal
+
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise TestbedError("--perf-record: perf record did not stop within 30 s") from None
+    if proc.returncode not in (0, -signal.SIGINT) or not data.exists():
+        raise TestbedError(f"--perf-record: perf record failed: {err.strip()[-300:] or f'exit {proc.returncode}'}")
+
+
+def _perf_script(data: Path, out: str) -> dict:
+    """``perf script``'s text of the samples in ``data``, written to ``out`` (gzip when it
+    ends in .gz): the file and its samples."""
+    import gzip
+
+    from ..textio import atomic_write
+
+    script = subprocess.run(["perf", "script", "-i", str(data)], capture_output=True, text=True, env=child_env(), timeout=120)
+    if script.returncode != 0:
+        raise TestbedError(f"--perf-record: perf script failed: {script.stderr.strip()[-300:]}")
+    text = script.stdout
+    atomic_write(out, gzip.compress(text.encode(), mtime=0) if out.endswith(".gz") else text)
+    return {"file": out, "samples": text.count(" cpu-clock"), "period_ns": PERF_RECORD_PERIOD_NS, "cpu_hz": _cpu_hz()}
+
+
+def _cpu_hz() -> float | None:
+    """The clock /proc/cpuinfo gives the first CPU (``cpu MHz``), or None."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("cpu MHz"):
+                return float(line.split(":", 1)[1]) * 1e6
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def _perf_count(proc: subprocess.Popen | None) -> int | None:
     if proc is None:
         return None
@@ -100,9 +153,11 @@ def check(rate_pps: float | None, duration_s: float, reps: int = 1, points: int 
         raise TestbedError(f"--points {points}: expected from 2 to 50 loads")
 
 
-def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1, app_pid: int | None = None) -> dict:
+def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: int = 1, app_pid: int | None = None, perf_record: str | None = None) -> dict:
     """One run: offered open-loop CBR at ``rate_pps`` (None: as fast as the generator can).
-    ``app_pid``: a user-space forwarder on the dut CPU, whose CPU time counts as the dut's."""
+    ``app_pid``: a user-space forwarder on the dut CPU, whose CPU time counts as the dut's.
+    ``perf_record``: the dut CPU's call stacks over the generator's run, written there as
+    ``perf script`` text (result: ``perf_record``, with the frames forwarded meanwhile)."""
     check(rate_pps, duration_s)
     tb = tb_binary()
     p = topo.placement
@@ -155,6 +210,11 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
                     _json_out(sink, "pktsim-tb sink", 1)
                     raise TestbedError("pktsim-tb sink did not get ready within 5 s")
                 time.sleep(0.01)
+            recording = _perf_record(p.dut_cpu, Path(tmp) / "perf.data") if perf_record else None
+            if recording:
+                procs.append(recording)
+                time.sleep(PERF_START_S)  # perf samples only once it has set up
+                fwd_before = counters.Snapshot.take(topo.napi_pid, devs, app_pid).devs["dut_out"]["tx_packets"]
             gen = subprocess.Popen(
                 [
                     "ip",
@@ -193,16 +253,25 @@ def measure(topo: Topology, rate_pps: float | None, duration_s: float, run_id: i
             )
             procs.append(gen)
             g = _json_out(gen, "pktsim-tb gen", duration_s + 10)
+            if recording:
+                time.sleep(0.05)  # the last frames through the dut
+                fwd = counters.Snapshot.take(topo.napi_pid, devs, app_pid).devs["dut_out"]["tx_packets"] - fwd_before
+                _perf_record_stop(recording, Path(tmp) / "perf.data")
             s = _json_out(sink, "pktsim-tb sink", 15)
             polls = _perf_count(perf)
             after = counters.Snapshot.take(topo.napi_pid, devs, app_pid)
+            if recording:  # (after the counters: perf script's own CPU time is not the run's)
+                recorded = {**_perf_script(Path(tmp) / "perf.data", perf_record), "forwarded": fwd}
         finally:
             for proc in procs:
                 if proc.poll() is None:
                     proc.kill()
                     proc.wait()
-    ours = {os.getpid(), gen.pid, sink.pid, topo.napi_pid} | ({perf.pid} if perf else set()) | ({app_pid} if app_pid else set())
-    return _figures(g, s, before, after, polls, ours, rate_pps)
+    ours = {os.getpid(), gen.pid, sink.pid, topo.napi_pid} | {x.pid for x in (perf, recording) if x} | ({app_pid} if app_pid else set())
+    out = _figures(g, s, before, after, polls, ours, rate_pps)
+    if perf_record:
+        out["perf_record"] = recorded
+    return out
 
 
 def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -> dict:
@@ -256,12 +325,16 @@ def _figures(g: dict, s: dict, before, after, polls, ours: set[int], rate_pps) -
     }
 
 
-def repeat(topo: Topology, rate_pps: float | None, duration_s: float, reps: int = 3, run_id: int = 1) -> dict:
+def repeat(topo: Topology, rate_pps: float | None, duration_s: float, reps: int = 3, run_id: int = 1, perf_record: str | None = None) -> dict:
     """``reps`` runs at one rate: their mean for each figure, the spread (min, max, relative
-    standard deviation) and every run."""
+    standard deviation) and every run; ``perf_record``: the first run's dut CPU profiled
+    (:func:`measure`)."""
     check(rate_pps, duration_s, reps)
-    runs = [measure(topo, rate_pps, duration_s, run_id + i) for i in range(reps)]
-    return summarize(runs, rate_pps, duration_s)
+    runs = [measure(topo, rate_pps, duration_s, run_id + i, **({"perf_record": perf_record} if perf_record and i == 0 else {})) for i in range(reps)]
+    out = summarize(runs, rate_pps, duration_s)
+    if perf_record:
+        out["perf_record"] = runs[0]["perf_record"]
+    return out
 
 
 def summarize(runs: list[dict], rate_pps: float | None, duration_s: float) -> dict:
