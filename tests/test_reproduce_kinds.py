@@ -283,3 +283,34 @@ def test_html_report_shows_kinds_and_the_summary(tmp_path):
     assert "<th>kind</th>" in page and "<td>fitted</td>" in page
     assert re.search(r'<td title="derived from [^"]*">derived</td>', page) and re.search(r'<td title="computed from [^"]*">predicted</td>', page)
     assert "<p class='summary'>summary: 2 predicted rows" in page
+
+
+def test_html_report_says_how_it_was_made_links_full_size_figures_and_shows_each_papers_scenario(tmp_path):
+    from pktsim.report import build, provenance
+
+    page = build(tmp_path, ["000"], command="pktsim reproduce 000 --report r/").read_text()
+    block = page[page.index("<table class='provenance'") : page.index("</table>", page.index("<table class='provenance'"))]
+    for what in ("made", "pktsim", "command", "host", "Python", "pktsim reproduce 000 --report r/", "numpy", "matplotlib"):
+        assert what in block, what
+    p = provenance()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", p["date"]) and p["commit"]
+    # Every figure is a link to its full-size file.
+    figs = re.findall(r"<a href='([^']+)' title='full size'><img src='([^']+)'", page)
+    assert figs and all(a == b and (tmp_path / a).is_file() for a, b in figs)
+    assert "scenario (built from the fitted values)" in page
+
+
+def test_every_paper_in_the_report_shows_a_scenario_pktsim_takes(reproduced_all, reproduced_report):
+    """The report showed the scenario of 2 of 6 papers; the others' are built from their
+    reproductions' fitted values, and each is a valid scenario."""
+    from pktsim.reproduce import PAPERS
+    from pktsim.scenario import Scenario
+
+    assert len(reproduced_all) == len(PAPERS)
+    for key, res in zip(PAPERS, reproduced_all):
+        name, text = PAPERS[key].scenario_text(res)
+        assert text, key
+        Scenario.from_toml(text, origin=f"<{key}>")
+    page = (reproduced_report[0] / "index.html").read_text()
+    assert page.count("<details><summary>scenario (") == len(PAPERS)
+    assert "id='provenance'" in page and "reproduce all --json --report" in page

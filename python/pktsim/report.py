@@ -36,11 +36,62 @@ window.addEventListener('load', function () {
 """
 
 
-def build(directory: str | Path, papers: list[str], results: list[dict] | None = None) -> Path:
+# The libraries whose versions a report names (what draws and computes its numbers).
+LIBRARIES = ("numpy", "pandas", "matplotlib", "scipy", "pyarrow")
+
+
+def provenance(command: str | None = None) -> dict:
+    """What made a report: when (UTC), pktsim's version and git commit (when it runs from a
+    checkout), the command, the host, Python's and the libraries' versions."""
+    import datetime
+    import os
+    import platform
+    import shlex
+    import subprocess
+    import sys
+    from importlib import metadata
+
+    commit = ""
+    try:
+        here = Path(__file__).resolve().parent
+        out = subprocess.run(["git", "-C", str(here), "describe", "--always", "--dirty", "--abbrev=12"], capture_output=True, text=True, timeout=5)
+        commit = out.stdout.strip() if out.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        pass
+    cpu = ""
+    try:
+        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    libs = {}
+    for name in LIBRARIES:
+        try:
+            libs[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            libs[name] = "not installed"
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "pktsim": __version__,
+        "commit": commit or "not a git checkout",
+        "command": command or "pktsim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "host": f"{platform.node()}: {platform.system()} {platform.release()}, {cpu or platform.machine()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(),
+        "libraries": libs,
+    }
+
+
+def provenance_html(p: dict) -> str:
+    rows = [("made", p["date"]), ("pktsim", f"{p['pktsim']} ({p['commit']})"), ("command", p["command"]), ("host", p["host"])]
+    rows.append(("Python", f"{p['python']}; " + ", ".join(f"{k} {v}" for k, v in p["libraries"].items())))
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td><code>{html.escape(v)}</code></td></tr>" for k, v in rows)
+    return f"<table class='provenance' id='provenance'>{body}</table>"
+
+
+def build(directory: str | Path, papers: list[str], results: list[dict] | None = None, command: str | None = None) -> Path:
     """Write ``directory/index.html`` for `papers` (`results`: their reproductions, when the
-    caller has them already) and return its path."""
+    caller has them already; ``command``: the command line that made it, default this
+    process's) and return its path."""
     from .reproduce import PAPERS, reproduce
-    from .scenarios import path as scenario_path
 
     d = Path(directory)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>pktsim reproductions</title><style>{STYLE}</style>{CHECK}</head><body>"]
@@ -54,6 +105,7 @@ def build(directory: str | Path, papers: list[str], results: list[dict] | None =
         "otherwise, such as a line rate or k times a fitted rate, beside the paper's figure) or <em>relation</em> (a claim "
         "that holds or not); then the summary of the predicted rows and the plots that correspond to the paper's figures.</p>"
     )
+    parts.append(provenance_html(provenance(command)))
     if results is None:
         results = [reproduce(paper) for paper in papers]
     # Made once there is something to write: an interrupted run leaves no empty directory.
@@ -70,14 +122,15 @@ def build(directory: str | Path, papers: list[str], results: list[dict] | None =
     parts.append(f"<nav><ul>{toc}</ul></nav>")
     for paper, res in zip(papers, results):
         parts.append(f"<h2 id='p{paper}'>{paper}: {html.escape(PAPERS[paper].title)}</h2>")
-        scenario = PAPERS[paper].scenario
-        if scenario:
-            parts.append(f"<details><summary>scenario ({scenario}.toml)</summary><pre>{html.escape(scenario_path(scenario).read_text())}</pre></details>")
+        name, text = PAPERS[paper].scenario_text(res)
+        if text:
+            parts.append(f"<details><summary>scenario ({html.escape(name)})</summary><pre>{html.escape(text)}</pre></details>")
         parts.append(html_table(res["rows"]))
         parts.append(f"<p class='summary'>{html.escape(summary_text(res['summary'], 'summary')).replace(chr(10), '<br>')}</p>")
         for fname, caption in PAPERS[paper].figures(d, res):
             parts.append(
-                f"<figure style='display:inline-block'><img src='{fname}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}</figcaption></figure>"
+                f"<figure style='display:inline-block'><a href='{fname}' title='full size'><img src='{fname}' alt='{html.escape(caption)}'></a>"
+                f"<figcaption>{html.escape(caption)} (<a href='{fname}'>full size</a>)</figcaption></figure>"
             )
     parts.append("</body></html>")
     index = d / "index.html"

@@ -69,6 +69,24 @@ class Paper:
     def reproduce(self):
         return self._module().reproduce
 
+    def scenario_text(self, res: dict) -> tuple[str, str]:
+        """The scenario the report shows, (name, TOML text): the bundled file, or the
+        module's ``scenario(res)`` (built from the reproduction's fitted values)."""
+        from ..scenarios import path as scenario_path
+
+        if self.scenario:
+            return f"{self.scenario}.toml", scenario_path(self.scenario).read_text()
+        make = getattr(self._module(), "scenario", None)
+        if make is None:
+            return "", ""
+        import tomli_w
+
+        from ..scenario import Scenario
+
+        data = make(res)
+        data = data.to_dict() if isinstance(data, Scenario) else data
+        return "built from the fitted values", tomli_w.dumps(data)
+
     @property
     def figures(self):
         return self._module().figures

@@ -242,3 +242,8 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
         ("000-fig9.png", "000 Fig. 9 / Table IV: cycles by group vs flows (x: Table IV's C_total)"),
         ("000-routing.png", "000 V-C/V-D: routing cycles vs FIB size (markers: Table IV)"),
     ]
+
+
+def scenario(res: dict) -> dict:
+    """The report's scenario: the 64 B router of Table I, its profile from Table II."""
+    return node(64, "raumer2015-64B").to_dict()

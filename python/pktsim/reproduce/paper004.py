@@ -136,3 +136,9 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
         series, d / "004-fig6.png", "batch size", "throughput [kpps]", "004 Fig. 6: OpenvSwitch throughput vs batch size, 64 B, one core", logx=True
     )
     return [("004-fig6.png", "004 Fig. 6: throughput vs batch size (markers: 004; fitted at 2 and 50)")]
+
+
+def scenario(res: dict) -> dict:
+    """The report's scenario: OpenvSwitch over netmapcap, batch 50, its costs as fitted."""
+    f = res["fits"]["netmapcap"]
+    return node(f["t_call_ns"], f["t_packet_ns"], 50)

@@ -261,3 +261,9 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
             " at 1 and 10 Mpps, the open markers; the clock intel_pstate settles at below full load)",
         ),
     ]
+
+
+def scenario(res: dict) -> dict:
+    """The report's scenario: XDP drop on one core at line rate, its costs as fitted."""
+    f = res["fits"]
+    return node(paths(f["t_drop_ns"], f["t_xmit_tx_ns"], f["t_xmit_redirect_ns"], f["t_linux_drop_ns"])["drop"]["xdp"], 1, "100%", f["t_irq_ns"])
