@@ -275,6 +275,10 @@ def test_cli_writes_a_scenario_run_takes_as_is_and_the_commands(tmp_path, cli):
     sh = (out / "apply.sh").read_text()
     assert sh.startswith("#!/bin/sh") and f"rx-usecs {int(t['recommended']['sets']['nic.itr.interval'][:-2])}" in sh
     assert subprocess.run(["sh", "-n", out / "apply.sh"]).returncode == 0
+    # Only the ITR interval was tuned, yet the prediction assumes the scenario's budget,
+    # rings and queues: apply.sh sets them too.
+    assert t["assumed"] and all(c in sh for c in t["assumed"])
+    assert "sysctl -w net.core.netdev_budget=" in sh and "ethtool -G $DEV rx" in sh and "ethtool -L $DEV combined" in sh
     # The text report.
     p = cli(
         "tune",
@@ -410,3 +414,26 @@ def test_knobs_read_linux_names_and_ranges_from_the_cores_declarations():
     # A value outside the declared range is not offered.
     assert knobs.Param("nic.rx_ring", ("1", "64", "131072")).values == ("64",)
     assert schema_info.bounds("nic.rx_ring") == (2, 65536) and knobs.param("nic.rx_ring").linux == "ethtool -G rx"
+
+
+def test_the_sample_output_in_docs_tune_md_is_what_tune_prints():
+    """docs/tune.md's sample is the output of the command its marker names (COLUMNS=100):
+    it cannot go stale. PKTSIM_UPDATE_DOCS=1 rewrites it."""
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    doc = ROOT / "docs" / "tune.md"
+    text = doc.read_text()
+    m = re.search(r"<!-- sample: pktsim (.+?) -->\n```\n(.*?)```\n", text, re.S)
+    assert m, "docs/tune.md has no sample marker"
+    env = {**os.environ, "COLUMNS": "100"}
+    proc = subprocess.run([sys.executable, "-m", "pktsim", *shlex.split(m.group(1))], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr
+    if os.environ.get("PKTSIM_UPDATE_DOCS"):
+        doc.write_text(text[: m.start(2)] + proc.stdout + text[m.end(2) :])
+    assert m.group(2) == proc.stdout, "docs/tune.md's sample is stale: PKTSIM_UPDATE_DOCS=1 pytest tests/test_tune.py -k sample"

@@ -210,6 +210,7 @@ def tune(
         "current": _config(plan, current),
         "pareto": front,
         "commands": sel.commands(recommended.sets, data, only=changed) if recommended else [],
+        "assumed": _assumed(recommended.sets, data, changed) if recommended else [],
         "changed": changed,
         "sensitivity": imp["by_knob"],
         "sensitivity_keys": imp["by_key"],
@@ -499,3 +500,14 @@ def _alternatives(plan: search.Plan, cands: list, current, recommended, start: i
             }
         )
     return out
+
+
+def _assumed(chosen: Mapping[str, str], data: dict, changed: Sequence[str]) -> list:
+    """The commands that set every other knob that applies to the scenario to the value the
+    prediction assumes (today's, as the scenario has it): a host set otherwise (another
+    ``rx-usecs``, ring or budget) is not the host predicted."""
+    try:
+        every = _select_knobs(None, data)
+    except KnobError:
+        return []
+    return every.commands(chosen, data, only=[k.name for k in every.knobs if k.name not in changed])

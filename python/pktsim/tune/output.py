@@ -15,24 +15,30 @@ from .knobs import get_path as _get
 from .knobs import same
 
 
-def _fmt(metric: str, v) -> str:
+def _fmt(metric: str, v, digits: int = 4) -> str:
+    """A figure with its unit (``digits`` significant: 2 for a confidence half-width)."""
     if v is None or (isinstance(v, float) and (v != v or math.isinf(v))):
         return "-"
     u = goals.unit(metric)
     if u == "ns":
-        return _time(v)
-    if u in ("pps", "bit/s", "1/s"):
-        return si(v, u)
+        return _time(v, digits)
+    if u in ("pps", "bit/s"):
+        return si(v, u, 3 if digits > 2 else 1)
+    if u == "1/s":
+        for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(v) >= factor:
+                return f"{v / factor:.{digits}g} {prefix}/s"
+        return f"{v:.{digits}g} /s"
     if u == "cores":
-        return f"{v:.4g} cores"
-    return f"{v:.4g}"
+        return f"{v:.{digits}g} cores"
+    return f"{v:.{digits}g}"
 
 
-def _time(ns: float) -> str:
+def _time(ns: float, digits: int = 4) -> str:
     for factor, name in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
         if abs(ns) >= factor:
-            return f"{ns / factor:.4g} {name}"
-    return f"{ns:.4g} ns"
+            return f"{ns / factor:.{digits}g} {name}"
+    return f"{ns:.{digits}g} ns"
 
 
 def text(t: dict) -> str:
@@ -70,7 +76,7 @@ def text(t: dict) -> str:
             a, b = _metric(cur, m), _metric(rec, m)
             ca, cb = (cur.get("ci95") or {}).get(m), (rec.get("ci95") or {}).get(m)
             change = f"{(b - a) / abs(a):+.1%}" if a and b is not None and a == a and b == b else "-"
-            rows.append((m, _fmt(m, a) + (f" ± {_fmt(m, ca)}" if ca else ""), _fmt(m, b) + (f" ± {_fmt(m, cb)}" if cb else ""), change))
+            rows.append((m, _fmt(m, a) + (f" ± {_fmt(m, ca, 2)}" if ca else ""), _fmt(m, b) + (f" ± {_fmt(m, cb, 2)}" if cb else ""), change))
         if t["constraints"]:
             rows.append(("meets the constraints", "yes" if cur.get("feasible") else "no", "yes" if rec.get("feasible") else "no", ""))
         out.append("")
@@ -82,6 +88,8 @@ def text(t: dict) -> str:
             out.extend("  " + c for c in t["commands"])
         else:
             out.append("nothing to change: today's configuration is the recommendation")
+        if t.get("assumed"):
+            out.append(f"(apply.sh also sets the {len(t['assumed'])} other settings the prediction assumes, as the scenario has them)")
         if s.get("put_back"):
             out.append("kept as today (changing them gains no more than noise): " + ", ".join(s["put_back"]))
     if len(t["loads_pps"]) > 1:
@@ -221,9 +229,14 @@ def apply_sh(t: dict) -> str:
         "set -e",
         "DEV=${1:?usage: sh apply.sh DEV}",
     ]
-    if any("$NAPI_ID" in c for c in t["commands"]):
+    assumed = t.get("assumed") or []
+    if any("$NAPI_ID" in c for c in [*t["commands"], *assumed]):
         lines.append("NAPI_ID=${NAPI_ID:?set NAPI_ID to the NAPI id of the queue (ynl --family netdev --dump napi-get)}")
-    lines += t["commands"]
+    lines += ["", "# What the recommendation changes:"] + (t["commands"] or ["# (nothing: today's configuration is the recommendation)"])
+    if assumed:
+        lines += ["", "# What the prediction assumes and the recommendation keeps (the scenario's values):"]
+        lines += ["# set here too, so that the host is the one predicted."]
+        lines += assumed
     return "\n".join(lines) + "\n"
 
 
