@@ -284,3 +284,32 @@ def test_run_says_the_clock_a_governor_settles_at():
     assert "GHz, where [cpu.freq]'s governor settles at this load" in clock
     assert float(clock.split()[1]) < 3.6
     assert not any(line.startswith("clock") for line in run_cli("run", EXAMPLES / "linux-router-64B.toml", "--set", "measure.duration=2ms").stdout.splitlines())
+
+
+def test_every_option_of_every_command_has_help_text():
+    import argparse
+
+    from pktsim.cli import build_parser
+
+    missing = []
+
+    def walk(p, prefix):
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sp in a.choices.items():
+                    walk(sp, [*prefix, name])
+            elif not a.help and not isinstance(a, argparse._HelpAction):
+                missing.append(f"{' '.join(prefix)} {'/'.join(a.option_strings) or a.dest}")
+
+    walk(build_parser(), ["pktsim"])
+    assert not missing, missing
+
+
+def test_compare_leaves_out_the_cpu_parts_neither_side_has():
+    import pktsim
+
+    res = pktsim.compare(EXAMPLES / "linux-router-64B.toml", EXAMPLES / "router-skb-recycling.toml", sets={"measure.duration": "5ms"})
+    cpu = [r for r in res["rows"] if r["quantity"].startswith("CPU ")]
+    assert cpu and all(r["a"] or r["b"] for r in cpu)
+    # The router spends nothing idle, in an application or spinning: no such rows.
+    assert not {"CPU idle", "CPU app", "CPU spin"} & {r["quantity"] for r in cpu}

@@ -279,8 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(func=_later("cmd_sweep"), output_dirs=("plots",))
 
     pl = sub.add_parser("plot", help="the standard plots of a sweep table (.parquet or .csv)")
-    pl.add_argument("table", metavar="SWEEP")
-    pl.add_argument("-o", "--output", required=True, metavar="DIR")
+    pl.add_argument("table", metavar="SWEEP", help="a sweep table written by pktsim sweep -o (.parquet or .csv)")
+    pl.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the figures (made when the first is written)")
     pl.add_argument("--x", metavar="COLUMN", help="x axis (default: the offered load for a load sweep, else the swept key)")
     _figure_args(pl)
     pl.set_defaults(func=_later("cmd_plot"), output_dirs=("output",))
@@ -296,7 +296,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(cpu-clock samples weigh ns; pktsim testbed run --perf-record prints N)",
     )
     k.add_argument("--rules", metavar="RULES.toml", help="group rules (default: the bundled Linux forwarding rules)")
-    k.add_argument("--format", default="auto", choices=["auto", "perf-script", "folded", "perf-report"])
+    k.add_argument(
+        "--format", default="auto", choices=["auto", "perf-script", "folded", "perf-report"], help="the profile's format (default: told from its text)"
+    )
     k.add_argument("--idle-into-other", action="store_true", help="count idle functions as C_other (000 at partial load)")
     k.add_argument("--name", help="profile name (default: the file's stem)")
     k.add_argument("--routes", type=int, default=1, help="routes in the FIB when profiled (default 1)")
@@ -304,20 +306,20 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("-o", "--output", metavar="COST.toml", help="write the cost profile")
     k.add_argument("--flamegraph", metavar="OUT.svg", help="write a flame graph coloured by group")
     k.add_argument("--bars", metavar="OUT.png", help="write a stacked bar chart of cycles per group")
-    k.add_argument("--json", action="store_true")
+    k.add_argument("--json", action="store_true", help="print one JSON object: cycles by group, shares, unmatched functions, warnings")
     k.set_defaults(func=_later("cmd_calibrate"))
 
     g = sub.add_parser("plot-groups", help="stacked bars of cycles per group for cost profiles side by side (000 Figs. 7, 9)")
     g.add_argument("profiles", nargs="+", metavar="PROFILE", help="bundled profile names or cost-profile files")
-    g.add_argument("-o", "--output", required=True, metavar="OUT.png")
-    g.add_argument("--title", default="Cycles per packet by group")
+    g.add_argument("-o", "--output", required=True, metavar="OUT.png", help="the figure (.png, .svg or .pdf)")
+    g.add_argument("--title", default="Cycles per packet by group", help="the figure's title")
     g.set_defaults(func=_later("cmd_plot_groups"))
 
     c = sub.add_parser("compare", help="model and simulate two scenarios side by side, with the differences")
-    c.add_argument("a", metavar="A.toml")
-    c.add_argument("b", metavar="B.toml")
+    c.add_argument("a", metavar="A.toml", help="the first scenario (the baseline)")
+    c.add_argument("b", metavar="B.toml", help="the second scenario (its changes are shown against A)")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a key in both (repeatable)")
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print one JSON object: both results, the rows and the configuration difference")
     c.set_defaults(func=_later("cmd_compare"))
 
     r = sub.add_parser(
@@ -387,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--rules", type=int, default=400, metavar="N", help="N non-matching nftables rules in the forward hook (--path share: the input hook; default 400)"
         )
         p.add_argument("--duration", metavar="D", help="per run, 50ms to 60s, e.g. 3s")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help="print the result as one JSON object (nothing else on stdout)")
         p.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
 
     tr = tbs.add_parser("run", help="forward bounded traffic gen -> dut -> sink and measure it")
@@ -444,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     tq = tbs.add_parser("probe", help="measure the interference the dut CPU suffers with nothing to forward (tick, the rest), as root")
     tq.add_argument("--duration", metavar="D", help="how long, 100ms to 600s (default 10s)")
     tq.add_argument("--plot", metavar="FILE", help="also draw the gaps (PNG or SVG by suffix)")
-    tq.add_argument("--json", action="store_true")
+    tq.add_argument("--json", action="store_true", help="print the result as one JSON object (nothing else on stdout)")
     tq.add_argument("-o", "--output", metavar="FILE", help="also write the JSON result to FILE")
     tq.set_defaults(func=_later("cmd_testbed_probe"))
     tp = tbs.add_parser("plot", help="draw measured vs predicted from a saved validate result")
@@ -472,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("schema", help="print the JSON Schema of the scenario format")
     s.add_argument("--profile", action="store_true", help="the cost-profile format instead")
-    s.add_argument("-o", "--output", metavar="FILE")
+    s.add_argument("-o", "--output", metavar="FILE", help="write the schema to FILE (default: print it)")
     s.set_defaults(func=_later("cmd_schema"))
 
     ti = sub.add_parser("trace-info", help="a pcap or pcapng trace at a glance: packets, duration, rate, sizes, flows")
@@ -481,7 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
     ti.set_defaults(func=_later("cmd_trace_info"))
 
     p = sub.add_parser("profiles", help="list the bundled cost profiles, or print one")
-    p.add_argument("name", nargs="?")
+    p.add_argument("name", nargs="?", help="a bundled profile to print (default: list them)")
     p.set_defaults(func=_later("cmd_profiles"))
     return ap
 

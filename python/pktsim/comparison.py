@@ -10,7 +10,7 @@
 (None where a side leaves the key to its default), so a difference in the figures can be
 traced to the configuration that caused it. ``diff`` is None when either side lacks the figure; ``rel_diff`` is None also when A's
 value is (nearly) 0. The rows, in order: offered load, simulated and analytical
-throughput, loss, latency percentiles, CPU (total, doing packet work, by activity), IRQs,
+throughput, loss, latency percentiles, CPU (total, doing packet work, by activity and by context: the parts either side has), IRQs,
 polls, packets per poll, cycles per packet by group, C_total and R_max (000 Eq. 1).
 """
 
@@ -45,12 +45,16 @@ def compare(a: Scenario | str | Mapping[str, Any], b: Scenario | str | Mapping[s
         add(f"latency {k}", ra["latency_ns"][k], rb["latency_ns"][k], "ns")
     add("CPU utilisation", ra["cpu_utilization"], rb["cpu_utilization"], "fraction")
     add("CPU doing packet work", ra["cpu_useful"], rb["cpu_useful"], "fraction")
+    # The CPU's split by activity and by context (hard IRQ, softirq, ksoftirqd, NAPI
+    # threads, application): a part neither side has (0 in both) is left out.
     for k in sorted(set(ra["cpu_by_activity"]) | set(rb["cpu_by_activity"])):
-        add(f"CPU {k}", ra["cpu_by_activity"].get(k), rb["cpu_by_activity"].get(k), "fraction")
-    # Where NAPI runs: by context (hard IRQ, softirq, ksoftirqd, NAPI threads, application).
+        va, vb = ra["cpu_by_activity"].get(k), rb["cpu_by_activity"].get(k)
+        if va or vb:
+            add(f"CPU {k}", va, vb, "fraction")
     ca, cb = ra.get("cpu_by_context", {}), rb.get("cpu_by_context", {})
     for k in sorted(set(ca) | set(cb)):
-        add(f"CPU in {k}", ca.get(k), cb.get(k), "fraction")
+        if ca.get(k) or cb.get(k):
+            add(f"CPU in {k}", ca.get(k), cb.get(k), "fraction")
     add("IRQs", ra["irq_per_s"], rb["irq_per_s"], "1/s")
     add("polls per packet", ra["polls_per_packet"], rb["polls_per_packet"], "polls/packet")
     add("packets per poll", ra["packets_per_poll"]["mean"], rb["packets_per_poll"]["mean"], "packets")
