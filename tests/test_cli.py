@@ -313,3 +313,11 @@ def test_compare_leaves_out_the_cpu_parts_neither_side_has():
     assert cpu and all(r["a"] or r["b"] for r in cpu)
     # The router spends nothing idle, in an application or spinning: no such rows.
     assert not {"CPU idle", "CPU app", "CPU spin"} & {r["quantity"] for r in cpu}
+
+
+def test_long_commands_say_how_far_they_are_when_stderr_is_a_log():
+    """reproduce and tune printed nothing until done when stderr was not a terminal."""
+    proc = run_cli("reproduce", "000", "--json")
+    assert "pktsim reproduce: 000 done (1 of 1" in proc.stderr
+    proc = run_cli("tune", EXAMPLES / "napi-deferral.toml", "--load", "300kpps", "--minimize", "cpu", "--budget", "12", "--replications", "1", "--jobs", "1")
+    assert "pktsim tune: " in proc.stderr and " of 12 candidates (" in proc.stderr

@@ -18,7 +18,7 @@ def cmd_reproduce(args) -> int:
         if paper not in PAPERS:
             names = ", ".join(f"{n} ({a})" for a, n in AUTHORS.items())
             raise UsageError(f"reproduce: no reproduction of paper {args.paper!r} (have: {names}, all)")
-    results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty())
+    results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty(), lines=not sys.stderr.isatty())
     if args.report:
         # The report from these reproductions; with --json, the JSON alone on stdout.
         from ..report import build
@@ -44,19 +44,31 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
+def _reproduce_with_progress(reproduce, papers: list, show: bool, lines: bool = False) -> list:
     """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
     tqdm: terminal or Jupyter). The ETA counts on each paper's ``runs``
     (:data:`pktsim.reproduce.PAPERS`); the bar adapts when a paper runs more or fewer.
     Several papers on a machine with several CPUs run side by side in worker processes
-    (the bar then advances a paper at a time)."""
+    (the bar then advances a paper at a time). ``lines``: where stderr is not a terminal
+    (a log, CI), a line there as each paper is done instead."""
     import os
+    import time
+
+    start = time.monotonic()
+
+    def said(p: str, k: int) -> None:
+        if lines:
+            print(f"pktsim reproduce: {p} done ({k} of {len(papers)}, {time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
 
     workers = min(len(papers), os.cpu_count() or 1)
     if workers > 1:
-        return _in_processes(papers, workers, show)
+        return _in_processes(papers, workers, show, said)
     if not show:
-        return [reproduce(p) for p in papers]
+        out = []
+        for k, p in enumerate(papers, 1):
+            out.append(reproduce(p))
+            said(p, k)
+        return out
     from tqdm.auto import tqdm
 
     from ..reproduce import PAPERS
@@ -82,7 +94,7 @@ def _reproduce_with_progress(reproduce, papers: list, show: bool) -> list:
     return out
 
 
-def _in_processes(papers: list, workers: int, show: bool) -> list:
+def _in_processes(papers: list, workers: int, show: bool, said=lambda p, k: None) -> list:
     """The papers' reproductions in `workers` processes, the longest first (their ``runs``),
     returned in the papers' order; each is the same dict a reproduction in this process
     gives, bit for bit. Ctrl-C stops the workers at once (``abandon_pool``)."""
@@ -103,6 +115,7 @@ def _in_processes(papers: list, workers: int, show: bool) -> list:
         for fut in as_completed(futures):
             p = futures[fut]
             done[p] = fut.result()
+            said(p, len(done))
             if bar:
                 bar.set_postfix_str(f"paper {p} done", refresh=False)
                 bar.update(PAPERS[p].runs)

@@ -40,6 +40,19 @@ def cmd_tune(args) -> int:
             bar.refresh()
 
         progress = show
+    elif not sys.stderr.isatty():
+        # A log or CI: a line at each tenth of the candidates, and the time so far.
+        import time
+
+        start, said = time.monotonic(), [-1]
+
+        def lines(done, total, label):
+            tenth = 10 * done // max(total, 1)
+            if tenth > said[0]:
+                said[0] = tenth
+                print(f"pktsim tune: {done} of {total} candidates ({time.monotonic() - start:.0f} s)", file=sys.stderr, flush=True)
+
+        progress = lines
 
     try:
         t = tune(
