@@ -10,6 +10,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
+from .figstyle import clip_band, finish, legend_title, plain_log
 from .textio import atomic_write
 
 
@@ -25,6 +26,7 @@ def _plt():
 def _save(fig, path: str | Path) -> None:
     plt = _plt()
     buf = io.BytesIO()
+    finish(fig)
     fig.tight_layout()
     fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=200)
     plt.close(fig)
@@ -77,6 +79,7 @@ def latency_vs_load(
         ax.plot(df[x] / 1e6, df[col] / 1e3, "o-", markersize=3, label=p)
     _paper(ax, paper, 1e-6, 1e-3)
     ax.set_yscale("log")
+    plain_log(ax)
     ax.set_xlabel("offered load [Mpps]")
     ax.set_ylabel("latency [µs]")
     if title:
@@ -118,11 +121,14 @@ def per_class_latency(df, path, x: str, classes: Sequence[str], strategies: Sequ
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     groups = [(s, df[df["strategy"] == s]) for s in strategies] if strategies else [("", df)]
-    styles = {"rt": "-", "nrt": "--"}
-    for s, g in groups:
-        for c in classes:
+    # Colour is the strategy, line style the class.
+    styles = ["-", "--", ":", "-."]
+    for si_, (s, g) in enumerate(groups):
+        for ci_, c in enumerate(classes):
             col = f"{c}_mean_ns" if f"{c}_mean_ns" in g else f"per_class_{c}_latency_ns_mean"
-            ax.plot(g[x], g[col] / 1e3, styles.get(c, "-"), marker="o", markersize=3, label=f"{s}, class {c}" if s else f"class {c}")
+            ax.plot(
+                g[x], g[col] / 1e3, styles[ci_ % len(styles)], color=f"C{si_ % 10}", marker="o", markersize=3, label=f"{s}, class {c}" if s else f"class {c}"
+            )
     ax.set_xlabel(xlabel or x)
     ax.set_ylabel("mean latency [µs]")
     if title:
@@ -151,6 +157,7 @@ def reported_vs_predicted(points, path, xlabel: str, ylabel: str, title: str = "
         ax.plot([p[0] for p, f in zip(pts, fitted) if f], [p[1] for p, f in zip(pts, fitted) if f], "o", color=color, markerfacecolor="none")
     if logx:
         ax.set_xscale("log")
+        plain_log(ax, "x")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -302,17 +309,27 @@ def sweep_figures(
             continue
         fig, axes = plt.subplots(1, len(series), figsize=(size[0] * len(series), size[1]), squeeze=False)
         for ax, (col, ylabel, yscale) in zip(axes[0], series):
-            for gi, (gkey, g) in enumerate(groups):
+            # Colour for the first key, line style for the second; the legend's title
+            # names the keys and its labels are their values.
+            firsts = list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k, _ in groups))
+            seconds = list(dict.fromkeys(k[1] for k, _ in groups if isinstance(k, tuple) and len(k) > 1))
+            for gkey, g in groups:
                 gkey = gkey if isinstance(gkey, tuple) else (gkey,)
-                label = ", ".join(f"{k}={v}" for k, v in zip(others, gkey)) or None
+                label = ", ".join(str(v) for v in gkey) or None
                 stats = g.groupby("_x")[col].agg(list).sort_index()
                 xs = list(stats.index)
                 mean = [sum(v) / len(v) * yscale for v in stats]
                 ci = [_ci95([u * yscale for u in v]) for v in stats]
-                color = f"C{gi % 10}"
-                ax.plot(xs, mean, styles[(gi // 10) % len(styles)], marker="o", markersize=3, color=color, label=label)
+                color = f"C{firsts.index(gkey[0]) % 10}" if gkey else "C0"
+                style = styles[seconds.index(gkey[1]) % len(styles)] if len(gkey) > 1 and gkey[1] in seconds else "-"
+                ax.plot(xs, mean, style, marker="o", markersize=3, color=color, label=label)
                 if any(c > 0 for c in ci):
-                    ax.fill_between(xs, [m - c for m, c in zip(mean, ci)], [m + c for m, c in zip(mean, ci)], color=color, alpha=0.2, linewidth=0)
+                    lo, hi = clip_band(col, [m - c for m, c in zip(mean, ci)], [m + c for m, c in zip(mean, ci)])
+                    ax.fill_between(xs, lo, hi, color=color, alpha=0.2, linewidth=0)
+            if name == "loss" and not ok[col].abs().sum():
+                # No loss anywhere: a panel at 0, not one on a range of rounding noise.
+                ax.set_ylim(-0.05, 1.0)
+                ax.text(0.5, 0.5, "no loss at any point", transform=ax.transAxes, ha="center", va="center", fontsize=7, color="0.4")
             if capacity_pps and x == "offered_pps":
                 ax.axvline(capacity_pps * xscale, color="grey", linestyle=":", linewidth=1, label="model capacity")
             if categorical:
@@ -322,12 +339,15 @@ def sweep_figures(
             ax.set_ylabel(ylabel)
             if col.startswith("latency_") or col.startswith("per_class_"):
                 ax.set_yscale("log")
+                plain_log(ax)
             ax.grid(alpha=0.3)
         handles, labels = axes[0][0].get_legend_handles_labels()
         if labels:
-            axes[0][-1].legend(fontsize=6, frameon=False)
+            named = [h for h, lab in zip(handles, labels) if lab != "model capacity"]
+            axes[0][-1].legend(fontsize=6, frameon=False, title=legend_title(others) if named and others else None, title_fontsize=6)
         path = d / f"{name}.{fmt}"
         buf = io.BytesIO()
+        finish(fig)
         fig.tight_layout()
         fig.savefig(buf, format=fmt, dpi=dpi)
         atomic_write(path, buf.getvalue())

@@ -269,7 +269,7 @@ def pareto_png(t: dict, path: Path) -> None:
 
     def label(m):
         u = goals.unit(m)
-        return f"{m} ({'us' if u == 'ns' else u})" if u else m
+        return f"{m} [{'µs' if u == 'ns' else u}]" if u else m
 
     groups = {True: ([], []), False: ([], [])}
     for tr in t["trials"]:
@@ -316,11 +316,32 @@ def pareto_png(t: dict, path: Path) -> None:
         ax.scatter([scale(metrics[0], vals[0])], [scale(metrics[-1], vals[-1])], zorder=5, label=text_label, **style)
     ys = groups[True][1] + groups[False][1]
     if ys and min(ys) > 0 and max(ys) / min(ys) > 30:
-        from matplotlib.ticker import FuncFormatter
-
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if str(f"{v:g}")[0] in "25" else ""))
+    # A few costly candidates far along x would crowd the rest into the left edge: the
+    # axis ends past most of them (and past today and the recommendation), and those
+    # beyond are drawn on its edge as arrows, with how far they go.
+    xs = sorted(groups[True][0] + groups[False][0])
+    if len(xs) >= 5:
+        keep = [scale(metrics[0], v) for v in (_metric(t["current"], metrics[0]), _metric(t["recommended"] or {}, metrics[0])) if v is not None]
+        edge = max([xs[int(0.8 * (len(xs) - 1))], *keep])
+        lo = xs[0]
+        right = edge + 0.25 * max(edge - lo, 1e-12)
+        if xs[-1] > right + 0.5 * (right - lo):
+            beyond = [(x, y) for g in groups.values() for x, y in zip(*g) if x > right]
+            ax.set_xlim(lo - 0.05 * (right - lo), right)
+            ax.scatter([right] * len(beyond), [y for _, y in beyond], marker=">", s=40, c="0.3", clip_on=False, zorder=6)
+            ax.annotate(
+                f"{len(beyond)} beyond, up to {xs[-1]:.3g}",
+                (0.96, 0.04),
+                xycoords="axes fraction",
+                ha="right",
+                va="bottom",
+                fontsize=7,
+                color="0.3",
+            )
+    from ..figstyle import finish
+
+    finish(fig)
     ax.set_xlabel(label(metrics[0]))
     ax.set_ylabel(label(metrics[-1]))
     where = f"at {si(t['load_pps'], 'pps')}" if t.get("load_pps") else "mean over the loads"
