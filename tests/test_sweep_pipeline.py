@@ -322,9 +322,9 @@ def test_reproduce_shows_a_progress_bar_over_its_simulations(monkeypatch):
 
     real = commands._reproduce_with_progress
 
-    def spy(reproduce, papers, show):
+    def spy(reproduce, papers, show, **kw):
         seen.append(show)
-        return real(reproduce, papers, show)
+        return real(reproduce, papers, show, **kw)
 
     monkeypatch.setattr(commands, "_reproduce_with_progress", spy)
     with redirect_stdout(io.StringIO()), redirect_stderr(err):

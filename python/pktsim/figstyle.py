@@ -6,15 +6,15 @@ from __future__ import annotations
 
 def plain_log(ax, which: str = "y") -> None:
     """Label a log axis with plain numbers (``0.5``, ``2``, ``400``, not ``5×10^-1``), once
-    its data are drawn: over at most about a decade the minor ticks are labelled too (2 to
-    9 times a power of ten), over two and a half decades those at 2 and 5, so that every
-    axis has a labelled tick near its data."""
+    its data are drawn, with labelled ticks near the data however narrow the range: over
+    more than two and a half decades at the powers of ten, over more than about one at
+    1, 2 and 5 times them, over less at 1, 1.5, 2, 3, 4, 5, 6 and 8 times them, and over a
+    range too narrow for any of those (125 to 135) at round linear steps."""
     import math
 
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
     axis = ax.yaxis if which == "y" else ax.xaxis
-    base = getattr(axis.get_transform(), "base", 10)
 
     def plain(v, _pos=None):
         if v <= 0:
@@ -22,21 +22,18 @@ def plain_log(ax, which: str = "y") -> None:
         return f"{v:g}" if 1e-4 <= v < 1e6 else f"{v:.0e}"
 
     axis.set_major_formatter(FuncFormatter(plain))
-    if base != 10:
-        axis.set_minor_formatter(NullFormatter())
-        return
+    axis.set_minor_formatter(NullFormatter())
+    base = getattr(axis.get_transform(), "base", 10)
     lo, hi = sorted(axis.get_view_interval())
-    if lo <= 0 or hi <= 0:
+    if base != 10 or lo <= 0 or hi <= 0:
         return
     span = math.log10(hi / lo)
-    keep = set(range(2, 10)) if span <= 1.2 else {2, 5} if span <= 2.5 else set()
-
-    def minor(v, _pos=None):
-        mantissa = round(v / 10 ** math.floor(math.log10(v) + 1e-9))
-        return plain(v) if mantissa in keep else ""
-
-    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10))))
-    axis.set_minor_formatter(FuncFormatter(minor) if keep else NullFormatter())
+    subs = (1.0,) if span > 2.5 else (1.0, 2.0, 5.0) if span > 1.2 else (1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)
+    locator = LogLocator(base=10, subs=subs, numticks=30)
+    inside = [t for t in locator.tick_values(lo, hi) if lo <= t <= hi]
+    if len(inside) < 2:
+        locator = MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10])
+    axis.set_major_locator(locator)
 
 
 def legend_title(keys) -> str:

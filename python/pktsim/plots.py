@@ -311,7 +311,7 @@ def sweep_figures(
         for ax, (col, ylabel, yscale) in zip(axes[0], series):
             # Colour for the first key, line style for the second; the legend's title
             # names the keys and its labels are their values.
-            firsts = list(dict.fromkeys(k[0] if isinstance(k, tuple) else k for k, _ in groups))
+            firsts = list(dict.fromkeys((k if isinstance(k, tuple) else (k,))[:1] for k, _ in groups))
             seconds = list(dict.fromkeys(k[1] for k, _ in groups if isinstance(k, tuple) and len(k) > 1))
             for gkey, g in groups:
                 gkey = gkey if isinstance(gkey, tuple) else (gkey,)
@@ -320,7 +320,7 @@ def sweep_figures(
                 xs = list(stats.index)
                 mean = [sum(v) / len(v) * yscale for v in stats]
                 ci = [_ci95([u * yscale for u in v]) for v in stats]
-                color = f"C{firsts.index(gkey[0]) % 10}" if gkey else "C0"
+                color = f"C{firsts.index(gkey[:1]) % 10}"
                 style = styles[seconds.index(gkey[1]) % len(styles)] if len(gkey) > 1 and gkey[1] in seconds else "-"
                 ax.plot(xs, mean, style, marker="o", markersize=3, color=color, label=label)
                 if any(c > 0 for c in ci):
