@@ -321,3 +321,15 @@ def test_long_commands_say_how_far_they_are_when_stderr_is_a_log():
     assert "pktsim reproduce: 000 done (1 of 1" in proc.stderr
     proc = run_cli("tune", EXAMPLES / "napi-deferral.toml", "--load", "300kpps", "--minimize", "cpu", "--budget", "12", "--replications", "1", "--jobs", "1")
     assert "pktsim tune: " in proc.stderr and " of 12 candidates (" in proc.stderr
+
+
+def test_every_output_makes_its_missing_directory_and_refuses_one_it_cannot(tmp_path):
+    """sweep -o made a missing directory where run --plot refused one: now all make it."""
+    fig = tmp_path / "new" / "series.png"
+    run_cli("run", EXAMPLES / "linux-router-64B.toml", "--set", "measure.duration=1ms", "--set", "measure.interval=0.1ms", "--plot", fig)
+    assert fig.is_file()
+    out = tmp_path / "other" / "s.csv"
+    run_cli("sweep", EXAMPLES / "linux-router-64B.toml", "--param", "traffic.rate", "--values", "1Mpps", "--set", "measure.duration=1ms", "-o", out)
+    assert out.is_file()
+    bad = run_cli("run", EXAMPLES / "linux-router-64B.toml", "--set", "measure.interval=0.1ms", "--plot", "/proc/none/x.png", check=False)
+    assert bad.returncode == 2 and "/proc" in bad.stderr

@@ -50,3 +50,21 @@ def test_piped_output_keeps_full_width(monkeypatch):
 
     monkeypatch.delenv("COLUMNS", raising=False)
     assert textio.terminal_width() is None  # pytest captures stdout: not a terminal
+
+
+def test_a_table_too_wide_to_wrap_leaves_out_its_optional_columns_and_says_so(monkeypatch):
+    """At COLUMNS=80 `reproduce 002` printed 162 columns: a relation's text in a number
+    column, and eight columns whose words alone were wider than the terminal."""
+    from pktsim.textio import fit_lines, table
+
+    rows = [["maximum forwarding rate", "1.87", "89k/s at 0.0446Mpps, peak 98k/s at 0.05Mpps", "Mpps", "-5.18%", "fitted", "holds", "002 VI-A (measured)"]]
+    head = ["quantity", "reported", "predicted", "unit", "error", "kind", "check", "source"]
+    out = table(rows, head, "lrrlrlll", width=60, optional=(7, 6))
+    lines = out.splitlines()
+    assert all(len(x) <= 60 for x in lines), out
+    assert "source" not in lines[0] and "check" not in lines[0] and "(left out to fit 60 columns: source, check" in out
+    # Wide enough: nothing left out.
+    assert "source" in table(rows, head, "lrrlrlll", width=200, optional=(7, 6)).splitlines()[0]
+    monkeypatch.setenv("COLUMNS", "40")
+    text = fit_lines("summary (000): 2 predicted rows: |error| median 8.61%, worst 14.50% (R_max ratio, 752,138 routes)\n  short")
+    assert all(len(x) <= 40 for x in text.splitlines()) and text.splitlines()[-1] == "  short"

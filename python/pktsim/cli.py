@@ -9,7 +9,7 @@ from . import __version__
 from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_fit
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
-from .textio import json_text, si, table
+from .textio import fit_lines, json_text, si, table
 
 # The modules a command needs are imported by that command: `pktsim run` starts without the
 # sweep machinery, pandas or matplotlib (tests/test_structure.py checks it), and without the
@@ -43,15 +43,15 @@ def cmd_run(args) -> int:
 
 
 def _check_plot_path(path: str) -> None:
-    """A figure's path, checked before anything runs: a PNG or SVG in a directory that is
-    there, and not a directory itself."""
+    """A figure's path, checked before anything runs: a PNG or SVG, and not a directory
+    (a missing directory is made, as for every output; main() checks it can be)."""
     from pathlib import Path
 
     p = Path(path)
     if p.suffix.lower() not in (".png", ".svg"):
         raise ScenarioError(f"--plot {path}: expected a .png or .svg file")
-    if p.is_dir() or not p.parent.resolve().is_dir():
-        raise ScenarioError(f"--plot {path}: expected a file in a directory that exists")
+    if p.is_dir():
+        raise ScenarioError(f"--plot {path}: a directory; expected a .png or .svg file")
 
 
 def format_run(r: dict, origin: str) -> str:
@@ -176,7 +176,7 @@ def _format_run(r: dict, origin: str) -> str:
             )
         lines += ["", table(rows, ["", "offered", "throughput", "loss", "mean us (95% CI)", "p50 us", "p99 us"], "lrrrrrr")]
     lines += [f"note: {n}" for n in r.get("notes", [])]
-    return "\n".join(lines)
+    return fit_lines("\n".join(lines))
 
 
 def _wakeup_rows(r: dict) -> list:
@@ -305,7 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--flows", type=int, default=1, help="flows in the traffic when profiled (default 1)")
     k.add_argument("-o", "--output", metavar="COST.toml", help="write the cost profile")
     k.add_argument("--flamegraph", metavar="OUT.svg", help="write a flame graph coloured by group")
-    k.add_argument("--bars", metavar="OUT.png", help="write a stacked bar chart of cycles per group")
+    k.add_argument("--bars", metavar="OUT.png", help="write a stacked bar chart of cycles per group (.png, .svg or .pdf)")
+    k.add_argument("--dpi", type=int, default=200, metavar="N", help="resolution of a PNG bar chart (default 200)")
     k.add_argument("--json", action="store_true", help="print one JSON object: cycles by group, shares, unmatched functions, warnings")
     k.set_defaults(func=_later("cmd_calibrate"))
 
@@ -313,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("profiles", nargs="+", metavar="PROFILE", help="bundled profile names or cost-profile files")
     g.add_argument("-o", "--output", required=True, metavar="OUT.png", help="the figure (.png, .svg or .pdf)")
     g.add_argument("--title", default="Cycles per packet by group", help="the figure's title")
+    g.add_argument("--dpi", type=int, default=200, metavar="N", help="resolution of a PNG (default 200)")
     g.set_defaults(func=_later("cmd_plot_groups"))
 
     c = sub.add_parser("compare", help="model and simulate two scenarios side by side, with the differences")

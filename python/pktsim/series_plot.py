@@ -44,7 +44,7 @@ def time_series(r: dict, path: str | Path, title: str = "") -> None:
     itr = ratio("itr_sum_ns", "irqs") / 1e3
     if np.nansum(itr) > 0:
         ax.step(t_ms, itr, where="post", color="C3", label="moderation interval at an interrupt")
-        ax.set_ylabel("interval [us]")
+        ax.set_ylabel("interval [µs]")
     else:
         ax.set_yticks([])
         ax.set_ylabel("no interrupt\nmoderation")
@@ -58,7 +58,7 @@ def time_series(r: dict, path: str | Path, title: str = "") -> None:
     ax.set_ylabel("wake-ups [k/s]")
     twin = ax.twinx()
     twin.step(t_ms, ratio("exit_latency_sum_ns", "wakeups") / 1e3, where="post", color="C6", label="mean exit latency")
-    twin.set_ylabel("exit latency [us]")
+    twin.set_ylabel("exit latency [µs]")
     lines = ax.get_lines() + twin.get_lines()
     ax.legend(lines, [x.get_label() for x in lines], loc="upper left", fontsize=7, framealpha=0.8)
     ax.set_xlabel("time in the window [ms]")

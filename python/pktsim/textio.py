@@ -142,10 +142,13 @@ def terminal_width() -> int | None:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | None = None, width: int | None = -1) -> str:
+def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | None = None, width: int | None = -1, optional: Sequence[int] = ()) -> str:
     """A plain aligned table. ``align`` has one letter per column: l or r (default: text
-    left, numbers right). On a terminal (``width`` -1: :func:`terminal_width`) the widest
-    left-aligned column wraps so that the table fits; ``width`` None never wraps."""
+    left, numbers right). On a terminal (``width`` -1: :func:`terminal_width`, or
+    ``COLUMNS``) the columns with text wrap so that the table fits; where wrapping at words
+    is not enough, the ``optional`` columns (indices, the first to go first) are left out,
+    and a line under the table says so; only then are words broken. ``width`` None never
+    wraps."""
     import textwrap
 
     cells = [[str(c) for c in r] for r in rows]
@@ -153,16 +156,34 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | 
         align = "".join("r" if rows and isinstance(rows[0][i], (int, float)) else "l" for i in range(len(header)))
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(header)]
     limit = terminal_width() if width == -1 else width
-    lefts = [i for i, a in enumerate(align) if a == "l"]
+    lefts = list(range(len(header)))
     if limit and lefts and sum(widths) + 2 * (len(widths) - 1) > limit:
-        # Narrow the widest text column, one character at a time, until the table fits
-        # (no text column below 16 characters), then wrap each cell to its column.
+        # Narrow the column with the most to spare, one character at a time, until the
+        # table fits (none below 16 characters, or its longest word if shorter, nor below
+        # 6: a column of numbers keeps its width), then wrap each cell to its column.
+        floor = {j: max(6, min(16, max([len(w) for r in cells for w in r[j].split()] + [len(header[j])]))) for j in lefts}
+        fits = sum(floor.values()) + 2 * (len(widths) - 1) <= limit
+        gone = []
+        while not fits and len(gone) < len(optional):
+            # Wrapping at words cannot make it fit: leave out an optional column.
+            gone.append(optional[len(gone)])
+            fits = sum(f for j, f in floor.items() if j not in gone) + 2 * (len(widths) - len(gone) - 1) <= limit
+        if gone:
+            keep = [j for j in range(len(header)) if j not in gone]
+            note = f"(left out to fit {limit} columns: {', '.join(header[j] for j in gone)}; a wider terminal shows them)"
+            narrowed = table([[r[j] for j in keep] for r in cells], [header[j] for j in keep], "".join(align[j] for j in keep), limit)
+            return narrowed + "\n" + textwrap.fill(note, limit)
         target = list(widths)
-        while sum(target) + 2 * (len(target) - 1) > limit:
-            i = max(lefts, key=lambda j: target[j])
-            if target[i] <= 16:
-                break
-            target[i] -= 1
+        for stage in (0, 1):
+            if stage:
+                # Still too wide: text columns may break their words, down to 6 characters.
+                floor = {j: (6 if any(not _numberlike(r[j]) for r in cells) else f) for j, f in floor.items()}
+            while sum(target) + 2 * (len(target) - 1) > limit:
+                narrowable = [j for j in lefts if target[j] > floor[j]]
+                if not narrowable:
+                    break
+                i = max(narrowable, key=lambda j: target[j] - floor[j])
+                target[i] -= 1
         wrapped = []
         for r in cells:
             parts = [textwrap.wrap(c, target[j]) or [""] if target[j] < widths[j] else [c] for j, c in enumerate(r)]
@@ -177,6 +198,31 @@ def table(rows: Sequence[Sequence[object]], header: Sequence[str], align: str | 
     lines = [fmt(header), "  ".join("-" * w for w in widths)]
     lines += [fmt(r) for r in cells]
     return "\n".join(lines)
+
+
+def fit_lines(text: str) -> str:
+    """``text`` with each line longer than the terminal (:func:`terminal_width`, or
+    ``COLUMNS``) wrapped at words, its continuation indented as the line; as it is when
+    output goes to a file or pipe."""
+    import textwrap
+
+    limit = terminal_width()
+    if not limit:
+        return text
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= limit:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()))
+        out.append(textwrap.fill(line.strip(), limit, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False))
+    return "\n".join(out)
+
+
+def _numberlike(text: str) -> bool:
+    """A cell that is a number, maybe signed, with a unit or a percent sign (not wrapped)."""
+    t = text.strip().replace(",", "")
+    return not t or t == "-" or bool(__import__("re").fullmatch(r"[+-]?[0-9.]+(e[+-]?[0-9]+)?\s*%?[A-Za-z/µ]*", t))
 
 
 def si(value: float, unit: str, digits: int = 3) -> str:

@@ -270,9 +270,12 @@ def flamegraph(profile: Profile, rules: Rules, title: str) -> str:
     return _core.flamegraph_svg(profile.folded(), colors, title, profile.weight_unit(), legend)
 
 
-def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: list[float] | None = None) -> None:
-    """Stacked bars of cycles per group, one bar per (label, cycles_by_group); PNG or SVG.
-    ``reported``: a paper's total per bar, drawn as black crosses."""
+def bar_chart(
+    profiles: Iterable[tuple[str, dict]], path: str | Path, title: str = "Cycles per packet by group", reported: list[float] | None = None, dpi: int = 200
+) -> None:
+    """Stacked bars of cycles per group, one bar per (label, cycles_by_group); PNG, SVG or
+    PDF by the file's suffix, PNG at ``dpi``. ``reported``: a paper's total per bar, drawn
+    as black crosses."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -309,6 +312,6 @@ def bar_chart(profiles: Iterable[tuple[str, dict]], path: str | Path, title: str
     from ..textio import atomic_write
 
     buf = io.BytesIO()
-    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=120)
+    fig.savefig(buf, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
     plt.close(fig)
     atomic_write(path, buf.getvalue())

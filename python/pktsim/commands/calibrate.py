@@ -41,6 +41,8 @@ def cmd_calibrate(args) -> int:
     except ValueError as e:
         raise UsageError(f"calibrate: {e}") from None
     name = args.name or _P(args.profile).stem
+    if not 20 <= args.dpi <= 1200:
+        raise UsageError(f"--dpi {args.dpi}: expected 20 to 1200 dots per inch")
     if args.bars and _P(args.bars).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise UsageError(f"--bars {args.bars!r}: expected a file name ending in .png, .svg or .pdf")
     text = c.to_profile_toml(name, args.routes, args.flows)
@@ -49,7 +51,7 @@ def cmd_calibrate(args) -> int:
     outputs = (
         ("-o", args.output, lambda p: atomic_write(p, text)),
         ("--flamegraph", args.flamegraph, lambda p: atomic_write(p, cal.flamegraph(profile, rules, f"{name}: cycles by group"))),
-        ("--bars", args.bars, lambda p: cal.bar_chart([(name, c.cycles_by_group)], p, f"{name}: cycles per packet by group")),
+        ("--bars", args.bars, lambda p: cal.bar_chart([(name, c.cycles_by_group)], p, f"{name}: cycles per packet by group", dpi=args.dpi)),
     )
     for option, path, write in outputs:
         if not path:
@@ -107,8 +109,12 @@ def _read_back(text: str, source: str) -> None:
 def cmd_plot_groups(args) -> int:
     from .. import calibrate as cal
 
+    if not 20 <= args.dpi <= 1200:
+        raise UsageError(f"--dpi {args.dpi}: expected 20 to 1200 dots per inch")
+    if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise UsageError(f"-o {args.output!r}: expected a file name ending in .png, .svg or .pdf")
     items = [profile_groups(name) for name in args.profiles]
-    cal.bar_chart(items, args.output, args.title)
+    cal.bar_chart(items, args.output, args.title, dpi=args.dpi)
     print(f"wrote {args.output}")
     return 0
 

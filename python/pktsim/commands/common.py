@@ -84,7 +84,8 @@ def _print_rows(res: dict, label: str = "summary") -> None:
     """A reproduce-style table: quantity, reported (measured), predicted, error, kind;
     then the summary lines (predicted rows' errors, relations held)."""
     from ..reproduce.rows import summary, summary_text, text_table
+    from ..textio import fit_lines
 
     print(text_table(res["rows"]))
     print()
-    print(summary_text(res.get("summary") or summary(res["rows"]), label))
+    print(fit_lines(summary_text(res.get("summary") or summary(res["rows"]), label)))

@@ -68,8 +68,10 @@ def cmd_model(args) -> int:
     notes = list(p["notes"])
     if p["cpu_load_max"] > p["cpu_load"] + 1e-9 or not p["cpu_load_basis"].startswith("exact"):
         notes.insert(0, "CPU load: " + p["cpu_load_basis"])
+    from ..textio import fit_lines
+
     for n in notes:
-        print(f"  note: {n}")
+        print(fit_lines(f"  note: {n}"))
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
-from ..textio import json_text
+from ..textio import fit_lines, json_text
 from .common import _print_rows
 
 
@@ -34,13 +34,13 @@ def cmd_reproduce(args) -> int:
         print(json_text(results[0] if len(results) == 1 else results))
         return 0
     for res in results:
-        print(f"pktsim reproduce {res['paper']}: {res['title']}")
+        print(fit_lines(f"pktsim reproduce {res['paper']}: {res['title']}"))
         _print_rows(res, f"summary ({res['paper']})")
         print()
     if len(results) > 1:
         from ..reproduce.rows import summary, summary_text
 
-        print(summary_text(summary(r for res in results for r in res["rows"]), "summary (all papers)"))
+        print(fit_lines(summary_text(summary(r for res in results for r in res["rows"]), "summary (all papers)")))
     return 0
 
 

@@ -147,7 +147,7 @@ def text_table(rows: Iterable[Mapping]) -> str:
     for r in rows:
         err = "" if r["rel_error"] is None else f"{100 * r['rel_error']:+.2f}%"
         out.append([r["quantity"], number(r["reported"]), number(r["predicted"]), r["unit"], err, r.get("kind", ""), ", ".join(notes(r)), r["source"]])
-    return table(out, ["quantity", "reported", "predicted", "unit", "error", "kind", "check", "source"], "lrrlrlll")
+    return table(out, ["quantity", "reported", "predicted", "unit", "error", "kind", "check", "source"], "lrrlrlll", optional=(7, 6))
 
 
 def _why(r: Mapping) -> str:
