@@ -9,7 +9,7 @@ PYTHON ?= python3
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 SOURCES := $(shell find crates python -type f \( -name '*.rs' -o -name '*.py' -o -name '*.toml' \) 2>/dev/null) Cargo.toml pyproject.toml
 
-.PHONY: run install testbed-tools browser test test-rust test-python fuzz lint bench clean
+.PHONY: run install testbed-tools browser wheel test test-rust test-python fuzz lint bench clean
 
 run: install
 	$(VENV)/bin/pktsim model examples/linux-router-64B.toml
@@ -42,7 +42,13 @@ testbed-tools:
 	  || echo "could not install iproute2/ethtool/nftables/linux-perf; pktsim testbed will say what is missing"; fi
 
 test:
-	@$(MAKE) --no-print-directory PROFILE=test-release install browser test-rust test-python
+	@$(MAKE) --no-print-directory PROFILE=test-release install browser wheel test-rust test-python
+
+# The wheel `pip install` takes, from the build `install` made (the same profile: nothing is
+# compiled again); tests/test_packaging.py installs it into a fresh venv.
+wheel: install
+	@rm -rf target/wheels-$(PROFILE)
+	$(VENV)/bin/maturin build --profile $(PROFILE) --quiet --interpreter $(PY) --out target/wheels-$(PROFILE)
 
 # The report test renders the HTML report in headless Chromium (Debian's package).
 browser:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import __version__
-from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_fit
+from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_examples, add_fit
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import fit_lines, json_text, si, table
@@ -487,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("profiles", help="list the bundled cost profiles, or print one")
     p.add_argument("name", nargs="?", help="a bundled profile to print (default: list them)")
     p.set_defaults(func=_later("cmd_profiles"))
+    add_examples(sub, _later("cmd_examples"))
     return ap
 
 

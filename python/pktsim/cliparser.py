@@ -75,3 +75,10 @@ def add_fit(sub, func, figure_args) -> None:
     f.add_argument("--json", action="store_true", help="print one JSON object: values, intervals, rows, summary")
     figure_args(f)
     f.set_defaults(func=func)
+
+
+def add_examples(sub, func) -> None:
+    """``pktsim examples``'s parser."""
+    e = sub.add_parser("examples", help="list the bundled examples and the tutorial, or copy them into a directory to edit and run")
+    e.add_argument("--copy", metavar="DIR", help="copy every example and the tutorial into DIR (made if missing; existing files are not replaced)")
+    e.set_defaults(func=func)

@@ -7,7 +7,7 @@ One module per family of commands: :mod:`~pktsim.commands.model` (model, compare
 (calibrate, plot-groups), :mod:`~pktsim.commands.reproduce`, :mod:`~pktsim.commands.tune`,
 :mod:`~pktsim.commands.fit`,
 :mod:`~pktsim.commands.testbed` (every ``pktsim testbed`` command) and
-:mod:`~pktsim.commands.files` (import-host, schema, profiles, trace-info); what several
+:mod:`~pktsim.commands.files` (import-host, schema, profiles, trace-info, examples); what several
 of them share is in :mod:`~pktsim.commands.common`.
 """
 
@@ -33,6 +33,7 @@ _HOME = {
     "cmd_import_host": "files",
     "cmd_schema": "files",
     "cmd_profiles": "files",
+    "cmd_examples": "files",
     "cmd_trace_info": "files",
 }
 

@@ -1,11 +1,12 @@
-"""``pktsim import-host``, ``schema``, ``profiles`` and ``trace-info``: the files around a
-scenario (a host's settings written as one, the format's JSON Schema, the bundled cost
-profiles, a trace at a glance)."""
+"""``pktsim import-host``, ``schema``, ``profiles``, ``trace-info`` and ``examples``: the
+files around a scenario (a host's settings written as one, the format's JSON Schema, the
+bundled cost profiles, a trace at a glance, the bundled examples)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from .. import _core
 from ..errors import ScenarioError, UsageError
@@ -55,6 +56,23 @@ def cmd_profiles(args) -> int:
         return 0
     for n in names:
         print(n)
+    return 0
+
+
+def cmd_examples(args) -> int:
+    from .. import bundled
+
+    if args.copy:
+        try:
+            written = bundled.copy(args.copy)
+        except FileExistsError as e:
+            raise UsageError(f"--copy {e}") from None
+        except OSError as e:
+            raise UsageError(f"--copy {args.copy}: cannot copy the examples there ({e.strerror or e})") from None
+        print(f"copied {len(written)} examples into {args.copy}; try: pktsim run {Path(args.copy) / 'linux-router-64B.toml'}")
+        return 0
+    print(f"pktsim's examples ({bundled.DIR}); pktsim examples --copy DIR to edit and run them")
+    print(table([[n, about] for n, about in bundled.listing()], ["example", "what it is"], "ll"))
     return 0
 
 
