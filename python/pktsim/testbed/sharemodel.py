@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import sim
+from ..fitting import linear
 from ..reproduce.rows import row, summary
 from ..scenario import Scenario
 from . import runner, validate
@@ -48,30 +49,12 @@ def busy_interrupt_ns(q: dict, baseline: float, receive: str) -> list[float]:
 
 def _fit(points: list[dict], y_key: str, regressors: dict) -> dict:
     """Least squares of ``y_key`` on ``regressors`` ({name: point -> value}) with every cost
-    non-negative: of the fits on each subset of the regressors that keeps the first (the
-    per-frame cost), the closest among those whose costs are all >= 0 (the non-negative
-    least squares, found exactly: there are at most three regressors). Noisy quick runs
-    once gave the plain fit a per-frame cost of -815 ns beside a large per-poll one."""
-    from itertools import combinations
-
+    non-negative and the first (the per-frame cost) kept (:func:`pktsim.fitting.linear.costs`).
+    Noisy quick runs once gave the plain fit a per-frame cost of -815 ns beside a large
+    per-poll one."""
     names = list(regressors)
-    y = np.array([p[y_key] for p in points], dtype=float)
-    best: tuple[float, dict] | None = None
-    rest = names[1:]
-    for k in range(len(rest), -1, -1):
-        for extra in combinations(rest, k):
-            active = [names[0], *extra]
-            A = np.array([[regressors[n](p) for n in active] for p in points], dtype=float)
-            x, *_ = np.linalg.lstsq(A, y, rcond=None)
-            if (x < 0).any():
-                continue
-            residual = float(np.sum((A @ x - y) ** 2))
-            if best is None or residual < best[0] - 1e-12 * max(1.0, residual):
-                best = (residual, dict(zip(active, map(float, x))))
-    fit = dict.fromkeys(names, 0.0)
-    if best is not None:
-        fit.update(best[1])
-    return fit
+    A = np.array([[regressors[n](p) for n in names] for p in points], dtype=float)
+    return linear.costs(A, [p[y_key] for p in points], names, kept=names[:1])
 
 
 def calibrate(v: dict, sw: dict) -> dict:

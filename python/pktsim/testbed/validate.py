@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import sim
+from ..fitting import linear
 from ..reproduce.rows import row, summary
 from ..scenario import Scenario
 from . import runner
@@ -82,8 +83,9 @@ def calibrate(points: list[dict], names: tuple[str, ...] | None = None, halt: di
     ``t_proc + t_poll x polls per frame + t_wakeup x wake-ups per frame``; each load gives
     all four figures exactly (runtime, perf's napi:napi_poll count, voluntary switches),
     so three loads fix the three costs (without poll counts, or with ``names`` the two
-    of t_proc and t_wakeup, two loads fix t_proc and t_wakeup and t_poll is 0). A cost that comes out negative is set to 0 and the others
-    are fitted again (least squares). With ``halt`` (a wake probe's, :mod:`.wake`) each
+    of t_proc and t_wakeup, two loads fix t_proc and t_wakeup and t_poll is 0). The
+    per-poll and per-wake-up costs are at least 0 (:func:`pktsim.fitting.linear.costs`,
+    the project's one linear fit). With ``halt`` (a wake probe's, :mod:`.wake`) each
     load's measured cost first loses the halt's refill per frame, which the model adds
     by itself (:func:`halt_refill_ns`)."""
     use_polls = all(p.get("packets_per_poll") for p in points) and (names is None or "t_poll_ns" in names)
@@ -95,16 +97,9 @@ def calibrate(points: list[dict], names: tuple[str, ...] | None = None, halt: di
             r["t_poll_ns"] = 1 / p["packets_per_poll"]
         rows.append(r)
     y = np.array([p["dut_ns_per_packet"] - halt_refill_ns(p, halt) / p["packets_per_wakeup"] for p in points])
-    active = list(names)
-    while True:
-        A = np.array([[r[n] for n in active] for r in rows])
-        x, *_ = np.linalg.lstsq(A, y, rcond=None)
-        neg = [n for n, v in zip(active, x) if v < 0 and n != "t_proc_ns"]
-        if not neg:
-            break
-        active.remove(min(neg, key=lambda n: x[active.index(n)]))
+    A = np.array([[r[n] for n in names] for r in rows])
     fit = dict.fromkeys(PARAMS, 0.0)
-    fit.update(zip(active, map(float, x)))
+    fit.update(linear.costs(A, y, names, kept=("t_proc_ns",), free=("t_proc_ns",)))
     if fit["t_proc_ns"] <= 0:
         raise runner.TestbedError(f"calibration gave t_proc = {fit['t_proc_ns']:.0f} ns: the measurements are too noisy; rerun with a longer --duration")
     fit["from_loads"] = [p["load"] for p in points]
