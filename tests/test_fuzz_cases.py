@@ -535,8 +535,21 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.5:
                 argv += ["--json"]
         else:  # schema, profiles, plot
-            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit"])
-            if c == "fit":
+            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit", "observe"])
+            if c == "observe":
+                argv = [
+                    "observe",
+                    "--iface",
+                    rng.choice(["lo", "lo", "nope0", "", "../lo"]),
+                    "--duration",
+                    rng.choice(["50ms", "60ms", "0s", "x", "-1s", "2h"]),
+                ]
+                argv += rng.choice(
+                    [[], [], ["--interval", rng.choice(["20ms", "50ms", "1s", "x"])], ["--model", rng.choice([base, "/dev/zero", str(workdir)])]]
+                )
+                if rng.random() < 0.5:
+                    argv += ["--json"]
+            elif c == "fit":
                 f = workdir / f"m{i}.csv"
                 f.write_bytes(mutate(rng, FIT_DATA)[0])
                 argv = ["fit", base, *SHORT, "--jobs", "1", "--max-runs", "12", "--data", rng.choice([str(f), str(f), str(f), base, "/dev/zero", str(workdir)])]
@@ -578,7 +591,7 @@ def test_the_mutators_reach_what_they_should(tmp_path):
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
     cmds = {c["argv"][0] for c in cs}
-    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info", "fit"} <= cmds, cmds
+    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info", "fit", "observe"} <= cmds, cmds
     # No default case carries a value that is the Rust side's to reject.
     for c in cs:
         for a in c["argv"]:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import __version__
-from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_examples, add_fit
+from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_examples, add_fit, add_observe
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import fit_lines, json_text, si, table
@@ -488,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name", nargs="?", help="a bundled profile to print (default: list them)")
     p.set_defaults(func=_later("cmd_profiles"))
     add_examples(sub, _later("cmd_examples"))
+    add_observe(sub, _later("cmd_observe"))
     return ap
 
 

@@ -48,9 +48,16 @@ def add_fit(sub, func, figure_args) -> None:
     """``pktsim fit``'s parser (``func`` runs it; ``figure_args`` adds --format/--dpi/--size)."""
     f = sub.add_parser("fit", help="fit scenario keys (costs) to measurements by least squares on the simulator; predicted vs measured rows")
     f.add_argument("file", metavar="SCENARIO", help="scenario TOML file")
-    f.add_argument(
+    src = f.add_mutually_exclusive_group(required=True)
+    src.add_argument(
+        "--observed",
+        action="extend",
+        nargs="+",
+        metavar="OBS.json",
+        help="instead of --data: observations of pktsim observe -o (repeatable), a row each: offered rate, frame size, CPU, interrupts and softirqs per frame",
+    )
+    src.add_argument(
         "--data",
-        required=True,
         metavar="MEASURED.csv",
         help="measurements, one row per configuration: columns that are scenario keys (traffic.rate, with units) and measured results "
         "(cpu_per_frame, latency_ns.p50, irq_per_s, ...: with units, or plain numbers in ns, pps, 1/s, fractions)",
@@ -82,3 +89,19 @@ def add_examples(sub, func) -> None:
     e = sub.add_parser("examples", help="list the bundled examples and the tutorial, or copy them into a directory to edit and run")
     e.add_argument("--copy", metavar="DIR", help="copy every example and the tutorial into DIR (made if missing; existing files are not replaced)")
     e.set_defaults(func=func)
+
+
+def add_observe(sub, func) -> None:
+    """``pktsim observe``'s parser."""
+    o = sub.add_parser("observe", help="a host's operating point over a window, read-only (interface counters, /proc): rates, drops, interrupts, softirqs, CPU")
+    o.add_argument("--iface", action="append", default=[], metavar="NAME", help="an interface to observe (repeatable; default: every one that is up, but lo)")
+    o.add_argument("--duration", default="10s", metavar="D", help="the window, e.g. 10s (default 10s; 50ms to 1h)")
+    o.add_argument("--interval", metavar="D", help="also one point per interval, e.g. 1s (the series)")
+    o.add_argument("--json", action="store_true", help="print one JSON object (the keys of pktsim run --json where they mean the same)")
+    o.add_argument("-o", "--output", metavar="OBS.json", help="also write the JSON object to a file")
+    o.add_argument(
+        "--model",
+        metavar="SCENARIO",
+        help="also run this scenario (e.g. pktsim import-host's) at the observed offered rate and frame size, and print observed vs predicted",
+    )
+    o.set_defaults(func=func)

@@ -5,7 +5,7 @@ imports a command's module only when it runs (``pktsim.commands.cmd_sweep`` brin
 One module per family of commands: :mod:`~pktsim.commands.model` (model, compare),
 :mod:`~pktsim.commands.sweep` (sweep, plot), :mod:`~pktsim.commands.calibrate`
 (calibrate, plot-groups), :mod:`~pktsim.commands.reproduce`, :mod:`~pktsim.commands.tune`,
-:mod:`~pktsim.commands.fit`,
+:mod:`~pktsim.commands.fit`, :mod:`~pktsim.commands.observe`,
 :mod:`~pktsim.commands.testbed` (every ``pktsim testbed`` command) and
 :mod:`~pktsim.commands.files` (import-host, schema, profiles, trace-info, examples); what several
 of them share is in :mod:`~pktsim.commands.common`.
@@ -24,6 +24,7 @@ _HOME = {
     "cmd_reproduce": "reproduce",
     "cmd_tune": "tune",
     "cmd_fit": "fit",
+    "cmd_observe": "observe",
     "cmd_testbed_run": "testbed",
     "cmd_testbed_validate": "testbed",
     "cmd_testbed_probe": "testbed",

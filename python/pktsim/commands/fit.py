@@ -21,6 +21,24 @@ def _rows_option(text: str) -> list[int]:
     return out
 
 
+def _observed_rows(paths: list[str]) -> list[dict]:
+    """Each ``pktsim observe -o`` file as a row of measurements."""
+    import json
+
+    from ..observe import as_data_row
+
+    rows = []
+    for p in paths:
+        try:
+            op = json.loads(Path(p).read_text())
+            rows.append(as_data_row(op))
+        except OSError as e:
+            raise UsageError(f"--observed {p}: cannot read it ({e.strerror or e})") from None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise UsageError(f"--observed {p}: not an observation of pktsim observe -o ({type(e).__name__}: {e})") from None
+    return rows
+
+
 def _split(text: str | None) -> list[str] | None:
     return None if text is None else [p.strip() for p in text.split(",") if p.strip()]
 
@@ -35,6 +53,9 @@ def cmd_fit(args) -> int:
         raise UsageError(f"--max-runs {args.max_runs}: expected a whole number of simulations, at least 1")
     figure = _figure_options(args) if args.plot else None
     sc = Scenario.load(args.file, args.set)
+    data, source = args.data, args.data
+    if args.observed:
+        data, source = _observed_rows(args.observed), ", ".join(args.observed)
 
     def say(message: str) -> None:
         print(f"pktsim fit: {message}", file=sys.stderr, flush=True)
@@ -42,7 +63,7 @@ def cmd_fit(args) -> int:
     try:
         f = fit(
             sc,
-            args.data,
+            data,
             args.free,
             x=_split(args.x),
             y=_split(args.y),
@@ -56,7 +77,7 @@ def cmd_fit(args) -> int:
     except DataError as e:
         raise UsageError(str(e)) from None
     if args.output:
-        _write_file("-o", args.output, fitted_toml(f, sc, Path(args.output), args))
+        _write_file("-o", args.output, fitted_toml(f, sc, Path(args.output), source))
     if args.plot:
         from ..fitting.plot import fit_figure
 
@@ -64,7 +85,7 @@ def cmd_fit(args) -> int:
     if args.json:
         print(json_text(f.to_dict()))
         return 0
-    print_fit(f, args.data)
+    print_fit(f, source)
     if args.output:
         print(f"wrote {args.output}")
     if args.plot:
@@ -96,11 +117,11 @@ def print_fit(f, source: str) -> None:
         print("every row was fitted on: no row is left to judge the fit by (--fit-fraction below 1, or --fit-on)")
 
 
-def fitted_toml(f, sc, path: Path, args) -> str:
+def fitted_toml(f, sc, path: Path, source: str) -> str:
     from ..scenariofile import scenario_file
 
     head = [
-        f"# {sc.origin} fitted by pktsim fit to {args.data} (rows {', '.join(str(i + 1) for i in f.fit_rows)})",
+        f"# {sc.origin} fitted by pktsim fit to {source} (rows {', '.join(str(i + 1) for i in f.fit_rows)})",
         f"#   rms relative error on the fitted rows {100 * f.status['rms_rel_error']:.2f}%; "
         f"median |error| on the predicted rows {_pct(f.summary.get('median_abs_error'))}",
     ]

@@ -1,0 +1,200 @@
+"""What ``pktsim observe`` reads, and how each source is parsed: only what the kernel already
+exposes, read-only.
+
+- ``/sys/class/net/IFACE/statistics/*``: the interface's packet, byte and drop counters;
+- ``/proc/interrupts``: the interrupts of the interface's vectors (a line whose name holds
+  the interface's name or its PCI device's), per CPU;
+- ``/proc/net/softnet_stat``: per CPU, frames the NET_RX softirq processed, frames dropped
+  at the backlog, and time squeezes (a poll round that ran out of budget or time);
+- ``/proc/softirqs``: NET_RX and NET_TX softirqs per CPU;
+- ``/proc/stat``: per CPU, the time in hard IRQs, softirqs, system, user and idle (USER_HZ
+  ticks);
+- ``/proc/sys/net/core/*``: the sysctls that bound a poll (``netdev_budget``,
+  ``netdev_budget_usecs``, ``dev_weight``, ``netdev_max_backlog``).
+
+Each parser takes the file's text and its name, and raises :class:`ObserveError` naming
+the file, the line and what was expected.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class ObserveError(ValueError):
+    """A source that is there but cannot be read as expected: names the file and line."""
+
+
+def _err(origin: str, n: int | None, expected: str, got: str = "") -> ObserveError:
+    where = f"{origin}:{n}" if n else origin
+    return ObserveError(f"{where}: {got[:80]!r}: expected {expected}" if got else f"{where}: expected {expected}")
+
+
+STAT_COUNTERS = ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_dropped", "tx_dropped", "rx_missed_errors", "rx_fifo_errors", "rx_errors")
+
+
+def netdev_stats(directory: Path) -> dict[str, int]:
+    """The interface's counters (``statistics/``): those of STAT_COUNTERS it has."""
+    out = {}
+    for name in STAT_COUNTERS:
+        f = directory / name
+        try:
+            text = f.read_text()
+        except OSError:
+            continue
+        try:
+            out[name] = int(text.strip())
+        except ValueError:
+            raise _err(str(f), 1, "a counter (a whole number)", text.strip()) from None
+    if "rx_packets" not in out:
+        raise _err(str(directory), None, "the interface's statistics (rx_packets, tx_packets, ...)")
+    return out
+
+
+def interrupts(text: str, origin: str = "/proc/interrupts") -> tuple[int, dict[str, tuple[str, list[int]]]]:
+    """(CPUs, {irq: (name, per-CPU counts)}) of ``/proc/interrupts``."""
+    lines = text.splitlines()
+    if not lines:
+        raise _err(origin, None, "a header of CPU columns (CPU0 CPU1 ...)")
+    head = lines[0].split()
+    if not head or not all(re.fullmatch(r"CPU\d+", h) for h in head):
+        raise _err(origin, 1, "a header of CPU columns (CPU0 CPU1 ...)", lines[0])
+    cpus = len(head)
+    out = {}
+    for n, line in enumerate(lines[1:], 2):
+        if ":" not in line:
+            raise _err(origin, n, "IRQ: counts per CPU and the handler's name", line)
+        irq, rest = line.split(":", 1)
+        parts = rest.split()
+        counts = []
+        for p in parts[:cpus]:
+            if not p.isdigit():
+                break
+            counts.append(int(p))
+        if len(counts) < cpus:
+            continue  # ERR:, MIS: and the like carry one count for the whole machine
+        name = " ".join(parts[len(counts) :])
+        out[irq.strip()] = (name, counts)
+    return cpus, out
+
+
+def softnet_stat(text: str, origin: str = "/proc/net/softnet_stat") -> list[dict[str, int]]:
+    """Per CPU (one line each, hexadecimal): processed, dropped, time_squeeze."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        parts = line.split()
+        if len(parts) < 3:
+            raise _err(origin, n, "at least three hexadecimal fields (processed, dropped, time_squeeze)", line)
+        try:
+            processed, dropped, squeeze = (int(p, 16) for p in parts[:3])
+        except ValueError:
+            raise _err(origin, n, "hexadecimal fields", line) from None
+        out.append({"processed": processed, "dropped": dropped, "time_squeeze": squeeze})
+    if not out:
+        raise _err(origin, None, "a line per CPU")
+    return out
+
+
+def softirqs(text: str, origin: str = "/proc/softirqs") -> dict[str, list[int]]:
+    """{NET_RX: per CPU, NET_TX: per CPU, ...}."""
+    out = {}
+    lines = text.splitlines()
+    for n, line in enumerate(lines[1:], 2):
+        if ":" not in line:
+            raise _err(origin, n, "NAME: counts per CPU", line)
+        name, rest = line.split(":", 1)
+        try:
+            out[name.strip()] = [int(p) for p in rest.split()]
+        except ValueError:
+            raise _err(origin, n, "whole-number counts per CPU", line) from None
+    if "NET_RX" not in out:
+        raise _err(origin, None, "a NET_RX line")
+    return out
+
+
+STAT_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def proc_stat(text: str, origin: str = "/proc/stat") -> list[dict[str, int]]:
+    """Per CPU, the ticks (USER_HZ) in each of STAT_FIELDS."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = re.match(r"^cpu(\d+)\s+(.*)$", line)
+        if not m:
+            continue
+        parts = m.group(2).split()
+        if len(parts) < len(STAT_FIELDS) or not all(p.isdigit() for p in parts[: len(STAT_FIELDS)]):
+            raise _err(origin, n, f"cpuN and at least {len(STAT_FIELDS)} tick counts", line)
+        out.append(dict(zip(STAT_FIELDS, map(int, parts))))
+    if not out:
+        raise _err(origin, None, "cpu0 ... lines")
+    return out
+
+
+SYSCTLS = ("netdev_budget", "netdev_budget_usecs", "dev_weight", "netdev_max_backlog", "busy_poll", "busy_read")
+
+
+@dataclass
+class Snapshot:
+    """Every source at one instant (``t_ns``: CLOCK_MONOTONIC), and what was missing."""
+
+    t_ns: int
+    netdev: dict[str, dict[str, int]] = field(default_factory=dict)
+    vectors: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # iface -> irq name -> per CPU
+    softnet: list[dict[str, int]] = field(default_factory=list)
+    softirqs: dict[str, list[int]] = field(default_factory=dict)
+    stat: list[dict[str, int]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def _read(path: Path, snap: Snapshot) -> str | None:
+    try:
+        return path.read_text()
+    except OSError as e:
+        snap.missing.append(f"{path}: {e.strerror or e}")
+        return None
+
+
+def pci_device(root: Path, iface: str) -> str:
+    """The PCI address of the interface's device (``0000:03:00.0``), or ""."""
+    try:
+        return Path((root / "sys/class/net" / iface / "device").resolve()).name if (root / "sys/class/net" / iface / "device").exists() else ""
+    except OSError:
+        return ""
+
+
+def take(ifaces: list[str], root: Path = Path("/")) -> Snapshot:
+    """Every source now (``root``: where /proc and /sys are, for saved trees)."""
+    import time
+
+    snap = Snapshot(time.monotonic_ns())
+    for i in ifaces:
+        snap.netdev[i] = netdev_stats(root / "sys/class/net" / i / "statistics")
+    text = _read(root / "proc/interrupts", snap)
+    if text is not None:
+        _, irqs = interrupts(text, str(root / "proc/interrupts"))
+        for i in ifaces:
+            keys = [i] + ([pci_device(root, i)] if pci_device(root, i) else [])
+            snap.vectors[i] = {name: counts for name, counts in irqs.values() if any(k and k in name for k in keys)}
+    text = _read(root / "proc/net/softnet_stat", snap)
+    if text is not None:
+        snap.softnet = softnet_stat(text, str(root / "proc/net/softnet_stat"))
+    text = _read(root / "proc/softirqs", snap)
+    if text is not None:
+        snap.softirqs = softirqs(text, str(root / "proc/softirqs"))
+    text = _read(root / "proc/stat", snap)
+    if text is not None:
+        snap.stat = proc_stat(text, str(root / "proc/stat"))
+    return snap
+
+
+def sysctls(root: Path = Path("/")) -> dict[str, int]:
+    out = {}
+    for k in SYSCTLS:
+        try:
+            out[k] = int((root / "proc/sys/net/core" / k).read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
