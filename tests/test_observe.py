@@ -186,3 +186,36 @@ def test_an_observation_is_a_row_pktsim_fit_takes(tmp_path):
     assert all(r["kind"] == "predicted" for r in rows)
     bad = run_cli("fit", router, "--free", "host.t_irq", "--observed", ROOT / "README.md", check=False)
     assert bad.returncode == 2 and "--observed" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_interfaces_vectors_are_found_by_its_name_or_its_pci_device(tmp_path):
+    """ixgbe names its vectors after the interface (eth1-TxRx-0), mlx5 after the PCI device
+    (mlx5_comp0@pci:0000:03:00.0): a saved tree of each, read as a live one."""
+    import shutil
+
+    def tree(name, interrupts, iface, pci=None):
+        root = tmp_path / name
+        stats = root / "sys/class/net" / iface / "statistics"
+        stats.mkdir(parents=True)
+        for k, v in {"rx_packets": 1000, "tx_packets": 900, "rx_bytes": 64000}.items():
+            (stats / k).write_text(f"{v}\n")
+        if pci:
+            dev = root / "sys/devices/pci0000:00" / pci
+            dev.mkdir(parents=True)
+            (root / "sys/class/net" / iface / "device").symlink_to(dev)
+        (root / "proc/net").mkdir(parents=True)
+        shutil.copy(DATA / interrupts, root / "proc/interrupts")
+        shutil.copy(DATA / "softnet_stat.txt", root / "proc/net/softnet_stat")
+        shutil.copy(DATA / "softirqs.txt", root / "proc/softirqs")
+        shutil.copy(DATA / "stat.txt", root / "proc/stat")
+        return root
+
+    s = src.take(["eth1"], tree("ixgbe", "interrupts-ixgbe.txt", "eth1"))
+    assert sorted(s.vectors["eth1"]) == ["IR-PCI-MSI 1048576-edge eth1-TxRx-0", "IR-PCI-MSI 1048577-edge eth1-TxRx-1", "IR-PCI-MSI 1048578-edge eth1"]
+    s = src.take(["enp3s0"], tree("mlx5", "interrupts-mlx5.txt", "enp3s0", "0000:03:00.0"))
+    assert len(s.vectors["enp3s0"]) == 3 and s.netdev["enp3s0"]["tx_packets"] == 900 and not s.missing
+    # A file that is missing is named, and the rest is read.
+    root = tree("bare", "interrupts-ixgbe.txt", "eth1")
+    (root / "proc/softirqs").unlink()
+    s = src.take(["eth1"], root)
+    assert any("proc/softirqs" in m for m in s.missing) and s.softnet

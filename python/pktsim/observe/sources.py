@@ -165,6 +165,16 @@ def pci_device(root: Path, iface: str) -> str:
         return ""
 
 
+def names_vector(handler: str, iface: str, device: str = "") -> bool:
+    """Whether an interrupt's handler name is the interface's: its name as a whole word
+    (``eth1-TxRx-0`` is eth1's, ``eth10-TxRx-0`` is not) or its device's (an mlx5 vector
+    names the PCI address, a virtio one the virtio device)."""
+    for key in (iface, device):
+        if key and re.search(rf"(?<![\w.]){re.escape(key)}(?![\w.])", handler):
+            return True
+    return False
+
+
 def take(ifaces: list[str], root: Path = Path("/")) -> Snapshot:
     """Every source now (``root``: where /proc and /sys are, for saved trees)."""
     import time
@@ -176,8 +186,7 @@ def take(ifaces: list[str], root: Path = Path("/")) -> Snapshot:
     if text is not None:
         _, irqs = interrupts(text, str(root / "proc/interrupts"))
         for i in ifaces:
-            keys = [i] + ([pci_device(root, i)] if pci_device(root, i) else [])
-            snap.vectors[i] = {name: counts for name, counts in irqs.values() if any(k and k in name for k in keys)}
+            snap.vectors[i] = {name: counts for name, counts in irqs.values() if names_vector(name, i, pci_device(root, i))}
     text = _read(root / "proc/net/softnet_stat", snap)
     if text is not None:
         snap.softnet = softnet_stat(text, str(root / "proc/net/softnet_stat"))
