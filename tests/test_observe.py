@@ -89,7 +89,8 @@ def test_observe_on_this_machine_is_cheap_and_says_what_it_read(tmp_path):
     assert json.loads(out.read_text()) == op
     assert op["window_s"] == pytest.approx(0.3, abs=0.05) and len(op["series"]) == 3
     assert {"received_pps", "offered_pps", "cpu_per_core", "softirqs_per_s", "overhead", "sysctls", "sources"} <= set(op)
-    assert op["overhead"]["share_of_one_cpu"] < 0.25
+    # A fixed cost (perf's start, when it counts polls) over a short window.
+    assert op["overhead"]["cpu_s"] < 0.3
     for args, msg in (
         (["--iface", "nope0"], "--iface nope0: no such interface"),
         (["--iface", "lo", "--duration", "7200s"], "--duration 7200s: expected"),
@@ -121,7 +122,7 @@ def test_observe_reads_the_rate_the_testbed_forwards():
     from pktsim.testbed.topology import DUT, DUT_IN
 
     tb = subprocess.Popen(
-        [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "30kpps", "--duration", "4s", "--repetitions", "1", "--json"],
+        [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "30kpps", "--duration", "6s", "--repetitions", "1", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -137,7 +138,7 @@ def test_observe_reads_the_rate_the_testbed_forwards():
         time.sleep(2.0)  # the sink, then the generator, start
         p = subprocess.run(
             [
-                *("ip", "netns", "exec", DUT, sys.executable, "-m", "pktsim", "observe", "--iface", DUT_IN, "--duration", "1s", "--json"),
+                *("ip", "netns", "exec", DUT, sys.executable, "-m", "pktsim", "observe", "--iface", DUT_IN, "--duration", "3s", "--json"),
                 *("--model", ROOT / "examples" / "veth-threaded-napi.toml"),
             ],
             capture_output=True,
@@ -151,6 +152,10 @@ def test_observe_reads_the_rate_the_testbed_forwards():
     op = json.loads(p.stdout)
     assert op["received_pps"] == pytest.approx(30e3, rel=0.03)
     assert op["overhead"]["share_of_one_cpu"] < 0.05
+    # Frames per poll (perf, the dut's device alone, the middle 3 s) near the testbed's (its
+    # dut CPU, the whole run): 1.29 against 1.54 on a machine busy with a build.
+    tb_ppp = json.loads(out)["packets_per_poll"]
+    assert 1.0 <= op["packets_per_poll"]["mean"] <= 64 and op["packets_per_poll"]["mean"] == pytest.approx(tb_ppp, rel=0.35)
     # The path's model at the observed rate: every row predicted, the rate within 3%.
     rows = {r["quantity"]: r for r in op["model"]["rows"]}
     assert all(r["kind"] == "predicted" for r in rows.values())

@@ -3,6 +3,7 @@ in another directory, a scenario whose cost profile is a relative path, then no 
 left; and `--dask` without the distributed package. Runs in `make test` (about 30 s)."""
 
 import io
+import json
 import os
 import socket
 import subprocess
@@ -91,6 +92,15 @@ def test_a_real_cluster_started_elsewhere_runs_a_relative_profile_then_losing_ev
             assert df[col].tolist() == ref[col].tolist(), col
         # ... and the profile applied: 1,000 cycles per packet at 2 GHz, not the default's cost.
         assert ref["t_proc_ns"].iloc[0] == pytest.approx(500.0, rel=0.01)
+
+        # pktsim fit's runs go to the cluster too, and fit the same as on one process.
+        (project / "m.csv").write_text("traffic.rate,cpu_per_frame\n0.5Mpps,700ns\n1Mpps,650ns\n")
+        fit = [sys.executable, "-m", "pktsim", "fit", "scenarios/s.toml", "--data", "m.csv", "--free", "host.t_poll", "--fit-fraction", "1", "--max-runs", "24"]
+        on_dask = subprocess.run([*fit, "--dask", address, "--json"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert on_dask.returncode == 0, on_dask.stderr
+        alone = subprocess.run([*fit, "--jobs", "1", "--json"], cwd=project, env=env, capture_output=True, text=True, timeout=120)
+        assert alone.returncode == 0, alone.stderr
+        assert json.loads(on_dask.stdout) == json.loads(alone.stdout)
 
         _stop(workers)
         t0 = time.monotonic()

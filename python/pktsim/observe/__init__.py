@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from . import polls
 from .sources import ObserveError, Snapshot, sysctls, take
 
 __all__ = ["observe", "point", "ObserveError"]
@@ -143,7 +144,8 @@ def observe(
         if not (r / "sys/class/net" / i).exists():
             have = ", ".join(sorted(p.name for p in (r / "sys/class/net").iterdir())) if (r / "sys/class/net").is_dir() else "none"
             raise ObserveError(f"--iface {i}: no such interface (have: {have})")
-    own0 = resource.getrusage(resource.RUSAGE_SELF)
+    own0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    counting, why = polls.start(ifaces, duration_s) if str(r) == "/" else (None, "")
     first = prev = take(list(ifaces), r)
     series = []
     end = first.t_ns + int(duration_s * 1e9)
@@ -164,9 +166,24 @@ def observe(
             if last.t_ns >= end:
                 break
         time.sleep(min(0.05, max(0.0, (min(nxt, end) - time.monotonic_ns()) / 1e9)))
-    own1 = resource.getrusage(resource.RUSAGE_SELF)
+    n_polls = None
+    if counting is not None:
+        n_polls, why = polls.counts(counting, ifaces, 10.0)
+    own1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     out = point(first, last, ifaces)
-    cpu_s = (own1.ru_utime + own1.ru_stime) - (own0.ru_utime + own0.ru_stime)
+    if n_polls is not None:
+        total = sum(n_polls.values())
+        out["polls_per_s"] = total / out["window_s"]
+        frames = out["received_pps"] * out["window_s"]
+        out["packets_per_poll"] = {"mean": frames / total if total else None}
+        out["polls_per_packet"] = total / frames if frames else None
+        for i in ifaces:
+            out["interfaces"][i]["polls_per_s"] = n_polls[i] / out["window_s"]
+        out["sources"]["polls_per_s"] = "perf stat -a -e napi:napi_poll, filtered by device (counted, then disabled)"
+    elif why:
+        out["missing"].append(why)
+    # Its own CPU time and its children's (perf, when it counts polls).
+    cpu_s = sum((b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime) for a, b in zip(own0, own1))
     out["overhead"] = {"cpu_s": cpu_s, "share_of_one_cpu": cpu_s / out["window_s"]}
     out["sysctls"] = sysctls(r)
     if series:
