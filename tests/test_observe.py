@@ -224,3 +224,29 @@ def test_the_interfaces_vectors_are_found_by_its_name_or_its_pci_device(tmp_path
     (root / "proc/softirqs").unlink()
     s = src.take(["eth1"], root)
     assert any("proc/softirqs" in m for m in s.missing) and s.softnet
+
+
+def test_tune_starts_from_an_observation(tmp_path):
+    obs = tmp_path / "obs.json"
+    obs.write_text(json.dumps({"offered_pps": 250_000, "received_pps": 250_000, "loss_ratio": 0.0, "interfaces": {"eth1": {"mean_frame_bytes": 60}}}))
+    t = json.loads(
+        run_cli(
+            "tune",
+            ROOT / "examples" / "napi-deferral.toml",
+            "--from-observed",
+            obs,
+            "--minimize",
+            "cpu",
+            "--budget",
+            "8",
+            "--replications",
+            "1",
+            "--jobs",
+            "1",
+            "--json",
+        ).stdout
+    )
+    assert t["load_pps"] == pytest.approx(250_000) and "traffic.size=64B" in t["sets"]
+    (tmp_path / "idle.json").write_text(json.dumps({"offered_pps": 0, "received_pps": 0, "loss_ratio": 0.0, "interfaces": {}}))
+    p = run_cli("tune", ROOT / "examples" / "napi-deferral.toml", "--from-observed", tmp_path / "idle.json", "--minimize", "cpu", check=False)
+    assert p.returncode == 2 and "no traffic in its window" in p.stderr

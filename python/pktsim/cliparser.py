@@ -105,3 +105,48 @@ def add_observe(sub, func) -> None:
         help="also run this scenario (e.g. pktsim import-host's) at the observed offered rate and frame size, and print observed vs predicted",
     )
     o.set_defaults(func=func)
+
+
+def add_tune(sub, func) -> None:
+    """``pktsim tune``'s parser."""
+    tu = sub.add_parser("tune", help="recommend the kernel knobs for a latency, loss or CPU target, with the commands that apply them")
+    tu.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file (today's configuration)")
+    tu.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key (repeatable)")
+    tu.add_argument("--load", metavar="RATE", help="the target load, e.g. 300kpps (the objectives are read there)")
+    tu.add_argument("--load-range", metavar="LO:HI", help="loads the constraints must hold at, e.g. 50kpps:1Mpps (--loads of them, log-spaced)")
+    tu.add_argument("--loads", type=int, default=5, metavar="N", help="loads over --load-range (default 5)")
+    tu.add_argument(
+        "--minimize",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="an objective (repeatable): cpu, cpu_ns_per_packet, latency_ns.p99, ... (any figure of run --json)",
+    )
+    tu.add_argument("--maximize", action="append", default=[], metavar="METRIC", help="an objective to maximise, e.g. throughput_pps")
+    tu.add_argument(
+        "--subject-to", action="append", default=[], metavar="CONSTRAINT", help='a constraint (repeatable), e.g. "latency_ns.p99 <= 50us", "loss_ratio <= 1e-4"'
+    )
+    tu.add_argument(
+        "--knobs",
+        action="append",
+        metavar="KNOB,...",
+        help="knobs to turn (default: every one that applies): nic.itr, nic.napi, socket.busy_poll, host.budget, nic.rx_ring, nic.tx_ring, "
+        "host.af_xdp.batch, cpu.cores; or one key, narrowed: nic.itr.interval=10us:200us",
+    )
+    tu.add_argument("--list-knobs", action="store_true", help="list the knobs, their keys and legal values (for FILE, if given) and exit")
+    tu.add_argument("--node", type=int, metavar="I", help="for a chain file: the node whose knobs to tune (default: the bottleneck the model names)")
+    tu.add_argument(
+        "--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)"
+    )
+    tu.add_argument("--replications", type=int, metavar="N", help="runs per candidate and load (default: 1 if two seeds give the same figures, else 3)")
+    tu.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the search (the scenario's seed drives the runs)")
+    tu.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")
+    tu.add_argument("--dask", metavar="ADDR", help="run candidates on a Dask cluster, e.g. tcp://host:8786")
+    tu.add_argument("-o", "--output", metavar="DIR", help="write DIR/tuned.toml, DIR/apply.sh, DIR/pareto.png and DIR/tune.json")
+    tu.add_argument("--json", action="store_true", help="print one JSON object")
+    tu.add_argument(
+        "--from-observed",
+        metavar="OBS.json",
+        help="start from what pktsim observe -o saw: its offered rate as the load (unless --load or --load-range) and its frame size",
+    )
+    tu.set_defaults(func=func, output_dirs=("output",))

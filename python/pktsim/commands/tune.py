@@ -22,7 +22,13 @@ def cmd_tune(args) -> int:
         raise UsageError("tune: give a scenario FILE")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
-    sc = Scenario.load(args.file, args.set)
+    sets = list(args.set)
+    if args.from_observed:
+        observed = _observed(args.from_observed)
+        sets = [f"{k}={v}" for k, v in observed.items() if k == "traffic.size"] + sets
+        if not args.load and not args.load_range:
+            args.load = observed["traffic.rate"]
+    sc = Scenario.load(args.file, sets)
     if args.output:
         _writable_dir("-o", args.output)
     spec = [k for item in (args.knobs or []) for k in _split_knobs(item)] or None
@@ -110,3 +116,23 @@ def _split_knobs(item: str) -> list:
 
 def _looks_like_knob(text: str) -> bool:
     return "." in text and text.split(".")[0] in ("nic", "host", "socket", "cpu", "app", "traffic")
+
+
+def _observed(path: str) -> dict:
+    """What ``pktsim observe -o`` saw, as ``--set`` values (``traffic.rate``, ``traffic.size``)."""
+    import json
+    from pathlib import Path
+
+    from ..observe import as_data_row
+
+    try:
+        op = json.loads(Path(path).read_text())
+        row = as_data_row(op)
+    except OSError as e:
+        raise UsageError(f"--from-observed {path}: cannot read it ({e.strerror or e})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise UsageError(f"--from-observed {path}: not an observation of pktsim observe -o ({type(e).__name__}: {e})") from None
+    if not op.get("offered_pps", 0) > 0:
+        raise UsageError(f"--from-observed {path}: no traffic in its window (offered 0 pps); expected an observation of a loaded host")
+    return row
+
