@@ -250,3 +250,21 @@ def test_tune_starts_from_an_observation(tmp_path):
     (tmp_path / "idle.json").write_text(json.dumps({"offered_pps": 0, "received_pps": 0, "loss_ratio": 0.0, "interfaces": {}}))
     p = run_cli("tune", ROOT / "examples" / "napi-deferral.toml", "--from-observed", tmp_path / "idle.json", "--minimize", "cpu", check=False)
     assert p.returncode == 2 and "no traffic in its window" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "saved, iface, device, vectors",
+    [
+        ("interrupts-ixgbe.txt", "eth1", "0000:01:00.0", {"24", "25", "26"}),
+        ("interrupts-mlx5.txt", "enp3s0", "0000:03:00.0", {"40", "41", "42"}),
+        ("interrupts-virtio.txt", "eth0", "virtio2", {"24", "25", "26"}),
+        ("interrupts-i40e.txt", "ens785f0", "0000:5e:00.0", {"120", "121", "122"}),
+        ("interrupts-ice.txt", "ens1f0", "0000:3b:00.0", {"150", "151", "152"}),
+    ],
+)
+def test_each_drivers_vectors_are_the_interfaces_and_only_its(saved, iface, device, vectors):
+    """ixgbe, i40e and ice name their vectors after the interface (i40e-ens785f0-TxRx-0),
+    mlx5 after the PCI device, virtio after the virtio device; a neighbour (eth10,
+    ens785f1, virtio3) is not taken."""
+    _, irqs = src.interrupts((DATA / saved).read_text())
+    assert {irq for irq, (name, _) in irqs.items() if src.names_vector(name, iface, device)} == vectors
