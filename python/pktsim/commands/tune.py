@@ -135,4 +135,3 @@ def _observed(path: str) -> dict:
     if not op.get("offered_pps", 0) > 0:
         raise UsageError(f"--from-observed {path}: no traffic in its window (offered 0 pps); expected an observation of a loaded host")
     return row
-
