@@ -68,3 +68,15 @@ def test_a_table_too_wide_to_wrap_leaves_out_its_optional_columns_and_says_so(mo
     monkeypatch.setenv("COLUMNS", "40")
     text = fit_lines("summary (000): 2 predicted rows: |error| median 8.61%, worst 14.50% (R_max ratio, 752,138 routes)\n  short")
     assert all(len(x) <= 40 for x in text.splitlines()) and text.splitlines()[-1] == "  short"
+
+
+def test_every_line_of_a_chains_model_fits_the_terminal():
+    import os
+    import subprocess
+    import sys
+
+    from conftest import EXAMPLES
+
+    env = {**os.environ, "COLUMNS": "80"}
+    p = subprocess.run([sys.executable, "-m", "pktsim", "model", EXAMPLES / "router-firewall-chain.toml"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0 and max(len(x) for x in p.stdout.splitlines()) <= 80, p.stdout

@@ -83,14 +83,18 @@ def format_chain_model(p: dict, origin: str) -> str:
         mark = "  <- bottleneck" if i == p["bottleneck_node"] else ""
         rows.append([str(i), name, si(n["capacity_pps"], "pps"), n["bottleneck"], inbound, f"{100 * n['cpu_load']:.1f} %{mark}"])
     b = p["bottleneck_node"]
+    from ..textio import fit_lines
+
     return "\n".join(
         [
-            f"pktsim model: chain {p['name']}  ({origin}), {len(p['nodes'])} nodes",
+            fit_lines(f"pktsim model: chain {p['name']}  ({origin}), {len(p['nodes'])} nodes"),
             "",
-            table(rows, ["node", "name", "loss-free capacity", "limited by", "inbound link", "CPU load"], "llrlrl", width=None),
+            table(rows, ["node", "name", "loss-free capacity", "limited by", "inbound link", "CPU load"], "llrlrl"),
             "",
-            f"  chain capacity {si(p['r_max_pps'], 'pps')}: node {b} ({p['node_names'][b]}, {p['bottleneck']}); "
-            f"offered {si(p['offered_pps'], 'pps')}, predicted {si(p['predicted_pps'], 'pps')}" + (" (saturated)" if p["saturated"] else ""),
+            fit_lines(
+                f"  chain capacity {si(p['r_max_pps'], 'pps')}: node {b} ({p['node_names'][b]}, {p['bottleneck']}); "
+                f"offered {si(p['offered_pps'], 'pps')}, predicted {si(p['predicted_pps'], 'pps')}" + (" (saturated)" if p["saturated"] else "")
+            ),
         ]
     )
 
