@@ -23,20 +23,12 @@ def _rows_option(text: str) -> list[int]:
 
 def _observed_rows(paths: list[str]) -> list[dict]:
     """Each ``pktsim observe -o`` file as a row of measurements."""
-    import json
+    from ..observe import ObserveError, load
 
-    from ..observe import as_data_row
-
-    rows = []
-    for p in paths:
-        try:
-            op = json.loads(Path(p).read_text())
-            rows.append(as_data_row(op))
-        except OSError as e:
-            raise UsageError(f"--observed {p}: cannot read it ({e.strerror or e})") from None
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise UsageError(f"--observed {p}: not an observation of pktsim observe -o ({type(e).__name__}: {e})") from None
-    return rows
+    try:
+        return [load(p)[1] for p in paths]
+    except ObserveError as e:
+        raise UsageError(f"--observed {e}") from None
 
 
 def _split(text: str | None) -> list[str] | None:

@@ -120,18 +120,12 @@ def _looks_like_knob(text: str) -> bool:
 
 def _observed(path: str) -> dict:
     """What ``pktsim observe -o`` saw, as ``--set`` values (``traffic.rate``, ``traffic.size``)."""
-    import json
-    from pathlib import Path
-
-    from ..observe import as_data_row
+    from ..observe import ObserveError, load
 
     try:
-        op = json.loads(Path(path).read_text())
-        row = as_data_row(op)
-    except OSError as e:
-        raise UsageError(f"--from-observed {path}: cannot read it ({e.strerror or e})") from None
-    except (ValueError, KeyError, TypeError, AttributeError) as e:
-        raise UsageError(f"--from-observed {path}: not an observation of pktsim observe -o ({type(e).__name__}: {e})") from None
+        op, row = load(path)
+    except ObserveError as e:
+        raise UsageError(f"--from-observed {e}") from None
     if not op.get("offered_pps", 0) > 0:
         raise UsageError(f"--from-observed {path}: no traffic in its window (offered 0 pps); expected an observation of a loaded host")
     return row

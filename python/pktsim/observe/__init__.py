@@ -195,6 +195,23 @@ def observe(
 SERIES_KEYS = ("received_pps", "transmitted_pps", "offered_pps", "irq_per_s", "softirqs_per_s", "time_squeeze", "cpu_utilization", "loss_ratio")
 
 
+def load(path: str | Path) -> tuple[dict, dict]:
+    """A saved observation (``pktsim observe -o``) and its row of measurements
+    (:func:`as_data_row`); ObserveError ``PATH: why`` when it cannot be read as one."""
+    import json
+
+    from ..textio import InputFileError, read_input_text
+
+    try:
+        # A regular file of bounded size (a device such as /dev/zero is refused, not read).
+        op = json.loads(read_input_text(path, "observation"))
+        return op, as_data_row(op)
+    except InputFileError as e:
+        raise ObserveError(str(e)) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ObserveError(f"{path}: not an observation of pktsim observe -o ({type(e).__name__}: {e})") from None
+
+
 def as_data_row(op: dict) -> dict:
     """An observation as a row of measurements ``pktsim fit`` takes: the offered rate and
     frame size it saw, and its CPU per frame (hard IRQ and softirq time), interrupts,
