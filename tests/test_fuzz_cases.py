@@ -425,6 +425,7 @@ def _set_value(rng) -> str:
 # The bundled trace, for trace-info to read as it is and mutated.
 TRACE_FILE = ROOT / "examples" / "trace-small.pcap"
 TRACE = TRACE_FILE.read_bytes()
+OBSERVATION = b'{"offered_pps": 250000, "received_pps": 250000, "loss_ratio": 0.0, "interfaces": {"eth1": {"mean_frame_bytes": 60}}}'
 FIT_DATA = b"traffic.rate,cpu_per_frame,latency_ns.p50\n100kpps,1.5us,10us\n200kpps,1.1us,9.5us\n400kpps,0.8us,8.5us\n"
 FIT_FREE = ["host.t_irq", "host.t_irq,host.t_poll", "host.t_poll=0ns:2us", "host.budget", "bogus", "host.t_irq=5us:1us", "traffic.rate", "", "cpu.frequency"]
 TUNE_METRICS = ["cpu", "cpu", "cpu", "cpu", "p99", "latency_ns.p50", "throughput", "loss_ratio", "nonsense", "", "cpu_per_core", "latency_ns"]
@@ -523,6 +524,10 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
                 argv += ["--replications", rng.choice(["1", "0", "x"])]
             if rng.random() < 0.15:
                 argv += ["-o", rng.choice([str(workdir / f"t{i}"), "/proc/none/t", "/dev/full"])]
+            if rng.random() < 0.1:
+                f = workdir / f"o{i}.json"
+                f.write_bytes(mutate(rng, OBSERVATION)[0])
+                argv += ["--from-observed", rng.choice([str(f), str(f), base, "/dev/zero", str(workdir / "none.json")])]
             if rng.random() < 0.5:
                 argv += ["--json"]
         elif kind < 0.98:  # model --from-measurement
@@ -535,8 +540,10 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.5:
                 argv += ["--json"]
         else:  # schema, profiles, plot
-            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit", "observe"])
-            if c == "observe":
+            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit", "observe", "examples"])
+            if c == "examples":
+                argv = ["examples"] + rng.choice([[], ["--copy", str(workdir / f"ex{i}")], ["--copy", "/proc/none"], ["--copy", str(base)]])
+            elif c == "observe":
                 argv = [
                     "observe",
                     "--iface",
@@ -591,7 +598,7 @@ def test_the_mutators_reach_what_they_should(tmp_path):
     for needle in ("byte flips", "x10", "truncated", "\\x", "NUL", "deleted", "duplicated", "swapped", "retyped", "typo", "nan", "inf"):
         assert needle in whats, needle
     cmds = {c["argv"][0] for c in cs}
-    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info", "fit", "observe"} <= cmds, cmds
+    assert {"run", "model", "sweep", "compare", "schema", "profiles", "plot", "tune", "trace-info", "fit", "observe", "examples"} <= cmds, cmds
     # No default case carries a value that is the Rust side's to reject.
     for c in cs:
         for a in c["argv"]:
