@@ -16,6 +16,7 @@ outputs, any of which may be missing:
 | ``interrupts.txt`` | ``cat /proc/interrupts`` |
 | ``cpuidle.txt`` | ``grep .`` of the cpuidle sysfs files ``CPUIDLE_GLOBS`` names (idle states, governor) |
 | ``cpufreq.txt`` | ``grep .`` of the cpufreq sysfs files ``CPUFREQ_GLOBS`` names (clock governor, lowest clock) |
+| ``napi.txt`` | ``grep .`` of the interface's NAPI files ``NAPI_FILES`` names (threaded NAPI, deferral) |
 
 Every value in the scenario says where it came from; what had to be guessed (an unknown
 driver's link rate, a missing file) says so. The per-packet costs are not on the machine:
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from . import schema_info
 from .errors import ScenarioError
+from .hostpower import CPUFREQ_GLOBS, CPUIDLE_GLOBS, _int, parse_cpufreq, parse_cpuidle
 from .tomlread import tomllib
 
 FILES = (
@@ -46,32 +48,12 @@ FILES = (
     "interrupts.txt",
     "cpuidle.txt",
     "cpufreq.txt",
+    "napi.txt",
 )
 
-# Where cpuidle shows a core's states and governor (Documentation/admin-guide/pm/cpuidle.rst),
-# and the haltpoll governor's parameters (Documentation/virt/guest-halt-polling.rst).
-CPUIDLE_GLOBS = (
-    "/sys/devices/system/cpu/cpuidle/current_driver",
-    "/sys/devices/system/cpu/cpuidle/current_governor",
-    "/sys/devices/system/cpu/cpu0/cpuidle/state*/name",
-    "/sys/devices/system/cpu/cpu0/cpuidle/state*/latency",
-    "/sys/devices/system/cpu/cpu0/cpuidle/state*/residency",
-    "/sys/devices/system/cpu/cpu0/cpuidle/state*/disable",
-    "/sys/module/haltpoll/parameters/guest_halt_poll_ns",
-    "/sys/module/haltpoll/parameters/guest_halt_poll_grow",
-    "/sys/module/haltpoll/parameters/guest_halt_poll_grow_start",
-    "/sys/module/haltpoll/parameters/guest_halt_poll_shrink",
-)
-# Where cpufreq shows a core's clock policy (Documentation/admin-guide/pm/cpufreq.rst).
-CPUFREQ_GLOBS = (
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_min_freq",
-    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq",
-)
-# States that flush the core's L1 and L2 (C3 and deeper on Intel): their exit refills them.
-FLUSHING_STATE = re.compile(r"^C([3-9]|10)", re.I)
-
+# The interface's NAPI settings in sysfs (Documentation/ABI/testing/sysfs-class-net,
+# Documentation/networking/napi.rst): a NAPI thread per queue, and hard-IRQ deferral.
+NAPI_FILES = ("threaded", "napi_defer_hard_irqs", "gro_flush_timeout")
 # Link rates of common drivers when `ethtool IFACE` is not at hand (their usual parts).
 DRIVER_LINK = {
     "ixgbe": ("10Gbit/s", "82599 / X540 / X550: 10 GbE"),
@@ -114,11 +96,6 @@ def _kv(text: str, sep: str = ":") -> list[tuple[str, str, int]]:
             k, v = line.split(sep, 1)
             out.append((k.strip(), v.strip(), n))
     return out
-
-
-def _int(v: str) -> int | None:
-    m = re.match(r"^(\d+)$", v.strip())
-    return int(m.group(1)) if m else None
 
 
 def _current(text: str) -> list[tuple[str, str, int]]:
@@ -318,98 +295,31 @@ def parse_interrupts(text: str, host: Host, name: str) -> None:
         host.notes.append(f"{len(vectors)} interrupt vectors of {host.iface} in /proc/interrupts ({name})")
 
 
-def parse_cpuidle(text: str, host: Host, name: str) -> None:
-    """`grep .` of the cpuidle sysfs files: ``PATH:VALUE`` lines."""
-    states: dict[int, dict[str, tuple[str, int]]] = {}
-    params: dict[str, tuple[str, int]] = {}
+def parse_napi(text: str, host: Host, name: str) -> None:
+    """`grep .` of /sys/class/net/IFACE/{threaded,napi_defer_hard_irqs,gro_flush_timeout}:
+    ``PATH:VALUE`` lines."""
+    io = host_io(host.driver)
     for n, line in enumerate(text.splitlines(), 1):
-        path, sep, value = line.partition(":")
-        if not sep:
+        path, sep, value = line.rpartition(":")
+        knob = path.rsplit("/", 1)[-1]
+        if not sep or knob not in NAPI_FILES:
             continue
-        value = value.strip()
-        m = re.search(r"/state(\d+)/(name|latency|residency|disable)$", path)
-        if m:
-            states.setdefault(int(m.group(1)), {})[m.group(2)] = (value, n)
+        v = _int(value)
+        if v is None:
+            host.notes.append(f"{knob} = {value.strip()}: not a whole number, not imported ({name}:{n})")
+            continue
+        if knob == "threaded":
+            if io == "threaded-napi":
+                if v == 0:
+                    host.notes.append(f"threaded = 0: veth's NAPI runs in the NET_RX softirq, where pktsim's veth path has a thread ({name}:{n})")
+                continue
+            key, toml, what = "threaded", "true" if v else "false", "a kernel thread per NAPI" if v else "NAPI in the NET_RX softirq"
+        elif knob == "napi_defer_hard_irqs":
+            key, toml, what = "defer_hard_irqs", str(v), "empty polls before the interrupt is unmasked"
         else:
-            params[path.rsplit("/", 1)[-1]] = (value, n)
-    where = lambda key: f"{name}:{params[key][1]}"  # noqa: E731
-    governor = params.get("current_governor", ("", 0))[0]
-    driver = params.get("current_driver", ("", 0))[0]
-    if governor in ("menu", "teo", "haltpoll"):
-        host.set("cpu.idle", "governor", f'"{governor}"', f"cpuidle: current_governor {governor} ({where('current_governor')})")
-    elif governor:
-        host.notes.append(f"cpuidle governor {governor!r} ({name}): pktsim has menu, teo and haltpoll; menu is used")
-    rows = []
-    for k in sorted(states):
-        st = states[k]
-        if not all(f in st for f in ("name", "latency", "residency")):
-            host.notes.append(f"{name}: state{k} lacks its name, latency or residency: left out")
-            continue
-        lat, res = _int(st["latency"][0]), _int(st["residency"][0])
-        if lat is None or res is None:
-            host.notes.append(f"{name}: state{k} latency {st['latency'][0]!r} / residency {st['residency'][0]!r}: not numbers, left out")
-            continue
-        nm = st["name"][0].replace('"', "'")[:32] or f"state{k}"
-        row = f'{{ name = "{nm}", latency = "{lat}us", residency = "{res}us"'
-        if FLUSHING_STATE.match(nm):
-            row += ", flush = true"
-        if st.get("disable", ("0", 0))[0] not in ("0", ""):
-            row += ", disable = true"
-        rows.append(row + " }")
-    if rows:
-        host.set("cpu.idle", "states", "[" + ", ".join(rows[:16]) + "]", f"cpuidle: {len(rows)} states of cpu0, driver {driver or 'unknown'} ({name})")
-    elif driver in ("", "none"):
-        host.notes.append(f"{name}: no cpuidle driver: the core halts when idle (HLT); pktsim's default states are used")
-    if governor == "haltpoll":
-        for key, ours in (
-            ("guest_halt_poll_ns", "guest_halt_poll"),
-            ("guest_halt_poll_grow_start", "guest_halt_poll_grow_start"),
-        ):
-            v = _int(params.get(key, ("", 0))[0])
-            if v is not None:
-                host.set("cpu.idle", ours, f'"{v}ns"', f"haltpoll.{key} {v} ({where(key)})")
-        for key in ("guest_halt_poll_grow", "guest_halt_poll_shrink"):
-            v = _int(params.get(key, ("", 0))[0])
-            if v is not None and 0 <= v <= 1024:
-                host.set("cpu.idle", key, str(v), f"haltpoll.{key} {v} ({where(key)})")
-
-
-def parse_cpufreq(text: str, host: Host, name: str) -> None:
-    """`grep .` of the cpufreq sysfs files: ``PATH:VALUE`` lines (clocks in kHz)."""
-    params = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        path, sep, value = line.partition(":")
-        if sep:
-            params[path.rsplit("/", 1)[-1]] = (value.strip(), n)
-    get = lambda key: params.get(key, ("", 0))[0]  # noqa: E731
-    where = lambda key: f"{name}:{params[key][1]}"  # noqa: E731
-    governor, driver = get("scaling_governor"), get("scaling_driver")
-    ours = {"schedutil": "schedutil", "powersave": "powersave" if driver == "intel_pstate" else None}.get(governor)
-    if governor == "performance":
-        host.notes.append(f"cpufreq governor performance ({where('scaling_governor')}): every cost at cpu.frequency")
-        return
-    if ours is None:
-        if governor:
-            host.notes.append(
-                f"cpufreq governor {governor!r} of {driver or 'an unknown driver'} ({name}): pktsim has performance, "
-                "intel_pstate's powersave and schedutil; the clock is taken as fixed at cpu.frequency"
-            )
-        return
-    low, high = _int(get("scaling_min_freq")), _int(get("scaling_max_freq"))
-    if not low:
-        host.notes.append(f"{name}: scaling_min_freq missing: the clock is taken as fixed at cpu.frequency")
-        return
-    freq = host.get("cpu", "frequency")
-    top_ghz = high / 1e6 if high else (float(freq.strip('"').removesuffix("GHz")) if freq and freq.endswith('GHz"') else None)
-    if top_ghz is None or low / 1e6 > top_ghz:
-        host.notes.append(f"{name}: scaling_min_freq {low} kHz above the clock at full load: the clock is taken as fixed")
-        return
-    if high:
-        host.set("cpu", "frequency", f'"{high / 1e6:g}GHz"', f"cpufreq: scaling_max_freq {high} kHz, the clock at full load ({where('scaling_max_freq')})")
-    host.set("cpu.freq", "governor", f'"{ours}"', f"cpufreq: scaling_governor {governor}, driver {driver or 'unknown'} ({where('scaling_governor')})")
-    host.set("cpu.freq", "min", f'"{low / 1e6:g}GHz"', f"cpufreq: scaling_min_freq {low} kHz ({where('scaling_min_freq')})")
-    if ours == "powersave":
-        host.notes.append("intel_pstate powersave: modelled without HWP (1.25 x max x busy); with HWP the processor picks the clock itself")
+            key, toml, what = "gro_flush_timeout", f'"{v}ns"', "the deferral timer"
+        if schema_info.io_mode(io).reads(f"nic.napi.{key}"):
+            host.set("nic.napi", key, toml, f"sysfs {knob} = {v}: {what} ({name}:{n})")
 
 
 PARSERS = {
@@ -423,6 +333,7 @@ PARSERS = {
     "interrupts.txt": parse_interrupts,
     "cpuidle.txt": parse_cpuidle,
     "cpufreq.txt": parse_cpufreq,
+    "napi.txt": parse_napi,
 }
 
 
@@ -471,8 +382,9 @@ def _iface_from_texts(texts: dict[str, str]) -> str | None:
     return None
 
 
-def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
-    """Run the tools on this machine (ethtool and sysctl may be missing: then defaults)."""
+def from_live(iface: str | None = None, timeout_s: float = 5.0, files: tuple[str, ...] = FILES) -> Host:
+    """Run the tools on this machine (ethtool and sysctl may be missing: then defaults);
+    ``files``: only what these saved files would hold."""
     if iface is None:
         iface = next((p.name for p in sorted(Path("/sys/class/net").iterdir()) if p.name != "lo"), "eth0")
     commands = {
@@ -486,7 +398,7 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
     }
     texts = {}
     for name, cmd in commands.items():
-        if shutil.which(cmd[0]) is None:
+        if name not in files or shutil.which(cmd[0]) is None:
             continue
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
@@ -495,11 +407,13 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0) -> Host:
         if p.returncode == 0:
             texts[name] = p.stdout
     try:
-        texts["interrupts.txt"] = Path("/proc/interrupts").read_text()
+        if "interrupts.txt" in files:
+            texts["interrupts.txt"] = Path("/proc/interrupts").read_text()
     except OSError:
         pass
-    for name, globs in (("cpuidle.txt", CPUIDLE_GLOBS), ("cpufreq.txt", CPUFREQ_GLOBS)):
-        text = _grep_sysfs(globs)
+    napi = tuple(f"/sys/class/net/{iface}/{f}" for f in NAPI_FILES)
+    for name, globs in (("cpuidle.txt", CPUIDLE_GLOBS), ("cpufreq.txt", CPUFREQ_GLOBS), ("napi.txt", napi)):
+        text = _grep_sysfs(globs) if name in files else None
         if text:
             texts[name] = text
     return from_texts(texts, iface, origin="live ")
@@ -563,7 +477,7 @@ def to_toml(host: Host, source: str, load: Value | None = None) -> str:
         }
     if not schema_info.io_mode(io).reads("host.softirq"):
         s.pop("cpu.sched", None)  # (the fair class runs on the cores of a device's NAPI)
-    order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "cpu.sched", "link", "traffic", "cost", "nic", "nic.itr", "host"]
+    order = ["cpu", "cpu.caches", "cpu.idle", "cpu.freq", "cpu.sched", "link", "traffic", "cost", "nic", "nic.itr", "nic.napi", "host"]
     defaults = {
         "traffic": {
             "rate": load or Value('"10%"', "a light load to start from; sweep it"),
