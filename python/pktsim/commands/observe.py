@@ -45,7 +45,7 @@ def cmd_observe(args) -> int:
         from ..observe import compare
         from ..reproduce.rows import summary
 
-        op["model"] = {"scenario": args.model, "rows": compare(op, model)}
+        op["model"] = {"scenario": args.model, **compare(op, model)}
         op["model"]["summary"] = summary(op["model"]["rows"])
     if args.output:
         _write_file("-o", args.output, json_text(op) + "\n")
@@ -72,13 +72,33 @@ def cmd_observe(args) -> int:
     add("softirqs_per_packet", op.get("softirqs_per_packet"), f"{op.get('softirqs_per_packet') or 0:.3f}")
     add("time_squeeze", op.get("time_squeeze"), f"{op.get('time_squeeze') or 0:,} in the window")
     add("softirq_ns_per_packet", op.get("softirq_ns_per_packet"), f"{(op.get('softirq_ns_per_packet') or 0) / 1e3:.2f} us")
+    add("polls_per_s", op.get("polls_per_s"), f"{op.get('polls_per_s') or 0:,.0f} /s, {(op.get('packets_per_poll') or {}).get('mean') or 0:.2f} frames a poll")
+    add("wakeups_per_packet", op.get("wakeups_per_packet"), f"{op.get('wakeups_per_packet') or 0:.3f} ({op.get('wakeups_per_s') or 0:,.0f} /s)")
+    add(
+        "napi_thread_ns_per_packet",
+        op.get("napi_thread_ns_per_packet"),
+        f"{(op.get('napi_thread_ns_per_packet') or 0) / 1e3:.2f} us ({100 * (op.get('napi_thread_cpu') or 0):.1f}% of a CPU)",
+    )
+    add("cpu_ns_per_packet", op.get("cpu_ns_per_packet"), f"{(op.get('cpu_ns_per_packet') or 0) / 1e3:.2f} us")
+    for i, entry in op["interfaces"].items():
+        lost = {k: v for k, v in (entry.get("lost_per_s") or {}).items() if v}
+        if lost:
+            rows.append([f"{i} lost (ethtool -S)", ", ".join(f"{k} {v:,.1f}/s" for k, v in sorted(lost.items())), "the driver's counters of lost frames"])
     if "cpu_by_context" in op:
         ctx = op["cpu_by_context"]
         rows.append(["cpu_by_context", ", ".join(f"{k} {100 * v:.1f}%" for k, v in ctx.items()), src.get("cpu_by_context", "")])
         rows.append(["cpu_per_core", ", ".join(f"{100 * v:.0f}%" for v in op["cpu_per_core"]), "/proc/stat: busy share of each CPU"])
     print(table(rows, ["figure", "value", "from"], "lrl"))
+    for i, knobs in (op.get("knobs") or {}).items():
+        if knobs:
+            print(fit_lines(f"knobs of {i}: " + ", ".join(f"{k}={v['value']}" for k, v in knobs.items())))
     ov = op["overhead"]
-    print(fit_lines(f"overhead: {ov['cpu_s'] * 1e3:.1f} ms of CPU in the window ({100 * ov['share_of_one_cpu']:.2f}% of one CPU)"))
+    print(
+        fit_lines(
+            f"overhead: {ov['cpu_s'] * 1e3:.1f} ms of CPU ({100 * ov['share_of_one_cpu']:.2f}% of one CPU over the window): "
+            f"{ov['setup_cpu_s'] * 1e3:.0f} ms once (the knobs, the first snapshot), {100 * ov['watching_share_of_one_cpu']:.2f}% of one CPU while watching"
+        )
+    )
     for m in op["missing"]:
         print(fit_lines(f"missing: {m}"))
     if model is not None and not op["model"]["rows"]:
@@ -88,6 +108,10 @@ def cmd_observe(args) -> int:
 
         print()
         print(f"observed vs pktsim ({args.model} at the observed {si(op['offered_pps'], 'pps')}):")
+        if op["model"]["knobs"]:
+            print(fit_lines("with the observed knobs: " + ", ".join(op["model"]["knobs"])))
+        for k in op["model"]["knobs_left_out"]:
+            print(fit_lines(f"knob not applied: {k}"))
         _print_rows(op["model"], "observed vs pktsim")
     if args.output:
         print(f"wrote {args.output}")

@@ -24,11 +24,21 @@ def cmd_tune(args) -> int:
         raise UsageError(f"--jobs {args.jobs}: expected a whole number of local processes, at least 1")
     sets = list(args.set)
     if args.from_observed:
-        observed = _observed(args.from_observed)
-        sets = [f"{k}={v}" for k, v in observed.items() if k == "traffic.size"] + sets
+        from ..observe import hostknobs
+
+        observed, knobs = _observed(args.from_observed)
         if not args.load and not args.load_range:
             args.load = observed["traffic.rate"]
-    sc = Scenario.load(args.file, sets)
+        # The observed configuration is the one to start from: the host's knobs (those the
+        # scenario's I/O mode reads), then the observed frame size, then --set.
+        sc, applied, left = hostknobs.apply(Scenario.load(args.file), knobs)
+        sc = sc.with_sets([tuple(x.split("=", 1)) for x in [f"{k}={v}" for k, v in observed.items() if k == "traffic.size"] + sets])
+        if applied:
+            print(f"pktsim tune: starting from the observed knobs: {', '.join(f'{k}={v}' for k, v in applied)}", file=sys.stderr)
+        for k, v, why in left:
+            print(f"pktsim tune: observed {k}={v} not applied: {why}", file=sys.stderr)
+    else:
+        sc = Scenario.load(args.file, sets)
     if args.output:
         _writable_dir("-o", args.output)
     spec = [k for item in (args.knobs or []) for k in _split_knobs(item)] or None
@@ -118,8 +128,9 @@ def _looks_like_knob(text: str) -> bool:
     return "." in text and text.split(".")[0] in ("nic", "host", "socket", "cpu", "app", "traffic")
 
 
-def _observed(path: str) -> dict:
-    """What ``pktsim observe -o`` saw, as ``--set`` values (``traffic.rate``, ``traffic.size``)."""
+def _observed(path: str) -> tuple[dict, dict]:
+    """What ``pktsim observe -o`` saw, as ``--set`` values (``traffic.rate``, ``traffic.size``),
+    and the knobs of its first interface."""
     from ..observe import ObserveError, load
 
     try:
@@ -128,4 +139,4 @@ def _observed(path: str) -> dict:
         raise UsageError(f"--from-observed {e}") from None
     if not op.get("offered_pps", 0) > 0:
         raise UsageError(f"--from-observed {path}: no traffic in its window (offered 0 pps); expected an observation of a loaded host")
-    return row
+    return row, next(iter((op.get("knobs") or {}).values()), {})

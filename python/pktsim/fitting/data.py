@@ -57,6 +57,14 @@ def cpu_per_frame_ns(r: Mapping[str, Any]) -> float | None:
     return busy * cores * 1e9 / pps
 
 
+def wakeups_per_packet(r: Mapping[str, Any]) -> float | None:
+    """NAPI threads' (and a sleeping reader's) wake-ups per frame handled, over the window."""
+    wakeups = (r.get("io") or {}).get("wakeups")
+    window_s = r["offered_packets"] / r["offered_pps"] if r.get("offered_pps") else 0.0
+    frames = handled_pps(r) * window_s
+    return wakeups / frames if wakeups is not None and frames > 0 else None
+
+
 def _path(key: str) -> Callable[[Mapping[str, Any]], float | None]:
     parts = key.split(".")
 
@@ -87,6 +95,7 @@ METRICS: dict[str, Metric] = {
         Metric("irq_per_s", "1/s", "frequency", _path("irq_per_s"), "interrupts per second"),
         Metric("irqs_per_packet", "", None, _path("irqs_per_packet"), "interrupts per frame"),
         Metric("polls_per_packet", "", None, _path("polls_per_packet"), "NAPI polls per frame"),
+        Metric("wakeups_per_packet", "", None, wakeups_per_packet, "wake-ups of the NAPI threads (or a sleeping reader) per frame"),
         Metric("softirqs_per_packet", "", None, _path("softirqs_per_packet"), "NET_RX softirqs per frame"),
         Metric("packets_per_poll", "", None, _path("packets_per_poll.mean"), "frames per NAPI poll"),
     )

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import polls
-from .sources import ObserveError, Snapshot, sysctls, take
+from . import hostknobs, polls
+from .sources import DROP_COUNTER, POLL_COUNTER, ObserveError, Snapshot, napi_thread_prefix, napi_threads, sysctls, take
 
 __all__ = ["observe", "point", "ObserveError"]
 
@@ -46,9 +46,16 @@ def point(a: Snapshot, b: Snapshot, ifaces: Sequence[str], clk_tck: int | None =
     per_if = {}
     rx = tx = ring_full = rx_dropped = 0.0
     irqs = 0.0
+    # The CPUs that handle the interfaces: where their vectors fired and their NAPI threads ran.
+    # (A thread's CPU at the end: it has run in the window, where at its start it may not have
+    # run since it was moved.)
+    handling: set[int] = {t[2] for i in ifaces for t in b.threads.get(i, {}).values()}
     for i in ifaces:
         d = _delta(a.netdev[i], b.netdev[i])
         vec = {name: sum(c) - sum(a.vectors.get(i, {}).get(name, [0])) for name, c in b.vectors.get(i, {}).items()}
+        for name, c in b.vectors.get(i, {}).items():
+            was = a.vectors.get(i, {}).get(name, [0] * len(c))
+            handling |= {k for k, (x, y) in enumerate(zip(was, c)) if y > x}
         entry = {
             "rx_pps": d["rx_packets"] / w,
             "tx_pps": d.get("tx_packets", 0) / w,
@@ -110,16 +117,90 @@ def point(a: Snapshot, b: Snapshot, ifaces: Sequence[str], clk_tck: int | None =
             "system": sum(c["system"] for c in d) / sum(total),
             "user": sum(c["user"] + c["nice"] for c in d) / sum(total),
         }
-        soft_ns = sum(c["softirq"] + c["irq"] for c in d) * 1e9 / hz
+        cpus = sorted(k for k in handling if k < cores) or list(range(cores))
+        soft_ns = sum(d[k]["softirq"] + d[k]["irq"] for k in cpus) * 1e9 / hz
         out["softirq_ns_per_packet"] = soft_ns / (rx * w) if rx else None
+        out["hardirq_ns_per_packet"] = sum(d[k]["irq"] for k in cpus) * 1e9 / hz / (rx * w) if rx else None
+        out["handling_cpus"] = cpus
+        which = (
+            f"CPUs {', '.join(map(str, cpus))} (where the interfaces' vectors fired and their NAPI threads ran)"
+            if handling
+            else "every CPU (no vector or NAPI thread of the interfaces says which handle them)"
+        )
         src["cpu_by_context"] = f"/proc/stat (ticks of 1/{hz} s: a window of {w:.1f} s holds {w * hz:.0f} per CPU)"
-        src["softirq_ns_per_packet"] = "/proc/stat hard IRQ + softirq time, every CPU, per frame received (frames in ksoftirqd or threads not counted)"
+        src["softirq_ns_per_packet"] = f"/proc/stat hard IRQ + softirq time of {which}, per frame received"
+    _driver_counters(a, b, ifaces, w, out, per_if, src)
+    _napi_threads(a, b, ifaces, w, rx, out, per_if, src)
     out["drops"] = drops
     out["loss_ratio"] = (ring_full + drops.get("backlog", 0.0)) / out["offered_pps"] if out["offered_pps"] else 0.0
     src["loss_ratio"] = "(ring full + backlog drops) / offered"
     out["sources"] = src
     out["missing"] = sorted(set(a.missing) | set(b.missing))
     return out
+
+
+def _driver_counters(a: Snapshot, b: Snapshot, ifaces: Sequence[str], w: float, out: dict, per_if: dict, src: dict) -> None:
+    """``ethtool -S``: every counter that moved, per second; those that count lost frames
+    (``lost_per_s``); NAPI polls where the driver counts them (mlx5's ``chN_poll``)."""
+    polls = 0.0
+    counted = []
+    for i in ifaces:
+        if i not in b.ethtool or i not in a.ethtool:
+            continue
+        moved = {k: (v - a.ethtool[i].get(k, 0)) / w for k, v in b.ethtool[i].items() if v != a.ethtool[i].get(k, 0)}
+        per_if[i]["ethtool_per_s"] = moved
+        per_if[i]["lost_per_s"] = {k: v for k, v in moved.items() if DROP_COUNTER.search(k)}
+        channel_polls = [v for k, v in moved.items() if POLL_COUNTER.match(k)]
+        if any(POLL_COUNTER.match(k) for k in b.ethtool[i]):
+            per_if[i]["polls_per_s"] = sum(channel_polls)
+            polls += sum(channel_polls)
+            counted.append(i)
+    if any("ethtool_per_s" in per_if[i] for i in ifaces):
+        src["interfaces.*.ethtool_per_s"] = "ethtool -S: the driver's counters that moved, per second"
+        src["interfaces.*.lost_per_s"] = "ethtool -S: the driver's counters of lost frames (drop, discard, miss, buffer shortage, error), per second"
+    if counted and len(counted) == len(ifaces):
+        frames = out["received_pps"] * w
+        out["polls_per_s"] = polls
+        out["packets_per_poll"] = {"mean": frames / (polls * w) if polls else None}
+        out["polls_per_packet"] = polls * w / frames if frames else None
+        src["polls_per_s"] = "ethtool -S: the driver's NAPI polls per channel (chN_poll)"
+
+
+def _napi_threads(a: Snapshot, b: Snapshot, ifaces: Sequence[str], w: float, rx: float, out: dict, per_if: dict, src: dict) -> None:
+    """Threaded NAPI: the interfaces' NAPI threads' CPU time and wake-ups, per frame received."""
+    ns = wakeups = 0
+    found = False
+    for i in ifaces:
+        before, after = a.threads.get(i, {}), b.threads.get(i, {})
+        both = [pid for pid in after if pid in before]
+        if not both:
+            continue
+        found = True
+        i_ns = sum(after[p][0] - before[p][0] for p in both)
+        i_wake = sum(after[p][1] - before[p][1] for p in both)
+        per_if[i]["napi_threads"] = {"threads": len(both), "cpu": i_ns / (w * 1e9), "wakeups_per_s": i_wake / w}
+        ns += i_ns
+        wakeups += i_wake
+    if not found:
+        return
+    frames = rx * w
+    out["napi_thread_cpu"] = ns / (w * 1e9)
+    out["wakeups_per_s"] = wakeups / w
+    out["wakeups_per_packet"] = wakeups / frames if frames else None
+    out["napi_thread_ns_per_packet"] = ns / frames if frames else None
+    names = ", ".join(f"{napi_thread_prefix(i)}*" for i in ifaces)
+    src["napi_thread_ns_per_packet"] = f"/proc/PID/schedstat of the NAPI threads ({names}): CPU time (ns, exact) per frame received"
+    src["wakeups_per_packet"] = (
+        f"/proc/PID/status of the NAPI threads ({names}): voluntary context switches (each a sleep it was woken from) per frame received"
+    )
+    if out.get("hardirq_ns_per_packet") is not None and frames:
+        # A threaded NAPI's receive work is its threads'; a softirq on their CPUs is mostly one
+        # a thread ran on local_bh_enable (counted in its time already) or other work.
+        out["cpu_ns_per_packet"] = out["hardirq_ns_per_packet"] + ns / frames
+        src["cpu_ns_per_packet"] = (
+            "the NAPI threads' CPU time plus /proc/stat's hard IRQ time of the CPUs that handle the interfaces, per frame received "
+            "(not their softirq time: a softirq a thread runs counts in its time)"
+        )
 
 
 def observe(
@@ -145,30 +226,44 @@ def observe(
             have = ", ".join(sorted(p.name for p in (r / "sys/class/net").iterdir())) if (r / "sys/class/net").is_dir() else "none"
             raise ObserveError(f"--iface {i}: no such interface (have: {have})")
     own0 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
-    counting, why = polls.start(ifaces, duration_s) if str(r) == "/" else (None, "")
-    first = prev = take(list(ifaces), r)
-    series = []
-    end = first.t_ns + int(duration_s * 1e9)
-    step = int((interval_s or duration_s) * 1e9)
-    nxt = first.t_ns + step
-    last = first
-    while True:
-        now = time.monotonic_ns()
-        if now >= min(nxt, end):
-            last = take(list(ifaces), r)
-            if interval_s:
-                p = point(prev, last, ifaces)
-                series.append({"t_s": (last.t_ns - first.t_ns) / 1e9, **{k: p.get(k) for k in SERIES_KEYS}})
-                if progress:
-                    progress(f"{series[-1]['t_s']:.1f} s: {p['received_pps']:,.0f} frames/s received")
-            prev = last
-            nxt += step
-            if last.t_ns >= end:
-                break
-        time.sleep(min(0.05, max(0.0, (min(nxt, end) - time.monotonic_ns()) / 1e9)))
-    n_polls = None
-    if counting is not None:
-        n_polls, why = polls.counts(counting, ifaces, 10.0)
+    live = str(r) == "/"
+    threads = napi_threads(list(ifaces), r)
+    knobs = hostknobs.read(list(ifaces)) if live else {}
+
+    def snap() -> Snapshot:
+        return take(list(ifaces), r, threads, ethtool=live)
+
+    counting, why = polls.start(ifaces, duration_s) if live else (None, "")
+    try:
+        first = prev = snap()
+        own_setup = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        series = []
+        end = first.t_ns + int(duration_s * 1e9)
+        step = int((interval_s or duration_s) * 1e9)
+        nxt = first.t_ns + step
+        last = first
+        while True:
+            now = time.monotonic_ns()
+            if now >= min(nxt, end):
+                last = snap()
+                if interval_s:
+                    p = point(prev, last, ifaces)
+                    series.append({"t_s": (last.t_ns - first.t_ns) / 1e9, **{k: p.get(k) for k in SERIES_KEYS}})
+                    if progress:
+                        progress(f"{series[-1]['t_s']:.1f} s: {p['received_pps']:,.0f} frames/s received")
+                prev = last
+                nxt += step
+                if last.t_ns >= end:
+                    break
+            # (Ctrl-C interrupts a sleep at once: the chunk only bounds a late wake-up.)
+            time.sleep(min(0.5, max(0.0, (min(nxt, end) - time.monotonic_ns()) / 1e9)))
+        n_polls = None
+        if counting is not None:
+            n_polls = counting.polls(first.t_ns, last.t_ns)
+            why = "" if n_polls is not None else counting.why_not()
+    finally:
+        if counting is not None:
+            counting.stop()  # (at once on Ctrl-C: the tracepoint is disabled as perf exits)
     own1 = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     out = point(first, last, ifaces)
     if n_polls is not None:
@@ -179,13 +274,28 @@ def observe(
         out["polls_per_packet"] = total / frames if frames else None
         for i in ifaces:
             out["interfaces"][i]["polls_per_s"] = n_polls[i] / out["window_s"]
-        out["sources"]["polls_per_s"] = "perf stat -a -e napi:napi_poll, filtered by device (counted, then disabled)"
+        out["sources"]["polls_per_s"] = (
+            f"perf stat -a -I {polls.INTERVAL_MS} -e napi:napi_poll, filtered by device, the intervals inside the window (counted, then disabled)"
+        )
     elif why:
         out["missing"].append(why)
+
     # Its own CPU time and its children's (perf, when it counts polls).
-    cpu_s = sum((b.ru_utime + b.ru_stime) - (a.ru_utime + a.ru_stime) for a, b in zip(own0, own1))
-    out["overhead"] = {"cpu_s": cpu_s, "share_of_one_cpu": cpu_s / out["window_s"]}
+    def used(a, b) -> float:
+        return sum((y.ru_utime + y.ru_stime) - (x.ru_utime + x.ru_stime) for x, y in zip(a, b))
+
+    cpu_s, setup_s = used(own0, own1), used(own0, own_setup)
+    out["overhead"] = {
+        "cpu_s": cpu_s,
+        "share_of_one_cpu": cpu_s / out["window_s"],
+        # Once, before the window: the knobs (ethtool, sysctl) and the first snapshot.
+        "setup_cpu_s": setup_s,
+        # While it watches: snapshots, perf's counting (its whole run), the rest.
+        "watching_share_of_one_cpu": (cpu_s - setup_s) / out["window_s"],
+    }
     out["sysctls"] = sysctls(r)
+    if knobs:
+        out["knobs"] = knobs
     if series:
         out["series"] = series
     return out
@@ -214,46 +324,70 @@ def load(path: str | Path) -> tuple[dict, dict]:
 
 def as_data_row(op: dict) -> dict:
     """An observation as a row of measurements ``pktsim fit`` takes: the offered rate and
-    frame size it saw, and its CPU per frame (hard IRQ and softirq time), interrupts,
-    softirqs per frame and loss where it has them."""
+    frame size it saw, and its CPU per frame (:func:`cpu_ns`), interrupts, NAPI thread
+    wake-ups, polls and softirqs per frame and loss where it has them."""
     row = {"traffic.rate": f"{op['offered_pps']:.3f}pps"}
     sizes = [i["mean_frame_bytes"] for i in op["interfaces"].values() if i.get("mean_frame_bytes")]
     if sizes:
         # The kernel counts a frame without its 4 B FCS; a scenario's size holds it.
         row["traffic.size"] = f"{round(sum(sizes) / len(sizes)) + 4}B"
-    if op.get("softirq_ns_per_packet") is not None:
-        row["cpu_per_frame"] = f"{op['softirq_ns_per_packet']:.1f}ns"
-    for key in ("irqs_per_packet", "softirqs_per_packet"):
+    cpu = cpu_ns(op)
+    if cpu is not None:
+        row["cpu_per_frame"] = f"{cpu[0]:.1f}ns"
+    for key in ("irqs_per_packet", "softirqs_per_packet", "wakeups_per_packet", "polls_per_packet"):
         if op.get(key) is not None:
             row[key] = f"{op[key]:.6g}"
     row["loss_ratio"] = f"{op['loss_ratio']:.6g}"
     return row
 
 
-def compare(op: dict, scenario, source: str = "pktsim observe") -> list[dict]:
+def compare(op: dict, scenario, source: str = "pktsim observe") -> dict:
     """The observation beside the model's run of ``scenario`` at the observed offered rate
-    and frame size: rows of the ``reproduce`` contract (every one predicted: nothing was
-    fitted to this observation)."""
+    and frame size, with the knobs observed on the first interface (``knobs``: rings,
+    coalescing, NAPI deferral and threads, budgets) that the scenario's I/O mode reads:
+    ``rows`` of the ``reproduce`` contract (every one predicted: nothing was fitted to
+    this observation), ``knobs`` applied and ``knobs_left_out`` with why."""
     from .. import sim
-    from ..fitting.data import cpu_per_frame_ns, handled_pps
+    from ..fitting.data import cpu_per_frame_ns, handled_pps, wakeups_per_packet
     from ..reproduce.rows import row
 
+    knobs = next(iter((op.get("knobs") or {}).values()), {})
+    scenario, applied, left = hostknobs.apply(scenario, knobs)
+    out = {"knobs": [f"{k}={v}" for k, v in applied], "knobs_left_out": [f"{k}={v}: {why}" for k, v, why in left], "rows": []}
     if not op["offered_pps"] > 0:
-        return []  # no traffic in the window: nothing to run the model at
+        return out  # no traffic in the window: nothing to run the model at
     sets = {k: v for k, v in as_data_row(op).items() if k.startswith("traffic.")}
     r = sim.run(scenario, sets)
-    out = [
+    rows = out["rows"]
+    rows += [
         row("frames received", op["received_pps"], handled_pps(r), "pps", source),
         row("loss", 100 * op["loss_ratio"], 100 * r["loss_ratio"], "%", source),
     ]
     if op.get("irqs_per_packet") is not None:
-        out.append(row("interrupts per frame", op["irqs_per_packet"], r["irqs_per_packet"], "IRQs/frame", source))
+        rows.append(row("interrupts per frame", op["irqs_per_packet"], r["irqs_per_packet"], "IRQs/frame", source))
+    if op.get("wakeups_per_packet") is not None:
+        rows.append(row("NAPI thread wake-ups per frame", op["wakeups_per_packet"], wakeups_per_packet(r), "wake-ups/frame", source))
+    if (op.get("polls_per_packet")) is not None:
+        rows.append(row("NAPI polls per frame", op["polls_per_packet"], r["polls_per_packet"], "polls/frame", source))
     if op.get("softirqs_per_packet") is not None:
-        out.append(row("NET_RX softirqs per frame", op["softirqs_per_packet"], r["softirqs_per_packet"], "softirqs/frame", source))
-    if op.get("softirq_ns_per_packet") is not None:
+        rows.append(row("NET_RX softirqs per frame", op["softirqs_per_packet"], r["softirqs_per_packet"], "softirqs/frame", source))
+    cpu = cpu_ns(op)
+    if cpu is not None:
         pred = cpu_per_frame_ns(r)
-        out.append(row("CPU per frame (hard IRQ + softirq)", op["softirq_ns_per_packet"] / 1e3, pred / 1e3 if pred else None, "us", source))
+        rows.append(row(f"CPU per frame ({cpu[1]})", cpu[0] / 1e3, pred / 1e3 if pred else None, "us", source))
     if op.get("time_squeeze_per_s") is not None:
         sq = r["time_squeeze"] / r["sim_time_s"] if r.get("sim_time_s") else None
-        out.append(row("time squeezes", op["time_squeeze_per_s"], sq, "1/s", source))
+        rows.append(row("time squeezes", op["time_squeeze_per_s"], sq, "1/s", source))
     return out
+
+
+def cpu_ns(op: dict) -> tuple[float, str] | None:
+    """The observation's CPU time per frame (ns) and what it holds: the NAPI threads' and
+    the interrupts' and softirqs' where there are threads, else the interrupts' and softirqs'."""
+    if op.get("cpu_ns_per_packet") is not None:
+        return op["cpu_ns_per_packet"], "NAPI threads + hard IRQ"
+    if op.get("napi_thread_ns_per_packet") is not None:
+        return op["napi_thread_ns_per_packet"], "NAPI threads"
+    if op.get("softirq_ns_per_packet") is not None:
+        return op["softirq_ns_per_packet"], "hard IRQ + softirq"
+    return None

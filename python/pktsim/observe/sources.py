@@ -10,7 +10,12 @@ exposes, read-only.
 - ``/proc/stat``: per CPU, the time in hard IRQs, softirqs, system, user and idle (USER_HZ
   ticks);
 - ``/proc/sys/net/core/*``: the sysctls that bound a poll (``netdev_budget``,
-  ``netdev_budget_usecs``, ``dev_weight``, ``netdev_max_backlog``).
+  ``netdev_budget_usecs``, ``dev_weight``, ``netdev_max_backlog``);
+- ``ethtool -S IFACE``: the driver's own counters (per-queue drops, buffer shortages, XDP
+  verdicts; mlx5 counts its NAPI polls per channel), where the driver has them;
+- ``/proc/PID/schedstat`` and ``/proc/PID/status`` of the interface's NAPI threads (kernel
+  threads ``napi/IFACE-ID``, threaded NAPI): their CPU time (ns, exact) and wake-ups
+  (voluntary context switches).
 
 Each parser takes the file's text and its name, and raises :class:`ObserveError` naming
 the file, the line and what was expected.
@@ -136,6 +141,93 @@ def proc_stat(text: str, origin: str = "/proc/stat") -> list[dict[str, int]]:
 SYSCTLS = ("netdev_budget", "netdev_budget_usecs", "dev_weight", "netdev_max_backlog", "busy_poll", "busy_read")
 
 
+def ethtool_stats(text: str, origin: str = "ethtool -S") -> dict[str, int]:
+    """The counters of ``ethtool -S`` output: ``NIC statistics:`` and a ``name: value`` line
+    each (a name may hold dots, dashes and brackets: ``port.rx_dropped``, ``rx-0.packets``)."""
+    out: dict[str, int] = {}
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "NIC statistics:":
+        raise _err(origin, 1, "ethtool -S output, starting 'NIC statistics:'", lines[0] if lines else "")
+    for n, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        name, sep, value = line.rpartition(":")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value.isdigit():
+            raise _err(origin, n, "a counter as 'name: whole number'", line)
+        out[name] = int(value)
+    return out
+
+
+# Counters of `ethtool -S` that count frames lost or bad, by name (drivers name them differently:
+# ixgbe rx_no_buffer_count and rx_no_dma_resources, mlx5 rx_out_of_buffer and
+# rx_discards_phy, i40e and ice port.rx_dropped / rx_dropped.nic, veth rx_queue_N_drops).
+# A counter of errors (rx_crc_errors, tx_errors.nic, rx_wqe_err) counts bad frames too.
+DROP_COUNTER = re.compile(r"drop|discard|missed|out_of_buffer|no_buffer|no_dma|tx_full|alloc.*fail|(^|_)(errors?|err)([_.]|$)", re.I)
+# Per-channel NAPI polls and completion events, where the driver counts them (mlx5: chN_poll,
+# chN_events).
+POLL_COUNTER = re.compile(r"^ch\d+_poll$")
+
+
+def ethtool_text(iface: str, timeout_s: float = 2.0) -> tuple[str | None, str]:
+    """``ethtool -S IFACE``'s output (read-only), or (None, why not)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ethtool") is None:
+        return None, "ethtool -S: ethtool is not installed (driver counters)"
+    try:
+        p = subprocess.run(["ethtool", "-S", iface], capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, f"ethtool -S {iface}: {e}"
+    if p.returncode != 0:
+        why = (p.stderr or p.stdout).strip().splitlines()
+        return None, f"ethtool -S {iface}: {why[-1] if why else f'exit {p.returncode}'} (the driver has no counters of its own)"
+    return p.stdout, ""
+
+
+def napi_thread_prefix(iface: str) -> str:
+    """The name the kernel gives the interface's NAPI threads (``napi/%s-%d``), as a task's
+    comm holds it: at most 15 characters."""
+    return f"napi/{iface}-"[:15]
+
+
+def napi_threads(ifaces: list[str], root: Path = Path("/")) -> dict[str, list[int]]:
+    """The pids of each interface's NAPI threads (kernel threads ``napi/IFACE-ID``)."""
+    out: dict[str, list[int]] = {i: [] for i in ifaces}
+    proc = root / "proc"
+    try:
+        pids = [p for p in proc.iterdir() if p.name.isdigit()]
+    except OSError:
+        return out
+    for p in pids:
+        try:
+            comm = (p / "comm").read_text().strip()
+        except OSError:
+            continue
+        if not comm.startswith("napi/"):
+            continue
+        for i in ifaces:
+            if comm.startswith(napi_thread_prefix(i)):
+                out[i].append(int(p.name))
+    return out
+
+
+def thread_counters(pid: int, root: Path = Path("/")) -> tuple[int, int, int] | None:
+    """(CPU time in ns, wake-ups, the CPU it last ran on) of a thread: ``schedstat``'s first
+    field, its voluntary context switches (each a sleep it was woken from) and ``stat``'s
+    ``processor``; None once it is gone."""
+    d = root / "proc" / str(pid)
+    try:
+        ns = int((d / "schedstat").read_text().split()[0])
+        switches = next(int(line.split()[1]) for line in (d / "status").read_text().splitlines() if line.startswith("voluntary_ctxt_switches:"))
+        # (The fields after the command's closing parenthesis: processor is the 39th of the line.)
+        cpu = int((d / "stat").read_text().rpartition(")")[2].split()[36])
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+    return ns, switches, cpu
+
+
 @dataclass
 class Snapshot:
     """Every source at one instant (``t_ns``: CLOCK_MONOTONIC), and what was missing."""
@@ -146,6 +238,8 @@ class Snapshot:
     softnet: list[dict[str, int]] = field(default_factory=list)
     softirqs: dict[str, list[int]] = field(default_factory=dict)
     stat: list[dict[str, int]] = field(default_factory=list)
+    ethtool: dict[str, dict[str, int]] = field(default_factory=dict)  # iface -> ethtool -S counters
+    threads: dict[str, dict[int, tuple[int, int, int]]] = field(default_factory=dict)  # iface -> pid -> (ns, wake-ups, CPU)
     missing: list[str] = field(default_factory=list)
 
 
@@ -175,13 +269,16 @@ def names_vector(handler: str, iface: str, device: str = "") -> bool:
     return False
 
 
-def take(ifaces: list[str], root: Path = Path("/")) -> Snapshot:
-    """Every source now (``root``: where /proc and /sys are, for saved trees)."""
+def take(ifaces: list[str], root: Path = Path("/"), threads: dict[str, list[int]] | None = None, ethtool: bool = False) -> Snapshot:
+    """Every source now (``root``: where /proc and /sys are, for saved trees; ``threads``:
+    each interface's NAPI threads to read; ``ethtool``: run ``ethtool -S`` on each)."""
     import time
 
     snap = Snapshot(time.monotonic_ns())
     for i in ifaces:
         snap.netdev[i] = netdev_stats(root / "sys/class/net" / i / "statistics")
+    for i, pids in (threads or {}).items():
+        snap.threads[i] = {pid: c for pid in pids if (c := thread_counters(pid, root)) is not None}
     text = _read(root / "proc/interrupts", snap)
     if text is not None:
         _, irqs = interrupts(text, str(root / "proc/interrupts"))
@@ -196,6 +293,13 @@ def take(ifaces: list[str], root: Path = Path("/")) -> Snapshot:
     text = _read(root / "proc/stat", snap)
     if text is not None:
         snap.stat = proc_stat(text, str(root / "proc/stat"))
+    if ethtool:  # (last: a command, milliseconds; the counters above are read in microseconds)
+        for i in ifaces:
+            text, why = ethtool_text(i)
+            if text is None:
+                snap.missing.append(why)
+            else:
+                snap.ethtool[i] = ethtool_stats(text, f"ethtool -S {i}")
     return snap
 
 
