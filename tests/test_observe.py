@@ -116,49 +116,29 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the testbed needs root
 
 @root_only
 @pytest.mark.serial
-def test_observe_reads_the_rate_the_testbed_forwards():
-    """observe inside the dut's namespace while the testbed forwards 30 kpps through it:
-    the received rate is the offered one within 3%, and nothing of observe's is left."""
-    from pktsim.testbed.topology import DUT, DUT_IN
+def test_observe_inside_the_dut_reads_what_the_testbed_counts():
+    """observe inside the dut's namespace (``--iface tb-dut0`` and nothing else) over a
+    window around a testbed run of 30 kpps: the frames, the NAPI thread's wake-ups and
+    polls per frame and its CPU per frame are the testbed's own counts (within the
+    tolerances of ``testbed validate --path observe``); observe costs little and leaves no
+    perf behind; the veth path's model, run at the observed rate with the observed knobs,
+    receives it within 3%."""
+    from pktsim.observe import compare
+    from pktsim.scenario import Scenario
+    from pktsim.testbed import observecheck
+    from pktsim.testbed.topology import Topology
 
-    tb = subprocess.Popen(
-        [sys.executable, "-m", "pktsim", "testbed", "run", "--rate", "30kpps", "--duration", "6s", "--repetitions", "1", "--json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-            if DUT in ns and subprocess.run(["ip", "netns", "exec", DUT, "ip", "link", "show", DUT_IN], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
-        time.sleep(2.0)  # the sink, then the generator, start
-        p = subprocess.run(
-            [
-                *("ip", "netns", "exec", DUT, sys.executable, "-m", "pktsim", "observe", "--iface", DUT_IN, "--duration", "3s", "--json"),
-                *("--model", ROOT / "examples" / "veth-threaded-napi.toml"),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-        )
-    finally:
-        out, err = tb.communicate(timeout=60)
-    assert tb.returncode == 0, err
-    assert p.returncode == 0, p.stderr
-    op = json.loads(p.stdout)
-    assert op["received_pps"] == pytest.approx(30e3, rel=0.03)
-    assert op["overhead"]["share_of_one_cpu"] < 0.05
-    # Frames per poll (perf, the dut's device alone, the middle 3 s) near the testbed's (its
-    # dut CPU, the whole run): 1.29 against 1.54 on a machine busy with a build.
-    tb_ppp = json.loads(out)["packets_per_poll"]
-    assert 1.0 <= op["packets_per_poll"]["mean"] <= 64 and op["packets_per_poll"]["mean"] == pytest.approx(tb_ppp, rel=0.35)
-    # The path's model at the observed rate: every row predicted, the rate within 3%.
-    rows = {r["quantity"]: r for r in op["model"]["rows"]}
-    assert all(r["kind"] == "predicted" for r in rows.values())
+    with Topology(rules=400) as topo:
+        p = observecheck.one(topo, 30e3, 2.0)
+    res = observecheck.compare({"points": [{"variant": "stack", "rate_pps": 30e3, "rep": 0, **p}]})
+    assert len(res["rows"]) == 4 and all(r["holds"] for r in res["rows"]), res["rows"]
+    op = p["observe"]
+    assert op["overhead"]["watching_share_of_one_cpu"] < 0.03 and op["knobs"]["tb-dut0"]["nic.napi.defer_hard_irqs"]["value"] == "0"
+    assert "perf" not in subprocess.run(["ps", "-eo", "comm"], capture_output=True, text=True).stdout.split()
+    m = compare(op, Scenario.load(ROOT / "examples" / "veth-threaded-napi.toml"))
+    rows = {r["quantity"]: r for r in m["rows"]}
+    # (veth has no ring or coalescing settings for ethtool: its NAPI files are its knobs.)
+    assert all(r["kind"] == "predicted" for r in rows.values()) and "nic.napi.defer_hard_irqs=0" in m["knobs"], m
     assert rows["frames received"]["predicted"] == pytest.approx(op["received_pps"], rel=0.03)
 
 
@@ -186,7 +166,7 @@ def test_an_observation_is_a_row_pktsim_fit_takes(tmp_path):
     sets = [a for k, v in base.items() for a in ("--set", f"{k}={v}")]
     f = json.loads(run_cli("fit", router, *sets, "--free", "host.t_irq", "--y", "cpu_per_frame", "--observed", *files, "--jobs", "1", "--json").stdout)
     assert float(f["values"]["host.t_irq"].rstrip("ns")) == pytest.approx(600, rel=0.02)
-    rows = __import__("pktsim.observe", fromlist=["compare"]).compare(json.loads(files[1].read_text()), pktsim.Scenario.load(router, base))
+    rows = __import__("pktsim.observe", fromlist=["compare"]).compare(json.loads(files[1].read_text()), pktsim.Scenario.load(router, base))["rows"]
     assert {r["quantity"] for r in rows} >= {"frames received", "CPU per frame (hard IRQ + softirq)"}
     assert all(r["kind"] == "predicted" for r in rows)
     bad = run_cli("fit", router, "--free", "host.t_irq", "--observed", ROOT / "README.md", check=False)
@@ -228,25 +208,29 @@ def test_the_interfaces_vectors_are_found_by_its_name_or_its_pci_device(tmp_path
 
 def test_tune_starts_from_an_observation(tmp_path):
     obs = tmp_path / "obs.json"
-    obs.write_text(json.dumps({"offered_pps": 250_000, "received_pps": 250_000, "loss_ratio": 0.0, "interfaces": {"eth1": {"mean_frame_bytes": 60}}}))
-    t = json.loads(
-        run_cli(
-            "tune",
-            ROOT / "examples" / "napi-deferral.toml",
-            "--from-observed",
-            obs,
-            "--minimize",
-            "cpu",
-            "--budget",
-            "8",
-            "--replications",
-            "1",
-            "--jobs",
-            "1",
-            "--json",
-        ).stdout
+    knobs = {"eth1": {"nic.rx_ring": {"value": "1024", "source": "ethtool -g"}, "nic.napi.defer_hard_irqs": {"value": "1", "source": "sysfs"}}}
+    obs.write_text(
+        json.dumps({"offered_pps": 250_000, "received_pps": 250_000, "loss_ratio": 0.0, "interfaces": {"eth1": {"mean_frame_bytes": 60}}, "knobs": knobs})
     )
-    assert t["load_pps"] == pytest.approx(250_000) and "traffic.size=64B" in t["sets"]
+    p = run_cli(
+        "tune",
+        ROOT / "examples" / "napi-deferral.toml",
+        "--from-observed",
+        obs,
+        "--minimize",
+        "cpu",
+        "--budget",
+        "8",
+        "--replications",
+        "1",
+        "--jobs",
+        "1",
+        "--json",
+    )
+    t = json.loads(p.stdout)
+    # The observed configuration is where the tune starts: its knobs, its frame size.
+    assert t["load_pps"] == pytest.approx(250_000) and {"traffic.size=64B", "nic.rx_ring=1024", "nic.napi.defer_hard_irqs=1"} <= set(t["sets"])
+    assert "starting from the observed knobs: nic.rx_ring=1024, nic.napi.defer_hard_irqs=1" in p.stderr
     (tmp_path / "idle.json").write_text(json.dumps({"offered_pps": 0, "received_pps": 0, "loss_ratio": 0.0, "interfaces": {}}))
     p = run_cli("tune", ROOT / "examples" / "napi-deferral.toml", "--from-observed", tmp_path / "idle.json", "--minimize", "cpu", check=False)
     assert p.returncode == 2 and "no traffic in its window" in p.stderr
@@ -268,3 +252,169 @@ def test_each_drivers_vectors_are_the_interfaces_and_only_its(saved, iface, devi
     ens785f1, virtio3) is not taken."""
     _, irqs = src.interrupts((DATA / saved).read_text())
     assert {irq for irq, (name, _) in irqs.items() if src.names_vector(name, iface, device)} == vectors
+
+
+@pytest.mark.parametrize(
+    "driver, counters, some, lost, not_lost",
+    [
+        (
+            "ixgbe",
+            113,
+            {"rx_no_buffer_count": 4512, "rx_queue_3_packets": 203086422},
+            {"rx_no_buffer_count", "rx_missed_errors", "rx_no_dma_resources"},
+            {"fdir_miss", "tx_restart_queue"},
+        ),
+        ("i40e", 51, {"tx-1.packets": 199999500, "port.rx_dropped": 0}, {"rx_dropped", "port.rx_dropped", "rx_alloc_fail", "rx_pg_alloc_fail"}, {"tx_busy"}),
+        ("ice", 48, {"rx_dropped.nic": 7000, "rx_queue_1_bytes": 28800000000}, {"rx_dropped.nic", "tx_errors.nic", "rx_alloc_fail"}, {"rx_size_64.nic"}),
+        (
+            "mlx5_core",
+            76,
+            {"ch1_poll": 1550001, "rx_out_of_buffer": 5000},
+            {"rx_out_of_buffer", "rx_wqe_err", "rx_xdp_tx_full", "rx_crc_errors_phy"},
+            {"rx_cache_full", "ch0_poll"},
+        ),
+        (
+            "veth",
+            10,
+            {"peer_ifindex": 2, "rx_queue_0_drops": 0},
+            {"rx_queue_0_drops", "rx_queue_0_xdp_drops", "tx_queue_0_xdp_xmit_errors"},
+            {"rx_queue_0_xdp_tx"},
+        ),
+        ("virtio_net", 20, {"rx_kicks": 25687, "tx0_kicks": 61719}, {"rx_drops", "rx0_xdp_drops", "tx_xdp_tx_drops"}, {"rx_kicks"}),
+    ],
+)
+def test_ethtool_stats_of_each_driver_are_read_and_its_lost_frames_named(driver, counters, some, lost, not_lost):
+    stats = src.ethtool_stats((DATA / f"ethtool-S-{driver}.txt").read_text())
+    assert len(stats) == counters and some.items() <= stats.items()
+    named = {k for k in stats if src.DROP_COUNTER.search(k)}
+    assert lost <= named and not (not_lost & named), named
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("Features for eth0:\n", 1),
+        ("", 1),
+        ("NIC statistics:\n     rx_packets: 12\n     rx_bytes 768\n", 3),
+        ("NIC statistics:\n     rx_packets: 12\n     rx_bytes: -3\n", 3),
+        ("NIC statistics:\n     rx_packets: twelve\n", 2),
+    ],
+)
+def test_garbled_ethtool_stats_name_the_line(text, line):
+    with pytest.raises(ObserveError, match=rf"^ethtool -S eth0:{line}: "):
+        src.ethtool_stats(text, "ethtool -S eth0")
+
+
+def test_driver_counters_and_napi_threads_by_hand():
+    """Two snapshots 2 s apart: mlx5's per-channel polls give frames per poll where perf
+    does not; its lost-frame counters per second; a NAPI thread's CPU and wake-ups per frame."""
+    a = _snap(10.0, 1_000_000, 990_000, 0, 5000, 100, (0, 0, 0), (0,) * 8)
+    b = _snap(12.0, 1_600_000, 1_590_000, 0, 205_000, 300_100, (600_000, 0, 0), (0, 0, 0, 200, 0, 0, 0, 0))
+    a.ethtool["eth1"] = {"ch0_poll": 100, "ch1_poll": 50, "rx_out_of_buffer": 10, "rx_cache_full": 3, "rx_packets": 1}
+    b.ethtool["eth1"] = {"ch0_poll": 100 + 60_000, "ch1_poll": 50 + 40_000, "rx_out_of_buffer": 410, "rx_cache_full": 9, "rx_packets": 1}
+    a.threads["eth1"] = {77: (5_000_000_000, 1000, 1), 78: (1, 1, 1)}
+    b.threads["eth1"] = {77: (5_000_000_000 + 1_200_000_000, 1000 + 150_000, 1)}  # (78 is gone)
+    op = point(a, b, ["eth1"], clk_tck=100)
+    e = op["interfaces"]["eth1"]
+    assert e["ethtool_per_s"] == {"ch0_poll": 30_000, "ch1_poll": 20_000, "rx_out_of_buffer": 200, "rx_cache_full": 3}
+    assert e["lost_per_s"] == {"rx_out_of_buffer": 200}
+    # 100,000 polls for 600,000 frames.
+    assert op["polls_per_s"] == 50_000 and op["packets_per_poll"]["mean"] == 6 and op["polls_per_packet"] == pytest.approx(1 / 6)
+    assert op["sources"]["polls_per_s"].startswith("ethtool -S")
+    # 1.2 s of the thread's CPU over 600,000 frames: 2 us each; 150,000 wake-ups.
+    assert op["napi_thread_ns_per_packet"] == pytest.approx(2000) and op["napi_thread_cpu"] == pytest.approx(0.6)
+    assert op["wakeups_per_packet"] == pytest.approx(0.25) and e["napi_threads"]["threads"] == 1
+    # With the hard IRQ and softirq time of the CPUs that handle eth1: CPU0 (its vector) and
+    # CPU1 (its thread), none here: the thread's time alone.
+    assert op["handling_cpus"] == [0, 1] and op["cpu_ns_per_packet"] == pytest.approx(2000)
+
+
+def test_napi_threads_are_found_by_the_name_the_kernel_gives_them(tmp_path):
+    """napi/IFACE-ID, cut to 15 characters as a task's comm is."""
+    for pid, comm in ((10, "napi/eth1-8193"), (11, "napi/eth10-8194"), (12, "napi/enp59s0f0n"), (13, "kworker/0:1"), (14, "napi/eth1-8195")):
+        (tmp_path / "proc" / str(pid)).mkdir(parents=True)
+        (tmp_path / "proc" / str(pid) / "comm").write_text(comm + "\n")
+        (tmp_path / "proc" / str(pid) / "schedstat").write_text(f"{pid * 1000} 5 7\n")
+        (tmp_path / "proc" / str(pid) / "status").write_text("Name:\tx\nvoluntary_ctxt_switches:\t42\nnonvoluntary_ctxt_switches:\t3\n")
+        fields = ["S"] + ["0"] * 35 + ["3"] + ["0"] * 15  # (processor: 3)
+        (tmp_path / "proc" / str(pid) / "stat").write_text(f"{pid} ({comm}) " + " ".join(fields) + "\n")
+    found = src.napi_threads(["eth1", "enp59s0f0np0"], tmp_path)
+    assert sorted(found["eth1"]) == [10, 14] and found["enp59s0f0np0"] == [12]
+    assert src.thread_counters(10, tmp_path) == (10_000, 42, 3) and src.thread_counters(99, tmp_path) is None
+
+
+def test_observe_model_runs_with_the_observed_knobs_its_mode_reads():
+    """observe --model sets the knobs seen on the interface (coalescing, deferral, rings)
+    before it runs the scenario; one the scenario's I/O mode refuses is named, not applied."""
+    import pktsim
+    from pktsim.observe import compare
+
+    op = {
+        "offered_pps": 200e3,
+        "received_pps": 200e3,
+        "loss_ratio": 0.0,
+        "irqs_per_packet": 0.1,
+        "interfaces": {"eth1": {"mean_frame_bytes": 60}},
+        "knobs": {
+            "eth1": {
+                "nic.rx_ring": {"value": "1024", "source": "ethtool -g"},
+                "nic.itr.mode": {"value": '"static"', "source": "ethtool -c"},
+                "nic.itr.interval": {"value": '"100us"', "source": "ethtool -c"},
+            }
+        },
+    }
+    router = pktsim.Scenario.load(ROOT / "examples" / "linux-router-64B.toml", {"measure.duration": "20ms"})
+    m = compare(op, router)
+    assert m["knobs"] == ["nic.rx_ring=1024", 'nic.itr.mode="static"', 'nic.itr.interval="100us"'] and not m["knobs_left_out"]
+    irqs = {r["quantity"]: r for r in m["rows"]}["interrupts per frame"]["predicted"]
+    # The run with those knobs set by hand; without them the router's ITR interrupts far more.
+    at = {"traffic.rate": "200000.000pps", "traffic.size": "64B"}
+    assert irqs == pktsim.run(router, {**at, "nic.rx_ring": 1024, "nic.itr.mode": "static", "nic.itr.interval": "100us"})["irqs_per_packet"]
+    assert irqs < 0.5 * pktsim.run(router, at)["irqs_per_packet"]
+    server = pktsim.Scenario.load(ROOT / "examples" / "meyer2014-rt.toml", {"measure.duration": "20ms"})
+    op["knobs"]["eth1"]["nic.napi.defer_hard_irqs"] = {"value": "2", "source": "sysfs"}
+    m = compare(op, server)
+    assert any(k.startswith("nic.napi.defer_hard_irqs=2: ") for k in m["knobs_left_out"]), m
+
+
+def test_import_host_reads_the_napi_sysfs_files(tmp_path):
+    """napi.txt (grep . of threaded, napi_defer_hard_irqs, gro_flush_timeout) sets
+    nic.napi's keys, each saying where it came from."""
+    from pktsim import hostimport
+
+    napi = "/sys/class/net/eth1/threaded:1\n/sys/class/net/eth1/napi_defer_hard_irqs:2\n/sys/class/net/eth1/gro_flush_timeout:20000\n"
+    host = hostimport.from_texts({"ethtool-i.txt": "driver: ixgbe\n", "napi.txt": napi}, "eth1")
+    got = {k: v.toml for k, v in host.sections["nic.napi"].items()}
+    assert got == {"threaded": "true", "defer_hard_irqs": "2", "gro_flush_timeout": '"20000ns"'}
+    assert "napi.txt:3" in host.sections["nic.napi"]["gro_flush_timeout"].source
+    toml = hostimport.to_toml(host, "test")
+    assert "[nic.napi]" in toml and pktsim_scenario(toml).data["nic"]["napi"]["gro_flush_timeout"] == "20us"
+    veth = hostimport.from_texts({"ethtool-i.txt": "driver: veth\n", "napi.txt": napi.replace(":1\n", ":0\n", 1)}, "eth1")
+    assert "threaded" not in veth.sections.get("nic.napi", {}) and any("threaded = 0" in n for n in veth.notes)
+
+
+def pktsim_scenario(toml: str):
+    import pktsim
+
+    return pktsim.Scenario.from_toml(toml)
+
+
+def test_polls_in_the_window_take_the_share_inside_of_the_intervals_it_cuts():
+    """perf's intervals (each's polls, at the time it came): the window (150, 350] takes half
+    of (100, 200], all of (200, 300] and half of (300, 400]; one perf did not cover is None."""
+    import threading
+
+    from pktsim.observe import polls
+
+    class Ended:
+        returncode = 0
+
+        def poll(self):
+            return 0
+
+    c = polls.Counting.__new__(polls.Counting)
+    c.n, c.ifaces, c.proc, c.tail = 1, ["eth1"], Ended(), []
+    c._cond, c._reader = threading.Condition(), threading.Thread(target=lambda: None)
+    c.intervals = [(0, [0]), (100, [20]), (200, [20]), (300, [30]), (400, [40])]
+    assert c.polls(150, 350) == {"eth1": 10 + 30 + 20}
+    assert c.polls(0, 400) is None and c.polls(-5, 100) is None

@@ -375,11 +375,12 @@ def build_parser() -> argparse.ArgumentParser:
     tv = tbs.add_parser("validate", help="measure a path, calibrate its model on a few points, predict the rest, print measured vs predicted")
     tv.add_argument(
         "--path",
-        choices=("stack", "defer", "xdp", "afxdp", "share"),
+        choices=("stack", "defer", "xdp", "afxdp", "share", "observe"),
         default="stack",
         help="stack: the kernel's forwarding (nftables dial); defer: the same with napi_defer_hard_irqs / gro_flush_timeout dialled; "
         "xdp: native XDP redirect between the veths; afxdp: a forwarder between two AF_XDP sockets, batch 1 to 256; "
-        "share: a UDP receiver on the receiving CPU, softirq and threaded NAPI, calibrated with it on the other CPU (default stack)",
+        "share: a UDP receiver on the receiving CPU, softirq and threaded NAPI, calibrated with it on the other CPU; "
+        "observe: pktsim observe inside the dut (stack, deferral, XDP) against the testbed's own counters (default stack)",
     )
     tv.add_argument(
         "--loops", type=int, default=None, metavar="N", help="--path xdp / afxdp: turns of the XDP program's cost loop per frame (default 15000 / 3000)"

@@ -131,6 +131,8 @@ def cmd_testbed_validate(args) -> int:
         raise UsageError(str(e)) from None
     if args.loops is not None and args.path not in paths.LOOPED:
         raise UsageError(f"--loops {args.loops}: only --path xdp and --path afxdp have an XDP program's cost loop")
+    if args.plot and args.path == "observe":
+        raise UsageError(f"--plot {args.plot}: --path observe compares readings, it has no model curve to draw")
     if args.scenario_out and args.path not in ("stack", "defer"):
         raise UsageError(f"--scenario-out {args.scenario_out}: only --path stack and --path defer calibrate a scenario (the veth threaded-NAPI model)")
     res = paths.run(args.path, args.rules, args.routes, args.loops, args.quick, duration, args.repetitions, progress=None if args.json else _tb_progress)
@@ -148,7 +150,9 @@ def cmd_testbed_validate(args) -> int:
     print()
     _print_rows(res)
     print()
-    if res["calibration"].get("interference"):
+    if args.path == "observe":
+        print("  a row holds when observe's reading is within its tolerance of the testbed's count (rates 1%, per frame 5%, CPU 10%).")
+    elif res["calibration"].get("interference"):
         print("  'fitted' rows were used for the calibration; p99 and p99.9 are predicted with the interference the probe measured on the dut CPU.")
     else:
         print("  'fitted' rows were used for the calibration; 'tail' rows (p99) include scheduler-tick and timer delays the model leaves out.")

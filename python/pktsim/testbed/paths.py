@@ -7,14 +7,14 @@ calibration in one line); :data:`TOPOLOGY` says what each needs built.
 
 from __future__ import annotations
 
-from . import afxdp, defer, share, tails, validate, wake, xdp
+from . import afxdp, defer, observecheck, share, tails, validate, wake, xdp
 from .topology import Topology
 
 # Seconds of the interference probe each validation runs on the dut CPU before it
 # measures (quick: a short one), for the model's [cpu.interference].
 PROBE_S = (10.0, 2.0)
 
-PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp, share)}
+PATHS = {m.NAME: m for m in (validate, defer, xdp, afxdp, share, observecheck)}
 # What each path's topology carries besides the veths and the threaded NAPI.
 TOPOLOGY = {
     "stack": lambda o: {"rules": o["rules"], "routes": o["routes"]},
@@ -25,6 +25,8 @@ TOPOLOGY = {
     # A local receiver: the nftables dial on the input hook; share.measure switches the
     # receive mode per variant.
     "share": lambda o: {"rules": o["rules"], "local": True, "receive": "softirq"},
+    # The stack's topology; the path switches on deferral, then XDP, in place.
+    "observe": lambda o: {"rules": o["rules"], "routes": o["routes"]},
 }
 # Paths with an XDP program whose cost loop --loops sets.
 LOOPED = ("xdp", "afxdp")

@@ -306,6 +306,14 @@ class Topology:
         if self.xdp:
             self._xdp()
 
+    def attach_xdp(self, loops: int) -> None:
+        """The XDP redirect (with ``loops`` turns of its cost loop) on a topology built
+        without it: from here on the dut forwards as :attr:`xdp` does."""
+        if not 0 <= loops <= MAX_XDP_LOOPS:
+            raise TestbedError(f"--loops {loops}: expected a number of XDP loop turns from 0 to {MAX_XDP_LOOPS}")
+        self.xdp, self.xdp_loops = True, loops
+        self._xdp()
+
     def _xdp(self) -> None:
         """XDP_PASS on the sink's veth (veth's ndo_xdp_xmit needs the receiver's NAPI),
         whose NAPI thread runs on the load CPU, then the redirect on the dut's ingress.
