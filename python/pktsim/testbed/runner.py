@@ -127,8 +127,14 @@ def _cpu_hz() -> float | None:
 
 
 def _perf_count(proc: subprocess.Popen | None) -> int | None:
+    """The polls perf counted, stopped now (SIGINT: it prints its counts and disables the
+    tracepoint) rather than at its timeout, which only bounds it: the run is over."""
     if proc is None:
         return None
+    if proc.poll() is None:
+        import signal
+
+        proc.send_signal(signal.SIGINT)
     try:
         _, err = proc.communicate(timeout=MAX_DURATION_S + 30)
     except subprocess.TimeoutExpired:
