@@ -7,38 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# The keys that are the host's settings (what an operator sets with ethtool, sysfs and
-# sysctl), as opposed to what describes the machine (cores, clock, idle states, link):
-# the scenario keeps those.
-KNOBS = (
-    "nic.rx_ring",
-    "nic.tx_ring",
-    "nic.itr.mode",
-    "nic.itr.interval",
-    "nic.itr.profile",
-    "nic.napi.threaded",
-    "nic.napi.defer_hard_irqs",
-    "nic.napi.gro_flush_timeout",
-    "host.budget",
-    "host.budget_time",
-    "host.softirq",
-)
-
-
-# What import-host reads for them (the driver first: coalescing means different things per driver).
+# What import-host reads for them: the host's settings (what an operator sets with ethtool,
+# sysfs and sysctl: rings, coalescing, NAPI threads and deferral, budgets, and the kernel's
+# softirq rule), not what describes the machine (cores, clock, idle states, link), which
+# the scenario keeps. The driver first: coalescing means different things per driver.
 FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-c.txt", "sysctl.txt", "napi.txt")
 
 
 def of_host(host) -> dict[str, dict[str, str]]:
-    """The knobs of an imported host (:class:`pktsim.hostimport.Host`): key -> value (as
-    ``--set`` takes it) and source."""
-    out = {}
-    for key in KNOBS:
-        section, _, name = key.rpartition(".")
-        v = host.sections.get(section, {}).get(name)
-        if v is not None:
-            out[key] = {"value": v.toml, "source": v.source}
-    return out
+    """The knobs of an imported host (:class:`pktsim.hostimport.Host`): every key it read,
+    key -> value (as ``--set`` takes it) and source."""
+    return {f"{section}.{name}": {"value": v.toml, "source": v.source} for section, values in host.sections.items() for name, v in values.items()}
 
 
 def read(ifaces: Sequence[str]) -> dict[str, dict[str, dict[str, str]]]:
