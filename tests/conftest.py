@@ -35,11 +35,25 @@ def cli():
     return run_cli
 
 
+def built_once(tmp_path_factory, name: str) -> None:
+    """Fail if another worker of this run has built the shared fixture ``name`` already:
+    SHARED_FIXTURES' groups keep its tests on one worker (pytest-xdist's ``loadgroup``),
+    and a pytest that breaks the groups (9.2 with xdist 3.8) would build it on each."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        mark = tmp_path_factory.getbasetemp().parent / f"built-{name}"
+        try:
+            mark.touch(exist_ok=False)
+        except FileExistsError:
+            pytest.fail(f"{name} was built by two workers: the xdist_group of its tests was not kept (see SHARED_FIXTURES)")
+
+
 @pytest.fixture(scope="session")
 def _reproduce_all(tmp_path_factory):
     """``pktsim reproduce all --json --report DIR`` as a user runs it, once for every test
     that reads its JSON or its report."""
     import json
+
+    built_once(tmp_path_factory, "reproduce-all")
 
     report = tmp_path_factory.mktemp("reproduce") / "report"
     proc = run_cli("reproduce", "all", "--json", "--report", report)
@@ -67,10 +81,14 @@ def reproduced_report(_reproduce_all):
 # holds a wall-clock bound (a signal's stop within a fraction of a second), which another
 # test on the other CPU would make a test of the machine's load.
 SERIAL_MODULES = {"test_testbed_live.py", "test_tune_check.py", "test_interrupt.py"}
-# Tests that read one session fixture run on one worker, which builds it once.
-SHARED_FIXTURES = {"_reproduce_all": "reproduce-all", "cases": "fuzz-cases"}
+# Tests that read one costly fixture run on one worker, which builds it once (every paper
+# reproduced: about 25 s each way).
+SHARED_FIXTURES = {"_reproduce_all": "reproduce-all", "cases": "fuzz-cases", "reproduced": "papers-in-process"}
 
 
+# (First: xdist's own hook turns the groups into the test ids its scheduler reads; a group
+# marked after it is ignored, and each worker built every shared fixture.)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SERIAL_MODULES:

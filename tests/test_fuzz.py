@@ -170,6 +170,9 @@ def describe(failures) -> str:
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
+    from conftest import built_once
+
+    built_once(tmp_path_factory, "fuzz-cases")
     return build_cases(CASES, SEED, tmp_path_factory.mktemp("fuzz"))
 
 

@@ -13,8 +13,11 @@ from pktsim.scenarios import path
 
 
 @pytest.fixture(scope="module")
-def reproduced():
+def reproduced(tmp_path_factory):
     """Each paper's reproduction (in-process) and the simulations it ran."""
+    from conftest import built_once
+
+    built_once(tmp_path_factory, "papers-in-process")
     from pktsim.reproduce import reproduce
     from pktsim.sim import observe_runs
 
