@@ -1,6 +1,7 @@
 """The knobs an observed host runs with, in scenario keys: what ``pktsim import-host`` reads
-of the interface (``ethtool -g`` rings, ``ethtool -c`` coalescing, the NAPI sysfs files,
-``net.core`` sysctls, the kernel's release), read-only, each with where it came from.
+of the interface (``ethtool -g`` rings, ``-l`` queues, ``-c`` coalescing, the NAPI sysfs
+files, ``net.core`` sysctls, the kernel's release, the cpuidle states and governor),
+read-only, each with where it came from.
 ``pktsim observe --model`` runs the scenario with them."""
 
 from __future__ import annotations
@@ -8,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 # What import-host reads for them: the host's settings (what an operator sets with ethtool,
-# sysfs and sysctl: rings, coalescing, NAPI threads and deferral, budgets, and the kernel's
-# softirq rule), not what describes the machine (cores, clock, idle states, link), which
-# the scenario keeps. The driver first: coalescing means different things per driver.
-FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-c.txt", "sysctl.txt", "napi.txt")
+# sysfs and sysctl: rings, queues, coalescing, NAPI threads and deferral, budgets, the idle
+# governor and states, and the kernel's softirq rule), not what describes the machine
+# (clock, caches, link), which the scenario keeps. The driver first: coalescing means
+# different things per driver.
+FILES = ("ethtool-i.txt", "ethtool-g.txt", "ethtool-l.txt", "ethtool-c.txt", "sysctl.txt", "napi.txt", "cpuidle.txt")
 
 
 def of_host(host) -> dict[str, dict[str, str]]:
