@@ -220,6 +220,11 @@ def _tuned_chain(t: dict, scenario: Scenario, out_dir: Path, base_prefix: tuple,
     return text_out
 
 
+def _sh_quote(command: str) -> str:
+    """A command as text inside a double-quoted shell string ($DEV still expands)."""
+    return command.replace("\\", "\\\\").replace('"', '\\"').replace("`", "\\`")
+
+
 def apply_sh(t: dict) -> str:
     rec = t["recommended"]
     lines = [
@@ -235,8 +240,9 @@ def apply_sh(t: dict) -> str:
     lines += ["", "# What the recommendation changes:"] + (t["commands"] or ["# (nothing: today's configuration is the recommendation)"])
     if assumed:
         lines += ["", "# What the prediction assumes and the recommendation keeps (the scenario's values):"]
-        lines += ["# set here too, so that the host is the one predicted."]
-        lines += assumed
+        lines += ["# set here too, so that the host is the one predicted; a device that has no such setting"]
+        lines += ["# (veth has no ethtool rings or channels) keeps its own, and the script says so."]
+        lines += [c if c.startswith("#") else f'{c} || echo "apply.sh: not set on $DEV: {_sh_quote(c)}" >&2' for c in assumed]
     return "\n".join(lines) + "\n"
 
 
