@@ -101,9 +101,11 @@ def point(a: Snapshot, b: Snapshot, ifaces: Sequence[str], clk_tck: int | None =
         )
     if b.softirqs and a.softirqs:
         net_rx = [y - x for x, y in zip(a.softirqs["NET_RX"], b.softirqs["NET_RX"])]
-        out["softirqs_per_s"] = sum(net_rx) / w
+        on = [k for k in sorted(handling) if k < len(net_rx)] or list(range(len(net_rx)))
+        out["softirqs_per_s"] = sum(net_rx[k] for k in on) / w
         out["softirqs_per_packet"] = out["softirqs_per_s"] / rx if rx else None
-        src["softirqs_per_s"] = "/proc/softirqs, NET_RX (every CPU)"
+        which = f"CPUs {', '.join(map(str, on))}, those that handle the interfaces" if handling else "every CPU"
+        src["softirqs_per_s"] = f"/proc/softirqs, NET_RX ({which})"
     if b.stat and a.stat:
         d = [_delta(x, y) for x, y in zip(a.stat, b.stat)]
         cores = len(d)
