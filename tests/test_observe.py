@@ -28,6 +28,15 @@ def test_interrupts_of_each_driver_are_read_per_cpu():
     assert cpus == 2 and irqs["41"][1] == [0, 800002] and "mlx5_comp1@pci:0000:03:00.0" in irqs["41"][0]
 
 
+def test_udp_counters_are_read_and_a_garbled_line_named():
+    udp = src.snmp_udp((DATA / "snmp.txt").read_text())
+    assert {"InDatagrams", "RcvbufErrors", "InErrors"} <= set(udp) and all(isinstance(v, int) for v in udp.values())
+    with pytest.raises(ObserveError, match=r"^saved:2: "):
+        src.snmp_udp("Udp: InDatagrams RcvbufErrors\nUdp: 12 x\n", "saved")
+    with pytest.raises(ObserveError, match=r"^saved: expected two Udp: lines"):
+        src.snmp_udp("Ip: 1 2\nIp: 3 4\n", "saved")
+
+
 def test_softnet_softirqs_and_stat_are_read():
     s = src.softnet_stat((DATA / "softnet_stat.txt").read_text())
     assert s[0] == {"processed": 0x0199B13D, "dropped": 0, "time_squeeze": 0x10} and s[1]["dropped"] == 0x001A42CC
@@ -60,6 +69,7 @@ def _snap(t_s, rx, tx, missed, vec, net_rx, softnet, ticks):
     s.softirqs = {"NET_RX": [net_rx, 0]}
     s.softnet = [{"processed": softnet[0], "dropped": softnet[1], "time_squeeze": softnet[2]}, {"processed": 0, "dropped": 0, "time_squeeze": 0}]
     s.stat = [dict(zip(src.STAT_FIELDS, ticks)), dict(zip(src.STAT_FIELDS, (0, 0, 0, 200, 0, 0, 0, 0)))]
+    s.udp = {"InDatagrams": softnet[0] // 2, "RcvbufErrors": softnet[1] * 3}
     return s
 
 
@@ -74,7 +84,8 @@ def test_the_operating_point_of_two_snapshots_by_hand():
     assert op["interfaces"]["eth1"]["mean_frame_bytes"] == 64
     assert op["irq_per_s"] == 100_000 and op["irqs_per_packet"] == pytest.approx(1 / 3)
     assert op["softirqs_per_s"] == 150_000 and op["softirqs_per_packet"] == 0.5
-    assert op["drops"] == {"rx_ring_full": 5000, "rx_dropped": 0, "backlog": 20}
+    assert op["drops"] == {"rx_ring_full": 5000, "rx_dropped": 0, "backlog": 20, "rcvbuf_errors": 60}
+    assert op["udp_datagrams_per_s"] == 150_000
     assert op["loss_ratio"] == pytest.approx(5020 / 305_000)
     assert op["time_squeeze"] == 7
     # (10 + 50) ticks of 10 ms over 600,000 frames: 1 us a frame.
@@ -193,6 +204,7 @@ def test_the_interfaces_vectors_are_found_by_its_name_or_its_pci_device(tmp_path
         shutil.copy(DATA / "softnet_stat.txt", root / "proc/net/softnet_stat")
         shutil.copy(DATA / "softirqs.txt", root / "proc/softirqs")
         shutil.copy(DATA / "stat.txt", root / "proc/stat")
+        shutil.copy(DATA / "snmp.txt", root / "proc/net/snmp")
         return root
 
     s = src.take(["eth1"], tree("ixgbe", "interrupts-ixgbe.txt", "eth1"))
@@ -418,3 +430,32 @@ def test_polls_in_the_window_take_the_share_inside_of_the_intervals_it_cuts():
     c.intervals = [(0, [0]), (100, [20]), (200, [20]), (300, [30]), (400, [40])]
     assert c.polls(150, 350) == {"eth1": 10 + 30 + 20}
     assert c.polls(0, 400) is None and c.polls(-5, 100) is None
+
+
+@root_only
+@pytest.mark.serial
+def test_a_killed_observe_leaves_no_perf_counting():
+    """SIGKILL gives observe no chance to stop its perf: perf dies with it (the parent's
+    death signal), and with it the tracepoint's counting."""
+    import shutil
+
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pktsim", "observe", "--iface", "lo", "--duration", "60s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+    def perf_children() -> list[int]:
+        out = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], capture_output=True, text=True).stdout.split("\n")
+        return [int(f[0]) for f in (line.split() for line in out) if len(f) == 3 and f[1] == str(proc.pid) and f[2] == "perf"]
+
+    deadline = time.monotonic() + 10
+    while not (perfs := perf_children()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert perfs, "observe started no perf"
+    proc.kill()
+    proc.wait(timeout=5)
+    deadline = time.monotonic() + 3
+    while any(os.path.exists(f"/proc/{p}") for p in perfs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(os.path.exists(f"/proc/{p}") for p in perfs), "perf outlived a killed observe"

@@ -131,6 +131,11 @@ def point(a: Snapshot, b: Snapshot, ifaces: Sequence[str], clk_tck: int | None =
         )
         src["cpu_by_context"] = f"/proc/stat (ticks of 1/{hz} s: a window of {w:.1f} s holds {w * hz:.0f} per CPU)"
         src["softirq_ns_per_packet"] = f"/proc/stat hard IRQ + softirq time of {which}, per frame received"
+    if a.udp and b.udp:
+        out["udp_datagrams_per_s"] = (b.udp.get("InDatagrams", 0) - a.udp.get("InDatagrams", 0)) / w
+        drops["rcvbuf_errors"] = (b.udp.get("RcvbufErrors", 0) - a.udp.get("RcvbufErrors", 0)) / w
+        src["udp_datagrams_per_s"] = "/proc/net/snmp, Udp InDatagrams (every socket of the namespace)"
+        src["drops.rcvbuf_errors"] = "/proc/net/snmp, Udp RcvbufErrors per second (a datagram for a full socket)"
     _driver_counters(a, b, ifaces, w, out, per_if, src)
     _napi_threads(a, b, ifaces, w, rx, out, per_if, src)
     out["drops"] = drops
@@ -371,6 +376,10 @@ def compare(op: dict, scenario, source: str = "pktsim observe") -> dict:
         rows.append(row("NAPI thread wake-ups per frame", op["wakeups_per_packet"], wakeups_per_packet(r), "wake-ups/frame", source))
     if (op.get("polls_per_packet")) is not None:
         rows.append(row("NAPI polls per frame", op["polls_per_packet"], r["polls_per_packet"], "polls/frame", source))
+    if "rcvbuf_errors" in op.get("drops", {}) and r.get("offered_pps"):
+        # (The model's drops are counts over its window: offered_packets / offered_pps.)
+        window_s = r["offered_packets"] / r["offered_pps"]
+        rows.append(row("RcvbufErrors", op["drops"]["rcvbuf_errors"], r["drops"].get("rcvbuf_errors", 0) / window_s, "1/s", source))
     if op.get("softirqs_per_packet") is not None:
         rows.append(row("NET_RX softirqs per frame", op["softirqs_per_packet"], r["softirqs_per_packet"], "softirqs/frame", source))
     cpu = cpu_ns(op)

@@ -9,6 +9,8 @@ exposes, read-only.
 - ``/proc/softirqs``: NET_RX and NET_TX softirqs per CPU;
 - ``/proc/stat``: per CPU, the time in hard IRQs, softirqs, system, user and idle (USER_HZ
   ticks);
+- ``/proc/net/snmp``: UDP datagrams delivered and dropped at a full socket
+  (``RcvbufErrors``), in the namespace observe runs in;
 - ``/proc/sys/net/core/*``: the sysctls that bound a poll (``netdev_budget``,
   ``netdev_budget_usecs``, ``dev_weight``, ``netdev_max_backlog``);
 - ``ethtool -S IFACE``: the driver's own counters (per-queue drops, buffer shortages, XDP
@@ -141,6 +143,18 @@ def proc_stat(text: str, origin: str = "/proc/stat") -> list[dict[str, int]]:
 SYSCTLS = ("netdev_budget", "netdev_budget_usecs", "dev_weight", "netdev_max_backlog", "busy_poll", "busy_read")
 
 
+def snmp_udp(text: str, origin: str = "/proc/net/snmp") -> dict[str, int]:
+    """The UDP counters of ``/proc/net/snmp`` (a ``Udp:`` line of names, then one of
+    values): InDatagrams, RcvbufErrors (a full socket), InErrors ..."""
+    lines = [(n, line.split()) for n, line in enumerate(text.splitlines(), 1) if line.startswith("Udp:")]
+    if len(lines) < 2:
+        raise _err(origin, None, "two Udp: lines, the counters' names and their values")
+    (_, names), (n, values) = lines[0], lines[1]
+    if len(names) != len(values) or not all(v.lstrip("-").isdigit() for v in values[1:]):
+        raise _err(origin, n, f"{len(names) - 1} whole numbers after Udp:, one per name of the line before", " ".join(values))
+    return dict(zip(names[1:], map(int, values[1:])))
+
+
 def ethtool_stats(text: str, origin: str = "ethtool -S") -> dict[str, int]:
     """The counters of ``ethtool -S`` output: ``NIC statistics:`` and a ``name: value`` line
     each (a name may hold dots, dashes and brackets: ``port.rx_dropped``, ``rx-0.packets``)."""
@@ -239,6 +253,7 @@ class Snapshot:
     softirqs: dict[str, list[int]] = field(default_factory=dict)
     stat: list[dict[str, int]] = field(default_factory=list)
     ethtool: dict[str, dict[str, int]] = field(default_factory=dict)  # iface -> ethtool -S counters
+    udp: dict[str, int] = field(default_factory=dict)  # /proc/net/snmp's Udp counters
     threads: dict[str, dict[int, tuple[int, int, int]]] = field(default_factory=dict)  # iface -> pid -> (ns, wake-ups, CPU)
     missing: list[str] = field(default_factory=list)
 
@@ -293,6 +308,9 @@ def take(ifaces: list[str], root: Path = Path("/"), threads: dict[str, list[int]
     text = _read(root / "proc/stat", snap)
     if text is not None:
         snap.stat = proc_stat(text, str(root / "proc/stat"))
+    text = _read(root / "proc/net/snmp", snap)
+    if text is not None:
+        snap.udp = snmp_udp(text, str(root / "proc/net/snmp"))
     if ethtool:  # (last: a command, milliseconds; the counters above are read in microseconds)
         for i in ifaces:
             text, why = ethtool_text(i)

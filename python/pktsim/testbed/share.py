@@ -168,11 +168,12 @@ def base_slice_ns(cpus: int, proc_sched: str | None = None) -> int:
 
 
 def _udp_counters() -> dict:
-    text = _cat_in(DUT, "/proc/net/snmp")
-    lines = [ln.split() for ln in text.splitlines() if ln.startswith("Udp:")]
-    if len(lines) < 2:
+    from ..observe.sources import ObserveError, snmp_udp
+
+    try:
+        return snmp_udp(_cat_in(DUT, "/proc/net/snmp"), f"{DUT}:/proc/net/snmp")
+    except ObserveError:
         return {}
-    return dict(zip(lines[0][1:], map(int, lines[1][1:])))
 
 
 def _cat_in(ns: str, path: str) -> str:
