@@ -38,7 +38,10 @@ def cmd_observe(args) -> int:
 
         model = Scenario.load(args.model)  # checked before the window
     try:
-        op = observe(ifaces, duration, interval, progress=say if interval else None)
+        # (The window opens once the knobs are read and perf counts: a script that drives
+        # the host's load can wait for this line.)
+        opened = lambda: say(f"watching {', '.join(ifaces)} for {duration:g} s")  # noqa: E731
+        op = observe(ifaces, duration, interval, progress=say if interval else None, opened=opened)
     except ObserveError as e:
         raise UsageError(str(e)) from None
     if model is not None:

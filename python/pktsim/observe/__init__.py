@@ -149,7 +149,7 @@ def point(a: Snapshot, b: Snapshot, ifaces: Sequence[str], clk_tck: int | None =
 def _driver_counters(a: Snapshot, b: Snapshot, ifaces: Sequence[str], w: float, out: dict, per_if: dict, src: dict) -> None:
     """``ethtool -S``: every counter that moved, per second; those that count lost frames
     (``lost_per_s``); NAPI polls where the driver counts them (mlx5's ``chN_poll``)."""
-    polls = 0.0
+    all_polls = 0.0
     counted = []
     for i in ifaces:
         if i not in b.ethtool or i not in a.ethtool:
@@ -160,16 +160,16 @@ def _driver_counters(a: Snapshot, b: Snapshot, ifaces: Sequence[str], w: float, 
         channel_polls = [v for k, v in moved.items() if POLL_COUNTER.match(k)]
         if any(POLL_COUNTER.match(k) for k in b.ethtool[i]):
             per_if[i]["polls_per_s"] = sum(channel_polls)
-            polls += sum(channel_polls)
+            all_polls += sum(channel_polls)
             counted.append(i)
     if any("ethtool_per_s" in per_if[i] for i in ifaces):
         src["interfaces.*.ethtool_per_s"] = "ethtool -S: the driver's counters that moved, per second"
         src["interfaces.*.lost_per_s"] = "ethtool -S: the driver's counters of lost frames (drop, discard, miss, buffer shortage, error), per second"
     if counted and len(counted) == len(ifaces):
         frames = out["received_pps"] * w
-        out["polls_per_s"] = polls
-        out["packets_per_poll"] = {"mean": frames / (polls * w) if polls else None}
-        out["polls_per_packet"] = polls * w / frames if frames else None
+        out["polls_per_s"] = all_polls
+        out["packets_per_poll"] = {"mean": frames / (all_polls * w) if all_polls else None}
+        out["polls_per_packet"] = all_polls * w / frames if frames else None
         src["polls_per_s"] = "ethtool -S: the driver's NAPI polls per channel (chN_poll)"
 
 
@@ -216,11 +216,13 @@ def observe(
     interval_s: float | None = None,
     root: str | Path = "/",
     progress: Callable[[str], None] | None = None,
+    opened: Callable[[], None] | None = None,
 ) -> dict:
     """The operating point of ``ifaces`` over ``duration_s`` (and, with ``interval_s``, one
     per interval in ``series``). Raises :class:`ObserveError` for an unknown interface or
     a source that cannot be read as expected; KeyboardInterrupt stops it within a tenth
-    of a second."""
+    of a second. ``opened`` is called once the window has opened (the knobs read, perf
+    counting, the first snapshot taken)."""
     if not ifaces:
         raise ObserveError("no interface to observe; expected --iface NAME (see ip link)")
     if not MIN_DURATION_S <= duration_s <= MAX_DURATION_S:
@@ -244,6 +246,8 @@ def observe(
     try:
         first = prev = snap()
         own_setup = [resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+        if opened:
+            opened()
         series = []
         end = first.t_ns + int(duration_s * 1e9)
         step = int((interval_s or duration_s) * 1e9)

@@ -21,14 +21,14 @@ wake-ups and polls per frame 5%, CPU per frame 10%.
 from __future__ import annotations
 
 import json
+import os
+import select
 import subprocess
 import sys
-import threading
-import time
 
 from ..reproduce.rows import row, summary
 from . import runner, xdp
-from .topology import DUT, DUT_IN, TestbedError, Topology
+from .topology import DUT, DUT_IN, TestbedError, Topology, die_with_parent
 
 NAME = "observe"
 TITLE = "pktsim observe inside the dut, held against the testbed's own counters"
@@ -37,43 +37,41 @@ VARIANTS = ("stack", "defer", "xdp")
 DEFER = (2, 50_000)  # napi_defer_hard_irqs, gro_flush_timeout (ns)
 RATES_PPS = (30e3, 80e3)
 QUICK_RATES_PPS = (40e3,)
-# observe's window opens this long before the testbed's run starts (its interpreter, the
-# knobs it reads and perf's first interval come first) and closes this long after the run
-# (the sink's drain, perf's stop and the counters) would have ended.
-LEAD_S = 1.5
-TRAIL_S = 2.0
+# observe's window: the run starts once it is open (observe says so on stderr), and it lasts
+# the generator's run and this much more, which the run's own start (perf's, the sink's)
+# and end (the sink's drain, perf's stop, the counters) take, with a margin.
+EXTRA_S = 3.0
 TOLERANCE = {"rate": 0.01, "per_frame": 0.05, "cpu": 0.10}
 
 
-def _observe(window_s: float, out: dict) -> None:
-    argv = ["ip", "netns", "exec", DUT, sys.executable, "-m", "pktsim", "observe", "--iface", DUT_IN, "--duration", f"{window_s}s", "--json"]
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=window_s + 60)
-    if p.returncode != 0:
-        out["error"] = p.stderr.strip()[-300:] or f"exit {p.returncode}"
-        return
-    try:
-        out["op"] = json.loads(p.stdout)
-    except ValueError:
-        out["error"] = f"observe printed no JSON: {p.stdout[:200]!r}"
-
-
 def one(topo: Topology, rate_pps: float, duration_s: float) -> dict:
-    """A testbed run of ``duration_s`` at ``rate_pps``, inside observe's window."""
-    got: dict = {}
-    obs = threading.Thread(target=_observe, args=(LEAD_S + duration_s + TRAIL_S, got), daemon=True)
-    obs.start()
+    """A testbed run of ``duration_s`` at ``rate_pps``, inside observe's window (observe is
+    stopped with the run if the run fails or is interrupted)."""
+    window_s = duration_s + EXTRA_S
+    argv = ["ip", "netns", "exec", DUT, sys.executable, "-m", "pktsim", "observe", "--iface", DUT_IN, "--duration", f"{window_s}s", "--json"]
+    obs = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=die_with_parent(os.getpid()))
     try:
-        time.sleep(LEAD_S)
+        # The run starts once observe's window is open (its interpreter, the knobs and perf
+        # first: on a loaded machine they take seconds).
+        ready = select.select([obs.stderr], [], [], 60)[0] and "watching" in obs.stderr.readline()
+        if not ready:
+            raise TestbedError(f"pktsim observe inside {DUT} did not open its window within 60 s")
         tb = runner.measure(topo, rate_pps, duration_s)
-    finally:
-        obs.join(duration_s + TRAIL_S + 90)
-    if "op" not in got:
-        raise TestbedError(f"pktsim observe inside {DUT} failed: {got.get('error', 'it did not finish')}")
-    return {"testbed": tb, "observe": got["op"]}
+        out, err = obs.communicate(timeout=window_s + 60)
+    except BaseException:
+        obs.kill()
+        obs.wait()
+        raise
+    if obs.returncode != 0:
+        raise TestbedError(f"pktsim observe inside {DUT} failed (exit {obs.returncode}): {err.strip()[-300:]}")
+    try:
+        return {"testbed": tb, "observe": json.loads(out)}
+    except ValueError:
+        raise TestbedError(f"pktsim observe inside {DUT} printed no JSON: {out[:200]!r}") from None
 
 
 def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
-    """``duration_s``: the generator's run (observe's window is LEAD_S + TRAIL_S longer)."""
+    """``duration_s``: the generator's run (observe's window is EXTRA_S longer)."""
     rates = QUICK_RATES_PPS if quick else RATES_PPS
     points = []
     plan = [(v, r) for v in VARIANTS for r in rates]
@@ -84,7 +82,7 @@ def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=
             topo.set_deferral(0, 0)
             topo.attach_xdp(xdp.DEFAULT_LOOPS)
         if progress:
-            progress(i, len(plan), f"{variant}: {rate / 1e3:.0f} kpps for {duration_s:g} s, observed from {LEAD_S:g} s before to {TRAIL_S:g} s after")
+            progress(i, len(plan), f"{variant}: {rate / 1e3:.0f} kpps for {duration_s:g} s, inside observe's window of {duration_s + EXTRA_S:g} s")
         for rep in range(reps):
             points.append({"variant": variant, "rate_pps": rate, "rep": rep, **one(topo, rate, duration_s)})
     return {"points": points, "duration_s": duration_s, "defer": {"napi_defer_hard_irqs": DEFER[0], "gro_flush_timeout_ns": DEFER[1]}}
@@ -134,7 +132,3 @@ def describe(res: dict) -> str:
     s = res["summary"]
     held, n = s.get("relations_held"), s.get("relations")
     return f"observe's readings within the tolerances at {held} of {n} figures (reported: the testbed's counts; predicted: observe's)"
-
-
-def held(res: dict) -> bool:
-    return all(r.get("holds") for r in res["rows"])
