@@ -437,3 +437,17 @@ def test_the_sample_output_in_docs_tune_md_is_what_tune_prints():
     if os.environ.get("PKTSIM_UPDATE_DOCS"):
         doc.write_text(text[: m.start(2)] + proc.stdout + text[m.end(2) :])
     assert m.group(2) == proc.stdout, "docs/tune.md's sample is stale: PKTSIM_UPDATE_DOCS=1 pytest tests/test_tune.py -k sample"
+
+
+def test_the_tpe_takes_scipys_log_ndtr_with_optunas_values():
+    """Optuna's own log Phi and scipy's agree within 1e-12 from -60 to 60 and beyond (where
+    a tune's TPE reads them), so giving the TPE scipy's (vectorized) moves no trial."""
+    import numpy as np
+    import optuna.samplers._tpe._truncnorm as truncnorm
+
+    from pktsim.tune.search import vectorized_log_ndtr
+
+    a = np.concatenate([np.linspace(-60.0, 60.0, 20001), [-1e3, -20.0, -20.000001, 6.0, 6.000001, 1e3]])
+    assert vectorized_log_ndtr() and getattr(truncnorm._log_ndtr, "_pktsim", False)
+    own = np.asarray(truncnorm._log_ndtr.optunas(a), dtype=float)
+    assert np.max(np.abs(truncnorm._log_ndtr(a) - own)) < 1e-12
