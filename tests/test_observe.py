@@ -457,3 +457,23 @@ def test_a_killed_observe_leaves_no_perf_counting():
     while any(os.path.exists(f"/proc/{p}") for p in perfs) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(os.path.exists(f"/proc/{p}") for p in perfs), "perf outlived a killed observe"
+
+
+def test_a_users_sysctl_that_may_not_read_every_key_still_gives_the_budgets(monkeypatch):
+    """As a user (not root), `sysctl net.core` exits 1 for bpf_jit_harden and the like and
+    prints the rest: the budgets and the kernel's release are still read."""
+    import shutil
+    import types
+
+    from pktsim import hostimport
+
+    def run(cmd, **kw):
+        if cmd[0] == "sysctl":
+            out = "net.core.netdev_budget = 600\nnet.core.netdev_budget_usecs = 4000\nkernel.osrelease = 6.18.0\n"
+            return types.SimpleNamespace(returncode=1, stdout=out, stderr="sysctl: permission denied on key 'net.core.bpf_jit_harden'\n")
+        return types.SimpleNamespace(returncode=1, stdout="", stderr="no such device\n")
+
+    monkeypatch.setattr(hostimport.subprocess, "run", run)
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/sbin/{name}")
+    host = hostimport.from_live("eth0", files=("ethtool-i.txt", "sysctl.txt"))
+    assert host.get("host", "budget") == "600" and host.get("host", "budget_time") == '"4000us"' and host.get("host", "softirq") == '"inline"'

@@ -404,7 +404,9 @@ def from_live(iface: str | None = None, timeout_s: float = 5.0, files: tuple[str
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if p.returncode == 0:
+        # (sysctl exits 1 for a user who may not read a few net.core keys, bpf_jit_harden
+        # among them, and prints the others: those are still the host's.)
+        if p.returncode == 0 or (name == "sysctl.txt" and p.stdout.strip()):
             texts[name] = p.stdout
     try:
         if "interrupts.txt" in files:
