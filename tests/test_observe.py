@@ -477,3 +477,9 @@ def test_a_users_sysctl_that_may_not_read_every_key_still_gives_the_budgets(monk
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/sbin/{name}")
     host = hostimport.from_live("eth0", files=("ethtool-i.txt", "sysctl.txt"))
     assert host.get("host", "budget") == "600" and host.get("host", "budget_time") == '"4000us"' and host.get("host", "softirq") == '"inline"'
+
+
+def test_a_driver_whose_counters_do_not_parse_is_named_not_fatal(monkeypatch):
+    monkeypatch.setattr(src, "ethtool_text", lambda iface: ("NIC statistics:\n     rx_packets: many\n", ""))
+    s = src.take(["lo"], ethtool=True)
+    assert "lo" not in s.ethtool and any(m.startswith("ethtool -S lo:2: ") for m in s.missing), s.missing
