@@ -284,6 +284,15 @@ def names_vector(handler: str, iface: str, device: str = "") -> bool:
     return False
 
 
+# The machine-wide files of a snapshot: where each is, its parser, the Snapshot field.
+_PROC_FILES = (
+    ("proc/net/softnet_stat", softnet_stat, "softnet"),
+    ("proc/softirqs", softirqs, "softirqs"),
+    ("proc/stat", proc_stat, "stat"),
+    ("proc/net/snmp", snmp_udp, "udp"),
+)
+
+
 def take(ifaces: list[str], root: Path = Path("/"), threads: dict[str, list[int]] | None = None, ethtool: bool = False) -> Snapshot:
     """Every source now (``root``: where /proc and /sys are, for saved trees; ``threads``:
     each interface's NAPI threads to read; ``ethtool``: run ``ethtool -S`` on each)."""
@@ -299,18 +308,10 @@ def take(ifaces: list[str], root: Path = Path("/"), threads: dict[str, list[int]
         _, irqs = interrupts(text, str(root / "proc/interrupts"))
         for i in ifaces:
             snap.vectors[i] = {name: counts for name, counts in irqs.values() if names_vector(name, i, pci_device(root, i))}
-    text = _read(root / "proc/net/softnet_stat", snap)
-    if text is not None:
-        snap.softnet = softnet_stat(text, str(root / "proc/net/softnet_stat"))
-    text = _read(root / "proc/softirqs", snap)
-    if text is not None:
-        snap.softirqs = softirqs(text, str(root / "proc/softirqs"))
-    text = _read(root / "proc/stat", snap)
-    if text is not None:
-        snap.stat = proc_stat(text, str(root / "proc/stat"))
-    text = _read(root / "proc/net/snmp", snap)
-    if text is not None:
-        snap.udp = snmp_udp(text, str(root / "proc/net/snmp"))
+    for rel, parse, attr in _PROC_FILES:
+        text = _read(root / rel, snap)
+        if text is not None:
+            setattr(snap, attr, parse(text, str(root / rel)))
     if ethtool:  # (last: a command, milliseconds; the counters above are read in microseconds)
         for i in ifaces:
             text, why = ethtool_text(i)
