@@ -179,6 +179,7 @@ SET_KEYS = [
     "cpu.idle.guest_halt_poll_shrink",
     "host.t_proc_per_byte",
     "host.t_irq_busy",
+    "host.t_timer",
     "nic.irq_delay",
     "host.batch.t_wakeup",
     "host.batch.t_empty",

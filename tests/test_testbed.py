@@ -84,18 +84,24 @@ def test_recorded_sweep_is_predicted_with_its_errors_printed():
 
 
 def test_the_deferral_dial_is_predicted_from_the_deferral_off_calibration():
-    """The recorded defer sweep (VALIDATION.md): only deferral-off points are fitted, and
-    the dial's CPU per frame is predicted within 15% and its latency median within 50% at
-    every point (the figures VALIDATION.md reports: 13.6% and 47.5% at worst)."""
+    """The recorded defer sweep (VALIDATION.md): the deferral-off points are fitted, and of
+    the dial only the CPU per frame at 50 us and 30% load, which fits the deferral timer's
+    cost (``host.t_timer``, 8.6 us on this record); the rest of the dial's CPU per frame is
+    predicted within 15% and its latency median within 50% at every point (14.3% and 46.9%
+    at worst; the timer's cost is not in any frame's way, so the medians are what they
+    were without it)."""
     sw = json.loads(DEFER_DATA.read_text())
     res = defer.compare(sw)
     fitted = [r for r in res["rows"] if r["kind"] == "fitted"]
-    assert fitted and all("deferral off" in r["quantity"] for r in fitted)
-    dial = [r for r in res["rows"] if "gro_flush_timeout" in r["quantity"]]
+    timer = [r for r in fitted if "gro_flush_timeout" in r["quantity"]]
+    assert [r["quantity"] for r in timer] == ["dut CPU per frame, gro_flush_timeout 50 us, 30% load (33.8 kpps)"]
+    assert abs(timer[0]["rel_error"]) < 0.01 and 1_000 < res["calibration"]["t_timer_ns"] < 50_000
+    assert all("deferral off" in r["quantity"] for r in fitted if r not in timer)
+    dial = [r for r in res["rows"] if "gro_flush_timeout" in r["quantity"] and r not in timer]
     assert dial and all(r["kind"] == "predicted" for r in dial)
     cpu = [abs(r["rel_error"]) for r in dial if "CPU" in r["quantity"]]
     p50 = [abs(r["rel_error"]) for r in dial if "p50" in r["quantity"]]
-    assert len(cpu) == 12 and max(cpu) < 0.15, cpu
+    assert len(cpu) == 11 and max(cpu) < 0.15, cpu
     assert max(p50) < 0.5, p50
     # The calibration saw no deferral: the simulator's deferral made the difference.
     c = res["calibration"]

@@ -468,7 +468,7 @@ def to_toml(host: Host, source: str, load: Value | None = None) -> str:
         s.setdefault("nic", {})["dma_delay"] = Value('"0ns"', "veth has no DMA")
     # Per-event costs are not on the machine either: each the mode reads is written out
     # with its default, said to be one.
-    for key in ("t_irq", "t_poll", "thread.t_wakeup", "batch.t_wakeup"):
+    for key in ("t_irq", "t_poll", "t_timer", "thread.t_wakeup", "batch.t_wakeup"):
         if schema_info.io_mode(io).reads(f"host.{key}") and key not in s["host"]:
             default = (schema_info.node(f"host.{key}") or {}).get("default")
             if default is not None:

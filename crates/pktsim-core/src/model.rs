@@ -1022,7 +1022,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                     arrivals: i.arrivals,
                     t_frame_ps: i.t_frame_ps,
                     t_start_ps: round_ps,
-                    t_next_ps: if n.defer.is_some() { wake + n.t_poll_ps } else { round_ps },
+                    t_next_ps: if n.defer.is_some() { n.t_timer_ps + wake + n.t_poll_ps } else { round_ps },
                     latency_start_ps: lat,
                     latency_next_ps: lat,
                     takes_late_frames: true,
@@ -1094,7 +1094,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                 // Alone, a frame pays its interrupt's round, the round its completion starts on a
                 // shared vector (or its tx vector's), and the deferral's empty polls.
                 let rounds_alone = 1.0 + if n.shared_tx || (n.tx_vector && i.tx_pps > 0.0) { 1.0 } else { 0.0 };
-                let deferred = n.defer.map_or(0.0, |(polls, _)| polls as f64 * (wake + n.t_poll_ps));
+                let deferred = n.defer.map_or(0.0, |(polls, _)| polls as f64 * (n.t_timer_ps + wake + n.t_poll_ps));
                 e.busy_max = lambda * (frame_s + (rounds_alone * round_ps + deferred) * ps) + i.clean_busy;
                 (s, tx, 0.0)
             }

@@ -193,7 +193,11 @@ mod tests {
         let mut n = node("");
         let h = &mut n.scenario.host;
         h.io = crate::scenario::IoSpec::ThreadedNapi(crate::scenario::ThreadedNapiIo {
-            poll: crate::scenario::Poll { t_poll: crate::units::Duration::from_ps(4_000_000), weight: 64 },
+            poll: crate::scenario::Poll {
+                t_poll: crate::units::Duration::from_ps(4_000_000),
+                weight: 64,
+                ..Default::default()
+            },
             thread: crate::scenario::ThreadSpec {
                 t_wakeup: crate::units::Duration::from_ps(9_000_000),
                 ..Default::default()

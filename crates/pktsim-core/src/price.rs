@@ -166,6 +166,8 @@ pub enum Events {
 pub struct NapiEvents {
     pub t_irq_ps: f64,
     pub t_poll_ps: f64,
+    /// One expiry of the deferral timer (`host.t_timer`), before each timer poll.
+    pub t_timer_ps: f64,
     pub weight: f64,
     pub itr: crate::scenario::ItrSpec,
     /// Frames sent are completed on the rx vector (`nic.tx_vector = "shared"`): a round that

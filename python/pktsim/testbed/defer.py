@@ -12,10 +12,13 @@ generator's sends then do not wake the NAPI thread, the timer does (``napi_watch
 2. Calibrate the model on those (``validate.calibrate``: t_proc, t_poll, t_wakeup; then
    the wake-up latency from the lowest load's median), exactly as the stack path does.
 3. Measure the dial: ``gro_flush_timeout`` 0 (off), 20, 50, 100, 200 us with
-   ``napi_defer_hard_irqs`` 2 at 30%, 60% and 90% load, and predict every point with the
-   simulator's veth deferral (``[nic.napi] defer_hard_irqs``, ``gro_flush_timeout``)
-   without fitting anything more: CPU per frame, frames per poll, polls and wake-ups per
-   frame, p50 (p99 as a tail row).
+   ``napi_defer_hard_irqs`` 2 at 30%, 60% and 90% load.
+4. Fit what one expiry of the deferral timer costs (``host.t_timer``: the hrtimer's
+   interrupt, ``napi_watchdog``; on a KVM guest its exits to the hypervisor) on one dialled
+   point, CPU per frame at 50 us and the lowest dialled load, and predict every other point
+   with the simulator's veth deferral (``[nic.napi] defer_hard_irqs``,
+   ``gro_flush_timeout``): CPU per frame, frames per poll, polls and wake-ups per frame,
+   p50 (p99 as a tail row).
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ LOADS = (0.3, 0.6, 0.9)
 QUICK_TIMEOUTS_US = (0, 50, 200)
 QUICK_LOADS = (0.3, 0.7)
 CAL_LOADS = (0.1, 0.45, 0.9)
+# The dialled point the deferral timer's expiry is fitted on: its CPU per frame, at this
+# gro_flush_timeout (us) and the lowest dialled load.
+TIMER_FIT_US = 50
 
 
 def measure(topo: Topology, quick: bool, duration_s: float, reps: int, progress=None) -> dict:
@@ -66,6 +72,10 @@ def compare(sw: dict) -> dict:
     cal = validate.calibrate_with_probes(usable, sw)
     isets = validate.machine_sets(sw)
     cal["wake_latency_ns"] = validate.fit_wake_latency(cal, usable[0], sets={**isets, **validate.stall_sets(usable[0])})
+    timer_pt = timer_point(sw["points"])
+    if timer_pt is not None:
+        cal["t_timer_ns"] = fit_t_timer(cal, timer_pt, sets={**isets, **validate.stall_sets(timer_pt), **_sets(timer_pt)})
+        cal["t_timer_from"] = {"load": timer_pt["load"], "gro_flush_timeout_ns": timer_pt["gro_flush_timeout_ns"]}
     rows, preds = [], []
     for p in sw["points"]:
         m = validate.simulate(cal, p["offered_pps"], cal["wake_latency_ns"], sets={**isets, **validate.stall_sets(p), **_sets(p)})
@@ -74,7 +84,7 @@ def compare(sw: dict) -> dict:
         preds.append(pred)
         dial = f"gro_flush_timeout {p['gro_flush_timeout_ns'] / 1e3:.0f} us" if p["defer_hard_irqs"] else "deferral off"
         tag = f"{dial}, {100 * p['load']:.0f}% load ({p['offered_pps'] / 1e3:.1f} kpps)"
-        fit = {"fitted": True} if p["calibration"] else {}
+        fit = {"fitted": True} if p["calibration"] or p is timer_pt else {}
         polls = p["packets_per_poll"]
         rows.append(row(f"dut CPU per frame, {tag}", p["dut_ns_per_packet"], m["ns_per_packet"], "ns", SOURCE, **fit))
         if p["calibration"]:
@@ -113,10 +123,41 @@ def compare(sw: dict) -> dict:
     return {"rows": rows, "summary": summary(rows), "calibration": cal, "predictions": preds}
 
 
+def timer_point(points: list) -> dict | None:
+    """The dialled point the deferral timer's expiry is fitted on (:data:`TIMER_FIT_US` at
+    the lowest dialled load), if it was measured and forwarded frames."""
+    dialled = [p for p in points if not p["calibration"] and p["gro_flush_timeout_ns"] == TIMER_FIT_US * 1000 and p["dut_ns_per_packet"]]
+    return min(dialled, key=lambda p: p["load"], default=None)
+
+
+def fit_t_timer(cal: dict, p: dict, sets: dict) -> float:
+    """``host.t_timer`` (ns, at least 0) at which the simulated CPU per frame at the dialled
+    point ``p`` is the measured one. Each timer poll pays it once, so the CPU grows about
+    linearly with it: a secant from 0 and 20 us, three steps."""
+    target = p["dut_ns_per_packet"]
+
+    def cpu(t_ns: float) -> float:
+        return validate.simulate({**cal, "t_timer_ns": t_ns}, p["offered_pps"], cal["wake_latency_ns"], sets=sets)["ns_per_packet"] or 0.0
+
+    a, fa, b, fb = 0.0, cpu(0.0), 20_000.0, cpu(20_000.0)
+    for _ in range(3):
+        if fb == fa:
+            break
+        x = max(0.0, b + (target - fb) * (b - a) / (fb - fa))
+        a, fa, b, fb = b, fb, x, cpu(x)
+    return b
+
+
 def describe(res: dict) -> str:
     c = res["calibration"]
     return (
         f"calibrated with deferral off at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
         f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us; "
-        f"the deferral dial (napi_defer_hard_irqs {DEFER_HARD_IRQS}) is predicted"
+        + (
+            f"a deferral timer's expiry {c['t_timer_ns'] / 1e3:.1f} us, fitted on the CPU at {c['t_timer_from']['gro_flush_timeout_ns'] / 1e3:.0f} us and "
+            f"{100 * c['t_timer_from']['load']:.0f}% load; "
+            if "t_timer_ns" in c
+            else ""
+        )
+        + f"the rest of the deferral dial (napi_defer_hard_irqs {DEFER_HARD_IRQS}) is predicted"
     )

@@ -126,6 +126,8 @@ def scenario(
             "host.t_poll": f"{cal['t_poll_ns']:.1f}ns",
             **thread_sets(cal),
             "host.thread.wake_latency": f"{max(0.0, wake_latency_ns):.1f}ns",
+            # A deferral timer's expiry, where a deferral point calibrated it (the defer path).
+            **({"host.t_timer": f"{cal['t_timer_ns']:.1f}ns"} if "t_timer_ns" in cal else {}),
             "measure.duration": f"{duration_s:g}s",
             **(sets or {}),
         }

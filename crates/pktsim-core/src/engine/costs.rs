@@ -93,6 +93,8 @@ pub struct Costs {
     /// Lock hold time per packet on a shared tx queue.
     pub tx_lock: Span,
     pub t_poll: Span,
+    /// One expiry of a NAPI's deferral timer (`host.t_timer`).
+    pub t_timer: Span,
     pub t_clean: Span,
     /// Fixed part of the rx-clean time of a frame.
     pub proc_fixed: Span,
@@ -130,6 +132,7 @@ impl Costs {
             t_irq_busy: s.host.io.irq().map_or(Span::ZERO, |i| i.t_irq_busy.into()),
             tx_lock: s.host.io.tx_lock().into(),
             t_poll: s.host.io.poll().t_poll.into(),
+            t_timer: s.host.io.poll().t_timer.into(),
             t_clean: clean,
             proc_fixed: proc + span(k.contention_ps),
             proc_per_byte_fs: k.proc_fs_per_byte.round() as u64,

@@ -557,6 +557,19 @@ pub struct Poll {
     /// polls free.
     #[serde(default = "default_t_poll")]
     pub t_poll: Duration,
+    /// CPU time of a NAPI's deferral timer (`napi->timer`, armed by `napi_complete_done` for
+    /// `nic.napi.gro_flush_timeout`, or `irq_suspend_timeout`): arming it (`hrtimer_start`,
+    /// reprogramming the clock event) and the expiry that follows (the local timer
+    /// interrupt, `hrtimer_interrupt`, `napi_watchdog`). Charged once per arming, when a
+    /// softirq's or NAPI thread's poll arms it, as poll time: it delays no frame that poll
+    /// took. (Re-arming by a preferred busy poller's `busy_poll_stop` or by epoll's
+    /// `napi_suspend_irqs` is not charged.) Default 202 ns,
+    /// taken as `t_irq`'s (002 §IV-B, Table I: one hard interrupt's entry, handler and exit
+    /// on a Xeon E3-1230 v2 at 3.3 GHz). On a KVM guest each arming and expiry also exits to
+    /// the hypervisor: 9-15 us a timer on the testbed's guest (VALIDATION.md,
+    /// defer). "0ns" makes the timer free.
+    #[serde(default = "default_t_irq")]
+    pub t_timer: Duration,
     /// NAPI poll weight (packets per poll).
     #[serde(default = "default_weight")]
     #[schemars(range(min = 1, max = 65536), extend("x-quantity" = "a number of packets"))]
@@ -566,7 +579,7 @@ pub struct Poll {
 
 impl Default for Poll {
     fn default() -> Self {
-        Poll { t_poll: default_t_poll(), weight: default_weight() }
+        Poll { t_poll: default_t_poll(), t_timer: default_t_irq(), weight: default_weight() }
     }
 }
 
@@ -928,7 +941,11 @@ impl IoSpec {
     /// A NAPI's poll (free, at the default weight, where the mode has no NAPI: nothing
     /// polls).
     pub fn poll(&self) -> Poll {
-        self.napi_poll().cloned().unwrap_or(Poll { t_poll: Duration::default(), weight: default_weight() })
+        self.napi_poll().cloned().unwrap_or(Poll {
+            t_poll: Duration::default(),
+            t_timer: Duration::default(),
+            weight: default_weight(),
+        })
     }
     /// The NET_RX softirq's limits (their defaults where the mode runs none).
     pub fn softirq(&self) -> Softirq {

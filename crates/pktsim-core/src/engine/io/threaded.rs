@@ -62,6 +62,10 @@ pub struct ThreadParams {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Unit {
     Wakeup,
+    /// Arming the deferral timer in `napi_complete_done` (`host.t_timer`: the timer's
+    /// arming and the expiry that follows), after the poll; then the thread is on its way
+    /// to sleep.
+    ArmTimer,
     PollStart,
     /// Processing the thread's `frame`, taken from ring `.0` (units carry no frame: see
     /// `units::run`).
@@ -89,6 +93,8 @@ struct Thread {
     defer_left: u32,
     defer: Timer,
     timer_poll: bool,
+    /// The deferral timer was just armed (its [`Unit::ArmTimer`] under way).
+    armed: bool,
     /// On its way to sleep since then (its `wake` timer set for the end of t_sleep).
     doze_from: Option<Instant>,
 }
@@ -141,6 +147,7 @@ impl ThreadedNapi {
                 defer_left: 0,
                 defer: Timer::default(),
                 timer_poll: false,
+                armed: false,
                 doze_from: None,
             })
             .collect();
@@ -185,7 +192,7 @@ impl Units for ThreadedNapi {
     fn account(&mut self, c: usize, unit: &Unit, start: Instant, end: Instant, ctx: &mut Ctx) {
         let a = match unit {
             Unit::Wakeup => Activity::Wakeup,
-            Unit::PollStart => Activity::Poll,
+            Unit::PollStart | Unit::ArmTimer => Activity::Poll,
             Unit::Packet(..) => Activity::RxClean,
         };
         ctx.stats.busy(c, a, start, end);
@@ -195,6 +202,7 @@ impl Units for ThreadedNapi {
     fn finish(&mut self, c: usize, unit: Unit, _start: Instant, t: Instant, ctx: &mut Ctx) {
         match unit {
             Unit::Wakeup | Unit::PollStart => {}
+            Unit::ArmTimer => self.threads[c].armed = true,
             Unit::Packet(_) => {
                 let tx = self.topo.tx_of_core(c);
                 ctx.nic.xmit(tx, &self.threads[c].frame, t, true, ctx.queue, ctx.stats);
@@ -211,6 +219,12 @@ impl Units for ThreadedNapi {
         let rings = self.topo.rings_of_core(c);
         let n = rings.len();
         let th = &mut self.threads[c];
+        if std::mem::take(&mut th.armed) && !th.timer_poll {
+            // The timer is armed: on its way to sleep; the ring stays masked, only the
+            // timer wakes it. (One that expired meanwhile wants its poll now.)
+            doze(th, c, t, self.p.t_sleep, ctx);
+            return None;
+        }
         loop {
             if th.in_poll {
                 if let Some((p, r)) = th.batch.pop_front() {
@@ -253,6 +267,9 @@ impl Units for ThreadedNapi {
                     if th.defer_left > 0 {
                         th.defer_left -= 1;
                         th.defer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(c as u32));
+                        if !ctx.costs.t_timer.is_zero() {
+                            return Some((Unit::ArmTimer, ctx.costs.t_timer));
+                        }
                         // On its way to sleep; the ring stays masked: only the timer wakes it.
                         doze(th, c, t, self.p.t_sleep, ctx);
                         return None;
@@ -438,17 +455,27 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
     // With deferral, a frame alone may be followed by napi_defer_hard_irqs timer polls.
     let napi = &sc.scenario.nic.napi;
     let deferred = if napi.defers() { napi.defer_hard_irqs as f64 } else { 0.0 };
+    let mut terms = vec![
+        crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
+        crate::price::IoCost::per_event(
+            "wake-up",
+            // The way to sleep before each wake-up, and the wake-up.
+            (sc.scenario.host.io.thread().t_wakeup.ps + sc.scenario.host.io.thread().t_sleep.ps) as f64,
+            f64::INFINITY,
+            1.0 + deferred,
+        ),
+    ];
+    if deferred > 0.0 {
+        // Each timer poll's timer is armed (and expires) once.
+        terms.push(crate::price::IoCost::per_event(
+            "deferral timer",
+            costs.t_timer.ps() as f64,
+            f64::INFINITY,
+            deferred,
+        ));
+    }
     crate::price::ModeCosts {
-        terms: vec![
-            crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, 1.0 + deferred),
-            crate::price::IoCost::per_event(
-                "wake-up",
-                // The way to sleep before each wake-up, and the wake-up.
-                (sc.scenario.host.io.thread().t_wakeup.ps + sc.scenario.host.io.thread().t_sleep.ps) as f64,
-                f64::INFINITY,
-                1.0 + deferred,
-            ),
-        ],
+        terms,
         events: crate::price::Events::Recheck {
             t_start_ps: sc.scenario.host.io.thread().t_wakeup.ps as f64,
             t_round_ps: costs.t_poll.ps() as f64,
@@ -534,7 +561,7 @@ mod tests {
     /// poll (23.5-24), which unmasks. Without deferral: one wake-up and one poll.
     #[test]
     fn deferral_keeps_a_veth_napi_masked_and_its_timer_wakes_the_thread() {
-        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"";
+        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"\nt_timer = \"0ns\"";
         let thread = "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"";
         let toml = node_toml(host, &format!("{thread}\n[nic.napi]\ndefer_hard_irqs = 1\ngro_flush_timeout = \"5us\""));
         let (r, dep) = trace(&toml, &[(10_000, 64), (12_000, 64)]);
@@ -545,5 +572,34 @@ mod tests {
         assert!((r.cpu_by_activity["poll"] - 1e-6 / 1e-3).abs() < 1e-12);
         let (r, _) = trace(&node_toml(host, thread), &[(10_000, 64), (12_000, 64)]);
         assert_eq!((r.io.json()["wakeups"].as_u64(), r.polls_per_packet), (Some(1), 0.5));
+    }
+
+    /// The trace above with the deferral timer costing 1 us (`host.t_timer`), charged when
+    /// the poll that took both frames arms it (15.5-16.5, as poll time): 2 us of poll time
+    /// in all. On its way to sleep for 10 us (`t_sleep`) from 16.5, the thread is found by
+    /// the timer at 20.5 and polls at once, with no second wake-up. With a timer of 0.5 us
+    /// it expires while it is armed (at 16): the thread polls after the arming, and is not
+    /// left asleep with its ring masked.
+    #[test]
+    fn the_deferral_timer_costs_t_timer_when_the_thread_arms_it() {
+        let host = "io = \"threaded-napi\"\nt_proc = \"1us\"\nt_poll = \"500ns\"\nt_timer = \"1us\"";
+        let thread = "[host.thread]\nwake_latency = \"2us\"\nt_wakeup = \"1us\"";
+        let defer = |timeout: &str| format!("[nic.napi]\ndefer_hard_irqs = 1\ngro_flush_timeout = \"{timeout}\"");
+        let frames = [(10_000, 64), (12_000, 64)];
+        let (r, dep) = trace(&node_toml(host, &format!("{thread}\n{}", defer("5us"))), &frames);
+        assert_eq!(dep.iter().map(|d| d.0).collect::<Vec<f64>>(), [14_500.0, 15_500.0]);
+        assert_eq!((r.io.json()["wakeups"].as_u64(), r.io.json()["deferral_timer_polls"].as_u64()), (Some(2), Some(1)));
+        assert!((r.cpu_by_activity["poll"] - 2e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["poll"]);
+        assert!((r.cpu_by_activity["wakeup"] - 2e-6 / 1e-3).abs() < 1e-12);
+        let dozing = format!("{thread}\nt_sleep = \"10us\"\n{}", defer("5us"));
+        let (r, _) = trace(&node_toml(host, &dozing), &frames);
+        assert_eq!((r.io.json()["wakeups"].as_u64(), r.io.json()["deferral_timer_polls"].as_u64()), (Some(1), Some(1)));
+        assert!((r.cpu_by_activity["poll"] - 2e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["poll"]);
+        let (r, _) = trace(&node_toml(host, &format!("{thread}\n{}", defer("500ns"))), &frames);
+        assert_eq!((r.io.json()["wakeups"].as_u64(), r.io.json()["deferral_timer_polls"].as_u64()), (Some(1), Some(1)));
+        assert_eq!(r.packets_per_poll.histogram[..3], [1, 0, 1], "a poll of 2, then the timer's empty one");
+        // Without deferral no timer is armed.
+        let (r, _) = trace(&node_toml(host, thread), &frames);
+        assert!((r.cpu_by_activity["poll"] - 0.5e-6 / 1e-3).abs() < 1e-12);
     }
 }

@@ -219,9 +219,15 @@ fn suspend<U>(w: &mut Worker<U>, core: usize, unit: U, t: Instant, d: Span, ctx:
 /// idle core (or one whose unit ends at `t`) starts nothing before `t + d`; overlapping
 /// interference queues up. The time is the core's `interference` activity.
 pub fn preempt<M: Units>(m: &mut M, core: usize, t: Instant, d: Span, ctx: &mut Ctx) {
+    take(m, core, t, d, Activity::Interference, ctx);
+}
+
+/// Work no unit stands for takes `core` from `t` for `d`, as interference does
+/// ([`preempt`]), charged as `activity`.
+pub fn take<M: Units>(m: &mut M, core: usize, t: Instant, d: Span, activity: Activity, ctx: &mut Ctx) {
     let w = m.worker(core);
     let from = if w.blocked > t { w.blocked } else { t };
-    ctx.stats.busy(core, Activity::Interference, from, from + d);
+    ctx.stats.busy(core, activity, from, from + d);
     if w.unit.is_some() && w.end > t {
         w.stretch(d, Key::Step(core as u32), ctx);
     } else {

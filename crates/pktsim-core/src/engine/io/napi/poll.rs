@@ -182,6 +182,16 @@ impl Napi {
         None
     }
 
+    /// `napi_complete_done` on core `c` armed the NAPI's timer at `t` (`hrtimer_start`):
+    /// what the timer costs (`host.t_timer`: its arming and the expiry that follows) takes
+    /// the core now, after the poll, as the poll's time; it delays no frame the poll took.
+    fn timer_armed(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
+        let d = ctx.costs.t_timer;
+        if !d.is_zero() {
+            units::take(self, c, t, d, Activity::Poll, ctx);
+        }
+    }
+
     pub(super) fn finish_poll(&mut self, c: usize, t: Instant, ctx: &mut Ctx) {
         let Some(poll) = self.cores[c].poll.take() else { return };
         let v = poll.vector;
@@ -265,6 +275,7 @@ impl Napi {
             if inst.defer_left > 0 && self.p.defers {
                 inst.defer_left -= 1;
                 inst.defer_timer.set(ctx.queue, t + self.p.gro_flush_timeout, Key::Defer(v as u32));
+                self.timer_armed(c, t, ctx);
                 return;
             }
             // The episode ends (the moderation policy hears of it), unmask.

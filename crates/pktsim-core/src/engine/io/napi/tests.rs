@@ -46,7 +46,7 @@ fn an_interrupt_preempts_a_poll_and_causes_that_came_while_masked_interrupt_at_u
 /// ```
 #[test]
 fn deferral_keeps_the_interrupt_masked_and_polls_from_a_timer() {
-    let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"";
+    let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"\nt_timer = \"0ns\"";
     let toml = node_toml(host, "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\ndefer_hard_irqs = 2\ngro_flush_timeout = \"5us\"");
     let (r, dep) = trace(&toml, &[(10_000, 64), (14_000, 64)]);
     let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
@@ -65,6 +65,29 @@ fn deferral_keeps_the_interrupt_masked_and_polls_from_a_timer() {
     );
     let (_, dep) = trace(&plain, &[(10_000, 64), (14_000, 64)]);
     assert!((dep[1].0 - 17_067.2).abs() < 1e-6, "{dep:?}");
+}
+
+/// The trace above with the deferral timer costing 1 us (`host.t_timer`: its arming and
+/// the expiry that follows), charged when `napi_complete_done` arms it, after the poll:
+/// at 13.5-14.5, 21-22 and 26.5-27.5, the core taken as by the poll. No frame leaves later:
+/// the cost is CPU time, not in any frame's way.
+#[test]
+fn each_deferral_timer_costs_t_timer_when_it_is_armed() {
+    let host = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"500ns\"\nt_proc = \"2us\"\nt_timer = \"1us\"";
+    let nic = "[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"";
+    let defer = format!("{nic}\n[nic.napi]\ndefer_hard_irqs = 2\ngro_flush_timeout = \"5us\"");
+    let (r, dep) = trace(&node_toml(host, &defer), &[(10_000, 64), (14_000, 64)]);
+    let t_tx: Vec<f64> = dep.iter().map(|d| d.0).collect();
+    assert_eq!(t_tx, [13_500.0, 21_000.0]);
+    assert_eq!(r.io.json()["deferral_timer_polls"], 3);
+    assert_eq!(r.irq_per_s * 1e-3, 2.0);
+    assert_eq!((r.latency_ns.min, r.latency_ns.max), (3_500.0, 7_000.0));
+    assert!((r.cpu_by_activity["irq"] - 2e-6 / 1e-3).abs() < 1e-12);
+    assert!((r.cpu_by_activity["poll"] - 5.5e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["poll"]);
+    // Without deferral no timer is armed: four interrupts and their polls, nothing more.
+    let (r, _) = trace(&node_toml(host, nic), &[(10_000, 64), (14_000, 64)]);
+    assert_eq!(r.irq_per_s * 1e-3, 4.0);
+    assert!((r.cpu_by_activity["poll"] - 2e-6 / 1e-3).abs() < 1e-12, "{}", r.cpu_by_activity["poll"]);
 }
 
 /// DIM, mlx5 CQE mode, at its default profile (index 1: 8 us, 128 frames); t_irq 1 us,
@@ -176,7 +199,7 @@ fn a_device_napi_thread_on_its_way_to_sleep_polls_again_without_a_wake_up() {
     assert_eq!((r0.latency_ns.min, r0.latency_ns.max), (6_000.0, 6_000.0));
 }
 
-const BUSY: &str = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\nt_proc = \"1us\"";
+const BUSY: &str = "io = \"napi\"\nt_irq = \"1us\"\nt_poll = \"200ns\"\nt_proc = \"1us\"\nt_timer = \"0ns\"";
 
 fn busy_toml(socket: &str, napi: &str) -> String {
     let extra = format!("[nic]\ntx_vector = \"shared\"\n[nic.itr]\nmode = \"off\"\n[nic.napi]\n{napi}\n[app]\nt_packet = \"500ns\"\nbatch = 8\n[socket]\nbusy_poll = \"10us\"\n{socket}");
