@@ -527,7 +527,20 @@ def _testbed_defer(res: dict, path: str | Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     axes[1][1].set_yscale("log")
-    fig.suptitle(_testbed_title(res) + "\ncalibrated with deferral off; every point here is predicted", fontsize=10)
+    cal = res.get("calibration", {})
+    src = cal.get("t_timer_from")
+    what = "calibrated with deferral off; every point here is predicted"
+    if src:
+        # The point the deferral timer's cost was fitted on: an open marker on the CPU panel.
+        fit = [p for p, _ in pairs if p["load"] == src["load"] and p["gro_flush_timeout_ns"] == src["gro_flush_timeout_ns"]]
+        for p in fit:
+            axes[0][0].plot([p["gro_flush_timeout_ns"] / 1e3], [p["dut_ns_per_packet"] / 1e3], "o", ms=12, mfc="none", color="k", label="fitted: the deferral timer's cost")
+        axes[0][0].legend(fontsize=7)
+        what = (
+            f"calibrated with deferral off, and the deferral timer's cost ({cal['t_timer_ns'] / 1e3:.1f} µs) on the CPU at "
+            f"{src['gro_flush_timeout_ns'] / 1e3:.0f} µs and {100 * src['load']:.0f}% load (circled); every other point is predicted"
+        )
+    fig.suptitle(_testbed_title(res) + "\n" + what, fontsize=10)
     _save(fig, path)
 
 
