@@ -48,7 +48,7 @@ from pathlib import Path
 
 from ..scenario import Scenario
 from ..scenarios import path
-from ..sim import run
+from ..sim import run, run_all
 from .rows import row
 
 TITLE = "Meyer et al., Low Latency Packet Processing in Software Routers"
@@ -66,14 +66,19 @@ def capacity_pps(sc: Scenario) -> float:
     return sc.data["cpu"]["cores"] / (r["t_proc_ns"] * 1e-9)
 
 
-def point(sc: Scenario, strategy: str, rt_share: float, utilisation: float, cap: float, duration: str | None = None) -> dict:
+def point_sets(strategy: str, rt_share: float, utilisation: float, cap: float, duration: str | None = None) -> dict:
+    """The settings of one point of the sweeps: the four sources' shares, the rate, the strategy."""
     shares = [rt_share * BACKGROUND, rt_share * (1 - BACKGROUND), (1 - rt_share) * BACKGROUND, (1 - rt_share) * (1 - BACKGROUND)]
     sets = {f"traffic.sources.{i}.share": f"{100 * s:.6f}%" for i, s in enumerate(shares)}
     sets["traffic.rate"] = f"{utilisation * cap / 1e3:.6f}kpps"
     sets["host.strategy.kind"] = strategy
     if duration:
         sets["measure.duration"] = duration
-    r = run(sc.with_sets(sets))
+    return sets
+
+
+def figures_of(r: dict, strategy: str, rt_share: float, utilisation: float) -> dict:
+    """What the relations read of one point's run."""
     out = {"strategy": strategy, "rt_share": rt_share, "utilisation": utilisation, "throughput_pps": r["throughput_pps"], "loss_ratio": r["loss_ratio"]}
     for cls in ("rt", "nrt"):
         g = r["per_class"].get(cls)
@@ -83,15 +88,23 @@ def point(sc: Scenario, strategy: str, rt_share: float, utilisation: float, cap:
     return out
 
 
+def point(sc: Scenario, strategy: str, rt_share: float, utilisation: float, cap: float, duration: str | None = None) -> dict:
+    return figures_of(run(sc.with_sets(point_sets(strategy, rt_share, utilisation, cap, duration))), strategy, rt_share, utilisation)
+
+
 def curves(duration: str | None = None) -> dict:
+    """The two sweeps (their 120 points side by side on the machine's CPUs) and the overload."""
     sc = scenario()
     cap = capacity_pps(sc)
     shares = [i / 10 for i in range(11)]
     utils = [u / 100 for u in range(10, 100, 5)] + [0.98]
+    plan = [(s, r, 0.8) for s in STRATEGIES for r in shares] + [(s, 0.3, u) for s in STRATEGIES for u in utils]
+    results = run_all([sc.with_sets(point_sets(s, r, u, cap, duration)) for s, r, u in plan])
+    pts = [figures_of(res, s, r, u) for (s, r, u), res in zip(plan, results)]
     return {
         "capacity_pps": cap,
-        "rt_share": [point(sc, s, r, 0.8, cap, duration) for s in STRATEGIES for r in shares],
-        "utilisation": [point(sc, s, 0.3, u, cap, duration) for s in STRATEGIES for u in utils],
+        "rt_share": pts[: len(STRATEGIES) * len(shares)],
+        "utilisation": pts[len(STRATEGIES) * len(shares) :],
         "overload": run(sc.with_sets({"traffic.rate": f"{1.2 * cap / 1e3:.3f}kpps", "host.strategy.kind": "prio"})),
     }
 
