@@ -534,7 +534,9 @@ def _testbed_defer(res: dict, path: str | Path) -> None:
         # The point the deferral timer's cost was fitted on: an open marker on the CPU panel.
         fit = [p for p, _ in pairs if p["load"] == src["load"] and p["gro_flush_timeout_ns"] == src["gro_flush_timeout_ns"]]
         for p in fit:
-            axes[0][0].plot([p["gro_flush_timeout_ns"] / 1e3], [p["dut_ns_per_packet"] / 1e3], "o", ms=12, mfc="none", color="k", label="fitted: the deferral timer's cost")
+            axes[0][0].plot(
+                [p["gro_flush_timeout_ns"] / 1e3], [p["dut_ns_per_packet"] / 1e3], "o", ms=12, mfc="none", color="k", label="fitted: the deferral timer's cost"
+            )
         axes[0][0].legend(fontsize=7)
         what = (
             f"calibrated with deferral off, and the deferral timer's cost ({cal['t_timer_ns'] / 1e3:.1f} µs) on the CPU at "
