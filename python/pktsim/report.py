@@ -87,10 +87,13 @@ def provenance_html(p: dict) -> str:
     return f"<table class='provenance' id='provenance'>{body}</table>"
 
 
-def build(directory: str | Path, papers: list[str], results: list[dict] | None = None, command: str | None = None) -> Path:
+def build(directory: str | Path, papers: list[str], results: list[dict] | None = None, command: str | None = None, drawn: dict | None = None) -> Path:
     """Write ``directory/index.html`` for `papers` (`results`: their reproductions, when the
     caller has them already; ``command``: the command line that made it, default this
-    process's) and return its path."""
+    process's; ``drawn``: per paper, its figures already drawn elsewhere, as
+    ``(directory, [(file name, caption), ...])``, moved here) and return its path."""
+    import shutil
+
     from .reproduce import PAPERS, reproduce
 
     d = Path(directory)
@@ -127,7 +130,13 @@ def build(directory: str | Path, papers: list[str], results: list[dict] | None =
             parts.append(f"<details><summary>scenario ({html.escape(name)})</summary><pre>{html.escape(text)}</pre></details>")
         parts.append(html_table(res["rows"]))
         parts.append(f"<p class='summary'>{html.escape(summary_text(res['summary'], 'summary')).replace(chr(10), '<br>')}</p>")
-        for fname, caption in PAPERS[paper].figures(d, res):
+        if drawn and paper in drawn:
+            where, figs = drawn[paper]
+            for fname, _ in figs:
+                shutil.move(str(Path(where) / fname), str(d / fname))
+        else:
+            figs = PAPERS[paper].figures(d, res)
+        for fname, caption in figs:
             parts.append(
                 f"<figure style='display:inline-block'><a href='{fname}' title='full size'><img src='{fname}' alt='{html.escape(caption)}'></a>"
                 f"<figcaption>{html.escape(caption)} (<a href='{fname}'>full size</a>)</figcaption></figure>"

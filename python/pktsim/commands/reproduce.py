@@ -18,12 +18,27 @@ def cmd_reproduce(args) -> int:
         if paper not in PAPERS:
             names = ", ".join(f"{n} ({a})" for a, n in AUTHORS.items())
             raise UsageError(f"reproduce: no reproduction of paper {args.paper!r} (have: {names}, all)")
-    results = _reproduce_with_progress(reproduce, papers, show=not args.json and sys.stderr.isatty(), lines=not sys.stderr.isatty())
-    if args.report:
-        # The report from these reproductions; with --json, the JSON alone on stdout.
-        from ..report import build
+    import shutil
+    import tempfile
 
-        index = build(args.report, papers, results)
+    # With a report and worker processes, each paper's figures are drawn in the worker that
+    # reproduced it, side by side with the others, into a scratch directory; the report
+    # moves them beside its page (an interrupted run leaves no half-made report).
+    scratch = tempfile.mkdtemp(prefix="pktsim-figures-") if args.report else None
+    try:
+        drawn: dict = {}
+        results = _reproduce_with_progress(
+            reproduce, papers, show=not args.json and sys.stderr.isatty(), lines=not sys.stderr.isatty(), figures_to=scratch, drawn=drawn
+        )
+        if args.report:
+            # The report from these reproductions; with --json, the JSON alone on stdout.
+            from ..report import build
+
+            index = build(args.report, papers, results, drawn=drawn)
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if args.report:
         print(f"wrote {index}", file=sys.stderr if args.json else sys.stdout)
         if not args.json:
             return 0
@@ -44,7 +59,7 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def _reproduce_with_progress(reproduce, papers: list, show: bool, lines: bool = False) -> list:
+def _reproduce_with_progress(reproduce, papers: list, show: bool, lines: bool = False, figures_to: str | None = None, drawn: dict | None = None) -> list:
     """Each paper's reproduction, with a progress bar over their simulations (rate and ETA;
     tqdm: terminal or Jupyter). The ETA counts on each paper's ``runs``
     (:data:`pktsim.reproduce.PAPERS`); the bar adapts when a paper runs more or fewer.
@@ -62,7 +77,7 @@ def _reproduce_with_progress(reproduce, papers: list, show: bool, lines: bool = 
 
     workers = min(len(papers), os.cpu_count() or 1)
     if workers > 1:
-        return _in_processes(papers, workers, show, said)
+        return _in_processes(papers, workers, show, said, figures_to, drawn)
     if not show:
         out = []
         for k, p in enumerate(papers, 1):
@@ -94,10 +109,12 @@ def _reproduce_with_progress(reproduce, papers: list, show: bool, lines: bool = 
     return out
 
 
-def _in_processes(papers: list, workers: int, show: bool, said=lambda p, k: None) -> list:
+def _in_processes(papers: list, workers: int, show: bool, said=lambda p, k: None, figures_to: str | None = None, drawn: dict | None = None) -> list:
     """The papers' reproductions in `workers` processes, the longest first (their ``runs``),
     returned in the papers' order; each is the same dict a reproduction in this process
-    gives, bit for bit. Ctrl-C stops the workers at once (``abandon_pool``)."""
+    gives, bit for bit. With ``figures_to`` each worker also draws its paper's figures into
+    a directory of the paper's own there, and ``drawn`` gets ``{paper: (directory,
+    figures)}``. Ctrl-C stops the workers at once (``abandon_pool``)."""
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     from ..experiments.workers import _spawner, _worker_init, abandon_pool
@@ -110,11 +127,13 @@ def _in_processes(papers: list, workers: int, show: bool, said=lambda p, k: None
         bar = tqdm(total=max(sum(PAPERS[p].runs for p in papers), 1), unit="run", file=sys.stderr, dynamic_ncols=True, leave=False)
     ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(_spawner(),))
     try:
-        futures = {ex.submit(_reproduce_one, p): p for p in sorted(papers, key=lambda p: -PAPERS[p].runs)}
+        futures = {ex.submit(_reproduce_one, p, figures_to): p for p in sorted(papers, key=lambda p: -PAPERS[p].runs)}
         done = {}
         for fut in as_completed(futures):
             p = futures[fut]
-            done[p] = fut.result()
+            done[p], figs = fut.result()
+            if figs is not None and drawn is not None:
+                drawn[p] = figs
             said(p, len(done))
             if bar:
                 bar.set_postfix_str(f"paper {p} done", refresh=False)
@@ -129,7 +148,16 @@ def _in_processes(papers: list, workers: int, show: bool, said=lambda p, k: None
     return [done[p] for p in papers]
 
 
-def _reproduce_one(paper: str) -> dict:
-    from ..reproduce import reproduce
+def _reproduce_one(paper: str, figures_to: str | None = None) -> tuple:
+    """One paper's reproduction and, with ``figures_to``, its figures drawn into
+    ``figures_to/PAPER`` (the directory and the figures' names and captions)."""
+    from pathlib import Path
 
-    return reproduce(paper)
+    from ..reproduce import PAPERS, reproduce
+
+    res = reproduce(paper)
+    if figures_to is None:
+        return res, None
+    where = Path(figures_to) / paper
+    where.mkdir()
+    return res, (str(where), PAPERS[paper].figures(where, res))
