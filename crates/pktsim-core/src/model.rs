@@ -990,27 +990,37 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                 e.busy_max = e.busy;
                 (Steady::NONE, Steady::NONE, 0.0)
             }
-            Events::Recheck { t_start_ps, t_round_ps, latency_ps, weight } => {
+            Events::Recheck { t_start_ps, t_round_ps, latency_ps, weight, defer, t_timer_ps } => {
+                // With deferral each later round is the timer's: it wakes the thread again.
                 let r = Rounds {
                     rate_pps: lambda,
                     arrivals: i.arrivals,
                     t_frame_ps: i.t_frame_ps,
                     t_start_ps: t_start_ps + t_round_ps + refill_ps,
-                    t_next_ps: *t_round_ps,
+                    t_next_ps: if defer.is_some() {
+                        t_timer_ps + t_start_ps + t_round_ps + refill_ps
+                    } else {
+                        *t_round_ps
+                    },
                     latency_start_ps: latency_ps + exit_ps,
-                    latency_next_ps: 0.0,
+                    latency_next_ps: if defer.is_some() { latency_ps + exit_ps } else { 0.0 },
                     takes_late_frames: false,
                     weight: *weight,
                     t_poll_ps: 0.0,
-                    next: Next::Recheck,
+                    next: match defer {
+                        Some((polls, timeout_ps)) => Next::Deferral { polls: *polls, timeout_ps: *timeout_ps },
+                        None => Next::Recheck,
+                    },
                     woken: *latency_ps > 0.0,
                 };
                 let s = steady(&r);
                 e.polls_per_s = s.polls_per_s;
                 e.rx_polls_per_s = s.polls_per_s;
-                e.wakeups_per_s = s.chains_per_s;
+                e.wakeups_per_s = if defer.is_some() { s.rounds_per_s } else { s.chains_per_s };
                 e.irq_per_s = if *latency_ps > 0.0 { 0.0 } else { s.chains_per_s };
-                e.busy_max = lambda * (frame_s + (t_start_ps + t_round_ps) * ps) + i.clean_busy;
+                // Alone, a frame pays its wake-up's round and the deferral's empty ones.
+                let deferred = defer.map_or(0.0, |(polls, _)| polls as f64 * (t_timer_ps + t_start_ps + t_round_ps));
+                e.busy_max = lambda * (frame_s + (t_start_ps + t_round_ps + deferred) * ps) + i.clean_busy;
                 (s, Steady::NONE, 0.0)
             }
             Events::Napi(n) => {

@@ -158,7 +158,17 @@ pub enum Events {
     /// A round starts with a wake-up (`t_start_ps`, after `latency_ps` idle), takes what
     /// waits (up to `weight`, `t_round_ps` a round) and goes on at once while frames came
     /// meanwhile (a veth NAPI thread's polls; a batched system call's calls).
-    Recheck { t_start_ps: f64, t_round_ps: f64, latency_ps: f64, weight: f64 },
+    /// With `defer` (`napi_defer_hard_irqs`, `gro_flush_timeout` ps: a veth NAPI's
+    /// deferral), a round that took frames is followed by the timer's, `gro_flush_timeout`
+    /// after it, which wakes the thread again (`t_timer_ps` more), until that many find none.
+    Recheck {
+        t_start_ps: f64,
+        t_round_ps: f64,
+        latency_ps: f64,
+        weight: f64,
+        defer: Option<(u32, f64)>,
+        t_timer_ps: f64,
+    },
 }
 
 /// A NAPI's interrupts and polls.

@@ -19,7 +19,10 @@
 //!   chain ends after a round       q = p0(λ V)            no cause in its window
 //!                                  q = p0(λ (V + V - W))  shared tx vector: only a round that
 //!                                                         found no frame and saw none come
-//!                                  q = p0(λ G)^D          deferral: D empty timer polls
+//!                                  q = 1 / (1 + (p^-D - 1) / (1 - p)), p = p0(λ G')
+//!                                                         deferral: D empty timer polls in a
+//!                                                         row (G' = G, + the wake latency
+//!                                                         for a thread)
 //!   p0(x) = e^-x (Poisson); 1 if x < 1, else 0 (CBR: the next frame one gap later)
 //!   rounds per chain  k = 1 / q,   idle gap between chains  I = 1/λ (Poisson),
 //!                                                           max(0, 1/λ - k V) (CBR)
@@ -412,7 +415,14 @@ fn mean_rounds(r: &Rounds) -> Steady {
             }
             Next::Deferral { polls, timeout_ps } => {
                 let g = timeout_ps * ps;
-                (w + g, r.arrivals.p_none(lambda * g).powi(polls.max(1) as i32))
+                // A woken thread's timer poll also takes what came while it woke.
+                let window = g + if r.woken { r.latency_next_ps * ps } else { 0.0 };
+                // The chain ends after D timer polls in a row that find nothing, each empty
+                // with probability p: after its first round, (p^-D - 1) / (1 - p) more on
+                // average (D when every one is empty), the D empty ones included.
+                let (p, d) = (r.arrivals.p_none(lambda * window), polls.max(1) as i32);
+                let more = if p >= 1.0 { d as f64 } else { (p.max(1e-12).powi(-d) - 1.0) / (1.0 - p) };
+                (w + g, 1.0 / (1.0 + more))
             }
             Next::Recheck => (w, r.arrivals.p_none(lambda * (w - latency_ps * ps))),
         };

@@ -489,6 +489,8 @@ pub fn mode_costs(sc: &ResolvedScenario) -> crate::price::ModeCosts {
             t_round_ps: b.t_call.ps as f64,
             latency_ps: 0.0,
             weight: per_call,
+            defer: None,
+            t_timer_ps: 0.0,
         };
     }
     crate::price::ModeCosts { terms, always_busy: busy_poll, events, ..Default::default() }

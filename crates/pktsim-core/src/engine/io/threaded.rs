@@ -481,6 +481,8 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
             t_round_ps: costs.t_poll.ps() as f64,
             latency_ps: sc.scenario.host.io.thread().wake_latency.ps as f64,
             weight: per_poll,
+            defer: napi.defers().then_some((napi.defer_hard_irqs, napi.gro_flush_timeout.ps as f64)),
+            t_timer_ps: costs.t_timer.ps() as f64,
         },
         ..Default::default()
     }
