@@ -13,9 +13,9 @@ generator's sends then do not wake the NAPI thread, the timer does (``napi_watch
    the wake-up latency from the lowest load's median), exactly as the stack path does.
 3. Measure the dial: ``gro_flush_timeout`` 0 (off), 20, 50, 100, 200 us with
    ``napi_defer_hard_irqs`` 2 at 30%, 60% and 90% load.
-4. Fit what one expiry of the deferral timer costs (``host.t_timer``: the hrtimer's
-   interrupt, ``napi_watchdog``; on a KVM guest its exits to the hypervisor) on one dialled
-   point, CPU per frame at 50 us and the lowest dialled load, and predict every other point
+4. Fit what the deferral timer costs each time a poll arms it (``host.t_timer``: its
+   arming and the expiry that follows, the hrtimer's interrupt and ``napi_watchdog``; on a
+   KVM guest their exits to the hypervisor) on one dialled point, CPU per frame at 50 us and the lowest dialled load, and predict every other point
    with the simulator's veth deferral (``[nic.napi] defer_hard_irqs``,
    ``gro_flush_timeout``): CPU per frame, frames per poll, polls and wake-ups per frame,
    p50 (p99 as a tail row).
@@ -36,7 +36,7 @@ LOADS = (0.3, 0.6, 0.9)
 QUICK_TIMEOUTS_US = (0, 50, 200)
 QUICK_LOADS = (0.3, 0.7)
 CAL_LOADS = (0.1, 0.45, 0.9)
-# The dialled point the deferral timer's expiry is fitted on: its CPU per frame, at this
+# The dialled point the deferral timer's cost is fitted on: its CPU per frame, at this
 # gro_flush_timeout (us) and the lowest dialled load.
 TIMER_FIT_US = 50
 
@@ -124,7 +124,7 @@ def compare(sw: dict) -> dict:
 
 
 def timer_point(points: list) -> dict | None:
-    """The dialled point the deferral timer's expiry is fitted on (:data:`TIMER_FIT_US` at
+    """The dialled point the deferral timer's cost is fitted on (:data:`TIMER_FIT_US` at
     the lowest dialled load), if it was measured and forwarded frames."""
     dialled = [p for p in points if not p["calibration"] and p["gro_flush_timeout_ns"] == TIMER_FIT_US * 1000 and p["dut_ns_per_packet"]]
     return min(dialled, key=lambda p: p["load"], default=None)
@@ -154,8 +154,8 @@ def describe(res: dict) -> str:
         f"calibrated with deferral off at {', '.join(f'{100 * x:.0f}%' for x in c['from_loads'])} load: t_proc {c['t_proc_ns']:.0f} ns, "
         f"t_poll {c['t_poll_ns']:.0f} ns, t_wakeup {c['t_wakeup_ns']:.0f} ns, wake latency {c['wake_latency_ns'] / 1e3:.1f} us; "
         + (
-            f"a deferral timer's expiry {c['t_timer_ns'] / 1e3:.1f} us, fitted on the CPU at {c['t_timer_from']['gro_flush_timeout_ns'] / 1e3:.0f} us and "
-            f"{100 * c['t_timer_from']['load']:.0f}% load; "
+            f"the deferral timer {c['t_timer_ns'] / 1e3:.1f} us each time it is armed, fitted on the CPU at "
+            f"{c['t_timer_from']['gro_flush_timeout_ns'] / 1e3:.0f} us and {100 * c['t_timer_from']['load']:.0f}% load; "
             if "t_timer_ns" in c
             else ""
         )
