@@ -247,8 +247,10 @@ fn simulate(py: Python<'_>, sc: &ResolvedScenario) -> PyResult<SimResult> {
 /// Whether a signal can stop a run on this thread: only the main thread runs Python's
 /// signal handlers, and only a Python handler (for SIGINT or SIGTERM) raises there. A
 /// sweep's pool worker leaves both to its parent, which ends it; a Dask task runs on a
-/// worker thread, where looking at signals does nothing.
-fn interruptible(py: Python<'_>) -> bool {
+/// worker thread, where looking at signals does nothing. A signal that came just before
+/// (its handler runs while this looks, in Python code) is the caller's error: the run does
+/// not start. (Dropped, it left a Ctrl-C right after a long run's notice unheard.)
+fn interruptible(py: Python<'_>) -> PyResult<bool> {
     let check = || -> PyResult<bool> {
         let threading = py.import("threading")?;
         if !threading.call_method0("current_thread")?.is(&threading.call_method0("main_thread")?) {
@@ -262,7 +264,11 @@ fn interruptible(py: Python<'_>) -> bool {
         }
         Ok(false)
     };
-    check().unwrap_or(true)
+    let can = check()?;
+    if can {
+        py.check_signals()?;
+    }
+    Ok(can)
 }
 
 /// Run `work` (given the stop flag) with the GIL released: where a signal can stop it, on
@@ -273,7 +279,7 @@ fn on_engine_thread<T: Send>(
     py: Python<'_>,
     work: impl FnOnce(Arc<AtomicBool>) -> pktsim_core::Result<T> + Send,
 ) -> PyResult<T> {
-    if !interruptible(py) {
+    if !interruptible(py)? {
         let run = py.detach(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(Arc::new(AtomicBool::new(false)))))
         });
