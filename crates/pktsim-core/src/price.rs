@@ -114,6 +114,12 @@ impl IoCost {
     pub fn per_event(name: &'static str, ps: f64, frames_at_saturation: f64, max_per_frame: f64) -> Self {
         IoCost { name, ps, fs_per_byte: 0.0, frames_at_saturation, max_per_frame }
     }
+    /// The deferral timer (`host.t_timer`, `t_timer_ps` each time a poll arms it): a frame
+    /// alone may pay `deferred` of them (its `napi_defer_hard_irqs` timer polls), none while
+    /// polls use their whole weight; no term without deferral.
+    pub fn deferral_timer(t_timer_ps: f64, deferred: f64) -> Option<Self> {
+        (deferred > 0.0).then(|| IoCost::per_event("deferral timer", t_timer_ps, f64::INFINITY, deferred))
+    }
 }
 
 /// What a mode's own work costs, besides each frame's processing ([`CostTerms`]).

@@ -465,15 +465,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
             1.0 + deferred,
         ),
     ];
-    if deferred > 0.0 {
-        // Each timer poll's timer is armed (and expires) once.
-        terms.push(crate::price::IoCost::per_event(
-            "deferral timer",
-            costs.t_timer.ps() as f64,
-            f64::INFINITY,
-            deferred,
-        ));
-    }
+    terms.extend(crate::price::IoCost::deferral_timer(costs.t_timer.ps() as f64, deferred));
     crate::price::ModeCosts {
         terms,
         events: crate::price::Events::Recheck {

@@ -74,16 +74,7 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &crate::engine::costs::Costs) ->
         crate::price::IoCost::per_event("poll", costs.t_poll.ps() as f64, per_poll, vectors + deferred),
         crate::price::IoCost::per_event("interrupt", costs.t_irq.ps() as f64, f64::INFINITY, vectors),
     ];
-    if deferred > 0.0 {
-        // Each timer poll is started by an expiry of the deferral timer (none while the
-        // polls use their whole weight).
-        terms.push(crate::price::IoCost::per_event(
-            "deferral timer",
-            costs.t_timer.ps() as f64,
-            f64::INFINITY,
-            deferred,
-        ));
-    }
+    terms.extend(crate::price::IoCost::deferral_timer(costs.t_timer.ps() as f64, deferred));
     // The thread's way to sleep before each wake-up (where nothing else runs on its core:
     // `napi::thread_done`), and the wake-up.
     let wake_ps = (io.thread().t_wakeup.ps + if sc.scenario.app.is_none() { io.thread().t_sleep.ps } else { 0 }) as f64;
