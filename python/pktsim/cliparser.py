@@ -138,6 +138,13 @@ def add_tune(sub, func) -> None:
     tu.add_argument(
         "--budget", type=int, default=500, metavar="N", help="most candidate configurations to simulate (default 500; a space no larger is searched whole)"
     )
+    tu.add_argument(
+        "--patience",
+        type=int,
+        default=48,
+        metavar="N",
+        help="stop searching once N candidates in a row improve nothing beyond noise (default 48; 0: use the whole budget)",
+    )
     tu.add_argument("--replications", type=int, metavar="N", help="runs per candidate and load (default: 1 if two seeds give the same figures, else 3)")
     tu.add_argument("--seed", type=int, default=1, metavar="N", help="seed of the search (the scenario's seed drives the runs)")
     tu.add_argument("--jobs", type=int, metavar="N", help="local processes (default: all cores)")

@@ -11,8 +11,8 @@ from .common import _writable_dir
 
 def cmd_tune(args) -> int:
     from ..scenario import Scenario
-    from ..tune import GoalError, KnobError, TuneError, output, tune
     from ..tune import knobs as knob_registry
+    from ..tune import output
 
     if args.list_knobs:
         data = Scenario.load(args.file, args.set).data if args.file else {"app": {}, "nic": {"itr": {"profile": "mlx5-eqe"}}}
@@ -39,8 +39,20 @@ def cmd_tune(args) -> int:
             print(f"pktsim tune: observed {k}={v} not applied: {why}", file=sys.stderr)
     else:
         sc = Scenario.load(args.file, sets)
+    drawer = None
     if args.output:
         _writable_dir("-o", args.output)
+        drawer = output.Drawer()
+    try:
+        return _tune(args, sc, drawer)
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _tune(args, sc, drawer) -> int:
+    from ..tune import GoalError, KnobError, TuneError, output, tune
+
     spec = [k for item in (args.knobs or []) for k in _split_knobs(item)] or None
     bar = None
     progress = None
@@ -81,6 +93,7 @@ def cmd_tune(args) -> int:
             subject_to=args.subject_to,
             knobs=spec,
             budget=args.budget,
+            patience=args.patience,
             replications=args.replications,
             seed=args.seed,
             jobs=args.jobs,
@@ -95,7 +108,7 @@ def cmd_tune(args) -> int:
             bar.close()
     if args.output:
         try:
-            written = output.write(t, sc, args.output)
+            written = output.write(t, sc, args.output, drawer)
         except OSError as e:
             raise UsageError(f"-o {args.output}: cannot write the tune's files ({e.strerror or e})") from None
     if args.json:

@@ -28,6 +28,8 @@ __all__ = ["tune", "TuneError", "GoalError", "KnobError", "parse_loads"]
 
 DEFAULT_LOADS = 5
 DEFAULT_REPLICATIONS = 3
+# Candidates in a row that add nothing beyond noise before the sampler stops (0: never).
+DEFAULT_PATIENCE = 48
 
 
 class TuneError(ValueError):
@@ -116,6 +118,7 @@ def tune(
     jobs: int | None = None,
     dask: str | None = None,
     prune_margin: float = 1.0,
+    patience: int = DEFAULT_PATIENCE,
     sets=None,
     node: int | None = None,
     progress: Callable[[int, int, str], None] | None = None,
@@ -151,6 +154,8 @@ def tune(
         raise TuneError(f"--batch {batch}: expected at least 1")
     if replications is not None and not 1 <= replications <= MAX_REPLICATIONS:
         raise TuneError(f"--replications {replications}: expected 1 to {MAX_REPLICATIONS} runs per candidate and load")
+    if not 0 <= patience <= MAX_BUDGET:
+        raise TuneError(f"--patience {patience}: expected a number of candidates from 0 (search the whole budget) to {MAX_BUDGET:,}")
     if not (prune_margin > 0):
         raise TuneError(f"prune margin {prune_margin}: expected a positive number")
     objs = goals.objectives(minimize, maximize)
@@ -175,7 +180,7 @@ def tune(
     for c in cons:
         goals.check_metric(c.metric, sample, f"--subject-to {c.text!r}")
 
-    found = search.run(plan, budget, seed, batch)
+    found = search.run(plan, budget, seed, batch, patience)
     current = found["current"]
     best = min(found["candidates"], key=lambda c: search.rank_key(plan, c, current.sets))
     imp = search.importance(plan, found["candidates"])
@@ -225,6 +230,9 @@ def tune(
             "evaluated": found["evaluator"].count,
             "put_back": put_back,
             "pruned": sum(1 for c in cands if c.pruned),
+            "raced": sum(1 for c in cands if c.raced),
+            "patience": patience,
+            "converged": found["converged"],
             "feasible": len(feasible),
             "replications": replications,
             "seed": seed,
@@ -376,6 +384,7 @@ def _trial(plan: search.Plan, c: search.Candidate) -> dict:
         "violations": {k.text: _num(v) for k, v in zip(plan.constraints, search.violations(plan, c))},
         "feasible": search.feasible(plan, c),
         "pruned": c.pruned,
+        "raced": c.raced,
         "runs": c.runs,
         "error": c.error,
         "per_load": [{m: _num(v) for m, v in p.items()} for p in c.per_load],

@@ -1,8 +1,9 @@
 """Candidates evaluated by the simulator: a :class:`Candidate` (values of the tuned keys)
 run at every load of the :class:`Plan`, with its replications, on local processes kept
 for the whole tune or on Dask (:class:`Evaluator`), its means and 95% intervals per load
-and its mean run result; a candidate that misses a constraint at the highest load by
-more than the plan's ``prune_margin`` is not run further (``pruned``)."""
+and its mean run result. A candidate first runs once at the highest load: one that misses
+a constraint there by more than the plan's ``prune_margin`` is not run further
+(``pruned``), nor one the race stops (``raced``: the search's rule, given that one run)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ class Candidate:
     ci95: list = field(default_factory=list)  # [{metric: half-width}, ...] by load
     runs: int = 0
     pruned: bool = False
+    raced: str = ""  # why the race stopped it after its first run ("" if it was not)
     error: str = ""
     results: list = field(default_factory=list)  # the mean run result at each load (full object)
 
@@ -67,6 +69,9 @@ class Evaluator:
         self.files_id = files_id(self.sc.base_dir, self.files) if self.files else ""
         self.cache: dict = {}
         self.count = 0
+        # The race: given a candidate and the full result of its first run (at the highest
+        # load), why it is not worth its other runs, or "" (set by the search).
+        self.race: Callable[[Candidate, dict], str] | None = None
         self._pool = None
         workers = plan.jobs or os.cpu_count() or 1
         self.workers = workers
@@ -122,10 +127,9 @@ class Evaluator:
             for t in tasks:
                 finished([(t, run_chunk([t])[0])])
         else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
+            from concurrent.futures import as_completed
 
-            if self._pool is None:
-                self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init, initargs=(_spawner(),))
+            self._ensure_pool()
             futures = {self._pool.submit(run_chunk, c): c for c in chunks(tasks, self.workers)}
             for fut in as_completed(futures):
                 finished(list(zip(futures[fut], fut.result())))
@@ -134,6 +138,13 @@ class Evaluator:
     def evaluate(self, cands: list, prune: bool = True) -> None:
         """Evaluate candidates not seen before (in place); cached ones take the cached figures.
         Without ``prune`` every candidate runs at every load."""
+        self.submit(cands, prune, background=False).wait()
+
+    def submit(self, cands: list, prune: bool = True, background: bool = True) -> Pending:
+        """:meth:`evaluate`, started: the candidates' indices are given now (so what is
+        asked next is decided the same way however long the runs take) and, with
+        ``background`` and more than one local process or Dask, their runs go on in a thread
+        while the caller goes on (the sampler proposes the next batch); ``wait()`` finishes."""
         todo, copies = [], []
         for c in cands:
             hit = self.cache.get(c.key())
@@ -144,11 +155,33 @@ class Evaluator:
             self.count += 1
             self.cache[c.key()] = c
             todo.append(c)
-        self._run(todo, prune)
-        for c, hit in copies:
-            if c is not hit:
-                c.per_load, c.ci95, c.runs, c.pruned, c.error, c.results = hit.per_load, hit.ci95, hit.runs, hit.pruned, hit.error, hit.results
-                c.index = hit.index
+        pending = Pending(copies)
+        if background and todo and (self.workers > 1 or self.plan.dask is not None):
+            import threading
+
+            if self.plan.dask is None:
+                self._ensure_pool()
+
+            def work():
+                try:
+                    self._run(todo, prune)
+                except BaseException as e:  # given to the caller by wait()
+                    pending.failed = e
+
+            pending.thread = threading.Thread(target=work, name="pktsim-tune-runs", daemon=True)
+            pending.thread.start()
+        else:
+            self._run(todo, prune)
+        return pending
+
+    def _ensure_pool(self) -> None:
+        """The pool, its processes started by this (the main) thread: a worker dies with the
+        thread that forked it (``PR_SET_PDEATHSIG``), and a thread that runs one batch ends."""
+        if self._pool is None:
+            from concurrent.futures import ProcessPoolExecutor, wait
+
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init, initargs=(_spawner(),))
+            wait([self._pool.submit(os.getpid) for _ in range(self.workers)])
 
     def _run(self, todo: list, prune: bool) -> None:
         plan = self.plan
@@ -156,7 +189,7 @@ class Evaluator:
             return
         n_loads, reps = len(plan.loads), plan.replications
         hardest = max(range(n_loads), key=lambda i: plan.loads[i] or 0.0)
-        staged = prune and plan.constraints and (n_loads > 1 or reps > 1)
+        staged = prune and (plan.constraints or self.race is not None) and (n_loads > 1 or reps > 1)
         first: dict = {}
         if staged:
             # Stage 1: one run at the highest load.
@@ -170,14 +203,16 @@ class Evaluator:
                 if row.get("status") != "ok":
                     c.error = row.get("error", "failed")
                     continue
-                worst = max(k.violation(value(row["_full"], k.metric)) for k in plan.constraints)
+                worst = max((k.violation(value(row["_full"], k.metric)) for k in plan.constraints), default=-math.inf)
                 if worst > plan.prune_margin:
                     c.pruned = True
+                elif self.race is not None:
+                    c.raced = self.race(c, row["_full"])
         rest = []
         for c in todo:
             if c.error:
                 continue
-            if c.pruned:
+            if c.pruned or c.raced:
                 continue
             for li in range(n_loads):
                 for r in range(reps):
@@ -202,7 +237,7 @@ class Evaluator:
             bad = [row for row in mine.values() if row.get("status") != "ok"]
             if bad:
                 c.error = bad[0].get("error", "failed")
-            self._fill(c, mine, only=hardest if c.pruned else None)
+            self._fill(c, mine, only=hardest if c.pruned or c.raced else None)
 
     def _fill(self, c: Candidate, rows: Mapping, only: int | None) -> None:
         """Means and CIs per load from the runs (a pruned candidate: its one run, the other
@@ -232,6 +267,27 @@ class Evaluator:
             mean = _mean_result(runs)
             # The figures, not the wall time (which differs from run to run).
             c.results.append({k: v for k, v in mean.items() if k != "wall_s"})
+
+
+class Pending:
+    """Candidates submitted to an :class:`Evaluator`; ``wait()`` returns once their figures
+    are in (and raises what their runs raised)."""
+
+    def __init__(self, copies: list):
+        self.copies = copies
+        self.thread = None
+        self.failed: BaseException | None = None
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            while self.thread.is_alive():
+                self.thread.join(0.05)  # (a bare join would hold off Ctrl-C)
+        if self.failed is not None:
+            raise self.failed
+        for c, hit in self.copies:
+            if c is not hit:
+                for name in ("per_load", "ci95", "runs", "pruned", "raced", "error", "results", "index"):
+                    setattr(c, name, getattr(hit, name))
 
 
 def _mean_result(runs: list) -> dict:

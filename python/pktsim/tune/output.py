@@ -49,9 +49,11 @@ def text(t: dict) -> str:
     goal = ", ".join(f"{o['direction']} {o['metric']}" for o in t["objectives"])
     cons = "; ".join(c["text"] for c in t["constraints"]) or "none"
     out.append(f"pktsim tune: {t['scenario']} at {loads}: {goal}, subject to {cons}")
+    stopped = f"; stopped after {s['patience']} in a row gained nothing" if s.get("converged") else ""
+    raced = f", {s['raced']} run once (no chance left after one run)" if s.get("raced") else ""
     out.append(
-        f"searched {s['evaluated']} candidates ({s['mode']}; space {s['space'] if s['space'] else 'larger than the budget'}, budget {s['budget']}), "
-        f"{s['replications']} replication(s) each, {s['pruned']} stopped early, {s['feasible']} meet the constraints"
+        f"searched {s['evaluated']} candidates ({s['mode']}; space {s['space'] if s['space'] else 'larger than the budget'}, budget {s['budget']}{stopped}), "
+        f"{s['replications']} replication(s) each, {s['pruned']} stopped early{raced}, {s['feasible']} meet the constraints"
     )
     rec, cur = t["recommended"], t["current"]
     if rec is None:
@@ -361,9 +363,74 @@ def pareto_png(t: dict, path: Path) -> None:
     tmp.replace(path)
 
 
-def write(t: dict, scenario: Scenario, out_dir: str | Path) -> list:
+class Drawer:
+    """DIR/pareto.png drawn by a process forked when the tune starts: importing matplotlib
+    (about 0.7 s) then happens while the search runs, on the CPU time its workers leave,
+    not after it. The child leaves Ctrl-C to the tune and dies with it; ``close()`` ends it.
+    Where it cannot run (no fork), the figure is drawn here."""
+
+    def __init__(self):
+        import multiprocessing as mp
+        import os
+
+        self.proc = self.conn = None
+        self.drawn = False
+        try:
+            ctx = mp.get_context("fork")
+        except ValueError:
+            return
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_drawer, args=(child, os.getpid()), name="pktsim-tune-figure", daemon=True)
+        self.proc.start()
+        child.close()
+
+    def draw(self, t: dict, path: Path) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            try:
+                self.conn.send((t, str(path)))
+                if self.conn.recv() is None:
+                    self.drawn = True
+                    return
+            except (OSError, EOFError):
+                pass
+        pareto_png(t, path)  # here, where the child could not: its error, if any, is raised
+
+    def close(self) -> None:
+        """End the child: at once unless it has just drawn (then it is exiting anyway)."""
+        if self.proc is not None:
+            self.conn.close()
+            self.proc.join(0.5 if self.drawn else 0.0)
+            if self.proc.is_alive():
+                self.proc.terminate()
+                self.proc.join(1.0)
+            self.proc = None
+
+
+def _drawer(conn, parent: int) -> None:
+    from ..experiments.workers import _worker_init
+
+    _worker_init(parent)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401
+    except Exception:  # pareto_png's own import says what is wrong
+        pass
+    try:
+        t, path = conn.recv()
+    except (EOFError, OSError):
+        return
+    try:
+        pareto_png(t, Path(path))
+        conn.send(None)
+    except Exception as e:  # the tune draws it again, and says why it cannot
+        conn.send(repr(e))
+
+
+def write(t: dict, scenario: Scenario, out_dir: str | Path, drawer: Drawer | None = None) -> list:
     """Write DIR/tune.json, and with a recommendation DIR/tuned.toml, DIR/apply.sh,
-    DIR/pareto.png; returns the paths written."""
+    DIR/pareto.png (by ``drawer`` if given); returns the paths written."""
     d = Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     written = []
@@ -376,7 +443,10 @@ def write(t: dict, scenario: Scenario, out_dir: str | Path) -> list:
         atomic_write(d / "apply.sh", apply_sh(t))
         (d / "apply.sh").chmod(0o755)
         written += [d / "tuned.toml", d / "apply.sh"]
-    pareto_png(t, d / "pareto.png")
+    if drawer is not None:
+        drawer.draw(t, d / "pareto.png")
+    else:
+        pareto_png(t, d / "pareto.png")
     written.append(d / "pareto.png")
     return written
 

@@ -7,9 +7,19 @@ Determinism: candidates are asked for in batches of a fixed size, evaluated (on 
 processes or Dask, in any order) and told back in the order they were asked, so the same
 scenario, options and seed give the same recommendation however many workers run them.
 
-Early stopping: a candidate is first run once at the highest load (where the constraints
-bite); one that misses a constraint there by more than ``prune_margin`` (relative to the
-bound) is not run further and counts as infeasible (``pruned`` in the trials).
+Early stopping, three ways (multi-fidelity: a cheap look first, the full evaluation only
+where it can change the answer):
+
+* a candidate is first run once at the highest load (where the constraints bite); one that
+  misses a constraint there by more than ``prune_margin`` (relative to the bound) is not
+  run further and counts as infeasible (``pruned`` in the trials);
+* the race: one that misses a constraint in that run by more than the run-to-run noise, or
+  (one objective, one load) is worse than the best candidate so far by more than that
+  noise, is not replicated (``raced``): its other runs could not make it the answer. The
+  noise is four standard deviations of one run, measured on today's configuration's
+  replications, and at least ``RACE_FLOOR`` of the value;
+* the search itself stops once ``patience`` candidates in a row have added nothing to the
+  best (the front, for several objectives) beyond noise (0.5%), and the polish takes over.
 
 The candidates and their evaluation are :mod:`~pktsim.tune.evaluate`; the scores, the
 search and the polish are here.
@@ -18,7 +28,7 @@ search and the polish are here.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .evaluate import Candidate, Evaluator, Plan
 from .knobs import Selection, same, value_text
@@ -91,6 +101,91 @@ def pareto(points: list) -> list:
     return out
 
 
+# ----- the race and the patience -----------------------------------------------------------
+
+# The least margin the race allows a single run (relative): below it a run's noise on a short
+# window (20 ms of Poisson traffic: p99 within about 1% from seed to seed) could decide.
+RACE_FLOOR = 0.02
+# Standard deviations of one run in the race's margin.
+RACE_SIGMAS = 4.0
+# A candidate adds to the best only by more than this share (the simplification's noise).
+GAIN = 0.005
+
+
+def run_noise(plan: Plan, c: Candidate) -> dict:
+    """Each metric's relative standard deviation of one run, from ``c``'s replications at the
+    highest load (0 where they agree or are too few)."""
+    from .. import _core
+
+    li = max(range(len(plan.loads)), key=lambda i: plan.loads[i] or 0.0)
+    out = {}
+    for m in plan.metrics:
+        mu = c.per_load[li].get(m, math.nan) if c.per_load else math.nan
+        h = c.ci95[li].get(m, math.nan) if c.ci95 else math.nan
+        n = plan.replications
+        if n > 1 and h == h and mu == mu and mu != 0:
+            out[m] = h * math.sqrt(n) / _core.student_t95(n - 1) / abs(mu)
+        else:
+            out[m] = 0.0
+    return out
+
+
+def racer(plan: Plan, noise: Mapping[str, float], incumbent: Callable[[], float | None]):
+    """The race's rule (:attr:`Evaluator.race`): why a candidate's first run leaves it no
+    chance, or ""."""
+    from .goals import value
+
+    def margin(m):
+        return max(RACE_FLOOR, RACE_SIGMAS * noise.get(m, 0.0))
+
+    one_load = len(plan.loads) == 1 and len(plan.objectives) == 1
+
+    def race(c: Candidate, row: dict) -> str:
+        for k in plan.constraints:
+            v = k.violation(value(row, k.metric))
+            if v > margin(k.metric):
+                return f"{k.text}: {v:+.1%} in its first run"
+        best = incumbent()
+        if one_load and best is not None:
+            o = plan.objectives[0]
+            v = value(row, o.metric)
+            worse = (v - best) if o.direction == "minimize" else (best - v)
+            if v == v and worse > margin(o.metric) * abs(best):
+                return f"{o.metric} {worse / abs(best):+.1%} from the best in its first run"
+        return ""
+
+    return race
+
+
+class Front:
+    """What the search has found, for its patience: the feasible candidates' objectives not
+    dominated (the best one, for one objective), or, while none is feasible, the least
+    violation. A candidate improves it when no point of it is as good within ``GAIN``."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.points: list = []
+        self.least = math.inf
+
+    def improves(self, c: Candidate) -> bool:
+        plan = self.plan
+        if c.error:
+            return False
+        if not feasible(plan, c):
+            if self.points:
+                return False
+            v = sum(max(0.0, x) for x in violations(plan, c))
+            if v < self.least - GAIN:
+                self.least = v
+                return True
+            return False
+        p = _signed(plan, objective_values(plan, c))
+        if any(all(a <= b + GAIN * abs(a) for a, b in zip(q, p)) for q in self.points):
+            return False
+        self.points = [q for q in self.points if not all(b <= a for a, b in zip(q, p))] + [p]
+        return True
+
+
 # ----- the search --------------------------------------------------------------------------
 
 
@@ -120,8 +215,9 @@ def vectorized_log_ndtr() -> bool:
     return True
 
 
-def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
-    """Search; returns the evaluated candidates and how they were found."""
+def run(plan: Plan, budget: int, seed: int, batch: int = 8, patience: int = 0) -> dict:
+    """Search; returns the evaluated candidates and how they were found. ``patience``: stop
+    the sampler after that many candidates in a row add nothing (0: use the budget)."""
     import warnings
 
     import optuna
@@ -136,6 +232,8 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
     try:
         ev.evaluate([current])
         done.append(current)
+        if plan.replications > 1:
+            ev.race = racer(plan, run_noise(plan, current), lambda: _incumbent(plan, done))
         space = sel.enumerate(data, limit=max(budget, 1))
         report = plan.progress
         if len(space) <= budget:
@@ -152,32 +250,48 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
             reserve = min(max(8, budget // 5), budget // 2)
             directions = [o.direction for o in plan.objectives]
             vectorized_log_ndtr()
+            startup = min(max(10, budget // 10), 50)
             sampler = optuna.samplers.TPESampler(
                 seed=seed,
                 multivariate=True,
                 group=True,
                 constant_liar=True,
-                n_startup_trials=min(max(10, budget // 10), 50),
+                n_startup_trials=startup,
             )
             study = optuna.create_study(directions=directions, sampler=sampler)
             _tell(study, plan, current, sel, data)
-            asks = 0
-            while ev.count < budget - reserve and asks < 20 * budget:
-                trials, cands = [], []
-                for _ in range(batch):
-                    trial = study.ask()
-                    trials.append(trial)
-                    cands.append(Candidate(_suggest(trial, sel, data), origin="search"))
-                asks += batch
-                ev.evaluate(cands)
+            front, stall, converged = Front(plan), 0, False
+            front.improves(current)
+
+            def ask() -> tuple:
+                trials = [study.ask() for _ in range(batch)]
+                return trials, [Candidate(_suggest(t, sel, data), origin="search") for t in trials]
+
+            # The sampler proposes the next batch while this one runs (the running trials
+            # count as pending for it: constant_liar); each batch is told back before the
+            # one after the next is asked, whatever the runs' timing.
+            nxt = ask() if ev.count < budget - reserve else None
+            asks = batch if nxt else 0
+            while nxt is not None:
+                trials, cands = nxt
+                running = ev.submit(cands)
+                nxt = None
+                if ev.count < budget - reserve and asks < 20 * budget:
+                    nxt = ask()
+                    asks += batch
+                running.wait()
                 for trial, c in zip(trials, cands):
                     for i, v in enumerate(_finite(violations(plan, c))):
                         trial.set_constraint(f"c{i}", v)
                     study.tell(trial, _finite(objective_values(plan, c), plan))
                     if all(c.index != d.index for d in done):
                         done.append(c)
+                    stall = 0 if front.improves(c) else stall + 1
                 if report:
                     report(min(ev.count, budget), budget, "searching")
+                if patience and stall >= patience and asks >= startup + patience:
+                    converged = True
+                    break
             mode = "tpe+polish"
         # Polish: neighbours of the best in each key, while the budget lasts (keeping one
         # candidate per tuned key for the simplification).
@@ -199,11 +313,22 @@ def run(plan: Plan, budget: int, seed: int, batch: int = 8) -> dict:
                         report(min(ev.count, budget), budget, "polishing")
                     break
         result = {"candidates": done, "current": current, "mode": mode, "space": len(space) if len(space) <= budget else None, "evaluator": ev, "best": best}
+        result["converged"] = mode != "exhaustive" and converged
     except BaseException:
         ev.close(abort=True)  # Ctrl-C: running candidates are abandoned, not waited for
         raise
     ev.close()
     return result
+
+
+def _incumbent(plan: Plan, done: list) -> float | None:
+    """The best objective among the candidates evaluated in full that meet the constraints."""
+    o = plan.objectives[0]
+    vals = [objective_values(plan, c)[0] for c in done if not c.raced and feasible(plan, c)]
+    vals = [v for v in vals if v == v]
+    if not vals:
+        return None
+    return min(vals) if o.direction == "minimize" else max(vals)
 
 
 def evaluate_more(plan: Plan, cands: list, start: int) -> None:
