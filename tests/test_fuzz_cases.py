@@ -508,8 +508,9 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
                 argv += ["--json"]
         elif kind < 0.94:  # tune options
             argv = ["tune", base, *SHORT, "--jobs", "1", "--budget", rng.choice(["3", "3", "3", "3", "3", "0", "-2", "x"])]
-            if rng.random() < 0.2:
-                argv += ["--patience", rng.choice(["0", "1", "-1", "x", "1e9"])]
+            side = random.Random(f"{seed}-{i}")  # (not drawn from rng: the other cases stay as they were)
+            if side.random() < 0.2:
+                argv += ["--patience", side.choice(["0", "1", "-1", "x", "1e9"])]
             for _ in range(rng.choice((0, 1, 1, 1, 1, 2))):
                 argv += [rng.choice(["--minimize", "--maximize"]), rng.choice(TUNE_METRICS)]
             for _ in range(rng.choice((0, 1, 2))):
