@@ -65,12 +65,12 @@ def cmd_testbed_run(args) -> int:
 
 
 def _emit_tb(args, res: dict, plot: str | None = None) -> bool:
-    """A testbed result to -o, to --plot (with the named function of pktsim.plots) and, with
-    --json, to stdout; True when the JSON was printed (nothing else is)."""
+    """A testbed result to -o, to --plot (with the named function of pktsim.testbed.plots)
+    and, with --json, to stdout; True when the JSON was printed (nothing else is)."""
     if args.output:
         atomic_write(args.output, json_text(res) + "\n")
     if plot and args.plot:
-        from .. import plots
+        from ..testbed import plots
 
         getattr(plots, plot)(res, args.plot)
     if args.json:
@@ -196,7 +196,7 @@ def cmd_testbed_probe(args) -> int:
 
 
 def cmd_testbed_plot(args) -> int:
-    from ..plots import testbed_validation
+    from ..testbed.plots import testbed_validation
     from ..textio import InputFileError, read_input_text
 
     try:

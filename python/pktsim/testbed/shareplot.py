@@ -1,6 +1,6 @@
 """The ``share`` path's figure (``pktsim testbed validate --path share --plot``, ``pktsim
 testbed plot``): per variant, what the reader read and the dut CPU's split against the
-offered load, measured and predicted. ``pktsim.plots`` hands it pyplot, its saver and the
+offered load, measured and predicted. ``pktsim.testbed.plots`` hands it pyplot, its saver and the
 figure's title."""
 
 from __future__ import annotations

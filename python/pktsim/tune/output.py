@@ -364,68 +364,24 @@ def pareto_png(t: dict, path: Path) -> None:
 
 
 class Drawer:
-    """DIR/pareto.png drawn by a process forked when the tune starts: importing matplotlib
-    (about 0.7 s) then happens while the search runs, on the CPU time its workers leave,
-    not after it. The child leaves Ctrl-C to the tune and dies with it; ``close()`` ends it.
-    Where it cannot run (no fork), the figure is drawn here."""
+    """DIR/pareto.png drawn by a process forked when the tune starts (:mod:`pktsim.forked`):
+    importing matplotlib (about 0.7 s) then happens while the search runs, on the CPU time
+    its workers leave, not after it. Where it cannot, the figure is drawn here."""
 
     def __init__(self):
-        import multiprocessing as mp
-        import os
+        from ..forked import Forked
+        from ..plots import _plt
 
-        self.proc = self.conn = None
-        self.drawn = False
-        try:
-            ctx = mp.get_context("fork")
-        except ValueError:
-            return
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_drawer, args=(child, os.getpid()), name="pktsim-tune-figure", daemon=True)
-        self.proc.start()
-        child.close()
+        self.child = Forked(warm=_plt)
 
     def draw(self, t: dict, path: Path) -> None:
-        if self.proc is not None and self.proc.is_alive():
-            try:
-                self.conn.send((t, str(path)))
-                if self.conn.recv() is None:
-                    self.drawn = True
-                    return
-            except (OSError, EOFError):
-                pass
-        pareto_png(t, path)  # here, where the child could not: its error, if any, is raised
+        self.child.send(pareto_png, t, path)
+        ok, _ = self.child.result()
+        if not ok:
+            pareto_png(t, path)  # here: its error, if any, is raised where the user sees it
 
     def close(self) -> None:
-        """End the child: at once unless it has just drawn (then it is exiting anyway)."""
-        if self.proc is not None:
-            self.conn.close()
-            self.proc.join(0.5 if self.drawn else 0.0)
-            if self.proc.is_alive():
-                self.proc.terminate()
-                self.proc.join(1.0)
-            self.proc = None
-
-
-def _drawer(conn, parent: int) -> None:
-    from ..experiments.workers import _worker_init
-
-    _worker_init(parent)
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401
-    except Exception:  # pareto_png's own import says what is wrong
-        pass
-    try:
-        t, path = conn.recv()
-    except (EOFError, OSError):
-        return
-    try:
-        pareto_png(t, Path(path))
-        conn.send(None)
-    except Exception as e:  # the tune draws it again, and says why it cannot
-        conn.send(repr(e))
+        self.child.close()
 
 
 def write(t: dict, scenario: Scenario, out_dir: str | Path, drawer: Drawer | None = None) -> list:
