@@ -81,3 +81,22 @@ def test_sweep_plots_two_processes_draw_what_one_draws(tmp_path, cli, monkeypatc
     assert [p.name for p in both] == [p.name for p, _ in one.values()] and len(both) >= 4
     for p, _ in one.values():
         assert (tmp_path / "two" / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+def _inside_a_daemon(q):
+    with Forked(lambda: 1) as child:
+        q.put((child.started, child.result()))
+
+
+def test_a_daemonic_process_does_the_work_itself():
+    """A pool's daemonic worker may not have children: nothing is forked, and the caller
+    draws itself (as where there is no fork)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_inside_a_daemon, args=(q,), daemon=True)
+    p.start()
+    started, (ok, why) = q.get(timeout=10)
+    p.join(5)
+    assert not started and not ok and why == "not forked"

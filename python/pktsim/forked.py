@@ -33,9 +33,15 @@ class Forked:
         except ValueError:
             return
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_child, args=(child, os.getpid(), warm, work), name="pktsim-forked", daemon=True)
-        self.proc.start()
-        child.close()
+        proc = ctx.Process(target=_child, args=(child, os.getpid(), warm, work), name="pktsim-forked", daemon=True)
+        try:
+            proc.start()
+        except (AssertionError, OSError):  # a daemonic process (a pool's worker) has no children; no fork left
+            self.conn.close()
+            return
+        finally:
+            child.close()
+        self.proc = proc
 
     @property
     def started(self) -> bool:
