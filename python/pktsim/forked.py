@@ -68,12 +68,17 @@ class Forked:
         return ok, value
 
     def close(self) -> None:
-        """End the child: at once unless it has just finished (it is exiting then)."""
+        """End the child: at once unless it has just finished (it is exiting then). SIGTERM
+        first (a file half-written is removed); a child not gone 0.2 s later (one still in
+        its start, with the handlers it inherited) gets SIGKILL."""
         if self.proc is not None:
             self.conn.close()
             self.proc.join(0.5 if self.done else 0.0)
             if self.proc.is_alive():
                 self.proc.terminate()
+                self.proc.join(0.2)
+            if self.proc.is_alive():
+                self.proc.kill()
                 self.proc.join(1.0)
             self.proc = None
 
