@@ -305,6 +305,47 @@ def test_every_option_of_every_command_has_help_text():
     assert not missing, missing
 
 
+def test_a_run_builds_only_its_commands_options_and_parses_as_the_whole_parser():
+    """main() builds the options of the command a run names alone (the others by name and
+    help: argparse's ~180 options cost 13 ms an invocation); each command line parses to the
+    same options either way, and the listing and a wrong name still show every command."""
+    import argparse
+
+    from pktsim.cli import build_parser
+
+    def options(ns):
+        return {k: (getattr(v, "__qualname__", None) if callable(v) else v) for k, v in vars(ns).items()}
+
+    lines = [
+        ["model", "a.toml", "--set", "x=1", "--json"],
+        ["run", "a.toml", "--plot", "f.png"],
+        ["sweep", "a.toml", "--param", "traffic.rate", "--values", "1,2", "--jobs", "1", "--dpi", "50"],
+        ["plot", "t.csv", "-o", "d"],
+        ["calibrate", "p.txt", "--rate", "1Mpps", "--cpu-load", "1"],
+        ["compare", "a.toml", "b.toml"],
+        ["reproduce", "all", "--json"],
+        ["fit", "a.toml", "--data", "m.csv", "--free", "host.t_irq"],
+        ["tune", "a.toml", "--minimize", "cpu", "--patience", "7"],
+        ["testbed", "validate", "--path", "defer", "--quick"],
+        ["testbed", "teardown", "--force"],
+        ["import-host", "--from", "d"],
+        ["schema", "--profile"],
+        ["trace-info", "t.pcap"],
+        ["profiles"],
+        ["examples"],
+        ["observe", "--iface", "lo", "--duration", "1s"],
+    ]
+    whole = build_parser()
+    for argv in lines:
+        assert options(build_parser(only=argv[0]).parse_args(argv)) == options(whole.parse_args(argv)), argv
+    sub = next(a for a in build_parser(only="run")._actions if isinstance(a, argparse._SubParsersAction))
+    full = next(a for a in whole._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(sub.choices) == list(full.choices)
+    assert len(sub.choices["model"]._actions) == 1  # its -h alone
+    p = run_cli("nope", check=False)
+    assert p.returncode == 2 and "'observe'" in p.stderr and "'model'" in p.stderr
+
+
 def test_compare_leaves_out_the_cpu_parts_neither_side_has():
     import pktsim
 

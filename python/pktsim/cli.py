@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from . import __version__
-from .cliparser import OUTPUT_OPTIONS, Parser, _figure_args, _measurement_args, add_examples, add_fit, add_observe, add_tune
+from .cliparser import OUTPUT_OPTIONS, OnlySubcommand, Parser, _figure_args, _measurement_args, add_examples, add_fit, add_observe, add_tune, command_of
 from .errors import ScenarioError, UsageError
 from .testbed.errors import TestbedError
 from .textio import fit_lines, json_text, si, table
@@ -201,12 +201,14 @@ def _later(name: str):
     return call
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every subcommand in full, or with ``only``, that one in
+    full and the others by name and help (:class:`~pktsim.cliparser.OnlySubcommand`)."""
     from .reproduce import PAPERS  # the list alone: the papers' modules come when one runs
 
     ap = Parser(prog="pktsim", description="Predict and explain the performance of software packet-processing systems.")
     ap.add_argument("--version", action="version", version=f"pktsim {__version__}")
-    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub = OnlySubcommand(ap.add_subparsers(dest="command", metavar="COMMAND"), only)
 
     m = sub.add_parser("model", help="analytical cycles-per-packet model (000 Eq. 1-3)")
     m.add_argument("file", nargs="?", metavar="FILE", help="scenario TOML file")
@@ -516,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         # A terminated run unwinds like Ctrl-C: the testbed tears down, files stay whole.
         signal.signal(signal.SIGTERM, _sigterm)
-    ap = build_parser()
+    ap = build_parser(only=command_of(sys.argv[1:] if argv is None else argv))
     args = ap.parse_args(argv)
     if not getattr(args, "func", None):
         ap.print_help()
