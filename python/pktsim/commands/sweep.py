@@ -155,6 +155,7 @@ def cmd_plot(args) -> int:
     from ..experiments import read_table
     from ..plots import sweep_plots
 
+    figure = _figure_options(args)  # (before the table and pandas: a bad option is said at once)
     src = Path(args.table)
     if src.suffix not in (".parquet", ".csv"):
         raise UsageError(f"plot: {args.table}: expected a sweep table written by `pktsim sweep -o` (.parquet or .csv)")
@@ -181,6 +182,6 @@ def cmd_plot(args) -> int:
         columns = list(df.columns)
         such = columns[: columns.index("replication")] if "replication" in df else ["offered_pps"]
         raise UsageError(f"--x {args.x}: no such column in {args.table}; expected a column such as {', '.join(such)}")
-    for f in sweep_plots(df, args.output, args.x, **_figure_options(args)):
+    for f in sweep_plots(df, args.output, args.x, **figure):
         print(f"wrote {f}")
     return 0
