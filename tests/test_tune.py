@@ -378,6 +378,12 @@ def test_cli_errors_exit_2_with_a_clear_message(cli, args, message):
     assert message in p.stderr and "Traceback" not in p.stderr
 
 
+def test_the_help_names_tunes_own_default_patience(cli):
+    from pktsim.tune import DEFAULT_PATIENCE
+
+    assert f"(default {DEFAULT_PATIENCE};" in " ".join(cli("tune", "--help").stdout.split())
+
+
 def test_list_knobs(cli):
     p = cli("tune", "--list-knobs")
     for name in knobs.names():

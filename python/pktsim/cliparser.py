@@ -186,7 +186,6 @@ def add_tune(sub, func) -> None:
     tu.add_argument(
         "--patience",
         type=int,
-        default=48,
         metavar="N",
         help="stop searching once N candidates in a row improve nothing beyond noise (default 48; 0: use the whole budget)",
     )

@@ -93,7 +93,7 @@ def _tune(args, sc, drawer) -> int:
             subject_to=args.subject_to,
             knobs=spec,
             budget=args.budget,
-            patience=args.patience,
+            **({} if args.patience is None else {"patience": args.patience}),  # (else tune's own default)
             replications=args.replications,
             seed=args.seed,
             jobs=args.jobs,

@@ -280,8 +280,7 @@ class Pending:
 
     def wait(self) -> None:
         if self.thread is not None:
-            while self.thread.is_alive():
-                self.thread.join(0.05)  # (a bare join would hold off Ctrl-C)
+            self.thread.join()
         if self.failed is not None:
             raise self.failed
         for c, hit in self.copies:
