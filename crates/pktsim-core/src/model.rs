@@ -222,10 +222,14 @@ pub struct Inputs {
     /// bytes per frame as the driver counts them, Poisson arrivals, steady (rounds/s, frames a
     /// round, frames that arrive during one frame's processing and join its poll) at a level.
     pub settle: Settle,
+    /// A native XDP program takes every rx frame before the driver counts it (what an mlx5
+    /// driver's DIM samples: `engine::moderation::dim`).
+    pub xdp_consumes: bool,
 }
 
 /// See [`Inputs::settle`].
-pub type Settle = fn(&crate::scenario::ItrSpec, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64, f64)) -> Level;
+pub type Settle =
+    fn(&crate::scenario::ItrSpec, bool, bool, bool, f64, bool, &dyn Fn(&Level) -> (f64, f64, f64)) -> Level;
 
 /// What an application on its NAPI's core reads per second when ksoftirqd has the stack's
 /// work (`engine::io::napi::softirq`), and whether it has it at this load. The stack takes
@@ -453,6 +457,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
             clean_busy: clean_s * tx_pps,
             read_pps,
             settle: inputs.settle,
+            xdp_consumes: inputs.xdp_consumes,
             idle: &idle,
         })
     };
@@ -921,6 +926,7 @@ pub struct CoreInputs<'a> {
     /// Frames its application reads per second.
     pub read_pps: f64,
     pub settle: Settle,
+    pub xdp_consumes: bool,
     /// The core's idle states: what a round that starts on a sleeping core waits and pays.
     pub idle: &'a IdleModel,
 }
@@ -1047,7 +1053,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                 let level = if n.defer.is_some() || lambda <= 0.0 {
                     Level::NONE
                 } else {
-                    (i.settle)(&n.itr, true, n.shared_tx, i.bytes, poisson, &|l| {
+                    (i.settle)(&n.itr, true, i.xdp_consumes, n.shared_tx, i.bytes, poisson, &|l| {
                         let s = steady(&rx_round(*l));
                         (s.rounds_per_s, s.frames_per_round, lambda * frame_s)
                     })
@@ -1088,7 +1094,7 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
                         next: Next::Interrupt { level, tx_cause: false },
                         woken: n.thread.is_some(),
                     };
-                    let level = (i.settle)(&n.itr, false, true, i.bytes, poisson, &|l| {
+                    let level = (i.settle)(&n.itr, false, false, true, i.bytes, poisson, &|l| {
                         let s = steady(&tx_round(*l));
                         (s.rounds_per_s, s.frames_per_round, 0.0)
                     });

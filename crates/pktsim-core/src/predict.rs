@@ -50,7 +50,13 @@ pub fn predict_chain(chain: &ResolvedChain) -> ChainPrediction {
 /// What the model takes of the node: its layout and its I/O mode's costs.
 pub fn inputs(sc: &ResolvedScenario) -> Inputs {
     let (topo, loads) = core_loads(sc);
-    Inputs { topo, loads, mode: mode_costs(sc, &Costs::of(sc)), settle: crate::engine::moderation::settle }
+    Inputs {
+        topo,
+        loads,
+        mode: mode_costs(sc, &Costs::of(sc)),
+        settle: crate::engine::moderation::settle,
+        xdp_consumes: crate::engine::io::xdp::native_consumes(sc),
+    }
 }
 
 /// Share of the offered frames and their mean size, per core, as RSS places flows.

@@ -21,12 +21,22 @@ The CPU curves (Fig. 4) are ``mpstat``'s busy time of the core at a steady offer
 Below full load the core does not run at 3.6 GHz: the E5-1650 v4 has no HWP (it came with
 Skylake), so ``intel_pstate``'s ``powersave`` governor sets its clock from the last
 sample's busy share, 1.25 x max x busy, down to its lowest clock of 1.2 GHz
-(``[cpu.freq]``); the same frames then keep the core busy longer. One per-interrupt cost
-(``t_irq``: the hard IRQ, the softirq entry and the poll's start, at 3.6 GHz) is fitted on
-XDP's CPU at two loads (1 and 10 Mpps, one decade apart: their mean relative error
-0); every other point of both curves is predicted, Linux's with XDP's interrupt cost:
-the clock each load settles at, DIM's walk through the mlx5 profiles and the frames'
-costs give the curves' shape.
+(``[cpu.freq]``); the same frames then keep the core busy longer.
+
+The moderation differs between the two paths, by the driver: mlx5's DIM samples the rq
+statistics, which count a frame only when the driver builds an skb for it. Frames XDP
+drops never reach them, so XDP's DIM sees no traffic and stays at its first profile
+(8 us from the first completion, 128 frames: ``moderation::dim``), about 83,000 to 100,000
+interrupts a second from 0.25 to 1 Mpps; the stack's frames are counted, and its DIM walks
+to 64 us at light load. The paper's latency table agrees (``bench07_latency.org``: at
+1 Mpps XDP_REDIRECT's mean is 7 us, 98.1% under 10 us, where a 64 us profile would hold
+frames for 30 us; Linux's is 20 us).
+
+Fitted on the CPU curves, at most two loads a path: one per-interrupt cost (``t_irq``: the
+hard IRQ, at 3.6 GHz) on XDP's CPU at 1 and 10 Mpps (one decade apart: their mean relative
+error 0), with the default per-poll cost; and the stack's per-poll cost (``t_poll``: its
+poll also flushes GRO and hands the poll's list to the stack) on Linux's CPU at 1 Mpps.
+Every other point of both curves is predicted, as is XDP_REDIRECT's latency at 1 Mpps.
 
 What pktsim leaves out: the PCI Express bus, which caps the NIC near 70 Mpps for XDP_TX
 and bends the drop curve above four cores (the paper says so: those rows are flagged);
@@ -55,6 +65,13 @@ FWD_REDIRECT = {1: 8.64, 2: 16.74, 3: 25.74, 4: 34.19, 5: 41.46, 6: 46.06}
 CPU_XDP = {0.25: 7.0, 0.5: 11.7, 1: 19.6, 2: 28.9, 3: 35.2, 5: 47.3, 10: 62.4, 15: 74.7, 20: 91.8}
 CPU_LINUX = {0.25: 21.0, 0.5: 30.2, 1: 42.6, 2: 59.6, 3: 70.8, 5: 100.0}
 CPU_FIT_AT = (1, 10)  # Mpps, XDP
+LINUX_FIT_AT = 1  # Mpps, Linux
+# Forwarding latency at 1 Mpps (bench07_latency.org, T-Rex, XDP_REDIRECT between the two
+# ConnectX-5 NICs): XDP's mean, and DPDK's on the same path, which is the generator's, the
+# wires' and the NICs' share of every method's figure (DPDK's own polling takes a fraction
+# of a microsecond of it).
+LATENCY_XDP_US = 7.0
+LATENCY_DPDK_US = 3.0
 # A multi-core rate within this share of k times the one-core rate is that by construction:
 # the window counts whole frames and tx batches (up to 256 frames in 20 ms, 1.3e-4 of six
 # cores' XDP_TX), where contention or an uneven spread would take percents.
@@ -68,10 +85,20 @@ RATE_MEASURE = {"warmup": "2ms", "duration": "10ms"}
 PCIE_BOUND = {("drop", 5), ("drop", 6), ("tx", 5), ("tx", 6)}
 
 
-def node(xdp: dict, cores: int = 1, rate: str = "100%", t_irq_ns: float = 0.0, t_proc_ns: float | None = None, measure: dict | None = None) -> dict:
-    host = {"io": "xdp", "t_irq": f"{t_irq_ns * 1000:.0f}ps", "xdp": xdp}
+def node(
+    xdp: dict,
+    cores: int = 1,
+    rate: str = "100%",
+    t_irq_ns: float = 0.0,
+    t_proc_ns: float | None = None,
+    measure: dict | None = None,
+    t_poll_ns: float | None = None,
+) -> dict:
+    host = {"io": "xdp", "t_irq": ps(t_irq_ns), "xdp": xdp}
     if t_proc_ns is not None:
-        host["t_proc"] = f"{t_proc_ns * 1000:.0f}ps"
+        host["t_proc"] = ps(t_proc_ns)
+    if t_poll_ns is not None:
+        host["t_poll"] = ps(t_poll_ns)
     return {
         "name": "xdp2018 node",
         "cpu": {"frequency": "3.6GHz", "cores": cores, "idle": {"table": "poll"}, **clock(rate)},
@@ -104,23 +131,40 @@ def paths(t_drop_ns: float, t_tx_ns: float, t_redirect_ns: float, t_linux_ns: fl
     }
 
 
-def rate(path: dict, cores: int, offered: str, t_irq_ns: float = 0.0) -> dict:
-    """One run of a path on ``cores`` cores at an offered load below the line rate (the CPU
+def loaded(path: dict, cores: int, offered: str, t_irq_ns: float = 0.0) -> dict:
+    """A path's node on ``cores`` cores at an offered load below the line rate (the CPU
     rows' window)."""
-    return run(node(path["xdp"], cores, offered, t_irq_ns, path.get("t_proc_ns")))
+    return node(path["xdp"], cores, offered, t_irq_ns, path.get("t_proc_ns"), t_poll_ns=path.get("t_poll_ns"))
+
+
+def rate(path: dict, cores: int, offered: str, t_irq_ns: float = 0.0) -> dict:
+    """One run of :func:`loaded`."""
+    return run(loaded(path, cores, offered, t_irq_ns))
+
+
+def fit_cost(cpu_at, points: dict[float, float]) -> float:
+    """The cost (ns) at which ``cpu_at(cost, mpps)`` (CPU, a share) at the offered loads of
+    `points` (Mpps: %) is right on average (the mean relative error 0), to 0.3 ns: more
+    cost, more CPU, so Brent's method brackets the root between 0 and 20 us (about 8
+    evaluations where bisection took 16)."""
+    from scipy.optimize import brentq
+
+    def error(cost: float) -> float:
+        return sum(100 * cpu_at(cost, m) / pct - 1 for m, pct in points.items())
+
+    return float(brentq(error, 0.0, 20_000.0, xtol=0.3))
 
 
 def fit_t_irq(drop: dict, points: dict[float, float]) -> float:
-    """The per-interrupt cost (ns) at which the drop path's CPU at the offered loads of
-    `points` (Mpps: %) is right on average (the mean relative error 0), to 0.3 ns: more
-    interrupt cost, more CPU, so Brent's method brackets the root between 0 and 20 us
-    (about 8 evaluations where bisection took 16)."""
-    from scipy.optimize import brentq
+    """The per-interrupt cost (ns) at which the XDP drop path's CPU at `points` is right on
+    average."""
+    return fit_cost(lambda t_irq, m: rate(drop, 1, f"{m}Mpps", t_irq)["cpu_utilization"], points)
 
-    def error(t_irq: float) -> float:
-        return sum(100 * rate(drop, 1, f"{m}Mpps", t_irq)["cpu_utilization"] / pct - 1 for m, pct in points.items())
 
-    return float(brentq(error, 0.0, 20_000.0, xtol=0.3))
+def fit_t_poll(linux: dict, t_irq_ns: float, mpps: float, pct: float) -> float:
+    """The stack's per-poll cost (ns) at which the Linux path's CPU at `mpps` is `pct`, with
+    the interrupt cost fitted on XDP."""
+    return fit_cost(lambda t_poll, m: rate({**linux, "t_poll_ns": t_poll}, 1, f"{m}Mpps", t_irq_ns)["cpu_utilization"], {mpps: pct})
 
 
 def poll_share_ns() -> float:
@@ -173,19 +217,24 @@ def reproduce() -> dict:
             )
 
     t_irq = fit_t_irq(p["drop"], {m: CPU_XDP[m] for m in CPU_FIT_AT})
+    p["linux"]["t_poll_ns"] = fit_t_poll(p["linux"], t_irq, LINUX_FIT_AT, CPU_LINUX[LINUX_FIT_AT])
     cpu_fit = [f"XDP drop CPU at {m} Mpps" for m in CPU_FIT_AT]
+    linux_fit = f"Linux drop CPU at {LINUX_FIT_AT} Mpps"
     curve = []
     cpu_tables = (
-        ("drop", CPU_XDP, "XDP", DROP_XDP[1], "XDP drop, 1 core"),
-        ("linux", CPU_LINUX, "Linux", DROP_LINUX[1], "Linux drop (raw table), 1 core"),
+        ("drop", CPU_XDP, "XDP", DROP_XDP[1], ["XDP drop, 1 core", *cpu_fit]),
+        ("linux", CPU_LINUX, "Linux", DROP_LINUX[1], ["Linux drop (raw table), 1 core", *cpu_fit, linux_fit]),
     )
-    loaded = iter(run_all([node(p[name]["xdp"], 1, f"{mpps}Mpps", t_irq, p[name].get("t_proc_ns")) for name, table, *_ in cpu_tables for mpps in table]))
-    for _, table, label, capacity, rate_row in cpu_tables:
+    latency_node = loaded(p["redirect"], 1, "1Mpps", t_irq)
+    runs = run_all([loaded(p[name], 1, f"{mpps}Mpps", t_irq) for name, table, *_ in cpu_tables for mpps in table] + [latency_node])
+    latency = runs.pop()
+    ran = iter(runs)
+    for _, table, label, capacity, fitted_on in cpu_tables:
         for mpps, pct in table.items():
-            r = next(loaded)
+            r = next(ran)
             cpu = 100 * r["cpu_utilization"]
             state = r["io"].get("moderation_state", [{}])[0]
-            if label == "XDP" and mpps in CPU_FIT_AT:
+            if f"{label} drop CPU at {mpps} Mpps" in (*cpu_fit, linux_fit):
                 kind, extra = "fitted", {}
             elif mpps >= capacity:
                 # Offered at or above the capacity fitted on the one-core rate: the core is
@@ -195,7 +244,7 @@ def reproduce() -> dict:
                     {"derived_from": f"offered {mpps} Mpps at or above the one-core capacity fitted on its rate ({capacity} Mpps): a saturated core"},
                 )
             else:
-                kind, extra = "predicted", {"fitted_on": [rate_row, *cpu_fit]}
+                kind, extra = "predicted", {"fitted_on": fitted_on}
             curve.append(
                 {
                     "path": label,
@@ -209,6 +258,19 @@ def reproduce() -> dict:
                 }
             )
             rows.append(row(f"{label} drop CPU at {mpps} Mpps", pct, cpu, "%", f"{SOURCE} Fig. 4", kind=kind, **extra))
+    rows.append(
+        row(
+            "XDP_REDIRECT forwarding latency at 1 Mpps, mean",
+            LATENCY_XDP_US,
+            latency["latency_ns"]["mean"] / 1e3 + LATENCY_DPDK_US,
+            "us",
+            f"{SOURCE} Table 1",
+            kind="predicted",
+            fitted_on=["XDP drop, 1 core", "XDP_REDIRECT forwarding, other NIC, 1 core", *cpu_fit],
+            inputs=f"the generator's, wires' and NICs' share: DPDK's mean on the same path ({LATENCY_DPDK_US:g} us)",
+            dim_usec=latency["io"].get("moderation_state", [{}])[0].get("usec"),
+        )
+    )
     per_core = rows[0]["predicted"] / next(r["predicted"] for r in rows if r["quantity"].startswith("Linux drop (raw table), 1"))
     # The per-core ratio is that of the two fitted one-core rates at every core count (the
     # multi-core rates are k times them): true by construction, not a prediction.
@@ -233,7 +295,14 @@ def reproduce() -> dict:
         "title": TITLE,
         "rows": rows,
         "curve": curve,
-        "fits": {"t_drop_ns": t_drop, "t_xmit_tx_ns": t_tx, "t_xmit_redirect_ns": t_redirect, "t_linux_drop_ns": t_linux, "t_irq_ns": t_irq},
+        "fits": {
+            "t_drop_ns": t_drop,
+            "t_xmit_tx_ns": t_tx,
+            "t_xmit_redirect_ns": t_redirect,
+            "t_linux_drop_ns": t_linux,
+            "t_irq_ns": t_irq,
+            "t_poll_linux_ns": p["linux"]["t_poll_ns"],
+        },
     }
 
 
@@ -267,8 +336,9 @@ def figures(d: Path, res: dict) -> list[tuple[str, str]]:
         ),
         (
             "xdp2018-cpu.png",
-            "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; one interrupt cost fitted on XDP"
-            " at 1 and 10 Mpps, the open markers; the clock intel_pstate settles at below full load)",
+            "xdp2018 Fig. 4: CPU load vs offered load in the drop test (markers: the paper; the open markers fitted: one"
+            " interrupt cost on XDP at 1 and 10 Mpps, the stack's poll cost on Linux at 1 Mpps; the clock intel_pstate"
+            " settles at below full load; XDP's DIM stays at 8 us, the stack's walks)",
         ),
     ]
 

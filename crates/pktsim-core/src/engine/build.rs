@@ -74,13 +74,19 @@ impl SimNode {
         let (topo, classifier) = layout(sc);
         let mode = io::build(sc, &topo);
         let kind = mode.rx_ring_kind();
+        let xdp_consumes = io::xdp::native_consumes(sc);
         let nic = Nic::new(NicParts {
             rx: (0..topo.rings()).map(|r| RxRing::new(nic_spec.rx_ring, topo.vector_of_ring(r), kind)).collect(),
             tx: (0..topo.tx_queues())
                 .map(|q| TxRing::new(nic_spec.tx_ring, nic_spec.qdisc_len, topo.vector_of_tx(q), topo.sharers(q)))
                 .collect(),
             vectors: (0..topo.vectors())
-                .map(|v| Vector::new(topo.vector(v), moderation::build(&nic_spec.itr, topo.vector(v).rx.is_some())))
+                .map(|v| {
+                    Vector::new(
+                        topo.vector(v),
+                        moderation::build(&nic_spec.itr, topo.vector(v).rx.is_some(), xdp_consumes),
+                    )
+                })
                 .collect(),
             classifier,
             ingress,

@@ -81,6 +81,15 @@ fn t_skb_ps(sc: &ResolvedScenario) -> f64 {
     }
 }
 
+/// Whether a native program takes every received frame before the driver builds an skb
+/// (drop, tx and redirect; io = "af-xdp"'s redirect to its socket included). An mlx5 driver
+/// then never counts the frames in the ring statistics its DIM samples (`moderation::dim`);
+/// generic XDP runs after the driver built and counted the skb.
+pub fn native_consumes(sc: &ResolvedScenario) -> bool {
+    let io = &sc.scenario.host.io;
+    io.xdp().is_some_and(|x| x.mode == XdpMode::Native && (x.action != XdpAction::Pass || io.af_xdp().is_some()))
+}
+
 impl Xdp {
     pub fn new(sc: &ResolvedScenario) -> Self {
         let x = &sc.scenario.host.io.xdp().cloned().unwrap_or_default();

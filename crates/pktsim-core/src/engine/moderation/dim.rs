@@ -31,6 +31,15 @@
 //! next window. A vector that serves an rx ring samples rx packets and bytes with the rx
 //! table; a tx-only vector samples tx with the tx table (mlx5 and ice run one `struct dim`
 //! per direction).
+//!
+//! What the sample counts is the driver's. mlx5 samples its rq statistics, which count a
+//! frame only when it builds an skb for it (`rq->stats->packets` in
+//! `mlx5e_complete_rx_cqe`); a frame a native XDP program drops, sends back or redirects
+//! (to an AF_XDP socket too) ends before that (`mlx5e_handle_rx_cqe`: `skb_from_cqe`
+//! returns NULL), so its DIM sees no packets and no bytes. Every window then compares the
+//! same to the last (`prev->bpms` is 0: SAME), and DIM stays parked at the profile it
+//! started with, `NET_DIM_DEF_PROFILE_CQE` / `_EQE` (8 µs). ice counts XDP frames in the
+//! totals its DIM reads (`ice_clean_rx_irq`), so its DIM walks as without XDP.
 
 use serde_json::json;
 
@@ -147,6 +156,9 @@ fn rates(start: &Sample, end: &Sample) -> Option<Rates> {
 pub struct Dim {
     table: &'static Table,
     rx: bool,
+    /// The driver counts the rx frames where DIM samples them (not an mlx5 driver whose
+    /// native XDP program takes every frame).
+    rx_counted: bool,
     from_first_cause: bool,
     name: &'static str,
     pub profile_ix: usize,
@@ -164,11 +176,13 @@ pub struct Dim {
 }
 
 impl Dim {
-    /// DIM on a vector with an rx ring (`rx`) or a tx-only vector, with a device's tables.
-    pub fn new(profile: DimProfile, rx: bool) -> Self {
+    /// DIM on a vector with an rx ring (`rx`) or a tx-only vector, with a device's tables;
+    /// `xdp_consumes`: a native XDP program takes every rx frame before an skb exists.
+    pub fn new(profile: DimProfile, rx: bool, xdp_consumes: bool) -> Self {
         Dim {
             table: table(profile, rx),
             rx,
+            rx_counted: !(xdp_consumes && profile != DimProfile::Ice),
             from_first_cause: profile == DimProfile::Mlx5Cqe,
             name: "dim",
             profile_ix: DEFAULT_IX,
@@ -316,7 +330,11 @@ impl Moderation for Dim {
         self.from_first_cause
     }
     fn episode_done(&mut self, now: Instant, ep: &Episode) {
-        let (packets, bytes) = if self.rx { (ep.rx_packets, ep.rx_bytes) } else { (ep.tx_packets, ep.tx_bytes) };
+        let (packets, bytes) = match (self.rx, self.rx_counted) {
+            (true, true) => (ep.rx_packets, ep.rx_bytes),
+            (true, false) => (0, 0),
+            (false, _) => (ep.tx_packets, ep.tx_bytes),
+        };
         self.now = Sample {
             time: now,
             events: self.now.events + ep.irqs,
@@ -371,7 +389,7 @@ mod tests {
     /// parked on top, where windows within 10% change nothing and keep the old reference.
     #[test]
     fn the_walk_leaves_parking_turns_and_parks_on_a_peak() {
-        let mut d = Dim::new(DimProfile::Mlx5Eqe, true);
+        let mut d = Dim::new(DimProfile::Mlx5Eqe, true, false);
         assert_eq!((d.profile_ix, d.tune), (1, Tune::ParkingOnTop));
         assert!(d.decide(&r(100, 10, 10)), "bpms 0 -> 100: better, exit parking leftwards");
         assert_eq!((d.profile_ix, d.tune), (0, Tune::GoingLeft));
@@ -392,7 +410,7 @@ mod tests {
 
     #[test]
     fn a_step_that_is_not_significantly_better_turns_the_walk() {
-        let mut d = Dim::new(DimProfile::Mlx5Cqe, true);
+        let mut d = Dim::new(DimProfile::Mlx5Cqe, true, false);
         d.tune = Tune::GoingLeft;
         (d.steps_right, d.steps_left, d.profile_ix) = (2, 0, 3);
         d.prev = r(100, 10, 10);
@@ -404,7 +422,7 @@ mod tests {
 
     #[test]
     fn ten_steps_make_it_tired_and_it_rests_as_many_windows() {
-        let mut d = Dim::new(DimProfile::Ice, true);
+        let mut d = Dim::new(DimProfile::Ice, true, false);
         d.tune = Tune::GoingRight;
         d.profile_ix = 0;
         d.tired = 10;
@@ -422,7 +440,10 @@ mod tests {
     /// An mlx5 EQE policy for an rx (`rx`) or a tx vector after 65 episodes of `ep`, 10 us
     /// apart: the first opens a window, the 65th closes it (64 interrupts since).
     fn one_window(rx: bool, ep: Episode) -> Dim {
-        let mut d = Dim::new(DimProfile::Mlx5Eqe, rx);
+        one_window_of(Dim::new(DimProfile::Mlx5Eqe, rx, false), ep)
+    }
+
+    fn one_window_of(mut d: Dim, ep: Episode) -> Dim {
         d.episode_done(Instant::from_ps(0), &ep);
         for i in 1..64u64 {
             d.episode_done(Instant::from_ps(i * 10 * PS_PER_US), &ep);
@@ -467,13 +488,33 @@ mod tests {
         assert_eq!(d.max_frames(), 128);
     }
 
+    /// A native XDP program that takes every frame: an mlx5 driver counts none of them
+    /// where its DIM samples, so the window has no bytes, compares SAME with the empty
+    /// reference and DIM stays parked at index 1 (8 us) whatever the load; ice counts
+    /// them and walks as without XDP (better than nothing: left to index 0).
+    #[test]
+    fn mlx5_dim_does_not_see_frames_a_native_xdp_program_takes() {
+        let ep = Episode { rx_packets: 10, rx_bytes: 600, irqs: 1, ..Episode::default() };
+        let d = one_window_of(Dim::new(DimProfile::Mlx5Cqe, true, true), ep);
+        assert_eq!((d.windows, d.prev), (1, Rates::default()), "parked on top, SAME keeps the reference");
+        assert_eq!((d.profile_ix, d.tune, d.changes), (1, Tune::ParkingOnTop, 0));
+        assert_eq!((d.interval(), d.max_frames()), (Span::from_us(8), 128));
+        let mut d = d;
+        for i in 0..6400u64 {
+            d.episode_done(Instant::from_ps((650 + i * 10) * PS_PER_US), &Episode { rx_packets: 1 + i % 50, ..ep });
+        }
+        assert_eq!((d.windows, d.profile_ix, d.changes), (101, 1, 0), "a hundred windows later, at any load");
+        let ice = one_window_of(Dim::new(DimProfile::Ice, true, true), ep);
+        assert_eq!((ice.profile_ix, ice.changes), (0, 1));
+    }
+
     #[test]
     fn tables_are_the_kernels() {
         assert_eq!(table(DimProfile::Mlx5Cqe, true)[DEFAULT_IX], (8, 128));
         assert_eq!(table(DimProfile::Mlx5Eqe, false)[4], (128, 128));
         assert_eq!(table(DimProfile::Ice, true).map(|p| p.0), [2, 8, 16, 62, 126]);
-        assert!(Dim::new(DimProfile::Mlx5Cqe, true).timer_from_first_cause());
-        assert!(!Dim::new(DimProfile::Ice, true).timer_from_first_cause());
-        assert_eq!(Dim::new(DimProfile::Ice, true).max_frames(), 0);
+        assert!(Dim::new(DimProfile::Mlx5Cqe, true, false).timer_from_first_cause());
+        assert!(!Dim::new(DimProfile::Ice, true, false).timer_from_first_cause());
+        assert_eq!(Dim::new(DimProfile::Ice, true, false).max_frames(), 0);
     }
 }

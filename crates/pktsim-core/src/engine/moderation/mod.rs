@@ -79,18 +79,20 @@ pub trait Moderation: Send {
 }
 
 /// The policy a scenario asks for, for a vector that serves an rx ring (`rx`) or only a tx
-/// ring (the one place policies are registered).
-pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
+/// ring (the one place policies are registered); `xdp_consumes`: a native XDP program takes
+/// every rx frame before the driver builds an skb (`io::xdp::native_consumes`), which an
+/// mlx5 driver's DIM does not see.
+pub fn build(spec: &ItrSpec, rx: bool, xdp_consumes: bool) -> Box<dyn Moderation> {
     match spec {
         ItrSpec::Off(_) => Box::new(NoThrottle),
         ItrSpec::Static(s) => Box::new(Fixed::from_usecs((s.interval.ps / 1_000_000) as u32)),
         ItrSpec::Dynamic(d) => Box::new(IxgbeDynamic::new(d.bulk_rate)),
-        ItrSpec::Dim(d) => Box::new(Dim::new(d.profile, rx)),
+        ItrSpec::Dim(d) => Box::new(Dim::new(d.profile, rx, xdp_consumes)),
     }
 }
 
 /// The level the policy `spec` settles at on a vector (`rx`: it serves an rx ring;
-/// `tx_too`: its episodes also clean tx completions, as many as rx frames) whose frames
+/// `xdp_consumes` as for [`build`]; `tx_too`: its episodes also clean tx completions, as many as rx frames) whose frames
 /// carry `bytes` each as the driver counts them, given the steady rounds per second and
 /// frames per round at a level (`at`, the model's closed forms, [`crate::rates`]).
 ///
@@ -106,12 +108,13 @@ pub fn build(spec: &ItrSpec, rx: bool) -> Box<dyn Moderation> {
 pub fn settle(
     spec: &ItrSpec,
     rx: bool,
+    xdp_consumes: bool,
     tx_too: bool,
     bytes: f64,
     poisson: bool,
     at: &dyn Fn(&Level) -> (f64, f64, f64),
 ) -> Level {
-    let mut m = build(spec, rx);
+    let mut m = build(spec, rx, xdp_consumes);
     let level = |m: &dyn Moderation| Level {
         interval_ps: m.interval().ps() as f64,
         max_frames: m.max_frames(),
