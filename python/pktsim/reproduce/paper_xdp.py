@@ -142,15 +142,16 @@ def rate(path: dict, cores: int, offered: str, t_irq_ns: float = 0.0) -> dict:
     return run(loaded(path, cores, offered, t_irq_ns))
 
 
-def fit_cost(cpu_at, points: dict[float, float]) -> float:
-    """The cost (ns) at which ``cpu_at(cost, mpps)`` (CPU, a share) at the offered loads of
-    `points` (Mpps: %) is right on average (the mean relative error 0), to 0.3 ns: more
-    cost, more CPU, so Brent's method brackets the root between 0 and 20 us (about 8
-    evaluations where bisection took 16)."""
+def fit_cost(nodes, points: dict[float, float]) -> float:
+    """The cost (ns) at which the CPU of ``nodes(cost, mpps)`` (a scenario) at the offered
+    loads of `points` (Mpps: %) is right on average (the mean relative error 0), to 0.3 ns:
+    more cost, more CPU, so Brent's method brackets the root between 0 and 20 us (about 8
+    evaluations where bisection took 16), the loads of each side by side."""
     from scipy.optimize import brentq
 
     def error(cost: float) -> float:
-        return sum(100 * cpu_at(cost, m) / pct - 1 for m, pct in points.items())
+        runs = run_all([nodes(cost, m) for m in points])
+        return sum(100 * r["cpu_utilization"] / pct - 1 for r, pct in zip(runs, points.values()))
 
     return float(brentq(error, 0.0, 20_000.0, xtol=0.3))
 
@@ -158,13 +159,13 @@ def fit_cost(cpu_at, points: dict[float, float]) -> float:
 def fit_t_irq(drop: dict, points: dict[float, float]) -> float:
     """The per-interrupt cost (ns) at which the XDP drop path's CPU at `points` is right on
     average."""
-    return fit_cost(lambda t_irq, m: rate(drop, 1, f"{m}Mpps", t_irq)["cpu_utilization"], points)
+    return fit_cost(lambda t_irq, m: loaded(drop, 1, f"{m}Mpps", t_irq), points)
 
 
 def fit_t_poll(linux: dict, t_irq_ns: float, mpps: float, pct: float) -> float:
     """The stack's per-poll cost (ns) at which the Linux path's CPU at `mpps` is `pct`, with
     the interrupt cost fitted on XDP."""
-    return fit_cost(lambda t_poll, m: rate({**linux, "t_poll_ns": t_poll}, 1, f"{m}Mpps", t_irq_ns)["cpu_utilization"], {mpps: pct})
+    return fit_cost(lambda t_poll, m: loaded({**linux, "t_poll_ns": t_poll}, 1, f"{m}Mpps", t_irq_ns), {mpps: pct})
 
 
 def poll_share_ns() -> float:
