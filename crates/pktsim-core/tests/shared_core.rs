@@ -98,28 +98,48 @@ fn below_saturation_the_settings_agree() {
 }
 
 /// A device's NAPI thread beside the reader (`nic.napi.threaded`): with SCHED_OTHER the two
-/// share the core by weight once the thread's share is short of the stack's load; in
-/// overload the thread's poll after a preempting wake-up is charged to the reader (the
-/// skipped clock, `engine/sched.rs`), so the simulator's reader keeps a third of the core
-/// and reads less than the model's fair split, which is an upper bound there (OPEN: 30%
-/// below it at 2.8 Mpps). A SCHED_FIFO thread keeps the core whenever it has work, and
-/// above the stack's capacity nothing is read.
+/// share the core by weight once the thread's share is short of the stack's load, but not
+/// evenly: in overload the thread's poll after a preempting wake-up is charged to the
+/// reader (the skipped clock, `engine/sched.rs`), so the reader keeps about a third of the
+/// core at nice 0, and the model's turns (`model::beside_a_fair_thread`) say so (its fair
+/// split read 43% more at 2.8 Mpps). A SCHED_FIFO thread keeps the core whenever it has
+/// work, and above the stack's capacity nothing is read.
 #[test]
 fn a_napi_thread_shares_the_core_by_its_policy() {
-    for (policy, mpps) in
-        [("other", 0.6), ("other", 1.2), ("other", 2.8), ("other", 5.0), ("fifo", 0.6), ("fifo", 1.2), ("fifo", 5.0)]
-    {
+    let cases = [
+        ("other", 0.6, "0"),
+        ("other", 1.2, "0"),
+        ("other", 1.6, "0"),
+        ("other", 2.0, "0"),
+        ("other", 2.8, "0"),
+        ("other", 5.0, "0"),
+        ("other", 5.0, "-5"),
+        ("other", 5.0, "5"),
+        ("fifo", 0.6, "0"),
+        ("fifo", 1.2, "0"),
+        ("fifo", 5.0, "0"),
+    ];
+    for (policy, mpps, nice) in cases {
         let rate = format!("{mpps}Mpps");
-        let (s, p, r) = read(&[("nic.napi.threaded", "true"), ("host.thread.policy", policy), ("traffic.rate", &rate)]);
-        eprintln!("{policy:>5} {mpps:>4} Mpps: simulator {s:>8.0}, model {p:>8.0}, contexts {:?}", r.cpu_by_context);
+        let (s, p, r) = read(&[
+            ("nic.napi.threaded", "true"),
+            ("host.thread.policy", policy),
+            ("traffic.rate", &rate),
+            ("app.nice", nice),
+        ]);
+        eprintln!(
+            "{policy:>5} {mpps:>4} Mpps nice {nice:>2}: simulator {s:>8.0}, model {p:>8.0} ({:+.1}%), contexts {:?}",
+            100.0 * (p / s - 1.0),
+            r.cpu_by_context
+        );
         if policy == "fifo" && mpps == 5.0 {
             assert!(s < 1e3 && p < 1e3, "fifo: model {p}, simulator {s}");
-        } else if policy == "other" && mpps >= 2.8 {
-            assert!(s <= p && s >= 0.6 * p, "{policy} at {mpps} Mpps: model {p} (a bound), simulator {s}");
+            continue;
+        }
+        assert!(close(p, s, TOLERANCE), "{policy} at {mpps} Mpps, nice {nice}: model {p}, simulator {s}");
+        if policy == "other" && mpps >= 2.8 && nice == "0" {
             let app = r.cpu_by_context["app"];
             assert!((0.25..0.45).contains(&app), "the reader's share {app}");
-        } else {
-            assert!(close(p, s, TOLERANCE), "{policy} at {mpps} Mpps: model {p}, simulator {s}");
         }
     }
 }
