@@ -31,15 +31,23 @@ const OVERLOAD: &[&str] = &["14Mpps", "20Mpps", "40Mpps"];
 
 /// A zero-copy driver that stops at the full rx ring (i40e, ice): the NAPI processes only
 /// what the reader reads, a kick and two interrupts per ring of 2048 frames — 12.5 Mpps
-/// where a driver that drops (mlx5) leaves ksoftirqd and the reader sharing the core
-/// (11.8 Mpps).
+/// where a driver that drops (mlx5) leaves ksoftirqd and the reader sharing the core. There
+/// the reader's wake-ups preempt ksoftirqd, which runs on to the end of its pass on the
+/// reader's clock, until the reader's lag is used up and it waits out ksoftirqd's slice
+/// while its ring overflows (`model::beside_a_fair_task`): 8.5 Mpps in overload, over 200
+/// ms (the lag comes round about every 8 ms). At the stack's capacity (14 Mpps) ksoftirqd
+/// runs out of work within its slice, which the model's turns leave out: there the model
+/// is a lower bound, 23% under the simulator.
 #[test]
 fn a_driver_that_stops_at_a_full_ring_holds_the_stack_back() {
     let stop = [("host.af_xdp.rx_full", "stop")];
     within(&stop, OVERLOAD, 0.10);
-    within(&[], OVERLOAD, 0.10);
+    let long = [("measure.duration", "200ms")];
+    within(&long, &["20Mpps", "40Mpps"], 0.03);
+    let (s14, m14, ..) = compare(&long, "14Mpps");
+    assert!(m14 <= s14 && m14 > 0.7 * s14, "at 14 Mpps: simulator {s14}, model {m14} (a lower bound)");
     let (s_stop, m_stop, ..) = compare(&stop, "20Mpps");
-    let (s_drop, m_drop, ..) = compare(&[], "20Mpps");
+    let (s_drop, m_drop, ..) = compare(&long, "20Mpps");
     assert!(s_stop > 1.04 * s_drop && m_stop > 1.04 * m_drop, "{s_stop} {s_drop} {m_stop} {m_drop}");
 }
 

@@ -488,18 +488,19 @@ fn a_shared_tx_lock_from_idle_to_busy() {
 /// Every I/O mode with its budget (the NAPI weight, a batched call's size, an AF_XDP
 /// thread's batch) at 1, 8, 64 and 512, offered 1.5x the model's loss-free capacity: the
 /// simulator forwards what the model says within 1%, but where `OPEN` names today's larger
-/// gap (an AF_XDP reader beside its NAPI at the extremes of its batch). A weight above the
+/// gap (an AF_XDP reader beside ksoftirqd or its busy-polled NAPI, at small batches). A weight above the
 /// driver's tx_work_limit halved the model's rate for paths that send nothing (XDP_DROP at
 /// weight 512: 12.7 where the simulator drops 25.3 Mpps).
 #[test]
 fn every_io_mode_at_budget_1_8_64_512() {
     const OPEN: &[(&str, u32, f64)] = &[
-        ("af-xdp", 1, 0.12),
-        // ksoftirqd's and the reader's turns: -0.6% with a 3 ms slice, -11% with the 2.8 ms
-        // of current kernels; the model has no turns.
-        ("af-xdp", 8, 0.12),
-        ("af-xdp", 64, 0.025),
-        ("af-xdp", 512, 0.035),
+        // A reader slower a frame than the stack: it never empties its ring, and the
+        // interrupts' softirqs and it share the core; the model's fair split is 8.6% short.
+        ("af-xdp", 1, 0.10),
+        // ksoftirqd's and the reader's turns (`model::beside_a_fair_task`): the reader's lag
+        // runs out about every 8 ms, so these run 200 ms (+2.0%, +1.2%, +0.6%).
+        ("af-xdp", 8, 0.025),
+        ("af-xdp", 64, 0.015),
         ("af-xdp busy poll", 1, 0.14),
         ("af-xdp busy poll", 8, 0.06),
         ("af-xdp busy poll", 512, 0.015),
@@ -535,9 +536,10 @@ fn every_io_mode_at_budget_1_8_64_512() {
     for &(name, toml, origin, keys) in cases {
         let variants: Vec<(String, Vec<(&str, &str)>)> = match name {
             "batched-syscall" => vec![(name.into(), vec![]), ("busy-poll".into(), vec![("host.io", "busy-poll")])],
-            "af-xdp" => {
-                vec![(name.into(), vec![]), ("af-xdp busy poll".into(), vec![("host.af_xdp.busy_poll", "50us")])]
-            }
+            "af-xdp" => vec![
+                (name.into(), vec![("measure.duration", "200ms")]),
+                ("af-xdp busy poll".into(), vec![("host.af_xdp.busy_poll", "50us")]),
+            ],
             _ => vec![(name.into(), vec![])],
         };
         for (label, extra) in variants {

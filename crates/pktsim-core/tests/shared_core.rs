@@ -19,8 +19,8 @@ const TOLERANCE: f64 = 0.10;
 /// simulator's 100 ms disagree, and by how much the model may miss there: with
 /// `host.softirq = "defer"` the hand-over is history (one long interrupt episode), and once
 /// it happens ksoftirqd keeps the work; below saturation the model takes it from
-/// rho = 1 - f / (10 P) on, which these windows reach only later.
-const OPEN_DEFER: [(f64, f64); 2] = [(1.8, 0.70), (2.0, 0.20)];
+/// rho = 1 - f / (10 P) on, which this window reaches only later.
+const OPEN_DEFER: [(f64, f64); 1] = [(1.8, 0.25)];
 
 fn udp_receiver(sets: &[(&str, &str)]) -> pktsim_core::ResolvedScenario {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/udp-receiver.toml");
@@ -72,17 +72,21 @@ fn the_reader_gets_what_the_model_says_at_every_load_for_each_softirq_setting() 
     assert!(plateau[1] > 10.0 * plateau[0], "defer {} vs inline {}", plateau[1], plateau[0]);
 }
 
-/// The reader's nice level weighs it against ksoftirqd: at nice 5 (weight 335 against
-/// 1024) it gets about a quarter of the core where nice 0 gets half.
+/// The reader against ksoftirqd in overload: a wake-up that preempts ksoftirqd lets it run
+/// on to the end of its pass on the reader's clock (the skipped clock, as for a NAPI
+/// thread: `engine/sched.rs`), so at nice 0 the reader keeps about a third of the core,
+/// not half; its nice level weighs it further (nice 5, weight 335 against 1024: less
+/// again), and the model's turns (`model::beside_a_fair_task`) say how much it reads.
 #[test]
 fn the_readers_weight_sets_its_share_against_ksoftirqd() {
-    let (s0, p0, _) = read(&[("host.softirq", "defer"), ("traffic.rate", "5Mpps")]);
+    let (s0, p0, r0) = read(&[("host.softirq", "defer"), ("traffic.rate", "5Mpps")]);
     let (s5, p5, r5) = read(&[("host.softirq", "defer"), ("traffic.rate", "5Mpps"), ("app.nice", "5")]);
-    eprintln!("nice 0: simulator {s0:.0}, model {p0:.0}; nice 5: simulator {s5:.0}, model {p5:.0}");
+    let (app0, app5) = (r0.cpu_by_context["app"], r5.cpu_by_context["app"]);
+    eprintln!("nice 0: simulator {s0:.0}, model {p0:.0}, share {app0:.3}; nice 5: simulator {s5:.0}, model {p5:.0}, share {app5:.3}");
+    assert!(close(p0, s0, TOLERANCE), "nice 0: model {p0}, simulator {s0}");
     assert!(close(p5, s5, TOLERANCE), "nice 5: model {p5}, simulator {s5}");
-    let want = 335.0 / (335.0 + 1024.0);
-    let app = r5.cpu_by_context["app"];
-    assert!((app - want).abs() < 0.05, "nice 5: the reader's share {app} vs {want}");
+    assert!((0.25..0.42).contains(&app0), "nice 0: the reader's share {app0}, not the fair split's 0.5");
+    assert!(app5 < 0.8 * app0 && app5 < 335.0 / (335.0 + 1024.0), "nice 5: the reader's share {app5}");
     assert!(s5 < 0.6 * s0, "nice 5 reads {s5}, nice 0 {s0}");
 }
 
@@ -101,7 +105,7 @@ fn below_saturation_the_settings_agree() {
 /// share the core by weight once the thread's share is short of the stack's load, but not
 /// evenly: in overload the thread's poll after a preempting wake-up is charged to the
 /// reader (the skipped clock, `engine/sched.rs`), so the reader keeps about a third of the
-/// core at nice 0, and the model's turns (`model::beside_a_fair_thread`) say so (its fair
+/// core at nice 0, and the model's turns (`model::beside_a_fair_task`) say so (its fair
 /// split read 43% more at 2.8 Mpps). A SCHED_FIFO thread keeps the core whenever it has
 /// work, and above the stack's capacity nothing is read.
 #[test]

@@ -18,7 +18,9 @@
 //! its clock update (`wakeup_preempt`: `rq_clock_skip_update`, "we're going to schedule").
 //! Without kernel preemption (`PREEMPT_NONE`, `PREEMPT_VOLUNTARY`) the running task goes
 //! on to its next preemption point first (a NAPI thread: the end of its poll,
-//! `cond_resched` in `napi_threaded_poll_loop`), and the clock stays where the wake-up (or
+//! `cond_resched` in `napi_threaded_poll_loop`; ksoftirqd, whatever the preemption model:
+//! the end of its `handle_softirqs` pass, run with bottom halves off, which looks at
+//! `need_resched` only between passes), and the clock stays where the wake-up (or
 //! the last tick) left it: that task is charged only up to there, and the task picked next
 //! starts its `exec_start` there, so the time in between lands on the picked task. Traced
 //! on 6.18 (VALIDATION.md, share): a reader woken by the NAPI thread ran 0.19 ms a turn

@@ -6,7 +6,7 @@
 //! epoll finding events restarts the NAPI's timer (`napi_suspend_irqs`) and blocking in
 //! epoll schedules the NAPI (`napi_resume_irqs`).
 
-use super::{Napi, Phase, Poll, PollKind, Work};
+use super::{Napi, Phase, Poll, PollKind, Work, KSOFTIRQD};
 use crate::engine::app::{self, App, AppParams};
 use crate::engine::io::units::Worker;
 use crate::engine::io::Ctx;
@@ -35,9 +35,11 @@ impl Napi {
             for (c, core) in self.cores.iter_mut().enumerate() {
                 let mut weights = vec![p.weight, weight_of(0)];
                 weights.extend(self.entity_vector[c].iter().map(|_| weight_of(0)));
-                let mut fair = Fair::new(&weights, self.p.base_slice, self.jiffy, self.p.hrtick);
-                // A NAPI thread preempted by a wake-up polls on to the end of its poll
-                // (`cond_resched` in `napi_threaded_poll_loop`).
+                // ksoftirqd preempted by a wake-up runs on to the end of its pass
+                // (`handle_softirqs` looks at need_resched only between passes, with
+                // bottom halves off), a NAPI thread to the end of its poll (`cond_resched`
+                // in `napi_threaded_poll_loop`).
+                let mut fair = Fair::new(&weights, self.p.base_slice, self.jiffy, self.p.hrtick).runs_on(KSOFTIRQD);
                 for k in 0..self.entity_vector[c].len() {
                     fair = fair.runs_on(2 + k);
                 }
