@@ -593,12 +593,16 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 let f_irq = demand / core_ev(c, left).irq_per_s.max(1e-9);
                 let (plateau, engaged) = shared_core_plateau(s, a, own_s[c], busy[c], f_irq);
                 if plateau_notes.is_empty() && engaged {
-                    let defer = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer
-                        || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
+                    let deferred = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer;
+                    let defer = deferred || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
+                    // (`shared_core_plateau`'s rule for a reader that takes turns.)
+                    let takes_turns = deferred || a.frame_ps / 1e12 < own_s[c];
                     plateau_notes.push(if a.spin {
                         "a reader that spins on its NAPI's core keeps it for its slices while ksoftirqd waits with the stack's work, and a driver that drops at a full rx ring burns ksoftirqd's turns on frames the ring refuses: the read rate here is an upper bound (the simulator reads a few per cent of it; a zero-copy socket whose driver stops at a full ring, rx_full = \"stop\", or busy polling avoids this)"
                     } else if s.nic.napi.threaded {
                         "the NAPI thread shares its core with the reader (host.thread.policy = \"other\") once its share is short of the stack's load, not evenly: a wake-up that preempts the thread lets it finish its poll on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out the thread's slice; the model mixes the two kinds of turn as the lags balance"
+                    } else if defer && !takes_turns {
+                        "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work; the reader, slower a frame than the stack, never empties its ring, is never woken and shares the core with ksoftirqd by their weights"
                     } else if defer {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader (host.softirq = \"defer\", or a reader whose calls run no softirq), not evenly: a wake-up that preempts ksoftirqd lets it finish its pass on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out ksoftirqd's slice; the model mixes the two kinds of turn as the lags balance (near the stack's capacity, where ksoftirqd runs out of work within its slice, it reads less than the simulator)"
                     } else {

@@ -188,3 +188,16 @@ fn a_busy_polling_readers_loss_free_capacity_is_where_the_simulator_starts_to_lo
     under.push(("traffic.rate", &below));
     assert!(sim(&load(EXAMPLE, "af-xdp-rxdrop.toml", &under)).loss_ratio < 1e-3);
 }
+
+/// The model's note says which way the reader shares its core with ksoftirqd: in turns
+/// (a batch of 64: each turn empties the ring, and the skipped clock and the lags decide)
+/// or by weight (a batch of 1: 70 ns a frame, slower than the stack's 61 ns, so the ring is
+/// never empty and the reader is never woken).
+#[test]
+fn the_model_says_how_the_reader_shares_its_core() {
+    for (batch, says) in [("64", "skipped clock"), ("1", "never empties its ring")] {
+        let sc = load(EXAMPLE, "af-xdp-rxdrop.toml", &[("host.af_xdp.batch", batch), ("traffic.rate", "20Mpps")]);
+        let p = predict(&sc);
+        assert!(p.notes.iter().any(|n| n.contains(says)), "batch {batch}: {:?}", p.notes);
+    }
+}
