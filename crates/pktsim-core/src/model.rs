@@ -296,6 +296,15 @@ fn beside_a_fair_task(
     (read / (task + reader), reader / (task + reader))
 }
 
+/// Whether a reader beside ksoftirqd (`"defer"`, or an AF_XDP reader) takes turns with it
+/// ([`beside_a_fair_task`]): it sleeps and empties what it holds in each of its turns, as
+/// nothing delivers meanwhile (the softirq deferred to ksoftirqd) or it reads faster than
+/// the softirqs its interrupts run deliver (a frame in `own_s`).
+fn takes_turns(s: &crate::scenario::Scenario, a: &crate::price::AppCosts, own_s: f64) -> bool {
+    let defer = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer;
+    !a.spin && (defer || a.frame_ps / 1e12 < own_s)
+}
+
 /// What an application on its NAPI's core reads per second when ksoftirqd has the stack's
 /// work (`engine::io::napi::softirq`), and whether it has it at this load. The stack takes
 /// `rho` of the core (s per frame `own_s`) and an interrupt finds `f_irq` frames.
@@ -357,13 +366,10 @@ fn shared_core_plateau(
     // An AF_XDP reader's calls take no socket lock: nothing runs the softirq in them.
     let defer = softirq.softirq == crate::scenario::SoftirqRun::Defer;
     if defer || xsk.is_some() {
-        // A reader that sleeps empties what it holds in each of its turns where nothing
-        // delivers meanwhile (the softirq deferred to ksoftirqd), or where it reads faster
-        // than the softirqs its interrupts run deliver; then ksoftirqd (switched in after
-        // each of its turns, `host.thread.t_wakeup`) takes turns with it. One that never
-        // empties it, or spins, is never woken: the two share the core by weight, the
-        // reader a wake-up per P frames.
-        let (read, share) = if !a.spin && (defer || app_s < own_s) {
+        // A reader that takes turns with ksoftirqd (switched in after each of them,
+        // `host.thread.t_wakeup`); one that never empties what it holds, or spins, is never
+        // woken: the two share the core by weight, the reader a wake-up per P frames.
+        let (read, share) = if takes_turns(s, a, own_s) {
             let switch_s = s.host.io.thread().t_wakeup.ps as f64 / 1e12;
             beside_a_fair_task(s, a, own_s, per_pass, frames, at_pass_end, switch_s, w_app, w_k)
         } else {
@@ -593,15 +599,13 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                 let f_irq = demand / core_ev(c, left).irq_per_s.max(1e-9);
                 let (plateau, engaged) = shared_core_plateau(s, a, own_s[c], busy[c], f_irq);
                 if plateau_notes.is_empty() && engaged {
-                    let deferred = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer;
-                    let defer = deferred || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
-                    // (`shared_core_plateau`'s rule for a reader that takes turns.)
-                    let takes_turns = deferred || a.frame_ps / 1e12 < own_s[c];
+                    let defer = s.host.io.softirq().softirq == crate::scenario::SoftirqRun::Defer
+                        || matches!(s.host.io, crate::scenario::IoSpec::AfXdp(_));
                     plateau_notes.push(if a.spin {
                         "a reader that spins on its NAPI's core keeps it for its slices while ksoftirqd waits with the stack's work, and a driver that drops at a full rx ring burns ksoftirqd's turns on frames the ring refuses: the read rate here is an upper bound (the simulator reads a few per cent of it; a zero-copy socket whose driver stops at a full ring, rx_full = \"stop\", or busy polling avoids this)"
                     } else if s.nic.napi.threaded {
                         "the NAPI thread shares its core with the reader (host.thread.policy = \"other\") once its share is short of the stack's load, not evenly: a wake-up that preempts the thread lets it finish its poll on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out the thread's slice; the model mixes the two kinds of turn as the lags balance"
-                    } else if defer && !takes_turns {
+                    } else if defer && !takes_turns(s, a, own_s[c]) {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work; the reader, slower a frame than the stack, never empties its ring, is never woken and shares the core with ksoftirqd by their weights"
                     } else if defer {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader (host.softirq = \"defer\", or a reader whose calls run no softirq), not evenly: a wake-up that preempts ksoftirqd lets it finish its pass on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out ksoftirqd's slice; the model mixes the two kinds of turn as the lags balance (near the stack's capacity, where ksoftirqd runs out of work within its slice, it reads less than the simulator)"
