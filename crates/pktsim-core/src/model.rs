@@ -315,7 +315,13 @@ fn socket_frames(s: &crate::scenario::Scenario) -> f64 {
 /// - once those charges have used up the reader's lag the wake-up does not preempt: the
 ///   task keeps the core for the rest of its slice, to the next tick (S = half the base
 ///   slice + half a jiffy; no jiffy with `hrtick`), while the reader waits and its socket
-///   fills (N frames, its capacity at most); then the reader reads them (c_n).
+///   fills (N frames, its capacity at most); then the reader reads them (c_n). Below
+///   the stack's capacity (`drains`: the stack's share of the core rho, under 1) the task
+///   runs out of work first: it drains the B frames that came while the reader read and
+///   those that come meanwhile, B own / (1 - rho), and sleeps, so its turn is the shorter
+///   of the two (a NAPI thread, and ksoftirqd beside an AF_XDP reader; beside a socket
+///   reader the interrupts' softirqs run inline again once ksoftirqd sleeps and the
+///   reader's receive calls run them too, so there the whole slice is kept).
 ///
 /// The lag balances by weight: q c_p / w_R + (1 - q) c_n / w_R = (1 - q) S / w_T gives
 /// the mix q of the two kinds; frames read over the time both take is the rate. On
@@ -332,6 +338,7 @@ fn beside_a_fair_task(
     switch_s: f64,
     w_app: f64,
     w_task: f64,
+    drains: Option<f64>,
 ) -> (f64, f64) {
     let app_s = a.frame_ps / 1e12;
     let wake_s = a.t_wakeup_ps / 1e12;
@@ -343,8 +350,18 @@ fn beside_a_fair_task(
     let passes = (lands / pass_s - 1e-9).ceil().max(1.0);
     let skip = passes * pass_s - lands;
     let read_p = (passes * per_pass).min(frames);
-    let stretch = sched.base_slice.ps as f64 / 1e12 / 2.0 + jiffy_s / 2.0;
-    let read_n = frames.min(stretch / own_s.max(1e-15)).max(1.0);
+    let slice = sched.base_slice.ps as f64 / 1e12 / 2.0 + jiffy_s / 2.0;
+    // Below the stack's capacity (`drains`: its share of the core, under 1) the task runs
+    // out of work before its slice ends: it drains what came while the reader read (and
+    // while it drains), then sleeps, and the reader has the core.
+    let (mut stretch, mut read_n) = (slice, frames.min(slice / own_s.max(1e-15)).max(1.0));
+    if let Some(rho) = drains.filter(|&r| r < 1.0) {
+        for _ in 0..50 {
+            let backlog = rho / own_s.max(1e-15) * (switch_s + wake_s + read_n * app_s);
+            stretch = slice.min(backlog * own_s / (1.0 - rho));
+            read_n = frames.min(stretch / own_s.max(1e-15)).max(1.0);
+        }
+    }
     let (c_p, c_n) = (skip + wake_s + read_p * app_s, wake_s + read_n * app_s);
     let slack = stretch / w_task - c_n / w_app;
     let q = if slack <= 0.0 { 0.0 } else { slack / (c_p / w_app + slack) };
@@ -418,7 +435,7 @@ fn shared_core_plateau(
         if thread.policy == crate::scenario::ThreadPolicy::Fifo {
             return (0.0, saturated);
         }
-        let (read, share) = beside_a_fair_task(s, a, own_s, per_pass, frames, at_pass_end, 0.0, w_app, w_k);
+        let (read, share) = beside_a_fair_task(s, a, own_s, per_pass, frames, at_pass_end, 0.0, w_app, w_k, Some(rho));
         return (read.min(1.0 / (own_s + app_s)), rho > 1.0 - share);
     }
     // An AF_XDP reader's calls take no socket lock: nothing runs the softirq in them.
@@ -429,7 +446,7 @@ fn shared_core_plateau(
         // woken: the two share the core by weight, the reader a wake-up per P frames.
         let (read, share) = if takes_turns(s, a, own_s) {
             let switch_s = s.host.io.thread().t_wakeup.ps as f64 / 1e12;
-            beside_a_fair_task(s, a, own_s, per_pass, frames, at_pass_end, switch_s, w_app, w_k)
+            beside_a_fair_task(s, a, own_s, per_pass, frames, at_pass_end, switch_s, w_app, w_k, xsk.map(|_| rho))
         } else {
             let share = w_app / (w_app + w_k);
             (share / (app_s + a.t_wakeup_ps / 1e12 / per_pass), share)
@@ -666,7 +683,7 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
                     } else if defer && !takes_turns(s, a, own_s[c]) {
                         "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work; the reader, slower a frame than the stack, never empties its ring, is never woken and shares the core with ksoftirqd by their weights"
                     } else if defer {
-                        "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader (host.softirq = \"defer\", or a reader whose calls run no softirq), not evenly: a wake-up that preempts ksoftirqd lets it finish its pass on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out ksoftirqd's slice; the model mixes the two kinds of turn as the lags balance (near the stack's capacity, where ksoftirqd runs out of work within its slice, it reads less than the simulator)"
+                        "past the load where a __do_softirq ends with work left, ksoftirqd keeps the stack's work and shares the core with the reader (host.softirq = \"defer\", or a reader whose calls run no softirq), not evenly: a wake-up that preempts ksoftirqd lets it finish its pass on the reader's clock (wakeup_preempt's skipped clock), and once the reader's lag is used up it waits out ksoftirqd's slice; the model mixes the two kinds of turn as the lags balance (below the stack's capacity an AF_XDP reader's ksoftirqd drains its backlog and sleeps before its slice ends; a socket reader's is taken to keep its slice, as the interrupts' softirqs run inline again once it sleeps)"
                     } else {
                         "host.softirq = \"inline\": the stack takes its core; each datagram the reader takes first runs a whole __do_softirq (MAX_SOFTIRQ_RESTART passes, its local_bh_enable)"
                     }.to_string());

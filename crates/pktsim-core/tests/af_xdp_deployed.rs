@@ -36,8 +36,9 @@ const OVERLOAD: &[&str] = &["14Mpps", "20Mpps", "40Mpps"];
 /// reader's clock, until the reader's lag is used up and it waits out ksoftirqd's slice
 /// while its ring overflows (`model::beside_a_fair_task`): 8.5 Mpps in overload, over 200
 /// ms (the lag comes round about every 8 ms). At the stack's capacity (14 Mpps) ksoftirqd
-/// runs out of work within its slice, which the model's turns leave out: there the model
-/// is a lower bound, 23% under the simulator.
+/// runs out of work within its slice: it drains what came while the reader read (and while
+/// it drains) and sleeps, and the model's long turn ends there (7% above the simulator;
+/// with the whole slice the model was 23% under it).
 #[test]
 fn a_driver_that_stops_at_a_full_ring_holds_the_stack_back() {
     let stop = [("host.af_xdp.rx_full", "stop")];
@@ -45,7 +46,8 @@ fn a_driver_that_stops_at_a_full_ring_holds_the_stack_back() {
     let long = [("measure.duration", "200ms")];
     within(&long, &["20Mpps", "40Mpps"], 0.03);
     let (s14, m14, ..) = compare(&long, "14Mpps");
-    assert!(m14 <= s14 && m14 > 0.7 * s14, "at 14 Mpps: simulator {s14}, model {m14} (a lower bound)");
+    println!("at 14 Mpps: simulator {s14}, model {m14}");
+    assert!(close(s14, m14, 0.10), "at 14 Mpps: simulator {s14}, model {m14}");
     let (s_stop, m_stop, ..) = compare(&stop, "20Mpps");
     let (s_drop, m_drop, ..) = compare(&long, "20Mpps");
     assert!(s_stop > 1.04 * s_drop && m_stop > 1.04 * m_drop, "{s_stop} {s_drop} {m_stop} {m_drop}");

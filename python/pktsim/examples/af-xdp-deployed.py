@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 import pktsim  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).absolute().parent  # examples/ as named (not the package directory it links to)
 EXAMPLE = HERE / "af-xdp-rxdrop.toml"
 PANELS = {
     "poll(), NAPI's core: the driver at a full rx ring": {

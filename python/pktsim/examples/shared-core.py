@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 import pktsim  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).absolute().parent  # examples/ as named (not the package directory it links to)
 EXAMPLE = HERE / "udp-receiver.toml"
 SETTINGS = {
     'softirq, host.softirq = "inline" (6.5 on)': {"host.softirq": "inline"},
