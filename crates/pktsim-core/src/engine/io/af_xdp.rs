@@ -176,7 +176,10 @@ pub fn mode_costs(sc: &ResolvedScenario, costs: &Costs, mut m: ModeCosts) -> Mod
     m.tx_lock = false;
     m.notes.clear();
     let p = app_params(sc);
-    let extra = costs.t_poll.ps() as f64 * (1.0 / x.batch.max(1) as f64 - 1.0 / per_poll);
+    // A busy poll is a NAPI poll with a budget of the thread's batch: its fixed costs, the
+    // poll's and the socket's flush (xsk_flush at its end), come per batch, not per weight.
+    let flush_ps = m.terms.iter().find(|t| t.name == "xdp flush").map_or(0.0, |t| t.ps);
+    let extra = (costs.t_poll.ps() as f64 + flush_ps) * (1.0 / x.batch.max(1) as f64 - 1.0 / per_poll);
     m.app = p.map(|p| {
         // A copy-mode l2fwd thread sends in its kicks, COPY_TX_BATCH frames each.
         let send_ps = if l2fwd && !x.zero_copy {
