@@ -59,9 +59,14 @@ OPEN_OVERLOAD = {
 }
 LONG_WINDOW = {"af-xdp-rxdrop.toml": {"measure.duration": "200ms"}}
 OPEN_ONSET = {
-    # The simulator's reader starts losing at 0.85x the loss-free capacity (random service
-    # bursts overrun its 277-frame socket while the inline softirq keeps the core): at the
-    # capacity it reads 58% of it, the model all of it.
+    # The simulator's reader starts losing at 0.85x the loss-free capacity, which prices the
+    # stack's events as at saturation (an IPI and a poll per 64 frames): below it each frame
+    # still has its own IPI and poll (0.82-1 a frame from 0.3 to 0.7x), so the core is full
+    # at about 0.85x, and beyond it the inline softirq takes the reader's time (its share
+    # 0.23 of the core at 0.85x, 0.15 at 1x): at the capacity it reads 58% of it, the model
+    # all of it. (The closed-form CPU there is itself high, +8% at 0.5x: it wakes the reader
+    # once a frame, where exponential service times make the reader still busy at the next
+    # frame for a third of them at 0.5x and three quarters at 0.7x.)
     "veth-udp-receiver.toml": 0.45,
     "udp-receiver.toml": 0.025,
     # At the stack's capacity (13.9 Mpps) ksoftirqd drains its backlog within its slice
