@@ -455,13 +455,20 @@ TUNE_KNOBS = [
 ]
 
 
+OTHER_COMMANDS = ("schema", "profiles", "plot", "trace-info", "fit", "observe", "examples")
+
+
 def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
     """`n` cases: {"argv": [...], "what": description}. Files go into `workdir`."""
-    rng = random.Random(seed)
     sources = _read_sources()
     names = sorted(sources)
     cases = []
+    others = 0
     for i in range(n):
+        # Each case its own generator: how many draws a mutation takes depends on the bundled
+        # files' text, so one shared generator let an edited comment in an example move every
+        # case after it (and with them which commands the cases reach).
+        rng = random.Random(f"{seed}-case-{i}")
         kind = rng.random()
         if kind < 0.72:  # a mutated scenario through one command
             name = rng.choice(names)
@@ -544,7 +551,9 @@ def build_cases(n: int, seed: int, workdir: Path) -> list[dict]:
             if rng.random() < 0.5:
                 argv += ["--json"]
         else:  # schema, profiles, plot
-            c = rng.choice(["schema", "profiles", "plot", "trace-info", "fit", "observe", "examples"])
+            # In turn, so that every one of them is reached whatever the draws.
+            c = OTHER_COMMANDS[others % len(OTHER_COMMANDS)]
+            others += 1
             if c == "examples":
                 argv = ["examples"] + rng.choice([[], ["--copy", str(workdir / f"ex{i}")], ["--copy", "/proc/none"], ["--copy", str(base)]])
             elif c == "observe":
