@@ -613,6 +613,11 @@ pub fn predict(sc: &ResolvedScenario, inputs: &Inputs) -> Prediction {
             arrivals,
             rx_pps: stack_fwd[c],
             t_frame_ps,
+            t_frame_exp_ps: if s.host.stack.service == crate::scenario::ServiceDist::Exponential {
+                mode.proc_share * (terms.proc_ps + terms.proc_fs_per_byte * bytes / 1e3) * stretch
+            } else {
+                0.0
+            },
             bytes: (bytes - 4.0).max(0.0),
             tx_pps,
             clean_busy: clean_s * tx_pps,
@@ -1101,6 +1106,9 @@ pub struct CoreInputs<'a> {
     /// per-event costs left out), the frame's bytes as the driver counts them.
     pub rx_pps: f64,
     pub t_frame_ps: f64,
+    /// The part of `t_frame_ps` drawn from an exponential distribution (`host.service =
+    /// "exponential"`: the processing), ps; 0 with constant service.
+    pub t_frame_exp_ps: f64,
     pub bytes: f64,
     /// Tx completions its vectors clean per second and their time on this core (a share).
     pub tx_pps: f64,
@@ -1331,8 +1339,21 @@ pub fn core_events(i: &CoreInputs) -> CoreEvents {
         let run_s = (a.wake_latency_ps + a.t_wakeup_ps + calls_per_round * a.t_call_ps + n_wake * a.t_packet_ps) * ps;
         let q = if rx.rounds_per_s > 0.0 { rx.chains_per_s / rx.rounds_per_s } else { 1.0 };
         let v = (1.0 / rounds - q * rx.idle_gap_s).max(0.0);
-        let busy_at_next =
-            if run_s <= v { 0.0 } else { (1.0 - q) + q * (1.0 - i.arrivals.p_none(i.read_pps * (run_s - v))) };
+        let m = i.t_frame_exp_ps * ps * n;
+        let busy_at_next = if a.same_core && i.arrivals == Arrivals::Cbr && m > 0.0 {
+            // Evenly spaced rounds of random length (`host.service = "exponential"`): on
+            // the stack's core the reader runs after the round, in the idle time it leaves
+            // before the next (a round within a chain leaves none), and it is still reading
+            // when the next comes if its run A outlasts that gap: the round's time X varies
+            // about its mean m, so it does with P(X - m > gap - A) = e^-(gap - A + m)/m.
+            let d = rx.idle_gap_s - run_s;
+            let outlasts = if d + m >= 0.0 { (-(d + m) / m).exp() } else { 1.0 };
+            (1.0 - q) + q * outlasts
+        } else if run_s <= v {
+            0.0
+        } else {
+            (1.0 - q) + q * (1.0 - i.arrivals.p_none(i.read_pps * (run_s - v)))
+        };
         // A thread that spins never sleeps.
         let wakes = if a.spin { 0.0 } else { with_frames * (1.0 - busy_at_next) };
         let per_wake = if wakes > 0.0 { i.read_pps / wakes } else { f64::INFINITY };
