@@ -59,6 +59,19 @@ fn window(rate_pps: f64) -> (String, String) {
     (format!("{}ms", (ms / 2.0).ceil().max(10.0)), format!("{ms}ms"))
 }
 
+/// The one-node file `path` offered `rate_pps` with the window (warm-up, duration) and
+/// `extra` settings: the simulator's result and the model's prediction.
+fn at_rate(path: &Path, rate_pps: f64, window: (&str, &str), extra: &[(&str, &str)]) -> (SimResult, Prediction) {
+    let mut sets = vec![
+        ("traffic.rate".to_string(), format!("{rate_pps:.0}pps")),
+        ("measure.warmup".to_string(), window.0.to_string()),
+        ("measure.duration".to_string(), window.1.to_string()),
+    ];
+    sets.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let sc = nodes(path, &sets).swap_remove(0).1;
+    (run(&sc, Default::default()).unwrap(), predict(&sc))
+}
+
 struct Row {
     name: String,
     load: f64,
@@ -192,19 +205,12 @@ fn a_veth_threads_deferral_is_the_simulators_below_saturation() {
     for timeout in ["20us", "50us", "200us"] {
         for &load in &LOADS {
             let rate = load * capacity;
-            let sets: Vec<(String, String)> = [
-                ("traffic.rate", format!("{rate:.0}pps")),
-                ("measure.warmup", "10ms".to_string()),
-                ("measure.duration", "60ms".to_string()),
-                ("nic.napi.defer_hard_irqs", "2".to_string()),
-                ("nic.napi.gro_flush_timeout", timeout.to_string()),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect();
-            let sc = nodes(&path, &sets).swap_remove(0).1;
-            let r: SimResult = run(&sc, Default::default()).unwrap();
-            let p: Prediction = predict(&sc);
+            let (r, p) = at_rate(
+                &path,
+                rate,
+                ("10ms", "60ms"),
+                &[("nic.napi.defer_hard_irqs", "2"), ("nic.napi.gro_flush_timeout", timeout)],
+            );
             let err = (p.cpu_load - r.cpu_utilization) / r.cpu_utilization;
             println!(
                 "{timeout:>6} {load:.1} model {:.4} max {:.4} sim {:.4} {:+.1}%",
@@ -239,17 +245,7 @@ fn a_reader_beside_random_service_is_woken_as_often_as_the_simulators() {
     let capacity = predict(&nodes(&path, &[]).swap_remove(0).1).capacity_pps;
     for load in [0.1, 0.3, 0.5, 0.7] {
         let rate = load * capacity;
-        let sets: Vec<(String, String)> = [
-            ("traffic.rate", format!("{rate:.0}pps")),
-            ("measure.warmup", "20ms".to_string()),
-            ("measure.duration", "300ms".to_string()),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-        let sc = nodes(&path, &sets).swap_remove(0).1;
-        let r: SimResult = run(&sc, Default::default()).unwrap();
-        let p: Prediction = predict(&sc);
+        let (r, p) = at_rate(&path, rate, ("20ms", "300ms"), &[]);
         let wakes_sim = r.io.json()["app"]["wakeups"].as_f64().unwrap() / 0.3;
         println!(
             "{load:.1}: CPU model {:.4} sim {:.4} ({:+.1}%), wake-ups a frame model {:.3} sim {:.3}",
